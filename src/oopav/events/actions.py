@@ -1,0 +1,82 @@
+"""The actions an actor model may propose: one source of truth for the wire format, the
+JSON schemas given to constrained decoders, and the sandbox's inputs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+
+class AstGrepAction(msgspec.Struct, tag_field="type", tag="ast_grep", kw_only=True, forbid_unknown_fields=True):
+    """A structural rewrite. Either a full YAML ``rule`` (id, language, rule, fix, constraints,
+    transform) or the short form ``pattern`` + ``rewrite`` + ``language``."""
+
+    rule: str | None = None
+    pattern: str | None = None
+    rewrite: str | None = None
+    language: str | None = None
+    paths: list[str] = msgspec.field(default_factory=lambda: ["."])
+
+
+class SearchReplaceEdit(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    path: str
+    search: str
+    replace: str
+
+
+class SearchReplaceAction(msgspec.Struct, tag_field="type", tag="search_replace", kw_only=True, forbid_unknown_fields=True):
+    """SEARCH/REPLACE blocks: each SEARCH must match exactly once, indentation exact."""
+
+    edits: Annotated[list[SearchReplaceEdit], Meta(min_length=1)]
+
+
+class WriteFileAction(msgspec.Struct, tag_field="type", tag="write_file", kw_only=True, forbid_unknown_fields=True):
+    path: str
+    content: str
+
+
+class RunCommandAction(msgspec.Struct, tag_field="type", tag="run_command", kw_only=True, forbid_unknown_fields=True):
+    argv: Annotated[list[str], Meta(min_length=1)]
+    timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 60.0
+    scopes: list[str] = msgspec.field(default_factory=list)
+
+
+class FinishAction(msgspec.Struct, tag_field="type", tag="finish", kw_only=True, forbid_unknown_fields=True):
+    summary: str
+
+
+Action = AstGrepAction | SearchReplaceAction | WriteFileAction | RunCommandAction | FinishAction
+ACTION_TYPES: tuple[type, ...] = (
+    AstGrepAction,
+    SearchReplaceAction,
+    WriteFileAction,
+    RunCommandAction,
+    FinishAction,
+)
+
+_ACTION_DECODER = msgspec.json.Decoder(Action)
+
+
+def decode_action(data: bytes | str) -> Action:
+    """Strictly decode an action from JSON; raises ``msgspec.ValidationError`` /
+    ``msgspec.DecodeError`` with a message naming the offending field."""
+    return _ACTION_DECODER.decode(data)
+
+
+def action_to_builtins(action: Action) -> dict[str, Any]:
+    return msgspec.to_builtins(action)
+
+
+def action_json_schema() -> dict[str, Any]:
+    """The JSON schema of the action union, with definitions inlined under ``$defs``."""
+    return msgspec.json.schema(Action)
+
+
+def action_hash(action: Action) -> str:
+    """A canonical hash of an action (type and arguments) for stuck detection."""
+    import hashlib
+
+    canon = msgspec.json.encode(msgspec.to_builtins(action), order="sorted")
+    return hashlib.sha256(canon).hexdigest()[:16]

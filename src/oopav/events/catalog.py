@@ -1,0 +1,326 @@
+"""The event catalog: the envelope and every event type, as msgspec Structs tagged on ``type``.
+
+Events are immutable facts in the past tense (DESIGN invariant 2). Each type declares:
+
+- ``schema``: its current version; older stored versions are upcast on read (see ``codec``);
+- ``volatile``: fields that legitimately differ between a run and its replay (timestamps,
+  latencies), which replay comparison ignores.
+
+Adding a field to a type later means bumping ``schema`` and registering an upcaster, never
+breaking events already on the stream.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from oopav.events.actions import Action
+
+Aggregate = Literal["session", "mission", "run"]
+RiskBand = Literal["green", "yellow", "red", "black"]
+TestDecision = Literal["required", "recommended", "optional", "deferred", "skip"]
+Outcome = Literal["success", "failed", "aborted"]
+
+ENVELOPE_VOLATILE: frozenset[str] = frozenset({"ts"})
+
+
+class Event(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_defaults=False):
+    """The envelope shared by every event (DESIGN invariant 3)."""
+
+    id: str
+    schema: int = 1
+    aggregate: Aggregate = "session"
+    aggregate_id: str
+    causation_id: str | None = None
+    correlation_id: str
+    actor: str
+    ts: datetime
+
+    SCHEMA: ClassVar[int] = 1
+    VOLATILE: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def type_name(cls) -> str:
+        return cls.__struct_config__.tag  # type: ignore[return-value]
+
+    @property
+    def type(self) -> str:
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
+    @classmethod
+    def volatile_fields(cls) -> frozenset[str]:
+        return ENVELOPE_VOLATILE | cls.VOLATILE
+
+    @property
+    def subject(self) -> str:
+        return f"oopav.ev.{self.aggregate}.{self.aggregate_id}.{self.type}"
+
+
+# --- shared value types -------------------------------------------------------------------
+
+
+class Budgets(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """Hard budgets (DESIGN invariant 8). Every limit is finite."""
+
+    retries_per_phase: int = 3
+    iterations: int = 30
+    model_tokens: int = 200_000
+    wall_seconds_per_phase: float = 600.0
+    prompt_output_bytes: int = 8_192
+    bounces: int = 3
+
+
+class Example(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """A before/after pair that shows the intended change."""
+
+    before: str
+    after: str
+    path: str | None = None
+
+
+class PlanStep(msgspec.Struct, kw_only=True, frozen=True):
+    id: int
+    description: str
+    files: list[str] = msgspec.field(default_factory=list)
+    kind: str = "edit"
+
+
+class Finding(msgspec.Struct, kw_only=True, frozen=True):
+    """One observed fact about a file: a parse error, a stub marker, a failing test."""
+
+    path: str
+    line: int = 0
+    kind: str = ""
+    message: str = ""
+
+
+class TestRun(msgspec.Struct, kw_only=True, frozen=True):
+    argv: list[str]
+    exit_code: int
+    passed: bool
+    timed_out: bool = False
+    output_tail: str = ""
+    duration_ms: float = 0.0
+
+
+# --- session events ----------------------------------------------------------------------
+
+
+class TaskSubmitted(Event, tag="task_submitted", frozen=True):
+    instruction: str
+    repo: str
+    mission: str | None = None
+    budgets: Budgets = msgspec.field(default_factory=Budgets)
+    policy: dict[str, Any] | None = None
+    model: str | None = None
+    test_command: list[str] | None = None
+    examples: list[Example] = msgspec.field(default_factory=list)
+    reply_to: str | None = None
+    parent_session: str | None = None
+    fork_sequence: int | None = None
+
+
+class TaskRejected(Event, tag="task_rejected", frozen=True):
+    error: str
+    field: str | None = None
+    code: str = "invalid"
+    excerpt: str = ""
+    size: int = 0
+
+
+class WorkspacePrepared(Event, tag="workspace_prepared", frozen=True):
+    path: str
+    base_commit: str
+    branch: str
+    kind: Literal["worktree", "copy"] = "worktree"
+    repo: str = ""
+
+
+class ObservationRecorded(Event, tag="observation_recorded", frozen=True):
+    phase: Literal["baseline", "change"] = "baseline"
+    files_total: int = 0
+    parse_errors: list[Finding] = msgspec.field(default_factory=list)
+    stubs: list[Finding] = msgspec.field(default_factory=list)
+    tests: TestRun | None = None
+    changed_files: list[str] = msgspec.field(default_factory=list)
+    languages: dict[str, int] = msgspec.field(default_factory=dict)
+    observer_action: Literal[
+        "continue", "more_evidence", "replan", "escalate", "negative_example"
+    ] = "continue"
+    reasons: list[str] = msgspec.field(default_factory=list)
+    source_event: str | None = None
+
+
+class OrientReported(Event, tag="orient_reported", frozen=True):
+    risk_band: RiskBand
+    evidence_gap: float
+    category: str
+    complexity: int
+    test_decision: TestDecision
+    reasons: list[str] = msgspec.field(default_factory=list)
+    memory_hits: list[tuple[str, float]] = msgspec.field(default_factory=list)
+
+
+class PlanProposed(Event, tag="plan_proposed", frozen=True):
+    steps: list[PlanStep]
+    files: list[str] = msgspec.field(default_factory=list)
+    test_decision: TestDecision = "optional"
+    attempt: int = 1
+    model_call_id: str | None = None
+    rationale: str = ""
+    repo_map_hash: str | None = None
+
+
+class ModelCalled(Event, tag="model_called", frozen=True):
+    role: str
+    backend: str
+    request_hash: str
+    request: dict[str, Any]
+    response: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    finish_reason: str = "stop"
+    error: str | None = None
+
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"latency_ms"})
+
+
+class ActionProposed(Event, tag="action_proposed", frozen=True):
+    action: Action
+    action_hash: str
+    step: int = 0
+    iteration: int = 0
+    model_call_id: str | None = None
+    think: str = ""
+
+
+class ActionRejected(Event, tag="action_rejected", frozen=True):
+    action_id: str
+    reason: str
+    message: str
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class PermissionRequested(Event, tag="permission_requested", frozen=True):
+    scope: str
+    reason: str = ""
+    action_id: str | None = None
+
+
+class PermissionGranted(Event, tag="permission_granted", frozen=True):
+    scope: str
+    granted_by: str
+    expires_at: datetime | None = None
+    max_uses: int | None = None
+    request_id: str | None = None
+
+
+class PermissionDenied(Event, tag="permission_denied", frozen=True):
+    scope: str
+    denied_by: str
+    reason: str = ""
+    request_id: str | None = None
+    action_id: str | None = None
+
+
+class ActionApplied(Event, tag="action_applied", frozen=True):
+    action_id: str
+    ok: bool = True
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    diff: str = ""
+    files_changed: list[str] = msgspec.field(default_factory=list)
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    output_bytes: int = 0
+    checkpoint: str | None = None
+    artifact: str | None = None
+    duration_ms: float = 0.0
+    grants_used: list[str] = msgspec.field(default_factory=list)
+
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"duration_ms", "artifact"})
+
+
+class GateEvaluated(Event, tag="gate_evaluated", frozen=True):
+    gate: str
+    passed: bool
+    skipped: bool = False
+    evidence: str = ""
+    findings: list[Finding] = msgspec.field(default_factory=list)
+    bounce: int = 0
+    duration_ms: float = 0.0
+
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"duration_ms"})
+
+
+class VerificationCompleted(Event, tag="verification_completed", frozen=True):
+    passed: bool
+    gates: list[str] = msgspec.field(default_factory=list)
+    failed_gate: str | None = None
+    bounce: int = 0
+
+
+class ReplanTriggered(Event, tag="replan_triggered", frozen=True):
+    source: str
+    reason: str
+    evidence: str = ""
+    attempt: int = 1
+    perturbation: str | None = None
+
+
+class BudgetExceeded(Event, tag="budget_exceeded", frozen=True):
+    budget: str
+    limit: float
+    used: float
+    phase: str | None = None
+    response: Literal["abort", "escalate"] = "abort"
+
+
+class StuckDetected(Event, tag="stuck_detected", frozen=True):
+    pattern: Literal["repeat", "alternation", "errors"]
+    action_hashes: list[str] = msgspec.field(default_factory=list)
+    count: int = 0
+    response: Literal["replan", "abort"] = "replan"
+
+
+class CriticVerdict(Event, tag="critic_verdict", frozen=True):
+    verdict: Literal["approve", "reject", "unavailable"]
+    reasons: list[str] = msgspec.field(default_factory=list)
+    model_call_id: str | None = None
+
+
+class SessionCompleted(Event, tag="session_completed", frozen=True):
+    outcome: Outcome
+    summary: str = ""
+    diff: str = ""
+    metrics: dict[str, Any] = msgspec.field(default_factory=dict)
+    reason: str = ""
+
+
+SESSION_EVENTS: tuple[type[Event], ...] = (
+    TaskSubmitted,
+    TaskRejected,
+    WorkspacePrepared,
+    ObservationRecorded,
+    OrientReported,
+    PlanProposed,
+    ModelCalled,
+    ActionProposed,
+    ActionRejected,
+    PermissionRequested,
+    PermissionGranted,
+    PermissionDenied,
+    ActionApplied,
+    GateEvaluated,
+    VerificationCompleted,
+    ReplanTriggered,
+    BudgetExceeded,
+    StuckDetected,
+    CriticVerdict,
+    SessionCompleted,
+)

@@ -1,0 +1,1 @@
+"""oopav.sandbox"""
