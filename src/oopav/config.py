@@ -1,0 +1,46 @@
+"""Settings shared by every command and handler, from flags and ``OOPAV_*`` variables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+from pydantic import BaseModel, Field
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("OOPAV_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("oopav", appauthor=False))
+
+
+class Settings(BaseModel):
+    """Where oopav keeps its state and which server and model it talks to."""
+
+    data_dir: Path = Field(default_factory=default_data_dir)
+    nats_url: str | None = Field(default_factory=lambda: os.environ.get("OOPAV_NATS_URL") or None)
+    model: str | None = Field(default_factory=lambda: os.environ.get("OOPAV_MODEL") or None)
+
+    @property
+    def nats_store_dir(self) -> Path:
+        return self.data_dir / "nats"
+
+    @property
+    def snapshots_dir(self) -> Path:
+        return self.data_dir / "snapshots"
+
+    @property
+    def workspaces_dir(self) -> Path:
+        return self.data_dir / "workspaces"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.data_dir / "artifacts"
+
+    def workspace_for(self, session_id: str) -> Path:
+        return self.workspaces_dir / session_id
+
+    def artifacts_for(self, session_id: str) -> Path:
+        return self.artifacts_dir / session_id
