@@ -232,7 +232,9 @@ def pagerank(
         p = personalization.astype(np.float64) / float(personalization.sum())
     out_w = np.bincount(src, weights=weight, minlength=n).astype(np.float64)
     dangling = out_w == 0.0
-    share = np.divide(weight, out_w[src], out=np.zeros_like(weight, dtype=np.float64), where=out_w[src] > 0)
+    share = np.divide(
+        weight, out_w[src], out=np.zeros_like(weight, dtype=np.float64), where=out_w[src] > 0
+    )
     r = p.copy()
     for _ in range(max_iter):
         flow = np.bincount(dst, weights=r[src] * share, minlength=n)
@@ -475,7 +477,11 @@ def build_repo_map(
     tkey = tree_key(root, files)
     map_path: Path | None = None
     if cache_dir is not None:
-        map_path = _cache_root(cache_dir) / "maps" / f"{_map_key(tkey, m_files, m_idents, token_budget)}.json"
+        map_path = (
+            _cache_root(cache_dir)
+            / "maps"
+            / f"{_map_key(tkey, m_files, m_idents, token_budget)}.json"
+        )
         try:
             hit = msgspec.json.decode(map_path.read_bytes(), type=RepoMap)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):

@@ -53,8 +53,10 @@ def tags_language(path: str) -> str | None:
 
 def _query_text(language: str) -> str:
     stem = QUERY_FOR_LANGUAGE[language]
-    return resources.files("oopav.context").joinpath("queries", f"{stem}-tags.scm").read_text(
-        encoding="utf-8"
+    return (
+        resources.files("oopav.context")
+        .joinpath("queries", f"{stem}-tags.scm")
+        .read_text(encoding="utf-8")
     )
 
 
