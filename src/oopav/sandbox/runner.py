@@ -409,4 +409,3 @@ def run_sandboxed(
         if placeholder_dir is not None:
             with contextlib.suppress(OSError):
                 os.rmdir(placeholder_dir)
-

@@ -1,0 +1,407 @@
+"""ast-grep rewrites applied in-process with ast-grep-py.
+
+ast-grep-py finds matches (rule, constraints, utils, transform) but ignores ``fix``, so the
+fix template is expanded here the way the ast-grep CLI does it: ``$A`` / ``$$A`` (single),
+``$$$A`` (multiple), transformed variables, and the CLI's re-indentation of multi-line text.
+The CLI stays the reference: ``cli_rewrite`` runs it, and a test requires identical output.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+from ast_grep_py import SgNode, SgRoot
+
+from oopav.events.actions import AstGrepAction
+
+LANG_ALIASES: dict[str, str] = {
+    "py": "python",
+    "python3": "python",
+    "js": "javascript",
+    "jsx": "javascript",
+    "ts": "typescript",
+    "rs": "rust",
+    "golang": "go",
+    "c++": "cpp",
+    "cxx": "cpp",
+    "rb": "ruby",
+    "kt": "kotlin",
+    "cs": "csharp",
+    "c#": "csharp",
+}
+# ast-grep's default file extensions per language.
+LANG_EXTENSIONS: dict[str, tuple[str, ...]] = {
+    "python": (".py", ".py3", ".pyi", ".bzl"),
+    "javascript": (".js", ".cjs", ".mjs", ".jsx"),
+    "typescript": (".ts", ".cts", ".mts"),
+    "tsx": (".tsx",),
+    "rust": (".rs",),
+    "go": (".go",),
+    "java": (".java",),
+    "c": (".c", ".h"),
+    "cpp": (".cc", ".hpp", ".cpp", ".c++", ".hh", ".cxx", ".cu", ".ino"),
+    "ruby": (".rb", ".rbw", ".gemspec"),
+    "kotlin": (".kt", ".ktm", ".kts"),
+    "csharp": (".cs",),
+    "bash": (".bash", ".sh", ".zsh", ".bats"),
+    "lua": (".lua",),
+    "json": (".json",),
+    "yaml": (".yml", ".yaml"),
+    "html": (".html", ".htm", ".xhtml"),
+    "css": (".css", ".scss"),
+    "php": (".php",),
+    "scala": (".scala", ".sc", ".sbt"),
+    "swift": (".swift",),
+}
+_KNOWN_KEYS = {
+    "id",
+    "language",
+    "rule",
+    "fix",
+    "constraints",
+    "transform",
+    "utils",
+    "message",
+    "severity",
+    "note",
+    "files",
+    "ignores",
+}
+_VAR_CHARS = re.compile(r"[A-Z0-9_]*")
+
+
+class RuleError(ValueError):
+    """A rule that cannot be used; ``code`` is a rejection reason."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Rule(msgspec.Struct, kw_only=True, frozen=True):
+    id: str
+    language: str
+    rule: dict[str, Any]
+    fix: str | None = None
+    constraints: dict[str, Any] | None = None
+    transform: dict[str, Any] | None = None
+    utils: dict[str, Any] | None = None
+
+    def config(self) -> dict[str, Any]:
+        cfg: dict[str, Any] = {"rule": self.rule}
+        for key in ("constraints", "transform", "utils"):
+            value = getattr(self, key)
+            if value:
+                cfg[key] = value
+        return cfg
+
+    def to_yaml(self) -> str:
+        data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
+        for key in ("constraints", "transform", "utils", "fix"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def normalize_language(name: str) -> str:
+    lang = name.strip().lower()
+    lang = LANG_ALIASES.get(lang, lang)
+    if lang not in LANG_EXTENSIONS:
+        raise RuleError(
+            "unknown_language",
+            f"unknown language {name!r}; one of: {', '.join(sorted(LANG_EXTENSIONS))}",
+        )
+    return lang
+
+
+def rule_from_action(action: AstGrepAction) -> Rule:
+    """The rule of an action, full YAML or short form; RuleError when malformed."""
+    if action.rule:
+        if action.pattern or action.rewrite:
+            raise RuleError(
+                "bad_rule", "give either `rule` (YAML) or `pattern` + `rewrite`, not both"
+            )
+        try:
+            data = yaml.safe_load(action.rule)
+        except yaml.YAMLError as exc:
+            raise RuleError("bad_rule", f"rule is not valid YAML: {exc}") from exc
+        if not isinstance(data, dict):
+            raise RuleError("bad_rule", "rule YAML must be a mapping with id, language, rule, fix")
+        unknown = set(data) - _KNOWN_KEYS
+        if unknown:
+            raise RuleError("bad_rule", f"unknown rule keys: {', '.join(sorted(unknown))}")
+        for key in ("language", "rule"):
+            if key not in data:
+                raise RuleError("bad_rule", f"rule YAML needs `{key}`")
+        if not isinstance(data["rule"], dict):
+            raise RuleError(
+                "bad_rule", "`rule` must be a mapping (pattern, kind, inside, has, ...)"
+            )
+        fix = data.get("fix")
+        if isinstance(fix, dict):
+            if set(fix) != {"template"}:
+                raise RuleError(
+                    "bad_rule", "only `fix: <template>` or `fix: {template: ...}` is supported"
+                )
+            fix = fix["template"]
+        if fix is not None and not isinstance(fix, str):
+            raise RuleError("bad_rule", "`fix` must be a string template")
+        if fix is None:
+            raise RuleError("bad_rule", "rule has no `fix`: nothing to rewrite")
+        _check_fix_vars(fix, data)
+        return Rule(
+            id=str(data.get("id") or "rule"),
+            language=normalize_language(str(data["language"])),
+            rule=data["rule"],
+            fix=fix,
+            constraints=data.get("constraints"),
+            transform=data.get("transform"),
+            utils=data.get("utils"),
+        )
+    if not action.pattern or action.rewrite is None or not action.language:
+        raise RuleError("bad_rule", "short form needs `pattern`, `rewrite` and `language`")
+    return Rule(
+        id="short",
+        language=normalize_language(action.language),
+        rule={"pattern": action.pattern},
+        fix=action.rewrite,
+    )
+
+
+def _check_fix_vars(fix: str, data: dict[str, Any]) -> None:
+    """The CLI refuses a fix that names a metavariable the rule never binds; so do we,
+    instead of silently substituting nothing."""
+    transforms = set((data.get("transform") or {}).keys())
+    bound_text = yaml.safe_dump({k: data.get(k) for k in ("rule", "utils", "constraints")})
+    for piece in parse_template(fix, transforms):
+        if isinstance(piece, tuple) and piece[0] != "transformed":
+            name = piece[1]
+            if not re.search(r"\$" + re.escape(name) + r"(?![A-Z0-9_])", bound_text):
+                raise RuleError(
+                    "rule_invalid",
+                    f"undefined meta variable `${name}` used in `fix`; bind it in the rule's pattern",
+                )
+
+
+# --- fix templates, as in ast-grep's replacer/template.rs --------------------------------
+
+
+def indent_at(text: str, offset: int) -> int:
+    """Leading spaces of the line holding ``offset`` (ast-grep's get_indent_at_offset: tabs
+    do not count)."""
+    segment = text[text.rfind("\n", 0, offset) + 1 : offset]
+    return len(segment) - len(segment.lstrip(" "))
+
+
+def reindent(text: str, original: int, target: int) -> str:
+    """Move a multi-line text from indentation ``original`` to ``target`` (first line kept)."""
+    if "\n" not in text or original == target:
+        return text
+    lines = text.split("\n")
+    if original > target:
+        cut = " " * (original - target)
+        return "\n".join(ln[len(cut) :] if ln.startswith(cut) else ln for ln in lines)
+    pad = " " * (target - original)
+    return "\n".join([lines[0]] + [pad + ln for ln in lines[1:]])
+
+
+def parse_template(fix: str, transforms: Iterable[str]) -> list[str | tuple[str, str, int]]:
+    """Literal fragments and (kind, name, indent) variables; kind is single/multi/transformed."""
+    names = set(transforms)
+    out: list[str | tuple[str, str, int]] = []
+    buf_start = 0
+    i = 0
+    while True:
+        j = fix.find("$", i)
+        if j < 0:
+            break
+        k = j
+        dollars = 0
+        while dollars < 3 and k < len(fix) and fix[k] == "$":
+            k += 1
+            dollars += 1
+        name = _VAR_CHARS.match(fix, k).group(0)  # type: ignore[union-attr]
+        if not name:
+            i = j + 1
+            continue
+        out.append(fix[buf_start:j])
+        kind = "multi" if dollars == 3 else ("transformed" if name in names else "single")
+        out.append((kind, name, indent_at(fix, j)))
+        i = buf_start = k + len(name)
+    out.append(fix[buf_start:])
+    return out
+
+
+def expand_fix(node: SgNode, template: list[str | tuple[str, str, int]], source: str) -> str:
+    parts: list[str] = []
+    for piece in template:
+        if isinstance(piece, str):
+            parts.append(piece)
+            continue
+        kind, name, indent = piece
+        if kind == "transformed":
+            value = node.get_transformed(name)
+            if value is not None:
+                parts.append(reindent(value, 0, indent))
+            continue
+        if kind == "single":
+            m = node.get_match(name)
+            if m is None:
+                continue
+            start, end = m.range().start.index, m.range().end.index
+        else:
+            ms = node.get_multiple_matches(name)
+            if not ms:
+                continue
+            start, end = ms[0].range().start.index, ms[-1].range().end.index
+        text = source[start:end]
+        if "\n" in text:
+            text = reindent(text, indent_at(source, start), indent)
+        parts.append(text)
+    return "".join(parts)
+
+
+def rewrite_source(source: str, rule: Rule) -> tuple[str, int]:
+    """(new source, number of rewrites). Raises RuleError when the rule does not compile."""
+    root = SgRoot(source, rule.language).root()
+    try:
+        nodes = root.find_all(rule.config())
+    except Exception as exc:  # ast-grep-py raises RuntimeError/Exception with the cause chain
+        raise RuleError("rule_invalid", _clean_error(exc)) from exc
+    template = parse_template(rule.fix or "", (rule.transform or {}).keys())
+    out: list[str] = []
+    pos = 0
+    count = 0
+    for node in sorted(nodes, key=lambda n: (n.range().start.index, -n.range().end.index)):
+        start, end = node.range().start.index, node.range().end.index
+        if start < pos:
+            # Nested inside a match already rewritten: the CLI skips overlapping edits too.
+            continue
+        replacement = reindent(expand_fix(node, template, source), 0, indent_at(source, start))
+        out.append(source[pos:start])
+        out.append(replacement)
+        pos = end
+        count += 1
+    out.append(source[pos:])
+    return "".join(out), count
+
+
+def check_rule(rule: Rule) -> None:
+    """Compile the rule against an empty document so errors surface before any file is read."""
+    try:
+        SgRoot("", rule.language).root().find_all(rule.config())
+    except Exception as exc:
+        raise RuleError("rule_invalid", _clean_error(exc)) from exc
+
+
+def _clean_error(exc: BaseException) -> str:
+    text = str(exc).split("Stack backtrace:")[0].strip()
+    return re.sub(r"\n\s*\n", "\n", text)
+
+
+# --- files ---------------------------------------------------------------------------------
+
+_GLOB_CHARS = set("*?[")
+
+
+def files_for(workspace: Path, paths: Iterable[str], language: str) -> list[str]:
+    """Workspace-relative files of ``language`` under ``paths`` (files, dirs or globs),
+    sorted, skipping hidden entries (``.git``) as the CLI does."""
+    exts = LANG_EXTENSIONS[language]
+    root = workspace.resolve()
+    found: set[str] = set()
+
+    def add(p: Path) -> None:
+        rel = p.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in Path(rel).parts):
+            return
+        if p.is_file() and not p.is_symlink() and p.suffix.lower() in exts:
+            found.add(rel)
+
+    def walk(d: Path) -> None:
+        for dirpath, dirnames, filenames in os.walk(d):
+            dirnames[:] = sorted(n for n in dirnames if not n.startswith("."))
+            for f in filenames:
+                add(Path(dirpath) / f)
+
+    for raw in paths:
+        spec = raw.strip() or "."
+        if any(c in spec for c in _GLOB_CHARS):
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = [n for n in dirnames if not n.startswith(".")]
+                for f in filenames:
+                    full = Path(dirpath) / f
+                    rel = full.relative_to(root).as_posix()
+                    if fnmatch.fnmatchcase(rel, spec) or fnmatch.fnmatchcase(f, spec):
+                        add(full)
+            continue
+        target = (root / spec).resolve()
+        if target != root and root not in target.parents:
+            continue
+        if target.is_dir():
+            walk(target)
+        elif target.is_file():
+            add(target)
+    return sorted(found)
+
+
+def find_cli() -> str:
+    for name in ("ast-grep", "sg"):
+        found = shutil.which(name)
+        if found:
+            return found
+    import sys
+
+    for name in ("ast-grep", "sg"):
+        cand = Path(sys.executable).parent / name
+        if cand.exists():
+            return str(cand)
+    raise FileNotFoundError("ast-grep CLI not found: pip install ast-grep-cli")
+
+
+def cli_rewrite(directory: Path, rule: Rule, files: list[str]) -> dict[str, str]:
+    """Reference implementation: ``ast-grep scan --update-all`` on copies; returns the new
+    text of each rewritten file. Used by tests and the benchmark, not by the agent loop."""
+    rule_path = directory / ".oopav-rule.yml"
+    rule_path.write_text(rule.to_yaml())
+    try:
+        proc = subprocess.run(
+            [find_cli(), "scan", "--rule", str(rule_path), "--update-all", *files],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode not in (0, 1):
+            raise RuleError("rule_invalid", proc.stderr.strip() or proc.stdout.strip())
+    finally:
+        rule_path.unlink(missing_ok=True)
+    return {f: (directory / f).read_text() for f in files}
+
+
+def cli_json_matches(directory: Path, rule: Rule, files: list[str]) -> list[dict[str, Any]]:
+    rule_path = directory / ".oopav-rule.yml"
+    rule_path.write_text(rule.to_yaml())
+    try:
+        proc = subprocess.run(
+            [find_cli(), "scan", "--rule", str(rule_path), "--json=compact", *files],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        rule_path.unlink(missing_ok=True)
+    return json.loads(proc.stdout or "[]")

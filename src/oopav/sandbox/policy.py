@@ -1,0 +1,63 @@
+"""The capability policy: which scopes are granted or denied without asking anyone.
+
+Loaded from YAML or JSON (a file, or the ``policy`` dict of ``task_submitted``)::
+
+    allow: ["exec:pytest", "exec:python -m pytest", "net.http:pypi.org"]
+    deny: ["net.any"]
+    ask_unknown: true
+    write_protected: [".github/**", "Makefile"]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from oopav.sandbox.capabilities import Scope, ScopeError, covers, parse_scope
+
+
+class Policy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+    # False: a scope neither allowed nor granted is denied instead of asked for.
+    ask_unknown: bool = True
+    # Workspace-relative globs that file actions may only write with an `fs.write:` scope.
+    write_protected: list[str] = Field(default_factory=list)
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _scopes(cls, value: list[str]) -> list[str]:
+        out = []
+        for i, text in enumerate(value):
+            try:
+                out.append(str(parse_scope(text)))
+            except ScopeError as exc:
+                raise ValueError(f"entry {i}: {exc}") from exc
+        return out
+
+    def denies(self, needed: Scope) -> str | None:
+        """The deny entry that matches ``needed``, if any."""
+        return next((d for d in self.deny if covers(parse_scope(d), needed)), None)
+
+    def allows(self, needed: Scope) -> str | None:
+        return next((a for a in self.allow if covers(parse_scope(a), needed)), None)
+
+
+def policy_from(data: dict[str, Any] | None) -> Policy:
+    return Policy.model_validate(data or {})
+
+
+def load_policy(path: Path) -> Policy:
+    """Read a policy from a .yaml/.yml/.json file (YAML is a superset of JSON)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read policy {path}: {exc}") from exc
+    if data is not None and not isinstance(data, dict):
+        raise ValueError(f"policy {path} must be a mapping, got {type(data).__name__}")
+    return policy_from(data)

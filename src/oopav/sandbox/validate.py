@@ -1,0 +1,84 @@
+"""Pre-emit validation shared by every file action: paths stay inside the workspace and
+off protected paths, and no resulting file parses worse than before."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from pathlib import Path, PurePosixPath
+
+from oopav.context.parsing import error_nodes, language_for_path
+from oopav.events.catalog import Finding
+
+# Never writable by an action, whatever the grants: host-side git reads these.
+ALWAYS_PROTECTED: tuple[str, ...] = (".git", ".git/**")
+
+
+class PathRejected(ValueError):
+    def __init__(self, code: str, message: str, path: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.path = path
+
+
+def resolve_in_workspace(workspace: Path, rel: str) -> tuple[str, Path]:
+    """(normalized relative path, absolute path) or PathRejected. Rejects absolute paths,
+    ``..``, and any path whose existing part runs through a symlink that leaves the
+    workspace, or that is itself a symlink."""
+    if not rel or not rel.strip():
+        raise PathRejected("bad_path", "empty path", rel)
+    if "\x00" in rel:
+        raise PathRejected("bad_path", "path contains a NUL byte", rel)
+    pure = PurePosixPath(rel)
+    if pure.is_absolute():
+        raise PathRejected(
+            "path_outside_workspace",
+            f"{rel!r} is absolute; give a path relative to the workspace",
+            rel,
+        )
+    parts = [p for p in pure.parts if p not in (".", "")]
+    if ".." in parts:
+        raise PathRejected("path_outside_workspace", f"{rel!r} contains '..'", rel)
+    if not parts:
+        raise PathRejected("bad_path", f"{rel!r} names the workspace itself, not a file", rel)
+    root = workspace.resolve()
+    target = root.joinpath(*parts)
+    if target.is_symlink():
+        raise PathRejected(
+            "symlink", f"{rel!r} is a symlink; edit the file it points to instead", rel
+        )
+    real = Path(os.path.realpath(target))
+    if real != root and root not in real.parents:
+        raise PathRejected(
+            "path_outside_workspace",
+            f"{rel!r} resolves outside the workspace (through a symlink)",
+            rel,
+        )
+    return "/".join(parts), target
+
+
+def protected_match(rel: str, globs: tuple[str, ...] | list[str]) -> str | None:
+    for g in globs:
+        if rel == g or fnmatch.fnmatchcase(rel, g) or rel.startswith(g.rstrip("/") + "/"):
+            return g
+    return None
+
+
+def new_parse_errors(path: str, before: str | None, after: str) -> list[Finding]:
+    """Findings for the error nodes ``after`` adds over ``before`` (compared by count, so
+    an already broken file may stay broken but not get worse). Empty when fine or when the
+    file's language is not parsed."""
+    lang = language_for_path(path)
+    if lang is None:
+        return []
+    after_errs = error_nodes(after.encode(), lang)
+    if not after_errs:
+        return []
+    before_count = len(error_nodes(before.encode(), lang)) if before is not None else 0
+    if len(after_errs) <= before_count:
+        return []
+    return [
+        Finding(path=path, line=line, kind="parse_error", message=f"{kind} at column {col}")
+        for line, col, kind in after_errs
+    ]
