@@ -7,7 +7,12 @@
 (function_definition
   name: (identifier) @name.definition.function)
 
-; module-level constants and globals: `TIMEOUT = 3`
+; module-level constants and globals: `TIMEOUT = 3` (grammars differ on whether an
+; expression_statement wraps the assignment; match both)
+(module
+  (assignment
+    left: (identifier) @name.definition.constant))
+
 (module
   (expression_statement
     (assignment
