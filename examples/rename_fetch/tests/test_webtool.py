@@ -1,6 +1,6 @@
 import pytest
 
-from webtool import PageNotFound, fetch
+from webtool.client import PageNotFound, fetch
 from webtool.crawler import crawl
 from webtool.report import summary
 
