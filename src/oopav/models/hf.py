@@ -1,0 +1,152 @@
+"""``hf:<model path>``: transformers ``generate`` on CPU or GPU, constrained by xgrammar.
+
+When the request has a schema, an xgrammar logits processor masks every token the grammar
+forbids, so the answer (bare JSON or the full envelope) always parses — unless ``max_tokens``
+runs out first, which ``finish_reason == "length"`` reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from oopav.models.base import Message, ModelError, ModelRequest, ModelResponse
+from oopav.models.grammar import DEFAULT_THINK_CHARS, request_grammar, require
+
+
+class HFBackend:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        device: str | None = None,
+        constrained: bool = True,
+        think_chars: int = DEFAULT_THINK_CHARS,
+        max_string_length: int | None = None,
+        max_items: int | None = None,
+    ) -> None:
+        self.spec = f"hf:{path}"
+        torch = require("torch", "train")
+        transformers = require("transformers", "train")
+        self._torch = torch
+        p = Path(path)
+        if not p.is_dir():
+            raise ModelError(
+                "not_found", f"no model directory at {p}; hf: takes a local path (no downloads)"
+            )
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(p)
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(p)
+        except (OSError, ValueError) as exc:
+            raise ModelError("not_found", f"cannot load a causal LM from {p}: {exc}") from exc
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.model.to(self.device).eval()
+        self.constrained = constrained
+        self.think_chars = think_chars
+        self.max_string_length = max_string_length
+        self.max_items = max_items
+        self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
+        self.eos_ids = _eos_ids(self.model, self.tokenizer)
+        self._compiler: Any = None
+        self._compiled: dict[tuple[Any, ...], Any] = {}
+        # generate() and the global torch RNG are not safe to share between threads.
+        self._lock = threading.Lock()
+
+    def prompt_text(self, messages: list[Message]) -> str:
+        msgs = [{"role": m.role, "content": m.content} for m in messages]
+        if getattr(self.tokenizer, "chat_template", None):
+            return str(
+                self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            )
+        return "".join(f"{m['role']}: {m['content']}\n" for m in msgs) + "assistant: "
+
+    def _compiled_grammar(self, request: ModelRequest) -> Any:
+        key = (
+            json.dumps(request.schema, sort_keys=True),
+            request.envelope,
+            request.state_update,
+        )
+        if key not in self._compiled:
+            xgr = require("xgrammar", "train")
+            if self._compiler is None:
+                info = xgr.TokenizerInfo.from_huggingface(
+                    self.tokenizer, vocab_size=self.model.config.vocab_size
+                )
+                self._compiler = xgr.GrammarCompiler(info)
+            grammar = request_grammar(
+                request,
+                think_chars=self.think_chars,
+                max_string_length=self.max_string_length,
+                max_items=self.max_items,
+            )
+            self._compiled[key] = self._compiler.compile_grammar(grammar)
+        return self._compiled[key]
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await asyncio.to_thread(self.generate, request)
+
+    def generate(self, request: ModelRequest, *, constrained: bool | None = None) -> ModelResponse:
+        torch = self._torch
+        transformers = require("transformers", "train")
+        started = time.perf_counter()
+        text = self.prompt_text(request.messages)
+        inputs = self.tokenizer(text, return_tensors="pt", add_special_tokens=False).to(self.device)
+        prompt_len = int(inputs["input_ids"].shape[1])
+        s = request.sampling
+        if self.max_positions and prompt_len + s.max_tokens > self.max_positions:
+            raise ModelError(
+                "context_length",
+                f"prompt ({prompt_len} tokens) + max_tokens ({s.max_tokens}) exceed the model's "
+                f"{self.max_positions} positions; shorten the context pack",
+            )
+        processors = transformers.LogitsProcessorList()
+        use_grammar = self.constrained if constrained is None else constrained
+        if use_grammar and request.schema is not None:
+            xgr_hf = require("xgrammar.contrib.hf", "train")
+            processors.append(xgr_hf.LogitsProcessor(self._compiled_grammar(request)))
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": s.max_tokens,
+            "logits_processor": processors,
+            "eos_token_id": self.eos_ids,
+            "pad_token_id": self.tokenizer.pad_token_id or self.eos_ids[0],
+        }
+        if s.temperature > 0:
+            kwargs.update(do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=0)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with self._lock, torch.no_grad():
+            if request.seed is not None:
+                torch.manual_seed(request.seed)
+            out = self.model.generate(**inputs, **kwargs)
+        new = out[0, prompt_len:].tolist()
+        finish = "length"
+        if new and new[-1] in self.eos_ids:
+            new = new[:-1]
+            finish = "stop"
+        answer = self.tokenizer.decode(new, skip_special_tokens=True)
+        for stop in s.stop:
+            cut = answer.find(stop)
+            if cut >= 0:
+                answer, finish = answer[:cut], "stop"
+        return ModelResponse(
+            text=answer,
+            prompt_tokens=prompt_len,
+            completion_tokens=len(new) + (1 if finish == "stop" else 0),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            finish_reason=finish,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    ids = eos if isinstance(eos, list) else [eos]
+    return [int(i) for i in ids if i is not None]
