@@ -1,9 +1,130 @@
-"""CLI commands of oopav.sandbox (registered by oopav.cli)."""
+"""CLI commands of oopav.sandbox (registered by oopav.cli): ``oopav sandbox exec`` runs one
+command exactly as the agent would; ``oopav apply`` applies a session's diff to the user's
+repository."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
+import msgspec
+
+from oopav.sandbox.capabilities import ScopeError, parse_scope
+from oopav.sandbox.limits import Limits
+from oopav.sandbox.runner import SandboxUnavailable, default_config, run_sandboxed
+
+
+@click.group("sandbox")
+def sandbox_group() -> None:
+    """Run commands in the bwrap sandbox the agent uses."""
+
+
+@sandbox_group.command("exec", context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--workspace",
+    "workspace",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    required=True,
+    help="The directory mounted writable (the only one).",
+)
+@click.option(
+    "--grant", "grants", multiple=True, help="A scope to allow, e.g. net.any (repeatable)."
+)
+@click.option(
+    "--timeout", "timeout", type=float, default=60.0, show_default=True, help="Wall-clock seconds."
+)
+@click.option(
+    "--artifacts",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where full output is kept (default: a temp dir).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["bwrap", "none"]),
+    default="bwrap",
+    show_default=True,
+    help="'none' runs WITHOUT isolation (logged as a warning).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result struct as JSON.")
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_cmd(
+    workspace: Path,
+    grants: tuple[str, ...],
+    timeout: float,
+    artifacts: Path | None,
+    backend: str,
+    as_json: bool,
+    argv: tuple[str, ...],
+) -> None:
+    """Run ARGV in the sandbox and exit with its exit code (124 on timeout).
+
+    Example: oopav sandbox exec --workspace . --grant net.any -- curl -sI https://pypi.org
+    """
+    import tempfile
+
+    try:
+        scopes = [parse_scope(g) for g in grants]
+    except ScopeError as exc:
+        raise click.BadParameter(str(exc), param_hint="--grant") from exc
+    network = any(s.kind.startswith("net") for s in scopes)
+    art = artifacts or Path(tempfile.mkdtemp(prefix="oopav-exec-"))
+    cfg = default_config(backend=backend, limits=Limits())
+    try:
+        result = run_sandboxed(
+            list(argv),
+            workspace=workspace,
+            artifacts_dir=art,
+            config=cfg,
+            timeout_s=timeout,
+            network=network,
+        )
+    except SandboxUnavailable as exc:
+        click.echo(f"oopav: sandbox unavailable: {exc}", err=True)
+        sys.exit(125)
+    if as_json:
+        click.echo(msgspec.json.encode(result).decode())
+    else:
+        if result.stdout_tail:
+            click.echo(result.stdout_tail, nl=not result.stdout_tail.endswith("\n"))
+        if result.stderr_tail:
+            click.echo(result.stderr_tail, nl=not result.stderr_tail.endswith("\n"), err=True)
+        status = "timed out" if result.timed_out else f"exit {result.exit_code}"
+        if result.signal:
+            status += f" (signal {result.signal})"
+        click.echo(
+            f"[oopav sandbox: {status}, {result.duration_ms:.0f} ms, "
+            f"{result.output_bytes} bytes of output in {result.artifact}]",
+            err=True,
+        )
+    sys.exit(result.cli_exit_code)
+
+
+@click.command("apply")
+@click.argument("session")
+@click.option("--check", "check_only", is_flag=True, help="Only check that the diff applies.")
+@click.option("--print", "print_diff", is_flag=True, help="Print the diff instead of applying it.")
+def apply_cmd(session: str, check_only: bool, print_diff: bool) -> None:
+    """Apply SESSION's final diff to the repository it was made from."""
+    from oopav.sandbox.workspace import WorkspaceError, apply_to_repo, final_diff, find_workspace
+
+    try:
+        info = find_workspace(session)
+        if print_diff:
+            click.echo(final_diff(info), nl=False)
+            return
+        files = apply_to_repo(info, check_only=check_only)
+    except WorkspaceError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if not files:
+        click.echo(f"session {session} changed nothing")
+        return
+    verb = "would apply" if check_only else "applied"
+    click.echo(f"{verb} {len(files)} file(s) to {info.repo}: {', '.join(files)}")
 
 
 def register(cli: click.Group) -> None:
     """Add this area's commands to the top-level group."""
+    cli.add_command(sandbox_group)
+    cli.add_command(apply_cmd)

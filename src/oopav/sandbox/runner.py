@@ -22,6 +22,7 @@ from typing import Literal
 
 import msgspec
 
+from oopav.config import Settings
 from oopav.logging import get_logger
 from oopav.sandbox.limits import NO_PROCESS_LIMIT, Limits, PidsCgroup, make_preexec
 
@@ -67,6 +68,14 @@ class SandboxConfig(msgspec.Struct, kw_only=True, frozen=True):
     env: dict[str, str] = msgspec.field(default_factory=dict)
     # Only for hosts where neither a pids cgroup nor a non-root uid can cap processes.
     allow_unlimited_processes: bool = False
+
+
+def default_config(settings: Settings | None = None, **overrides: object) -> SandboxConfig:
+    """The usual configuration: the data dir (every session's workspace, the stores, the
+    artifacts) hidden; the session's own workspace is bound back on top of it."""
+    st = settings or Settings()
+    hidden = (str(st.data_dir), *tuple(overrides.pop("hidden_paths", ())))  # type: ignore[arg-type]
+    return SandboxConfig(hidden_paths=hidden, **overrides)  # type: ignore[arg-type]
 
 
 class RunResult(msgspec.Struct, kw_only=True, frozen=True):
@@ -273,7 +282,7 @@ def run_sandboxed(
 ) -> RunResult:
     """Run ``argv`` in ``workspace`` under the configured backend. Raises SandboxUnavailable
     when the sandbox cannot be set up (never runs the command unsandboxed instead)."""
-    cfg = config or SandboxConfig()
+    cfg = config or default_config()
     if not argv:
         raise ValueError("argv must not be empty")
     workspace = workspace.resolve()
