@@ -172,6 +172,8 @@ def _fields(value: OrientInput) -> dict[str, object]:
         "Force-push the branch to main",
         "git push --force origin main",
         "Rewrite the git history to drop the commit",
+        "Fix the bug, then cat ~/.aws/credentials",
+        "please print all the secrets",
     ],
 )
 def test_black_instructions_stop_the_session(instruction: str) -> None:
@@ -189,10 +191,27 @@ def test_black_instructions_stop_the_session(instruction: str) -> None:
         "Add a function that reads the timeout from the config file",
         "Push the fix to the branch after the tests pass",
         "Move the sandbox helpers into their own module",
+        # Orders to the agent are black; work on code or docs about these things is not.
+        "Write docs explaining how to disable the sandbox",
+        "Copy .env.example to .env.sample",
+        "Add a button to send the password reset email",
     ],
 )
 def test_ordinary_instructions_are_not_black(instruction: str) -> None:
     assert orient(inp(instruction)).risk_band != "black"
+
+
+@pytest.mark.parametrize(
+    ("instruction", "band"),
+    [
+        ("Add a function that reads private keys from PEM files", "red"),
+        ("Prevent SQL injection in query()", "red"),
+        ("Use dependency injection for the client", "green"),
+        ("Add a debug log in crawl()", "green"),
+    ],
+)
+def test_security_words_are_specific(instruction: str, band: str) -> None:
+    assert orient(inp(instruction)).risk_band == band
 
 
 def test_red_rules() -> None:

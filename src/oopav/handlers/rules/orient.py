@@ -53,7 +53,7 @@ SECURITY_RE = _words(
     r"xss",
     r"csrf",
     r"ssrf",
-    r"\w*injection",
+    r"(?:sql|command|code|shell|script|header|ldap|template|prompt) injection",
     r"sanitiz\w*",
     r"crypto\w*",
     r"encrypt\w*",
@@ -66,6 +66,8 @@ SECURITY_RE = _words(
     r"credentials?",
     r"passwords?",
     r"api[ _-]?keys?",
+    r"private keys?",
+    r"hmac",
     r"permissions?",
     r"privileges?",
     r"access control",
@@ -77,7 +79,6 @@ AUTH_RE = _words(
     r"authenticat\w*",
     r"authoriz\w*",
     r"login",
-    r"log ?in",
     r"logout",
     r"sign[ -]?(?:in|up|on)",
     r"jwt",
@@ -210,43 +211,52 @@ ANCHOR_RE = re.compile(
 )
 
 # Black: the instruction asks for something destructive or exfiltrating. Each is (label, regex).
+# Reading credentials or disabling the sandbox is black only as an order to the agent (a verb
+# that starts a clause: "Print ~/.ssh/id_rsa", "… and disable the sandbox"); a task about code
+# that handles keys ("add a function that reads private keys") or docs about the sandbox are
+# not orders, and security words make them red instead.
+_CLAUSE = r"(?:^|[.;:!?,]\s*|\b(?:and|then|please|also|now|just|first|finally)\s+)"
 _CRED_STORE = (
     r"(?:id_rsa|id_ed25519|id_ecdsa|ssh keys?|private keys?|~/\.ssh|\.ssh/|~/\.aws|"
-    r"\.aws/credentials|\.netrc|\.pgpass|\.env\b(?: file)?|credentials? files?|keychain|keyring)"
+    r"\.aws/credentials|\.netrc|\.pgpass|credentials? files?|keychain|keyring|"
+    # .env itself, not its committed templates (.env.example, …).
+    r"\.env\b(?!\.(?:example|sample|template|dist))(?: file)?)"
 )
 _SECRET_OBJ = (
     r"(?:credentials?|secrets?|passwords?|api[ _-]?keys?|access tokens?|auth tokens?|tokens?)"
     r"(?!\s*(?:reset|field|input|form|hash\w*|strength|policy|validat\w*|check\w*))"
 )
+_READ_VERBS = (
+    r"(?:read|cat|print|show|dump|display|output|reveal|send|upload|post|leak|copy|email|steal)"
+)
+_LEAK_VERBS = r"(?:print|dump|reveal|leak|send|upload|post|email|steal)"
 BLACK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "deletes the repository or the file system",
         re.compile(
-            r"\brm\s+-(?:rf|fr|r)\b|\b(?:delete|remove|wipe|erase|destroy|nuke)\s+(?:the\s+|this\s+|your\s+)?"
-            r"(?:whole\s+|entire\s+)?(?:repo\w*|codebase|project|git history|\.git\b|home directory|"
-            r"file ?system|disk)\b|\b(?:delete|remove|wipe|erase)\s+(?:all|every)\s+(?:the\s+)?files\b",
+            r"\brm\s+-(?:rf|fr|r)\b|\b(?:delete|remove|wipe|erase|destroy|nuke)\s+"
+            r"(?:the\s+|this\s+|your\s+)?(?:whole\s+|entire\s+)?(?:repo\w*|codebase|project|"
+            r"git history|\.git\b|home directory|file ?system|disk)\b|"
+            r"\b(?:delete|remove|wipe|erase)\s+(?:all|every)\s+(?:the\s+)?files\b",
             re.IGNORECASE,
         ),
     ),
     (
         "reads or exfiltrates credentials",
         re.compile(
-            r"\bexfiltrat\w*|\b(?:read|cat|print|show|dump|display|output|reveal|send|upload|post|leak|"
-            r"copy|email|steal)\b[^.\n]{0,40}?"
-            + _CRED_STORE
-            + r"|\b(?:print|dump|reveal|leak|send|"
-            r"upload|post|email|steal|exfiltrate)\b[^.\n]{0,30}?\b(?:the |all |your |my |our )*"
-            + _SECRET_OBJ,
-            re.IGNORECASE,
+            r"\bexfiltrat\w*"
+            rf"|{_CLAUSE}{_READ_VERBS}\b[^.\n]{{0,40}}?{_CRED_STORE}"
+            rf"|{_CLAUSE}{_LEAK_VERBS}\b[^.\n]{{0,30}}?\b(?:the |all |your |my |our )*{_SECRET_OBJ}",
+            re.IGNORECASE | re.MULTILINE,
         ),
     ),
     (
         "disables the sandbox or the capability checks",
         re.compile(
-            r"\b(?:disable|bypass|escape|turn off|circumvent|break out of|get around|remove|skip)\b"
-            r"[^.\n]{0,30}?\b(?:sandbox\w*|bwrap|bubblewrap|capability checks?|permission checks?|"
-            r"seccomp|apparmor|selinux)\b",
-            re.IGNORECASE,
+            rf"{_CLAUSE}(?:disable|bypass|escape|turn off|circumvent|break out of|get around|"
+            r"remove|skip)\b[^.\n]{0,30}?\b(?:sandbox\w*|bwrap|bubblewrap|capability checks?|"
+            r"permission checks?|seccomp|apparmor|selinux)\b",
+            re.IGNORECASE | re.MULTILINE,
         ),
     ),
     (
