@@ -27,11 +27,12 @@ import hashlib
 import math
 import os
 import re
+import stat
 import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -52,7 +53,10 @@ _SKIP_DIRS = frozenset(
     {"node_modules", "__pycache__", "target", "dist", "build", "vendor", "venv", ".venv"}
 )
 
-log = get_logger("oopav.context.repomap")
+
+def _log() -> Any:
+    # Looked up per call: a logger bound at import would keep the configuration of that moment.
+    return get_logger("oopav.context.repomap")
 
 
 class RepoMap(msgspec.Struct, frozen=True, kw_only=True):
@@ -111,9 +115,27 @@ def _walk_files(root: Path) -> list[str]:
         # Hidden directories (.git, .oopav caches) and dependency folders are never the code
         # a task is about.
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
-        for name in filenames:
-            rel = Path(dirpath, name).relative_to(root).as_posix()
-            out.append(rel)
+        rel_dir = Path(dirpath).relative_to(root)
+        out.extend((rel_dir / name).as_posix() for name in filenames)
+    return out
+
+
+def _scan(root: Path) -> list[tuple[str, os.stat_result]]:
+    """Mappable files with their ``lstat``, one system call per file."""
+    listed = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    candidates = [p for p in listed.split("\0") if p] if listed is not None else _walk_files(root)
+    out: list[tuple[str, os.stat_result]] = []
+    for rel in sorted(set(candidates)):
+        if tags_language(rel) is None:
+            continue
+        try:
+            st = (root / rel).lstat()
+        except OSError:
+            continue  # deleted in the work tree but still in the index
+        # Regular files only: a symlink may point outside the workspace.
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            continue
+        out.append((rel, st))
     return out
 
 
@@ -121,46 +143,42 @@ def list_files(root: str | Path) -> list[str]:
     """Mappable files under ``root`` (posix paths relative to it, sorted). In a git work tree
     these are tracked and untracked-but-not-ignored files; elsewhere a walk that skips hidden
     and dependency directories. Symlinks and files over ``MAX_FILE_BYTES`` are left out."""
-    root = Path(root)
-    listed = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    candidates = [p for p in listed.split("\0") if p] if listed is not None else _walk_files(root)
-    out: list[str] = []
-    for rel in sorted(set(candidates)):
-        if tags_language(rel) is None:
-            continue
-        path = root / rel
-        try:
-            st = path.lstat()
-        except OSError:
-            continue  # deleted in the work tree but still in the index
-        if not path.is_file() or path.is_symlink() or st.st_size > MAX_FILE_BYTES:
-            continue
-        out.append(rel)
-    return out
+    return [rel for rel, _ in _scan(Path(root))]
 
 
-def _fingerprint(root: Path, files: Sequence[str]) -> str:
+def _fingerprint(scanned: Sequence[tuple[str, os.stat_result]]) -> str:
     h = hashlib.sha256()
-    for rel in files:
-        st = (root / rel).stat()
+    for rel, st in scanned:
         h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
     return "fs:" + h.hexdigest()
 
 
-def tree_key(root: str | Path, files: Sequence[str] | None = None) -> str:
+def _clean_git_key(root: Path) -> str | None:
+    out = _git(root, "rev-parse", "--show-prefix", "HEAD^{tree}")
+    if out is None:
+        return None
+    prefix, _, rest = out.partition("\n")
+    tree = rest.strip()
+    status = _git(root, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
+    if tree and status == "":
+        return f"git:{tree}:{prefix.strip()}"
+    return None
+
+
+def _tree_key_and_scan(root: Path) -> tuple[str, list[tuple[str, os.stat_result]] | None]:
+    key = _clean_git_key(root)
+    if key is not None:
+        return key, None  # the files are only listed if the map has to be built
+    scanned = _scan(root)
+    return _fingerprint(scanned), scanned
+
+
+def tree_key(root: str | Path) -> str:
     """What the map of ``root`` depends on. A clean git work tree is named by its tree hash
     (``git rev-parse HEAD^{tree}``) and the sub-directory mapped, so every worktree of one
     commit shares it; a dirty tree or a non-git directory by a hash of the mappable files'
     paths, sizes and mtimes (nanoseconds)."""
-    root = Path(root)
-    out = _git(root, "rev-parse", "--show-prefix", "HEAD^{tree}")
-    if out is not None:
-        prefix, _, rest = out.partition("\n")
-        tree = rest.strip()
-        status = _git(root, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
-        if tree and status == "":
-            return f"git:{tree}:{prefix.strip()}"
-    return _fingerprint(root, list_files(root) if files is None else files)
+    return _tree_key_and_scan(Path(root))[0]
 
 
 # --- mentions ------------------------------------------------------------------------------
@@ -473,8 +491,7 @@ def build_repo_map(
     root = Path(root).resolve()
     m_files = tuple(dict.fromkeys(mentioned_files))
     m_idents = tuple(dict.fromkeys(mentioned_idents))
-    files = list_files(root)
-    tkey = tree_key(root, files)
+    tkey, scanned = _tree_key_and_scan(root)
     map_path: Path | None = None
     if cache_dir is not None:
         map_path = (
@@ -487,9 +504,10 @@ def build_repo_map(
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             hit = None
         if hit is not None and hit.tree_key == tkey and hit.hash == content_hash(hit.text):
-            log.debug("repo_map_cache_hit", tree_key=tkey)
+            _log().debug("repo_map_cache_hit", tree_key=tkey)
             return msgspec.structs.replace(hit, from_cache=True)
 
+    files = [rel for rel, _ in (scanned if scanned is not None else _scan(root))]
     tags = load_tags(root, files, cache_dir)
     ranked = rank(tags, m_files, m_idents)
     code = {(p, t.line): t.code for p, ts in tags.items() for t in ts if t.kind == "def"}
@@ -504,7 +522,7 @@ def build_repo_map(
     if map_path is not None:
         _atomic_write(map_path, msgspec.json.encode(result))
         _prune(map_path.parent)
-    log.debug("repo_map_built", tree_key=tkey, files=len(files), tokens=result.tokens)
+    _log().debug("repo_map_built", tree_key=tkey, files=len(files), tokens=result.tokens)
     return result
 
 
