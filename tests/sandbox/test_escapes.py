@@ -114,9 +114,7 @@ CONNECT = (
 def test_loopback_refused_without_grant_and_allowed_with_net(workspace, artifacts, config):
     server = _Server()
     try:
-        denied = run(
-            [PY, "-c", CONNECT, str(server.port)], workspace, artifacts, config
-        )
+        denied = run([PY, "-c", CONNECT, str(server.port)], workspace, artifacts, config)
         assert denied.exit_code != 0
         assert "ConnectionRefusedError" in denied.stderr_tail
         allowed = run(

@@ -1,0 +1,255 @@
+"""In-process ast-grep rewrites against the ast-grep CLI as reference, and rule validation."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from oopav.events.actions import AstGrepAction
+from oopav.sandbox.apply import ActionPlan, Rejection, apply_plan, plan_action
+from oopav.sandbox.astgrep import cli_rewrite, files_for, rewrite_source, rule_from_action
+
+PY = """import os
+
+
+def load(path, mode="r"):
+    if os.path.exists(path):
+        data = fetch(path,
+                     timeout=3)
+        return data
+    print("missing", path)
+    for i in range(3):
+        fetch(fetch(i))
+    return None
+
+
+class Client:
+    def get(self, url):
+        result = fetch(url)
+        if result is None:
+            raise ValueError("no result")
+        return result
+"""
+JS = """function main() {
+  const a = fetch("x");
+  console.log("hello", a);
+  if (a) {
+    console.log(
+      a,
+      "multi",
+    );
+  }
+  var b = 1;
+}
+"""
+
+CORPUS: list[AstGrepAction] = [
+    AstGrepAction(pattern="fetch($$$ARGS)", rewrite="fetch_page($$$ARGS)", language="python"),
+    AstGrepAction(pattern="print($$$A)", rewrite="logger.info($$$A)", language="py"),
+    AstGrepAction(
+        rule="""id: wrap-fetch
+language: python
+rule:
+  pattern: fetch($A, $$$REST)
+fix: |-
+  with timeout():
+      got = fetch($A,
+                  $$$REST)
+""",
+    ),
+    AstGrepAction(
+        rule="""id: raise-in-method
+language: python
+rule:
+  pattern: raise ValueError($MSG)
+  inside:
+    kind: function_definition
+    stopBy: end
+fix: raise LookupError($MSG)
+""",
+    ),
+    AstGrepAction(
+        rule="""id: ret-none
+language: python
+rule:
+  all:
+    - kind: return_statement
+    - has:
+        kind: none
+fix: return
+""",
+    ),
+    AstGrepAction(
+        rule="""id: not-none-check
+language: python
+rule:
+  pattern: 'if $X is None: $$$BODY'
+fix: |-
+  if $X is None:
+      log("none")
+      $$$BODY
+""",
+    ),
+    AstGrepAction(
+        rule="""id: constrained
+language: python
+rule:
+  pattern: fetch($A)
+constraints:
+  A:
+    regex: ^url$
+fix: fetch_url($A)
+""",
+    ),
+    AstGrepAction(
+        rule="""id: transform
+language: python
+rule:
+  pattern: def $NAME($$$P)
+  kind: function_definition
+  any:
+    - has: {kind: block, stopBy: neighbor}
+transform:
+  UPPER:
+    convert:
+      source: $NAME
+      toCase: upperCase
+fix: def $UPPER($$$P)
+""",
+    ),
+    AstGrepAction(
+        rule="""id: js-console
+language: javascript
+rule:
+  pattern: console.log($$$ARGS)
+  not:
+    has:
+      regex: multi
+      stopBy: end
+fix: logger.debug($$$ARGS)
+""",
+    ),
+    AstGrepAction(
+        rule="""id: js-multiline
+language: javascript
+rule:
+  pattern: console.log($$$ARGS)
+  has:
+    regex: multi
+    stopBy: end
+fix: |-
+  if (debug) {
+    console.log($$$ARGS);
+  }
+""",
+    ),
+    AstGrepAction(
+        rule="""id: js-var
+language: javascript
+rule:
+  kind: variable_declaration
+  pattern: var $N = $V
+fix: let $N = $V
+""",
+    ),
+    AstGrepAction(pattern="if $C: $$$B", rewrite="if not ($C): $$$B", language="python"),
+]
+
+
+@pytest.mark.parametrize("action", CORPUS, ids=lambda a: (a.rule or a.pattern or "")[:30])
+def test_in_process_matches_cli(action: AstGrepAction, tmp_path: Path) -> None:
+    rule = rule_from_action(action)
+    ours, theirs = tmp_path / "ours", tmp_path / "cli"
+    for d in (ours, theirs):
+        (d / "pkg").mkdir(parents=True)
+        (d / "pkg" / "mod.py").write_text(PY)
+        (d / "app.js").write_text(JS)
+    files = files_for(ours, ["."], rule.language)
+    assert files
+    expected = cli_rewrite(theirs, rule, files)
+    got = {}
+    total = 0
+    for f in files:
+        new, n = rewrite_source((ours / f).read_text(), rule)
+        got[f] = new
+        total += n
+    assert total > 0, "corpus rule must match something"
+    assert got == expected
+    assert any(got[f] != (ours / f).read_text() for f in files)
+
+
+def test_plan_and_apply_rule(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(PY)
+    plan = plan_action(tmp_path, CORPUS[0])
+    assert isinstance(plan, ActionPlan)
+    # Four calls, one nested in another: like the CLI, the inner one is left as it was.
+    assert plan.matches == 3
+    assert (tmp_path / "m.py").read_text() == PY  # planning writes nothing
+    assert "+        data = fetch_page(path," in plan.diff
+    assert apply_plan(tmp_path, plan) == ["m.py"]
+    assert "fetch_page(fetch(i))" in (tmp_path / "m.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("action", "reason", "fragment"),
+    [
+        (
+            AstGrepAction(rule="id: x\nlanguage: python\nrule:\n  kind: not_a_kind\nfix: y"),
+            "rule_invalid",
+            "not_a_kind",
+        ),
+        (
+            AstGrepAction(rule="id: x\nlanguage: python\nrule:\n  patern: x\nfix: y"),
+            "rule_invalid",
+            "patern",
+        ),
+        (
+            AstGrepAction(rule="id: x\nlanguage: python\nrule:\n  pattern: f($A)\nfix: g($B)"),
+            "rule_invalid",
+            "$B",
+        ),
+        (
+            AstGrepAction(rule="id: x\nlanguage: cobol\nrule:\n  pattern: x\nfix: y"),
+            "unknown_language",
+            "cobol",
+        ),
+        (AstGrepAction(rule="[not, a, mapping]"), "bad_rule", "mapping"),
+        (
+            AstGrepAction(pattern="nothing_like_this($A)", rewrite="x", language="python"),
+            "no_match",
+            "matches nothing",
+        ),
+        (
+            AstGrepAction(pattern="fetch($A)", rewrite="fetch($A", language="python"),
+            "parse_error",
+            "would not parse",
+        ),
+        (
+            AstGrepAction(pattern="x", rewrite="y", language="python", paths=["../etc"]),
+            "path_outside_workspace",
+            "..",
+        ),
+        (AstGrepAction(pattern="x", language="python"), "bad_rule", "short form"),
+    ],
+)
+def test_rule_rejections(tmp_path: Path, action: AstGrepAction, reason: str, fragment: str) -> None:
+    (tmp_path / "m.py").write_text(PY)
+    out = plan_action(tmp_path, action)
+    assert isinstance(out, Rejection), out
+    assert out.reason == reason
+    assert fragment in out.message
+    assert (tmp_path / "m.py").read_text() == PY
+
+
+def test_globs_and_hidden_dirs(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.py").write_text("fetch(1)\n")
+    (tmp_path / "b.py").write_text("fetch(2)\n")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "h.py").write_text("fetch(3)\n")
+    assert files_for(tmp_path, ["a/*.py"], "python") == ["a/x.py"]
+    assert files_for(tmp_path, ["."], "python") == ["a/x.py", "b.py"]
+    shutil.rmtree(tmp_path / "a")
+    assert files_for(tmp_path, ["*.py"], "python") == ["b.py"]
