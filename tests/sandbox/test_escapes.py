@@ -21,7 +21,6 @@ from oopav.sandbox.runner import (
     run_sandboxed,
 )
 
-
 # The venv's interpreter lives under /root, which the sandbox hides; use the system one.
 PY = "/usr/bin/python3"
 
