@@ -11,7 +11,14 @@ import pytest
 from oopav.context.embedders import HashingEmbedder
 from oopav.context.memory import SessionMemory
 from oopav.context.synthetic import session_events
-from oopav.events.catalog import Event, PlanProposed, PlanStep, SessionCompleted, TaskSubmitted
+from oopav.events.catalog import (
+    Event,
+    PlanProposed,
+    PlanStep,
+    SessionCompleted,
+    TaskRejected,
+    TaskSubmitted,
+)
 from oopav.events.clock import ManualClock
 from oopav.events.factory import caused_event, root_event
 from oopav.events.ids import IdGenerator
@@ -155,6 +162,14 @@ def test_redelivery_and_orphans_change_nothing() -> None:
     for seq, event in s.events[2:]:
         memory.apply(seq, event)
     assert [r.outcome for r in memory.records] == ["success"]
+
+
+def test_a_rejected_task_leaves_nothing_pending() -> None:
+    s = _Stream()
+    task = s.submit("do something invalid")
+    s.add(caused_event(TaskRejected, task, handler="intake", clock=s.clock, error="bad repo"))
+    memory = SessionMemory.rebuild(s.events)
+    assert memory.pending_sessions == () and len(memory) == 0
 
 
 def test_ties_are_broken_by_session_id_even_at_the_kth_place() -> None:

@@ -2,7 +2,7 @@
 
 ``SessionMemory`` is a fold. ``apply(sequence, event)`` consumes ``task_submitted`` (the
 instruction), ``plan_proposed`` (the latest plan wins, so a replan supersedes) and
-``session_completed`` (the outcome); a session enters the index when it completes, with the
+``session_completed`` (the outcome), and ``task_rejected`` drops what was pending; a session enters the index when it completes, with the
 pieces kept pending until then. ``rebuild(events)`` folds a stream from scratch into an index
 identical to the live one: same records in the same order (stream order), same vectors (the
 default embedder is a pure function of the text), hence the same hits and scores.
@@ -29,7 +29,13 @@ import msgspec
 import numpy as np
 
 from oopav.context.embedders import Embedder, HashingEmbedder
-from oopav.events.catalog import Event, PlanProposed, SessionCompleted, TaskSubmitted
+from oopav.events.catalog import (
+    Event,
+    PlanProposed,
+    SessionCompleted,
+    TaskRejected,
+    TaskSubmitted,
+)
 
 MEMORY_FORMAT_VERSION = 1
 SCORE_DECIMALS = 6
@@ -144,6 +150,9 @@ class SessionMemory:
             pending.plan_summary = summarize_plan(event)
             pending.files = sorted(set(event.files) | {f for s in event.steps for f in s.files})
             return True
+        if isinstance(event, TaskRejected):
+            # A rejected task never completes: drop its pieces instead of holding them forever.
+            return self._pending.pop(sid, None) is not None
         if isinstance(event, SessionCompleted):
             pending = self._pending.pop(sid, None)
             # A completion without its submission (the stream was trimmed) cannot be searched
