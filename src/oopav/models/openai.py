@@ -103,6 +103,12 @@ class OpenAIBackend:
                     "timeout", f"{url} did not answer in time ({type(exc).__name__})"
                 )
                 retry_after = None
+            except httpx.ConnectError as exc:
+                # Nobody listening: retrying only delays the one-line answer the user needs.
+                raise ModelError(
+                    "unavailable",
+                    f"cannot reach {self.base_url}: {exc or type(exc).__name__}; is the server running?",
+                ) from None
             except httpx.TransportError as exc:
                 error = ModelError(
                     "unavailable",
