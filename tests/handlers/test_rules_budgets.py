@@ -56,6 +56,19 @@ def test_limit_is_allowed_and_one_more_is_exceeded() -> None:
     assert exceeded(budgets, over)[:3] == ("retries_per_phase", 3, 4)
 
 
+def test_every_budget_used_exactly_to_its_limit_is_not_exceeded() -> None:
+    b = Budgets()
+    at_limits = BudgetUsage(
+        retries={"plan": b.retries_per_phase, "act": b.retries_per_phase},
+        iterations=b.iterations,
+        model_tokens=b.model_tokens,
+        wall_seconds={"act": b.wall_seconds_per_phase},
+        prompt_output_bytes=b.prompt_output_bytes,
+        bounces=b.bounces,
+    )
+    assert exceeded(b, at_limits) is None
+
+
 @pytest.mark.parametrize(
     ("usage", "expected"),
     [
