@@ -127,6 +127,7 @@ def prepare_workspace(
             # hides the data dir) cannot touch the history the checkpoints rely on.
             gitdir = st.workspaces_dir / ".gitdirs" / session_id
             shutil.rmtree(gitdir, ignore_errors=True)
+            gitdir.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(repo, path, symlinks=True)
             git(path, "init", "-q", "--separate-git-dir", str(gitdir), "-b", branch)
             git(path, "add", "-A")

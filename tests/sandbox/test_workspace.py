@@ -1,0 +1,153 @@
+"""Workspaces: worktree or copy, idempotent preparation, checkpoints, rollback, final diff,
+and `oopav apply` into the user's tree."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from oopav.cli import cli
+from oopav.config import Settings
+from oopav.events.actions import WriteFileAction
+from oopav.sandbox.apply import ActionPlan, apply_plan, plan_action
+from oopav.sandbox.workspace import (
+    WorkspaceError,
+    apply_to_repo,
+    checkpoint,
+    final_diff,
+    prepare_workspace,
+    rollback,
+)
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir()
+    (path / "app.py").write_text("def main():\n    return 1\n")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    subprocess.run(["git", "-C", str(path), "add", "-A"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(path),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ],
+        check=True,
+    )
+    return path
+
+
+def write(ws: Path, rel: str, content: str) -> None:
+    plan = plan_action(ws, WriteFileAction(path=rel, content=content))
+    assert isinstance(plan, ActionPlan), plan
+    apply_plan(ws, plan)
+
+
+def test_worktree_lifecycle(tmp_path: Path, settings: Settings) -> None:
+    repo = make_repo(tmp_path / "repo")
+    info = prepare_workspace(repo, "sess-a", settings)
+    assert info.kind == "worktree" and info.branch == "oopav/sess-a"
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    assert info.base_commit == head
+    assert prepare_workspace(repo, "sess-a", settings) == info  # redelivery: same result
+    ws = Path(info.path)
+    write(ws, "app.py", "def main():\n    return 2\n")
+    good = checkpoint(info, "action 1")
+    assert good != info.base_commit
+    write(ws, "app.py", "def main():\n    return 3\n")
+    (ws / "junk.txt").write_text("x")
+    assert rollback(info) == good
+    assert (ws / "app.py").read_text().endswith("return 2\n") and not (ws / "junk.txt").exists()
+    diff = final_diff(info)
+    assert "-    return 1\n+    return 2\n" in diff
+    # The user's tree is untouched until they ask.
+    assert (repo / "app.py").read_text().endswith("return 1\n")
+    assert apply_to_repo(info) == ["app.py"]
+    assert (repo / "app.py").read_text().endswith("return 2\n")
+
+
+def test_apply_refuses_conflicting_user_changes(tmp_path: Path, settings: Settings) -> None:
+    repo = make_repo(tmp_path / "repo")
+    info = prepare_workspace(repo, "sess-b", settings)
+    write(Path(info.path), "app.py", "def main():\n    return 2\n")
+    (repo / "app.py").write_text("def main():\n    return 99\n")
+    with pytest.raises(WorkspaceError, match=r"uncommitted changes to app\.py"):
+        apply_to_repo(info)
+    assert (repo / "app.py").read_text().endswith("return 99\n")
+    result = CliRunner().invoke(cli, ["apply", "sess-b"])
+    assert result.exit_code == 1
+    assert "Commit or stash them" in result.output
+
+
+def test_cli_apply(tmp_path: Path, settings: Settings) -> None:
+    repo = make_repo(tmp_path / "repo")
+    info = prepare_workspace(repo, "sess-c", settings)
+    write(Path(info.path), "new.py", "X = 1\n")
+    checkpoint(info, "add new.py")
+    runner = CliRunner()
+    assert "+X = 1" in runner.invoke(cli, ["apply", "sess-c", "--print"]).output
+    result = runner.invoke(cli, ["apply", "sess-c"])
+    assert result.exit_code == 0, result.output
+    assert (repo / "new.py").read_text() == "X = 1\n"
+    missing = runner.invoke(cli, ["apply", "no-such-session"])
+    assert missing.exit_code == 1 and "no workspace for session" in missing.output
+
+
+def test_copy_for_plain_directory(tmp_path: Path, settings: Settings) -> None:
+    src = tmp_path / "plain"
+    src.mkdir()
+    (src / "a.py").write_text("A = 1\n")
+    info = prepare_workspace(src, "sess-d", settings)
+    assert info.kind == "copy"
+    ws = Path(info.path)
+    # The history lives outside the workspace; only a gitdir pointer file is inside.
+    assert (ws / ".git").is_file()
+    write(ws, "a.py", "A = 2\n")
+    checkpoint(info, "edit")
+    assert "-A = 1\n+A = 2\n" in final_diff(info)
+    assert (src / "a.py").read_text() == "A = 1\n"
+    assert apply_to_repo(info) == ["a.py"]
+    assert (src / "a.py").read_text() == "A = 2\n"
+
+
+def test_sandbox_exec_cli(tmp_path: Path, settings: Settings) -> None:
+    ws = tmp_path / "w"
+    ws.mkdir()
+    runner = CliRunner()
+    res = runner.invoke(
+        cli, ["sandbox", "exec", "--workspace", str(ws), "--", "sh", "-c", "echo hi > f; exit 3"]
+    )
+    assert res.exit_code == 3
+    assert (ws / "f").read_text() == "hi\n"
+    res = runner.invoke(
+        cli,
+        [
+            "sandbox",
+            "exec",
+            "--workspace",
+            str(ws),
+            "--timeout",
+            "0.5",
+            "--json",
+            "--",
+            "sleep",
+            "30",
+        ],
+    )
+    assert res.exit_code == 124
+    assert '"timed_out":true' in res.output
+    res = runner.invoke(
+        cli, ["sandbox", "exec", "--workspace", str(ws), "--grant", "net.bogus", "--", "true"]
+    )
+    assert res.exit_code == 2 and "unknown scope kind" in res.output
