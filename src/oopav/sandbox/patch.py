@@ -14,7 +14,7 @@ import re
 import msgspec
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+|[^\sA-Za-z0-9_]{1,3}")
-_MAX_SCORED = 40
+_MAX_SCORED = 24
 
 
 class Hint(msgspec.Struct, frozen=True):
@@ -102,10 +102,16 @@ def similar_lines(text: str, search: str, limit: int = 3) -> list[Hint]:
         bonus = 1.0 if abs(_indent(line) - indent) <= 4 else 0.0
         ranked.append((shared + bonus, i))
     ranked.sort(key=lambda p: (-p[0], p[1]))
+    # Edit distance only for the best candidates, and a cheap upper bound first.
     scored: list[Hint] = []
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(block)
     for _, i in ranked[:_MAX_SCORED]:
         window = "\n".join(lines[i : i + n])
-        ratio = difflib.SequenceMatcher(None, block, window, autojunk=False).ratio()
+        matcher.set_seq1(window)
+        if len(scored) >= limit and matcher.real_quick_ratio() < min(h.similarity for h in scored):
+            continue
+        ratio = matcher.ratio()
         note = ""
         if lines[i].strip() == stripped_first and lines[i] != first:
             note = f"same text, indentation {_indent(lines[i])} instead of {indent}"

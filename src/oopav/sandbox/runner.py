@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -256,6 +257,27 @@ def tail(path: Path, size: int, limit: int) -> tuple[str, bool]:
     return marker + data.decode("utf-8", "replace"), True
 
 
+def _wait_exit(pid: int, timeout_s: float) -> bool:
+    """Block until ``pid`` exits or the timeout passes; True when it exited. A pidfd wakes
+    exactly at exit, where Popen.wait(timeout) polls with sleeps that add milliseconds to
+    every short command."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+            time.sleep(0.005)
+        return False
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(timeout_s * 1000.0))
+    finally:
+        os.close(fd)
+
+
 def _read_status(fd: int) -> list[dict[str, object]]:
     chunks = []
     while True:
@@ -352,13 +374,11 @@ def run_sandboxed(
             if status_w is not None:
                 os.close(status_w)
                 status_w = None
-            try:
-                rc = proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
+            if not _wait_exit(proc.pid, timeout_s):
                 timed_out = True
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                rc = proc.wait()
+            rc = proc.wait()
         duration_ms = (time.monotonic() - start) * 1000.0
         if cgroup is not None:
             cgroup.kill_all()
