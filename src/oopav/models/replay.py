@@ -153,7 +153,7 @@ def _model_calls(events: Iterable[Event | tuple[int, Event]]) -> list[ModelCalle
 async def default_loader(session_id: str) -> list[Event]:
     """Read the session's events from NATS (``OOPAV_NATS_URL``)."""
     # Imported here: the bus reader is optional at import time of oopav.models.
-    from oopav.bus.reader import read_aggregate  # type: ignore[import-not-found]
+    from oopav.bus.reader import read_aggregate
     from oopav.config import Settings
 
     url = Settings().nats_url
