@@ -1,20 +1,441 @@
-"""The ``oopav`` command. Subcommands live next to what they drive; this module wires them."""
+"""The ``oopav`` command. Subcommands live next to what they drive; this module wires them
+and holds the spine's own commands (up, submit, sessions, show, replay, streams, dlq)."""
 
 from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from oopav import __version__
 
+T = TypeVar("T")
+
+
+class Ctx:
+    def __init__(self, nats_url: str | None, data_dir: Path | None, log_level: str | None) -> None:
+        from oopav.config import Settings
+        from oopav.logging import configure
+
+        configure(log_level)
+        kwargs: dict[str, Any] = {}
+        if nats_url:
+            kwargs["nats_url"] = nats_url
+        if data_dir:
+            kwargs["data_dir"] = data_dir
+        self.settings = Settings(**kwargs)
+
+
+def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
+    """Run an async command; turn the errors a user can hit into one line and exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        from oopav.app import NoServer
+        from oopav.bus.errors import BusError
+        from oopav.bus.server import ServerError
+
+        try:
+            return asyncio.run(fn(*args, **kwargs))
+        except (NoServer, BusError, ServerError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            sys.exit(130)
+
+    return wrapper
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="oopav")
-def cli() -> None:
+@click.option(
+    "--nats-url",
+    envvar="OOPAV_NATS_URL",
+    metavar="URL",
+    help="Use this NATS server (env OOPAV_NATS_URL). Default: the server of a running `oopav up`.",
+)
+@click.option(
+    "--data-dir",
+    envvar="OOPAV_DATA_DIR",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where oopav keeps the embedded server's store, snapshots and workspaces (env OOPAV_DATA_DIR).",
+)
+@click.option(
+    "--log-level",
+    envvar="OOPAV_LOG_LEVEL",
+    default=None,
+    help="DEBUG, INFO (default), WARNING, ERROR.",
+)
+@click.pass_context
+def cli(
+    ctx: click.Context, nats_url: str | None, data_dir: Path | None, log_level: str | None
+) -> None:
     """oopav: an event-sourced agent kernel for code changes.
 
     Tasks arrive on NATS JetStream; handlers run Observe, Orient, Plan, Act, Verify; every step
     is an immutable event that projections fold back into state.
+
+    \b
+    Start here:
+      oopav up                       embedded NATS + streams + handlers, in the foreground
+      oopav submit --repo . "..."    submit a task (or: nats req oopav.tasks.submit '{...}')
+      oopav sessions                 list sessions
+      oopav show <session>           the timeline of one session
     """
+    ctx.obj = Ctx(nats_url, data_dir, log_level)
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def _json_out(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
+
+
+# -- up ------------------------------------------------------------------------------------
+
+
+@cli.command()
+@pass_ctx
+@run_async
+async def up(c: Ctx) -> None:
+    """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
+    streams, every handler and the session projection. Ctrl-C stops cleanly."""
+    from oopav.app import open_bus
+    from oopav.runtime import run_handlers
+
+    async with open_bus(c.settings, embedded=True, name="oopav-up") as bus:
+        click.echo(
+            f"oopav {__version__} up: NATS at {bus.url}" + (" (embedded)" if bus.embedded else ""),
+            err=True,
+        )
+        click.echo(
+            f'submit with: nats --server {bus.url} req oopav.tasks.submit \'{{"instruction": "...", "repo": "/abs/path"}}\'',
+            err=True,
+        )
+        await run_handlers(bus)
+
+
+# -- streams -------------------------------------------------------------------------------
+
+
+@cli.group()
+def streams() -> None:
+    """Create or export the JetStream streams."""
+
+
+@streams.command("init")
+@pass_ctx
+@run_async
+async def streams_init(c: Ctx) -> None:
+    """Create OOPAV_EVENTS, OOPAV_INTAKE and OOPAV_DLQ (idempotent; updates changed definitions)."""
+    from oopav.app import open_bus
+    from oopav.bus.streams import ensure_streams
+
+    async with open_bus(c.settings, setup=False) as bus:
+        for line in await ensure_streams(bus.events.js):
+            click.echo(line)
+
+
+@streams.command("export")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("ops/nats"),
+    show_default=True,
+)
+def streams_export(out: Path) -> None:
+    """Write the stream definitions as JSON for `nats stream add --config <file>`."""
+    from oopav.bus.streams import export_definitions
+
+    for path in export_definitions(out):
+        click.echo(str(path))
+
+
+# -- submit --------------------------------------------------------------------------------
+
+
+def _submission(
+    task_file: Path | None,
+    instruction: str | None,
+    repo: Path | None,
+    mission: str | None,
+    model: str | None,
+    test_command: str | None,
+    budget: tuple[str, ...],
+) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    base = Path.cwd()
+    if task_file is not None:
+        try:
+            body = json.loads(task_file.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise click.UsageError(f"cannot read task file {task_file}: {exc}") from None
+        if not isinstance(body, dict):
+            raise click.UsageError(f"task file {task_file} must hold a JSON object")
+        base = task_file.resolve().parent
+    if instruction:
+        body["instruction"] = instruction
+    if repo is not None:
+        body["repo"] = str(repo)
+    if "repo" in body:
+        # Paths are resolved on the intake host; make a local relative path absolute here.
+        body["repo"] = str((base / Path(body["repo"]).expanduser()).resolve())
+    if mission:
+        body["mission"] = mission
+    if model:
+        body["model"] = model
+    if test_command:
+        body["test_command"] = test_command
+    for item in budget:
+        key, _, value = item.partition("=")
+        if not value:
+            raise click.UsageError(f"--budget takes NAME=VALUE, got {item!r}")
+        body.setdefault("budgets", {})[key] = float(value) if "." in value else int(value)
+    if "instruction" not in body:
+        raise click.UsageError("give an INSTRUCTION or --task FILE")
+    return body
+
+
+@cli.command()
+@click.argument("instruction", required=False)
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    help="Repository to change (default: the task file's, else required).",
+)
+@click.option(
+    "--task",
+    "task_file",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="A JSON task file (fields as in the submission contract).",
+)
+@click.option("--mission", help="Mission name (groups sessions for reflection).")
+@click.option(
+    "--model", help="Model spec, e.g. scripted:policy.yaml or openai:http://host:8000/v1#model."
+)
+@click.option(
+    "--test-command", help="How to run the repository's tests, e.g. 'python -m pytest -q'."
+)
+@click.option(
+    "--budget", multiple=True, metavar="NAME=VALUE", help="Override a budget, e.g. iterations=10."
+)
+@click.option(
+    "--wait/--no-wait",
+    default=False,
+    help="Wait for the session to complete and print its outcome.",
+)
+@click.option(
+    "--timeout", type=float, default=600.0, show_default=True, help="With --wait: seconds to wait."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+@run_async
+async def submit(
+    c: Ctx,
+    instruction: str | None,
+    repo: Path | None,
+    task_file: Path | None,
+    mission: str | None,
+    model: str | None,
+    test_command: str | None,
+    budget: tuple[str, ...],
+    wait: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Submit a task to the intake handler and print the session id it created.
+
+    Equivalent to `nats req oopav.tasks.submit '<json>'`."""
+    from oopav.app import open_bus
+    from oopav.runtime import submit_task, wait_session
+
+    body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
+    async with open_bus(c.settings, name="oopav-submit") as bus:
+        reply = await submit_task(bus, body)
+        if "error" in reply:
+            if as_json:
+                _json_out(reply)
+            else:
+                click.echo(
+                    f"rejected: {reply['error']}"
+                    + (f" (field: {reply['field']})" if reply.get("field") else ""),
+                    err=True,
+                )
+            sys.exit(2)
+        if not wait:
+            _json_out(reply) if as_json else click.echo(reply["session_id"])
+            return
+        state = await wait_session(bus, reply["session_id"], timeout)
+        _print_outcome(state, as_json)
+        sys.exit(0 if state.outcome == "success" else 1)
+
+
+def _print_outcome(state: Any, as_json: bool) -> None:
+    from oopav.runtime import outcome_dict
+
+    out = outcome_dict(state)
+    if as_json:
+        _json_out(out)
+        return
+    click.echo(f"session {out['session_id']}: {out['outcome']} ({out['phase']})")
+    if out.get("summary"):
+        click.echo(f"summary: {out['summary']}")
+    if out.get("diff"):
+        click.echo(out["diff"].rstrip())
+
+
+# -- sessions / show / replay --------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--limit", type=int, default=50, show_default=True)
+@pass_ctx
+@run_async
+async def sessions(c: Ctx, as_json: bool, limit: int) -> None:
+    """List sessions, newest first, from the session projection."""
+    from oopav.app import open_bus
+    from oopav.runtime import list_sessions
+
+    async with open_bus(c.settings, name="oopav-sessions") as bus:
+        rows = await list_sessions(bus, limit)
+    if as_json:
+        _json_out(rows)
+        return
+    if not rows:
+        click.echo("no sessions yet")
+        return
+    click.echo(f"{'SESSION':36}  {'PHASE':10}  {'OUTCOME':8}  {'EVENTS':>6}  INSTRUCTION")
+    for r in rows:
+        click.echo(
+            f"{r['session_id']:36}  {r['phase']:10}  {r['outcome'] or '-':8}  {r['events']:>6}  {r['instruction'][:60]}"
+        )
+
+
+@cli.command()
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
+@pass_ctx
+@run_async
+async def show(c: Ctx, session: str, as_json: bool) -> None:
+    """Show the timeline of one session's events."""
+    import msgspec
+
+    from oopav.app import open_bus
+    from oopav.runtime import describe_event, resolve_session
+
+    async with open_bus(c.settings, name="oopav-show") as bus:
+        sid = await resolve_session(bus, session)
+        events = await bus.events.read("session", sid)
+    if not events:
+        raise click.ClickException(f"no events for session {session}")
+    if as_json:
+        _json_out([{"seq": seq, **msgspec.to_builtins(e), "type": e.type} for seq, e in events])
+        return
+    click.echo(f"session {sid}: {len(events)} events")
+    t0 = events[0][1].ts
+    for seq, e in events:
+        dt = (e.ts - t0).total_seconds()
+        click.echo(f"{seq:>7}  +{dt:8.3f}s  {e.type:24} {e.actor:18} {describe_event(e)}")
+
+
+@cli.command()
+@click.argument("session")
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Rebuild the projection from scratch and compare it with the stored snapshot.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+@run_async
+async def replay(c: Ctx, session: str, verify: bool, as_json: bool) -> None:
+    """Re-fold a session from the stream and print its state."""
+    from oopav.app import open_bus
+    from oopav.runtime import replay_projection, resolve_session
+
+    async with open_bus(c.settings, name="oopav-replay") as bus:
+        sid = await resolve_session(bus, session)
+        report = await replay_projection(bus, sid, verify=verify)
+    if as_json:
+        _json_out(report)
+    else:
+        click.echo(json.dumps(report["state"], indent=2, default=str))
+        if verify:
+            if report["matches"]:
+                click.echo(
+                    f"verify: OK, the rebuilt projection equals the stored snapshot ({report['events']} events)"
+                )
+            else:
+                click.echo(f"verify: MISMATCH in {', '.join(report['differences'][:10])}", err=True)
+    if verify and not report["matches"]:
+        sys.exit(1)
+
+
+# -- dlq -----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--handler", help="Only this handler's dead letters.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--limit", type=int, default=100, show_default=True)
+@pass_ctx
+@run_async
+async def dlq(c: Ctx, handler: str | None, as_json: bool, limit: int) -> None:
+    """List dead letters: messages a handler could not decode or process, with the reason."""
+    from oopav.app import open_bus
+    from oopav.runtime import read_dlq
+
+    async with open_bus(c.settings, name="oopav-dlq") as bus:
+        rows = await read_dlq(bus, handler, limit)
+    if as_json:
+        _json_out(rows)
+        return
+    if not rows:
+        click.echo("no dead letters")
+        return
+    for r in rows:
+        click.echo(
+            f"{r['seq']:>6}  {r['handler']:10} {r['reason']:20} {r['subject']}  {r['detail'][:80]}"
+        )
+
+
+# -- events --------------------------------------------------------------------------------
+
+
+@cli.group()
+def events() -> None:
+    """The event catalog."""
+
+
+@events.command("docs")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("docs/events.md"),
+    show_default=True,
+)
+@click.option("--check", is_flag=True, help="Exit 1 if the file is stale instead of writing it.")
+def events_docs(out: Path, check: bool) -> None:
+    """Generate docs/events.md from the catalog."""
+    from oopav.events.docs import render
+
+    text = render()
+    if check:
+        if not out.exists() or out.read_text() != text:
+            raise click.ClickException(f"{out} is stale: run `oopav events docs`")
+        click.echo(f"{out} is up to date")
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    click.echo(str(out))
 
 
 def _register() -> None:

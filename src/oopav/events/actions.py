@@ -9,7 +9,9 @@ import msgspec
 from msgspec import Meta
 
 
-class AstGrepAction(msgspec.Struct, tag_field="type", tag="ast_grep", kw_only=True, forbid_unknown_fields=True):
+class AstGrepAction(
+    msgspec.Struct, tag_field="type", tag="ast_grep", kw_only=True, forbid_unknown_fields=True
+):
     """A structural rewrite. Either a full YAML ``rule`` (id, language, rule, fix, constraints,
     transform) or the short form ``pattern`` + ``rewrite`` + ``language``."""
 
@@ -26,24 +28,32 @@ class SearchReplaceEdit(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     replace: str
 
 
-class SearchReplaceAction(msgspec.Struct, tag_field="type", tag="search_replace", kw_only=True, forbid_unknown_fields=True):
+class SearchReplaceAction(
+    msgspec.Struct, tag_field="type", tag="search_replace", kw_only=True, forbid_unknown_fields=True
+):
     """SEARCH/REPLACE blocks: each SEARCH must match exactly once, indentation exact."""
 
     edits: Annotated[list[SearchReplaceEdit], Meta(min_length=1)]
 
 
-class WriteFileAction(msgspec.Struct, tag_field="type", tag="write_file", kw_only=True, forbid_unknown_fields=True):
+class WriteFileAction(
+    msgspec.Struct, tag_field="type", tag="write_file", kw_only=True, forbid_unknown_fields=True
+):
     path: str
     content: str
 
 
-class RunCommandAction(msgspec.Struct, tag_field="type", tag="run_command", kw_only=True, forbid_unknown_fields=True):
+class RunCommandAction(
+    msgspec.Struct, tag_field="type", tag="run_command", kw_only=True, forbid_unknown_fields=True
+):
     argv: Annotated[list[str], Meta(min_length=1)]
     timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 60.0
     scopes: list[str] = msgspec.field(default_factory=list)
 
 
-class FinishAction(msgspec.Struct, tag_field="type", tag="finish", kw_only=True, forbid_unknown_fields=True):
+class FinishAction(
+    msgspec.Struct, tag_field="type", tag="finish", kw_only=True, forbid_unknown_fields=True
+):
     summary: str
 
 

@@ -109,7 +109,18 @@ class TestRun(msgspec.Struct, kw_only=True, frozen=True):
 # --- session events ----------------------------------------------------------------------
 
 
+class IntakeSource(msgspec.Struct, kw_only=True, frozen=True):
+    """Where a submission came from: its position in ``OOPAV_INTAKE`` and a digest of the raw
+    payload, which lets the intake answer a ``nats req`` with the session it created."""
+
+    stream_sequence: int
+    digest: str
+    size: int = 0
+
+
 class TaskSubmitted(Event, tag="task_submitted", frozen=True):
+    """A valid submission: a session starts. Its id is the session id."""
+
     instruction: str
     repo: str
     mission: str | None = None
@@ -118,20 +129,24 @@ class TaskSubmitted(Event, tag="task_submitted", frozen=True):
     model: str | None = None
     test_command: list[str] | None = None
     examples: list[Example] = msgspec.field(default_factory=list)
-    reply_to: str | None = None
+    source: IntakeSource | None = None
     parent_session: str | None = None
     fork_sequence: int | None = None
 
 
 class TaskRejected(Event, tag="task_rejected", frozen=True):
+    """An invalid submission, with the specific reason and the offending field."""
+
     error: str
     field: str | None = None
     code: str = "invalid"
     excerpt: str = ""
-    size: int = 0
+    source: IntakeSource | None = None
 
 
 class WorkspacePrepared(Event, tag="workspace_prepared", frozen=True):
+    """The session's workspace (git worktree or copy) and the base commit it starts from."""
+
     path: str
     base_commit: str
     branch: str
@@ -140,6 +155,8 @@ class WorkspacePrepared(Event, tag="workspace_prepared", frozen=True):
 
 
 class ObservationRecorded(Event, tag="observation_recorded", frozen=True):
+    """What the observer saw: the baseline, or what changed after an action, and its rule-based next step."""
+
     phase: Literal["baseline", "change"] = "baseline"
     files_total: int = 0
     parse_errors: list[Finding] = msgspec.field(default_factory=list)
@@ -155,6 +172,8 @@ class ObservationRecorded(Event, tag="observation_recorded", frozen=True):
 
 
 class OrientReported(Event, tag="orient_reported", frozen=True):
+    """Risk band, evidence gap, category, complexity and the test decision, with the rules that fired."""
+
     risk_band: RiskBand
     evidence_gap: float
     category: str
@@ -165,6 +184,8 @@ class OrientReported(Event, tag="orient_reported", frozen=True):
 
 
 class PlanProposed(Event, tag="plan_proposed", frozen=True):
+    """The planner's plan: steps, file manifest and the test decision it honours."""
+
     steps: list[PlanStep]
     files: list[str] = msgspec.field(default_factory=list)
     test_decision: TestDecision = "optional"
@@ -175,6 +196,8 @@ class PlanProposed(Event, tag="plan_proposed", frozen=True):
 
 
 class ModelCalled(Event, tag="model_called", frozen=True):
+    """One model call, recorded in full so replay can serve it back (request, response, tokens)."""
+
     role: str
     backend: str
     request_hash: str
@@ -190,6 +213,8 @@ class ModelCalled(Event, tag="model_called", frozen=True):
 
 
 class ActionProposed(Event, tag="action_proposed", frozen=True):
+    """One action the actor's model proposed, with its canonical hash for stuck detection."""
+
     action: Action
     action_hash: str
     step: int = 0
@@ -199,6 +224,8 @@ class ActionProposed(Event, tag="action_proposed", frozen=True):
 
 
 class ActionRejected(Event, tag="action_rejected", frozen=True):
+    """Pre-emit validation or the capability check refused an action; nothing was written."""
+
     action_id: str
     reason: str
     message: str
@@ -206,12 +233,16 @@ class ActionRejected(Event, tag="action_rejected", frozen=True):
 
 
 class PermissionRequested(Event, tag="permission_requested", frozen=True):
+    """An action needs a scope that no grant or policy covers."""
+
     scope: str
     reason: str = ""
     action_id: str | None = None
 
 
 class PermissionGranted(Event, tag="permission_granted", frozen=True):
+    """A scope granted, by whom, until when or for how many uses."""
+
     scope: str
     granted_by: str
     expires_at: datetime | None = None
@@ -220,6 +251,8 @@ class PermissionGranted(Event, tag="permission_granted", frozen=True):
 
 
 class PermissionDenied(Event, tag="permission_denied", frozen=True):
+    """A scope refused, by whom and why."""
+
     scope: str
     denied_by: str
     reason: str = ""
@@ -228,6 +261,8 @@ class PermissionDenied(Event, tag="permission_denied", frozen=True):
 
 
 class ActionApplied(Event, tag="action_applied", frozen=True):
+    """An action executed in the sandbox: exit status, diff, output tails, checkpoint."""
+
     action_id: str
     ok: bool = True
     exit_code: int | None = None
@@ -247,6 +282,8 @@ class ActionApplied(Event, tag="action_applied", frozen=True):
 
 
 class GateEvaluated(Event, tag="gate_evaluated", frozen=True):
+    """One done-gate of the verifier (stubs, parse, tests, lint, critic) and its evidence."""
+
     gate: str
     passed: bool
     skipped: bool = False
@@ -259,6 +296,8 @@ class GateEvaluated(Event, tag="gate_evaluated", frozen=True):
 
 
 class VerificationCompleted(Event, tag="verification_completed", frozen=True):
+    """The outcome of the done-gate chain."""
+
     passed: bool
     gates: list[str] = msgspec.field(default_factory=list)
     failed_gate: str | None = None
@@ -266,6 +305,8 @@ class VerificationCompleted(Event, tag="verification_completed", frozen=True):
 
 
 class ReplanTriggered(Event, tag="replan_triggered", frozen=True):
+    """A reason to plan again, with the failure evidence."""
+
     source: str
     reason: str
     evidence: str = ""
@@ -274,6 +315,8 @@ class ReplanTriggered(Event, tag="replan_triggered", frozen=True):
 
 
 class BudgetExceeded(Event, tag="budget_exceeded", frozen=True):
+    """A hard budget ran out; the session ends or escalates."""
+
     budget: str
     limit: float
     used: float
@@ -282,6 +325,8 @@ class BudgetExceeded(Event, tag="budget_exceeded", frozen=True):
 
 
 class StuckDetected(Event, tag="stuck_detected", frozen=True):
+    """The actor repeats itself (same action, A/B alternation, consecutive errors)."""
+
     pattern: Literal["repeat", "alternation", "errors"]
     action_hashes: list[str] = msgspec.field(default_factory=list)
     count: int = 0
@@ -289,12 +334,16 @@ class StuckDetected(Event, tag="stuck_detected", frozen=True):
 
 
 class CriticVerdict(Event, tag="critic_verdict", frozen=True):
+    """An optional read-only model's verdict; it never blocks on its own."""
+
     verdict: Literal["approve", "reject", "unavailable"]
     reasons: list[str] = msgspec.field(default_factory=list)
     model_call_id: str | None = None
 
 
 class SessionCompleted(Event, tag="session_completed", frozen=True):
+    """The end of a session: outcome, summary, final diff and metrics."""
+
     outcome: Outcome
     summary: str = ""
     diff: str = ""

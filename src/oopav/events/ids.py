@@ -74,3 +74,15 @@ def id_timestamp_ms(event_id: str) -> int | None:
 
 
 DEFAULT_IDS = IdGenerator()
+
+
+def uuid7_from(ms: int, entropy: str) -> str:
+    """A UUIDv7 for a given millisecond whose random bits come from ``entropy``: a root id that
+    sorts by time yet is the same every time the same input is processed."""
+    digest = int.from_bytes(hashlib.sha256(entropy.encode()).digest()[:10], "big")
+    value = (ms & 0xFFFFFFFFFFFF) << 80
+    value |= 0x7 << 76
+    value |= ((digest >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= digest & ((1 << 62) - 1)
+    return str(uuid.UUID(int=value))

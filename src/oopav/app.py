@@ -1,0 +1,76 @@
+"""Wiring shared by the commands: which NATS server to use, and connecting to it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from nats.aio.client import Client as NATS
+
+from oopav.bus.errors import NatsUnavailable
+from oopav.bus.server import EmbeddedServer, find_running
+from oopav.bus.store import EventStore, connect
+from oopav.bus.streams import ensure_streams
+from oopav.config import Settings
+from oopav.projections.store import SnapshotStore
+
+
+class NoServer(RuntimeError):
+    pass
+
+
+@dataclass
+class Bus:
+    nc: NATS
+    url: str
+    events: EventStore
+    settings: Settings
+    embedded: EmbeddedServer | None = None
+    _snapshots: SnapshotStore | None = None
+
+    @property
+    def snapshots(self) -> SnapshotStore:
+        if self._snapshots is None:
+            self._snapshots = SnapshotStore(self.settings.snapshots_dir)
+        return self._snapshots
+
+
+def server_url(settings: Settings) -> str | None:
+    """The server to use: ``--nats-url`` / ``OOPAV_NATS_URL``, else a running ``oopav up``."""
+    return settings.nats_url or find_running(settings.nats_store_dir)
+
+
+@contextlib.asynccontextmanager
+async def open_bus(
+    settings: Settings, *, embedded: bool = False, setup: bool = True, name: str = "oopav"
+) -> AsyncIterator[Bus]:
+    """Connect to the configured server; with ``embedded``, start one when none is configured."""
+    url = server_url(settings)
+    server: EmbeddedServer | None = None
+    if url is None:
+        if not embedded:
+            raise NoServer(
+                "no NATS server: start one with `oopav up` (embedded) or pass --nats-url / "
+                "OOPAV_NATS_URL for an existing server"
+            )
+        server = EmbeddedServer(settings.nats_store_dir)
+        url = server.start()
+    try:
+        try:
+            nc = await connect(url, name=name)
+        except NatsUnavailable:
+            raise
+        bus = Bus(nc=nc, url=url, events=EventStore(nc), settings=settings, embedded=server)
+        try:
+            if setup:
+                await ensure_streams(bus.events.js)
+            yield bus
+        finally:
+            with contextlib.suppress(Exception):
+                await nc.drain()
+            if bus._snapshots is not None:
+                bus._snapshots.close()
+    finally:
+        if server is not None:
+            server.stop()

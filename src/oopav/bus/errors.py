@@ -1,0 +1,33 @@
+"""Typed bus errors whose messages say what to do."""
+
+from __future__ import annotations
+
+
+class BusError(RuntimeError):
+    pass
+
+
+class NatsUnavailable(BusError):
+    def __init__(self, url: str, detail: str = "") -> None:
+        super().__init__(
+            f"cannot reach NATS at {url}{': ' + detail if detail else ''}; start one with "
+            "`oopav up` (embedded) or `nats-server -js`, or pass --nats-url / OOPAV_NATS_URL"
+        )
+        self.url = url
+
+
+class ConcurrencyConflict(BusError):
+    """Another writer appended to the aggregate since the state this decision was made on."""
+
+    def __init__(self, aggregate_id: str, expected: int, detail: str = "") -> None:
+        super().__init__(
+            f"concurrency conflict on {aggregate_id}: expected its last sequence to be {expected} "
+            f"({detail or 'another writer appended first'}); reload the aggregate, decide again "
+            "and retry"
+        )
+        self.aggregate_id = aggregate_id
+        self.expected = expected
+
+
+class AppendRejected(BusError):
+    pass

@@ -1,0 +1,230 @@
+"""Appending events and reading an aggregate back: the event store on JetStream.
+
+- ``Nats-Msg-Id`` is the event id, so JetStream drops a re-published event (invariant 4).
+- ``expected`` turns on optimistic concurrency over the aggregate's wildcard subject
+  (``Nats-Expected-Last-Subject-Sequence`` + ``...-Subject``). The server checks it before
+  dedup, so on a conflict we look at what was appended since: if every event we tried to append
+  is already there, this was a redelivery and the append succeeds as a duplicate.
+- ``append_batch`` uses JetStream atomic batches (one ack per batch, all or nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import APIError
+
+from oopav.bus.errors import AppendRejected, ConcurrencyConflict, NatsUnavailable
+from oopav.bus.streams import EVENTS_STREAM, aggregate_filter
+from oopav.events.catalog import Event
+from oopav.events.codec import REGISTRY, Registry
+
+WRONG_LAST_SEQUENCE = 10071
+BATCH_DUPLICATE = 10201
+MAX_ATOMIC_BATCH = 1000  # the server's default limit of messages per atomic batch
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    event_id: str
+    sequence: int
+    duplicate: bool = False
+
+
+async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
+    """Connect, or raise ``NatsUnavailable`` with a one-line, actionable message."""
+    try:
+        return await nats.connect(
+            url,
+            name=name,
+            connect_timeout=2,
+            max_reconnect_attempts=kwargs.pop("max_reconnect_attempts", 5),  # type: ignore[arg-type]
+            allow_reconnect=True,
+            **kwargs,  # type: ignore[arg-type]
+        )
+    except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
+        raise NatsUnavailable(url, type(exc).__name__) from None
+
+
+class EventStore:
+    """Append and read events of ``OOPAV_EVENTS``."""
+
+    def __init__(self, nc: NATS, registry: Registry = REGISTRY) -> None:
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream(timeout=10)
+        self.registry = registry
+
+    # -- append ---------------------------------------------------------------------------
+
+    async def append(self, event: Event, *, expected: int | None = None) -> Appended:
+        """Append one event. ``expected``: the aggregate's last sequence this was decided on
+        (0 for a new aggregate); None appends unconditionally."""
+        headers = {"Nats-Msg-Id": event.id}
+        if expected is not None:
+            headers["Nats-Expected-Last-Subject-Sequence"] = str(expected)
+            headers["Nats-Expected-Last-Subject-Sequence-Subject"] = aggregate_filter(
+                event.aggregate, event.aggregate_id
+            )
+        try:
+            ack = await self.js.publish(
+                event.subject, self.registry.encode(event), headers=headers, stream=EVENTS_STREAM
+            )
+        except APIError as exc:
+            if exc.err_code == WRONG_LAST_SEQUENCE and expected is not None:
+                found = await self._already_appended([event], expected)
+                if found:
+                    return found[0]
+                raise ConcurrencyConflict(
+                    event.aggregate_id, expected, exc.description or ""
+                ) from None
+            raise AppendRejected(
+                f"append of {event.type} {event.id} rejected: {exc.description}"
+            ) from None
+        return Appended(event.id, ack.seq, bool(ack.duplicate))
+
+    async def append_batch(
+        self, events: Sequence[Event], *, expected: int | None = None
+    ) -> list[Appended]:
+        """Append events atomically (all or none), one ack per batch of up to 1000.
+
+        With ``expected``, all events must belong to one aggregate; the check applies to the
+        first message, and the batch as a whole commits or fails."""
+        if not events:
+            return []
+        if expected is not None and len({(e.aggregate, e.aggregate_id) for e in events}) != 1:
+            raise ValueError("an expected sequence needs all events of one aggregate")
+        out: list[Appended] = []
+        for chunk_start in range(0, len(events), MAX_ATOMIC_BATCH):
+            chunk = events[chunk_start : chunk_start + MAX_ATOMIC_BATCH]
+            exp = expected if chunk_start == 0 else None
+            out.extend(await self._append_chunk(chunk, exp))
+        return out
+
+    async def _append_chunk(self, chunk: Sequence[Event], expected: int | None) -> list[Appended]:
+        batch_id = uuid.uuid4().hex
+        encode = self.registry.encode
+        last = len(chunk)
+        for i, event in enumerate(chunk[:-1], start=1):
+            headers = {
+                "Nats-Batch-Id": batch_id,
+                "Nats-Batch-Sequence": str(i),
+                "Nats-Msg-Id": event.id,
+            }
+            if i == 1 and expected is not None:
+                _expect(headers, event, expected)
+            await self.nc.publish(event.subject, encode(event), headers=headers)
+        event = chunk[-1]
+        headers = {
+            "Nats-Batch-Id": batch_id,
+            "Nats-Batch-Sequence": str(last),
+            "Nats-Batch-Commit": "1",
+            "Nats-Msg-Id": event.id,
+        }
+        if last == 1 and expected is not None:
+            _expect(headers, event, expected)
+        msg = await self.nc.request(event.subject, encode(event), headers=headers, timeout=10)
+        resp = json.loads(msg.data)
+        err = resp.get("error")
+        if err:
+            code = err.get("err_code")
+            if code in (WRONG_LAST_SEQUENCE, BATCH_DUPLICATE):
+                found = await self._already_appended(
+                    chunk, expected or 0, any_position=expected is None
+                )
+                if found:
+                    return found
+                if code == WRONG_LAST_SEQUENCE and expected is not None:
+                    raise ConcurrencyConflict(
+                        chunk[0].aggregate_id, expected, err.get("description", "")
+                    )
+            raise AppendRejected(f"atomic batch of {last} rejected: {err.get('description')}")
+        first_seq = int(resp["seq"]) - last + 1
+        return [Appended(e.id, first_seq + i) for i, e in enumerate(chunk)]
+
+    async def _already_appended(
+        self, events: Sequence[Event], after: int, any_position: bool = False
+    ) -> list[Appended] | None:
+        """If every event is already in the stream (a redelivered input), their positions."""
+        first = events[0]
+        seen: dict[str, int] = {}
+        for seq, ev in await self.read(
+            first.aggregate, first.aggregate_id, from_seq=1 if any_position else after + 1
+        ):
+            seen[ev.id] = seq
+        if all(e.id in seen for e in events):
+            return [Appended(e.id, seen[e.id], duplicate=True) for e in events]
+        return None
+
+    # -- read -----------------------------------------------------------------------------
+
+    async def last_sequence(self, aggregate: str, aggregate_id: str) -> int:
+        """The stream sequence of the aggregate's last event (0 if it has none)."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            msg = await self.js.get_last_msg(
+                EVENTS_STREAM, aggregate_filter(aggregate, aggregate_id)
+            )
+        except NotFoundError:
+            return 0
+        return int(msg.seq or 0)
+
+    async def read(
+        self,
+        aggregate: str,
+        aggregate_id: str,
+        *,
+        from_seq: int = 1,
+        raw: bool = False,
+    ) -> list[tuple[int, Event]]:
+        """Every event of one aggregate from ``from_seq`` on, in stream order."""
+        out: list[tuple[int, Event]] = []
+        async for seq, data in self.iter_raw(aggregate_filter(aggregate, aggregate_id), from_seq):
+            out.append((seq, self.registry.decode(data)))
+        return out
+
+    async def iter_raw(self, subject: str, from_seq: int = 1, batch: int = 512):  # type: ignore[no-untyped-def]
+        """(sequence, payload) of stored messages on ``subject`` from ``from_seq``, with an
+        ordered, ephemeral consumer; ends at the last message present when it started."""
+        try:
+            info = await self.js.stream_info(EVENTS_STREAM, subjects_filter=None)
+        except APIError as exc:
+            raise AppendRejected(f"cannot read {EVENTS_STREAM}: {exc.description}") from None
+        last = info.state.last_seq
+        if last < from_seq:
+            return
+        sub = await self.js.subscribe(
+            subject,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            config=ConsumerConfig(opt_start_seq=max(from_seq, 1)),
+        )
+        try:
+            ci = await sub.consumer_info()
+            if ci.num_pending == 0 and not (ci.delivered and ci.delivered.consumer_seq):
+                return
+            while True:
+                try:
+                    msg = await sub.next_msg(timeout=5)
+                except (nats.errors.TimeoutError, TimeoutError):
+                    return
+                meta = msg.metadata
+                yield meta.sequence.stream, msg.data
+                if meta.num_pending == 0:
+                    return
+        finally:
+            await sub.unsubscribe()
+
+
+def _expect(headers: dict[str, str], event: Event, expected: int) -> None:
+    headers["Nats-Expected-Last-Subject-Sequence"] = str(expected)
+    headers["Nats-Expected-Last-Subject-Sequence-Subject"] = aggregate_filter(
+        event.aggregate, event.aggregate_id
+    )

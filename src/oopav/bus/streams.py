@@ -1,0 +1,151 @@
+"""Stream definitions and their idempotent set-up.
+
+The same definitions are exported as JSON under ``ops/nats/`` (``oopav streams export``) so
+that an operator can create them with ``nats stream add --config ops/nats/OOPAV_EVENTS.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nats.js import JetStreamContext
+from nats.js.api import StreamConfig
+from nats.js.errors import NotFoundError
+
+from oopav.bus.server import MAX_PAYLOAD
+
+EVENTS_STREAM = "OOPAV_EVENTS"
+INTAKE_STREAM = "OOPAV_INTAKE"
+DLQ_STREAM = "OOPAV_DLQ"
+
+EVENTS_SUBJECTS = "oopav.ev.>"
+INTAKE_SUBJECT = "oopav.tasks.submit"
+GRANT_SUBJECT = "oopav.grants.submit"
+DLQ_PREFIX = "oopav.dlq"
+
+_NS = 1_000_000_000
+
+
+def subject_for(aggregate: str, aggregate_id: str, event_type: str) -> str:
+    return f"oopav.ev.{aggregate}.{aggregate_id}.{event_type}"
+
+
+def aggregate_filter(aggregate: str, aggregate_id: str) -> str:
+    return f"oopav.ev.{aggregate}.{aggregate_id}.>"
+
+
+def dlq_subject(handler: str) -> str:
+    return f"{DLQ_PREFIX}.{handler}"
+
+
+def stream_definitions() -> dict[str, dict[str, Any]]:
+    """Stream configs in the server's JSON form (durations in nanoseconds)."""
+    return {
+        EVENTS_STREAM: {
+            "name": EVENTS_STREAM,
+            "description": "oopav events: oopav.ev.<aggregate>.<aggregate_id>.<type>",
+            "subjects": [EVENTS_SUBJECTS],
+            "retention": "limits",
+            "storage": "file",
+            "discard": "old",
+            "max_msgs": -1,
+            "max_bytes": -1,
+            "max_age": 0,
+            "max_msg_size": MAX_PAYLOAD,
+            "num_replicas": 1,
+            # Covers a handler's redelivery after a crash (ack wait x max_deliver, with backoff)
+            # so a reprocessed input's outputs are dropped as duplicates.
+            "duplicate_window": 2 * 3600 * _NS,
+            "allow_direct": True,
+            "allow_atomic": True,
+            "deny_delete": True,
+            "deny_purge": False,
+        },
+        INTAKE_STREAM: {
+            "name": INTAKE_STREAM,
+            "description": "task submissions; a plain `nats pub` is stored durably",
+            "subjects": ["oopav.tasks.>", "oopav.grants.>"],
+            "retention": "limits",
+            "storage": "file",
+            "discard": "old",
+            "max_msgs": -1,
+            "max_bytes": -1,
+            "max_age": 30 * 24 * 3600 * _NS,
+            "max_msg_size": MAX_PAYLOAD,
+            "num_replicas": 1,
+            # No publish acks: a `nats req` must get the intake handler's answer, not a PubAck.
+            "no_ack": True,
+            "duplicate_window": 2 * 60 * _NS,
+            "allow_direct": False,
+            "allow_atomic": False,
+        },
+        DLQ_STREAM: {
+            "name": DLQ_STREAM,
+            "description": "dead letters: oopav.dlq.<handler>, with the reason in headers",
+            "subjects": [f"{DLQ_PREFIX}.>"],
+            "retention": "limits",
+            "storage": "file",
+            "discard": "old",
+            "max_msgs": -1,
+            "max_bytes": -1,
+            "max_age": 30 * 24 * 3600 * _NS,
+            "max_msg_size": MAX_PAYLOAD,
+            "num_replicas": 1,
+            "duplicate_window": 2 * 60 * _NS,
+            "no_ack": False,
+            "allow_direct": False,
+            "allow_atomic": False,
+        },
+    }
+
+
+def _to_config(raw: dict[str, Any]) -> StreamConfig:
+    return StreamConfig.from_response(dict(raw))
+
+
+async def ensure_streams(js: JetStreamContext) -> list[str]:
+    """Create the streams, or update them in place when their definition changed.
+
+    Returns what was done per stream (``created``, ``updated``, ``unchanged``)."""
+    done: list[str] = []
+    for name, raw in stream_definitions().items():
+        want = _to_config(raw)
+        try:
+            info = await js.stream_info(name)
+        except NotFoundError:
+            await js.add_stream(want)
+            done.append(f"{name}: created")
+            continue
+        if _differs(info.config, want):
+            await js.update_stream(want)
+            done.append(f"{name}: updated")
+        else:
+            done.append(f"{name}: unchanged")
+    return done
+
+
+def _differs(have: StreamConfig, want: StreamConfig) -> bool:
+    keys = (
+        "subjects",
+        "max_msg_size",
+        "duplicate_window",
+        "no_ack",
+        "allow_atomic",
+        "allow_direct",
+        "max_age",
+        "description",
+    )
+    # The server reports unset booleans as False where the client config has None.
+    return any((getattr(have, k) or None) != (getattr(want, k) or None) for k in keys)
+
+
+def export_definitions(out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, raw in stream_definitions().items():
+        path = out_dir / f"{name}.json"
+        path.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
+        written.append(path)
+    return written

@@ -1,0 +1,235 @@
+"""intake: validates submissions on ``oopav.tasks.submit`` into ``task_submitted`` or
+``task_rejected`` (DESIGN "The loop", step 1).
+
+Two paths, so that both ``nats pub`` and ``nats req`` work with the plain CLI:
+
+- every submission is stored in ``OOPAV_INTAKE`` (a ``no_ack`` stream, so a request gets our
+  answer and not a publish ack) and processed exactly once by the durable ``intake`` consumer;
+  the session id is derived from the stored message, so a redelivery creates nothing new;
+- a core queue subscription on the same subject sees requests (those with a reply inbox) and
+  answers each with the outcome of its stored copy, matched by a digest of the payload. Results
+  are observed on the event stream, so the answering and the processing process may differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import DeliverPolicy
+
+from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
+from oopav.bus.store import EventStore
+from oopav.bus.streams import INTAKE_STREAM, INTAKE_SUBJECT
+from oopav.events.catalog import Event, IntakeSource, TaskRejected, TaskSubmitted
+from oopav.events.clock import SYSTEM_CLOCK, Clock
+from oopav.events.codec import REGISTRY
+from oopav.events.factory import actor_name
+from oopav.events.ids import uuid7_from
+from oopav.handlers.contract import Accepted, Rejected, digest, parse_submission
+from oopav.logging import get_logger
+
+HANDLER = "intake"
+REPLY_TTL = 30.0
+log = get_logger("oopav.handlers.intake", handler=HANDLER)
+
+
+def decide(
+    payload: bytes,
+    stream_sequence: int,
+    stored_at_ms: int,
+    clock: Clock,
+    *,
+    check_repo: bool = True,
+) -> Event:
+    """The intake's pure core: raw bytes and their stored position → one event."""
+    source = IntakeSource(
+        stream_sequence=stream_sequence, digest=digest(payload), size=len(payload)
+    )
+    session_id = uuid7_from(stored_at_ms, f"{INTAKE_STREAM}:{stream_sequence}:{source.digest}")
+    env: dict[str, Any] = {
+        "id": session_id,
+        "aggregate": "session",
+        "aggregate_id": session_id,
+        "causation_id": None,
+        "correlation_id": session_id,
+        "actor": actor_name(HANDLER),
+        "ts": clock.now(),
+    }
+    result = parse_submission(payload, check_repo=check_repo)
+    if isinstance(result, Rejected):
+        return TaskRejected(
+            schema=TaskRejected.SCHEMA,
+            error=result.error,
+            field=result.field,
+            code=result.code,
+            excerpt=result.excerpt,
+            source=source,
+            **env,
+        )
+    assert isinstance(result, Accepted)
+    return TaskSubmitted(
+        schema=TaskSubmitted.SCHEMA,
+        instruction=result.instruction,
+        repo=result.repo,
+        mission=result.mission,
+        budgets=result.budgets,
+        policy=result.policy,
+        model=result.model,
+        test_command=result.test_command,
+        examples=result.examples,
+        source=source,
+        **env,
+    )
+
+
+def reply_for(event: Event) -> dict[str, Any]:
+    if isinstance(event, TaskRejected):
+        return {
+            "error": event.error,
+            "field": event.field,
+            "code": event.code,
+            "session_id": event.aggregate_id,
+        }
+    return {"session_id": event.aggregate_id}
+
+
+@dataclass
+class _Replies:
+    """Requests waiting for the outcome of their stored copy, matched by payload digest."""
+
+    waiting: dict[str, deque[tuple[str, float]]] = field(default_factory=lambda: defaultdict(deque))
+    unclaimed: dict[str, deque[tuple[dict[str, Any], float]]] = field(
+        default_factory=lambda: defaultdict(deque)
+    )
+
+    def expire(self, now: float) -> list[str]:
+        timed_out = []
+        for store in (self.waiting, self.unclaimed):
+            for key in list(store):
+                q = store[key]
+                while q and now - q[0][1] > REPLY_TTL:
+                    item = q.popleft()
+                    if store is self.waiting:
+                        timed_out.append(item[0])  # type: ignore[arg-type]
+                if not q:
+                    del store[key]
+        return timed_out
+
+
+class Intake:
+    """The intake handler process: durable consumer + reply responder."""
+
+    def __init__(self, nc: NATS, *, clock: Clock = SYSTEM_CLOCK, check_repo: bool = True) -> None:
+        self.nc = nc
+        self.events = EventStore(nc)
+        self.clock = clock
+        self.check_repo = check_repo
+        self.replies = _Replies()
+        self.consumer = HandlerConsumer(
+            nc,
+            HANDLER,
+            [INTAKE_SUBJECT],
+            self._handle,
+            options=ConsumerOptions(stream=INTAKE_STREAM, deliver_policy=DeliverPolicy.ALL),
+            decode=False,
+        )
+        self._subs: list[Any] = []
+
+    async def _handle(self, msg: Any, delivery: Delivery) -> None:
+        raw: Msg = msg
+        meta = raw.metadata
+        stored_ms = int(meta.timestamp.timestamp() * 1000) if meta.timestamp else 0
+        event = decide(
+            raw.data, meta.sequence.stream, stored_ms, self.clock, check_repo=self.check_repo
+        )
+        # The session id is fresh, so its aggregate must be empty (expected 0); a redelivery
+        # finds its own event there and counts as a duplicate.
+        appended = await self.events.append(event, expected=0)
+        log.info(
+            "task_rejected" if isinstance(event, TaskRejected) else "task_submitted",
+            session_id=event.aggregate_id,
+            event_id=event.id,
+            seq=appended.sequence,
+            duplicate=appended.duplicate,
+        )
+
+    # -- replies --------------------------------------------------------------------------
+
+    async def _on_request(self, msg: Msg) -> None:
+        if not msg.reply:
+            return
+        key = digest(msg.data)
+        now = time.monotonic()
+        self.replies.expire(now)
+        ready = self.replies.unclaimed.get(key)
+        if ready:
+            body, _ = ready.popleft()
+            await self.nc.publish(msg.reply, json.dumps(body).encode())
+            return
+        self.replies.waiting[key].append((msg.reply, now))
+
+    async def _on_result(self, msg: Msg) -> None:
+        try:
+            event = REGISTRY.decode(msg.data)
+        except Exception:
+            return
+        source = getattr(event, "source", None)
+        if source is None:
+            return
+        body = reply_for(event)
+        now = time.monotonic()
+        waiting = self.replies.waiting.get(source.digest)
+        if waiting:
+            inbox, _ = waiting.popleft()
+            await self.nc.publish(inbox, json.dumps(body).encode())
+        else:
+            self.replies.unclaimed[source.digest].append((body, now))
+
+    async def _expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            for inbox in self.replies.expire(time.monotonic()):
+                with contextlib.suppress(Exception):
+                    await self.nc.publish(
+                        inbox,
+                        json.dumps(
+                            {
+                                "error": "the intake did not finish in time; check `oopav sessions`",
+                                "field": None,
+                            }
+                        ).encode(),
+                    )
+
+    async def start_responder(self) -> None:
+        self._subs.append(
+            await self.nc.subscribe("oopav.ev.session.*.task_submitted", cb=self._on_result)
+        )
+        self._subs.append(
+            await self.nc.subscribe("oopav.ev.session.*.task_rejected", cb=self._on_result)
+        )
+        self._subs.append(
+            await self.nc.subscribe(INTAKE_SUBJECT, queue="oopav-intake", cb=self._on_request)
+        )
+        await self.nc.flush()
+
+    async def run(self) -> None:
+        await self.start_responder()
+        expiry = asyncio.create_task(self._expire_loop())
+        try:
+            await self.consumer.run()
+        finally:
+            expiry.cancel()
+            for sub in self._subs:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
+
+    def stop(self) -> None:
+        self.consumer.stop()

@@ -1,0 +1,219 @@
+"""Projection runners: fold the stream into LMDB snapshots and keep them current.
+
+The runner reads ``OOPAV_EVENTS`` with an ordered consumer from ``last_sequence + 1``, folds
+each event into the state of its key, and commits the changed states together with the new
+position in one LMDB transaction (per batch). A missing snapshot, or one written under another
+projection schema, rebuilds from sequence 1. ``wait_for(seq)`` gives read-your-writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from nats.aio.client import Client as NATS
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from oopav.events.catalog import Event
+from oopav.events.codec import REGISTRY, EventDecodeError, Registry
+from oopav.logging import get_logger
+from oopav.projections import session as session_fold
+from oopav.projections.store import Snapshots, SnapshotStore
+
+S = TypeVar("S")
+log = get_logger("oopav.projections")
+
+
+@dataclass(frozen=True)
+class Projection(Generic[S]):
+    """A fold keyed by some id: how to key, start and evolve a state."""
+
+    name: str
+    schema: int
+    state_type: type[S]
+    subject: str
+    key: Callable[[Event], str | None]
+    initial: Callable[[str], S]
+    evolve: Callable[[S, Event, int], S]
+    # The last sequence folded into a state; lets two runners share one snapshot store.
+    version: Callable[[S], int] | None = None
+
+
+SESSIONS: Projection[session_fold.SessionState] = Projection(
+    name="sessions",
+    schema=session_fold.SCHEMA,
+    state_type=session_fold.SessionState,
+    subject="oopav.ev.session.>",
+    key=lambda e: e.aggregate_id,
+    initial=session_fold.initial,
+    evolve=session_fold.evolve,
+    version=lambda s: s.last_sequence,
+)
+
+
+class ProjectionRunner(Generic[S]):
+    def __init__(
+        self,
+        nc: NATS,
+        store: SnapshotStore,
+        projection: Projection[S],
+        *,
+        registry: Registry = REGISTRY,
+        commit_every: int = 2000,
+        listeners: list[Callable[[int, Event, S], None]] | None = None,
+    ) -> None:
+        self.nc = nc
+        self.projection = projection
+        self.snapshots: Snapshots[S] = Snapshots(
+            store, projection.name, projection.schema, projection.state_type
+        )
+        self.registry = registry
+        self.commit_every = commit_every
+        self.position = 0
+        self.skipped = 0
+        self.listeners = listeners or []
+        self._cache: dict[str, S] = {}
+        self._dirty: dict[str, S] = {}
+        self._cond = asyncio.Condition()
+        self._stop = asyncio.Event()
+        self._sub: Any = None
+
+    # -- state access ---------------------------------------------------------------------
+
+    def get(self, key: str) -> S | None:
+        if key in self._cache:
+            return self._cache[key]
+        return self.snapshots.get(key)
+
+    async def wait_for(self, sequence: int, timeout: float = 10.0) -> None:
+        """Return once every event up to ``sequence`` is folded (read-your-writes)."""
+        async with self._cond:
+            await asyncio.wait_for(self._cond.wait_for(lambda: self.position >= sequence), timeout)
+
+    # -- running --------------------------------------------------------------------------
+
+    def _start_position(self) -> int:
+        if not self.snapshots.valid():
+            meta = self.snapshots.meta()
+            if meta is not None:
+                log.info(
+                    "projection_schema_changed",
+                    projection=self.projection.name,
+                    old=meta.schema,
+                    new=self.projection.schema,
+                )
+            self.snapshots.reset()
+            return 0
+        return self.snapshots.last_sequence()
+
+    async def catch_up(self) -> int:
+        """Fold everything currently in the stream and commit; returns the position."""
+        self.position = self._start_position()
+        await self._consume(follow=False)
+        return self.position
+
+    async def run(self) -> None:
+        """Catch up, then follow the stream until ``stop()``."""
+        self.position = self._start_position()
+        await self._consume(follow=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _consume(self, follow: bool) -> None:
+        js = self.nc.jetstream()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def on_msg(msg: Any) -> None:
+            queue.put_nowait(msg)
+
+        sub = await js.subscribe(
+            self.projection.subject,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            config=ConsumerConfig(opt_start_seq=self.position + 1),
+            cb=on_msg,
+        )
+        info = await sub.consumer_info()
+        caught_up = info.num_pending == 0 and not (info.delivered and info.delivered.consumer_seq)
+        pending = 0
+        decode = self.registry.decode
+        key_of = self.projection.key
+        evolve = self.projection.evolve
+        cache = self._cache
+        dirty = self._dirty
+        try:
+            while not self._stop.is_set():
+                if caught_up and not follow:
+                    break
+                try:
+                    msg = await asyncio.wait_for(queue.get(), timeout=0.5)
+                except TimeoutError:
+                    continue
+                meta = msg.metadata
+                seq = meta.sequence.stream
+                try:
+                    event = decode(msg.data)
+                except EventDecodeError as exc:
+                    self.skipped += 1
+                    log.warning("projection_skipped_event", seq=seq, reason=exc.reason)
+                    event = None
+                if event is not None:
+                    key = key_of(event)
+                    if key is not None:
+                        state = cache.get(key)
+                        if state is None:
+                            state = self.snapshots.get(key) or self.projection.initial(key)
+                        state = evolve(state, event, seq)
+                        cache[key] = state
+                        dirty[key] = state
+                        for listener in self.listeners:
+                            listener(seq, event, state)
+                self.position = seq
+                pending += 1
+                if meta.num_pending == 0:
+                    caught_up = True
+                if pending >= self.commit_every or (
+                    queue.empty() and (caught_up or pending >= 256)
+                ):
+                    await self._commit()
+                    dirty = self._dirty
+                    pending = 0
+        finally:
+            if pending:
+                await self._commit()
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _commit(self) -> None:
+        version = self.projection.version
+        self.snapshots.commit(
+            self._dirty,
+            self.position,
+            {k: version(v) for k, v in self._dirty.items()} if version else None,
+        )
+        self._dirty = {}
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        await self._notify()
+
+    async def _notify(self) -> None:
+        async with self._cond:
+            self._cond.notify_all()
+
+
+async def load_session(
+    events: Any, snapshots: Snapshots[session_fold.SessionState] | None, session_id: str
+) -> session_fold.SessionState:
+    """One session's current state: its snapshot (if any) plus the events after it.
+
+    ``events`` is an ``oopav.bus.EventStore``."""
+    state = snapshots.get(session_id) if snapshots is not None else None
+    start = state.last_sequence + 1 if state is not None else 1
+    st = state or session_fold.initial(session_id)
+    for seq, event in await events.read("session", session_id, from_seq=start):
+        session_fold.evolve(st, event, seq)
+    return st

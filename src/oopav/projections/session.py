@@ -1,0 +1,313 @@
+"""``SessionState``: the fold of one session's events.
+
+``evolve(state, event)`` is the whole projection. It is deterministic and depends on nothing
+but its arguments; for speed it updates the state it is given (a linear fold: callers never
+keep the previous state), so a rebuild of 100k events allocates little.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from oopav.events import catalog as ev
+from oopav.events.catalog import Event
+
+SCHEMA = 1  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
+
+PHASE_BY_EVENT: dict[str, str] = {
+    "task_submitted": "submitted",
+    "task_rejected": "rejected",
+    "workspace_prepared": "observing",
+    "observation_recorded": "orienting",
+    "orient_reported": "planning",
+    "plan_proposed": "acting",
+    "replan_triggered": "planning",
+    "session_completed": "completed",
+}
+
+
+class ActionRecord(msgspec.Struct, kw_only=True):
+    id: str
+    type: str
+    hash: str
+    step: int = 0
+    status: str = "proposed"  # proposed | rejected | applied | failed
+    reason: str = ""
+    checkpoint: str | None = None
+    grants_used: list[str] = msgspec.field(default_factory=list)
+
+
+class GateRecord(msgspec.Struct, kw_only=True):
+    gate: str
+    passed: bool
+    skipped: bool = False
+    bounce: int = 0
+    evidence: str = ""
+
+
+class GrantRecord(msgspec.Struct, kw_only=True):
+    id: str
+    scope: str
+    granted_by: str
+    expires_at: datetime | None = None
+    max_uses: int | None = None
+    uses: int = 0
+    denied: bool = False
+
+
+class BudgetsUsed(msgspec.Struct, kw_only=True):
+    iterations: int = 0
+    model_tokens: int = 0
+    model_calls: int = 0
+    retries: dict[str, int] = msgspec.field(default_factory=dict)
+    bounces: int = 0
+    replans: int = 0
+    prompt_output_bytes: int = 0
+    exceeded: list[str] = msgspec.field(default_factory=list)
+
+
+class SessionState(msgspec.Struct, kw_only=True):
+    session_id: str = ""
+    phase: str = "new"
+    task: ev.TaskSubmitted | None = None
+    rejection: str | None = None
+    workspace: ev.WorkspacePrepared | None = None
+    baseline: ev.ObservationRecorded | None = None
+    last_observation: ev.ObservationRecorded | None = None
+    orient: ev.OrientReported | None = None
+    plan: ev.PlanProposed | None = None
+    plans: int = 0
+    actions: list[ActionRecord] = msgspec.field(default_factory=list)
+    gates: list[GateRecord] = msgspec.field(default_factory=list)
+    verdicts: list[str] = msgspec.field(default_factory=list)
+    verified: bool | None = None
+    grants: list[GrantRecord] = msgspec.field(default_factory=list)
+    pending_permissions: list[str] = msgspec.field(default_factory=list)
+    budgets_used: BudgetsUsed = msgspec.field(default_factory=BudgetsUsed)
+    stuck: int = 0
+    outcome: str | None = None
+    summary: str = ""
+    diff: str = ""
+    event_count: int = 0
+    last_sequence: int = 0
+    last_event_id: str = ""
+    last_event_type: str = ""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    event_ids: list[str] = msgspec.field(default_factory=list)
+
+    def action(self, action_id: str) -> ActionRecord | None:
+        for rec in reversed(self.actions):
+            if rec.id == action_id:
+                return rec
+        return None
+
+    def has_event(self, event_id: str) -> bool:
+        return event_id in self.event_ids
+
+
+def initial(session_id: str = "") -> SessionState:
+    return SessionState(session_id=session_id)
+
+
+def evolve(state: SessionState, event: Event, sequence: int = 0) -> SessionState:
+    """Apply one event. Unknown-to-this-fold event types only advance the counters.
+
+    An event at or below the state's ``last_sequence`` was folded already and is ignored, so
+    re-reading a stretch of the stream never applies an event twice."""
+    if sequence and sequence <= state.last_sequence:
+        return state
+    if not state.session_id:
+        state.session_id = event.aggregate_id
+    state.event_count += 1
+    if sequence:
+        state.last_sequence = sequence
+    state.last_event_id = event.id
+    state.last_event_type = event.type
+    state.event_ids.append(event.id)
+    if state.created_at is None:
+        state.created_at = event.ts
+    state.updated_at = event.ts
+    phase = PHASE_BY_EVENT.get(event.type)
+    if phase and state.phase != "completed":
+        state.phase = phase
+    fn = _APPLY.get(type(event))
+    if fn is not None:
+        fn(state, event)
+    return state
+
+
+def fold(
+    events: list[tuple[int, Event]] | list[Event], state: SessionState | None = None
+) -> SessionState:
+    st = state or initial()
+    for item in events:
+        if isinstance(item, tuple):
+            evolve(st, item[1], item[0])
+        else:
+            evolve(st, item)
+    return st
+
+
+# -- per-type application ------------------------------------------------------------------
+
+
+def _task_submitted(s: SessionState, e: ev.TaskSubmitted) -> None:
+    s.task = e
+
+
+def _task_rejected(s: SessionState, e: ev.TaskRejected) -> None:
+    s.rejection = f"{e.field}: {e.error}" if e.field else e.error
+    s.outcome = "rejected"
+
+
+def _workspace(s: SessionState, e: ev.WorkspacePrepared) -> None:
+    s.workspace = e
+
+
+def _observation(s: SessionState, e: ev.ObservationRecorded) -> None:
+    if e.phase == "baseline" and s.baseline is None:
+        s.baseline = e
+    s.last_observation = e
+    if e.phase == "change" and s.phase not in ("completed",):
+        s.phase = "acting"
+
+
+def _orient(s: SessionState, e: ev.OrientReported) -> None:
+    s.orient = e
+
+
+def _plan(s: SessionState, e: ev.PlanProposed) -> None:
+    s.plan = e
+    s.plans += 1
+
+
+def _model_called(s: SessionState, e: ev.ModelCalled) -> None:
+    b = s.budgets_used
+    b.model_calls += 1
+    b.model_tokens += e.prompt_tokens + e.completion_tokens
+
+
+def _action_proposed(s: SessionState, e: ev.ActionProposed) -> None:
+    s.budgets_used.iterations += 1
+    s.actions.append(
+        ActionRecord(id=e.id, type=e.action.type, hash=e.action_hash, step=e.step)  # type: ignore[union-attr]
+    )
+    if e.action.type == "finish":  # type: ignore[union-attr]
+        s.phase = "verifying"
+
+
+def _action_rejected(s: SessionState, e: ev.ActionRejected) -> None:
+    rec = s.action(e.action_id)
+    if rec is not None:
+        rec.status = "rejected"
+        rec.reason = e.reason
+
+
+def _permission_requested(s: SessionState, e: ev.PermissionRequested) -> None:
+    s.pending_permissions.append(e.scope)
+
+
+def _permission_granted(s: SessionState, e: ev.PermissionGranted) -> None:
+    s.grants.append(
+        GrantRecord(
+            id=e.id,
+            scope=e.scope,
+            granted_by=e.granted_by,
+            expires_at=e.expires_at,
+            max_uses=e.max_uses,
+        )
+    )
+    if e.scope in s.pending_permissions:
+        s.pending_permissions.remove(e.scope)
+
+
+def _permission_denied(s: SessionState, e: ev.PermissionDenied) -> None:
+    s.grants.append(GrantRecord(id=e.id, scope=e.scope, granted_by=e.denied_by, denied=True))
+    if e.scope in s.pending_permissions:
+        s.pending_permissions.remove(e.scope)
+
+
+def _action_applied(s: SessionState, e: ev.ActionApplied) -> None:
+    rec = s.action(e.action_id)
+    if rec is not None:
+        rec.status = "applied" if e.ok else "failed"
+        rec.checkpoint = e.checkpoint
+        rec.grants_used = list(e.grants_used)
+    for gid in e.grants_used:
+        for g in s.grants:
+            if g.id == gid:
+                g.uses += 1
+    b = s.budgets_used
+    b.prompt_output_bytes += min(e.output_bytes, 1 << 30)
+
+
+def _gate(s: SessionState, e: ev.GateEvaluated) -> None:
+    s.gates.append(
+        GateRecord(
+            gate=e.gate,
+            passed=e.passed,
+            skipped=e.skipped,
+            bounce=e.bounce,
+            evidence=e.evidence[:500],
+        )
+    )
+    s.phase = "verifying"
+
+
+def _verification(s: SessionState, e: ev.VerificationCompleted) -> None:
+    s.verified = e.passed
+    s.verdicts.append("passed" if e.passed else f"failed:{e.failed_gate}")
+
+
+def _replan(s: SessionState, e: ev.ReplanTriggered) -> None:
+    b = s.budgets_used
+    b.replans += 1
+    if e.source == "verifier":
+        b.bounces += 1
+
+
+def _budget(s: SessionState, e: ev.BudgetExceeded) -> None:
+    s.budgets_used.exceeded.append(e.budget)
+
+
+def _stuck(s: SessionState, e: ev.StuckDetected) -> None:
+    s.stuck += 1
+
+
+def _critic(s: SessionState, e: ev.CriticVerdict) -> None:
+    s.verdicts.append(f"critic:{e.verdict}")
+
+
+def _completed(s: SessionState, e: ev.SessionCompleted) -> None:
+    s.outcome = e.outcome
+    s.summary = e.summary
+    s.diff = e.diff
+    s.phase = "completed"
+
+
+_APPLY: dict[type, Any] = {
+    ev.TaskSubmitted: _task_submitted,
+    ev.TaskRejected: _task_rejected,
+    ev.WorkspacePrepared: _workspace,
+    ev.ObservationRecorded: _observation,
+    ev.OrientReported: _orient,
+    ev.PlanProposed: _plan,
+    ev.ModelCalled: _model_called,
+    ev.ActionProposed: _action_proposed,
+    ev.ActionRejected: _action_rejected,
+    ev.PermissionRequested: _permission_requested,
+    ev.PermissionGranted: _permission_granted,
+    ev.PermissionDenied: _permission_denied,
+    ev.ActionApplied: _action_applied,
+    ev.GateEvaluated: _gate,
+    ev.VerificationCompleted: _verification,
+    ev.ReplanTriggered: _replan,
+    ev.BudgetExceeded: _budget,
+    ev.StuckDetected: _stuck,
+    ev.CriticVerdict: _critic,
+    ev.SessionCompleted: _completed,
+}

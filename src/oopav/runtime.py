@@ -1,0 +1,272 @@
+"""Process-level orchestration used by the commands: run handlers, submit, query sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+import msgspec
+
+from oopav.app import Bus
+from oopav.bus.consumer import run_until_signalled
+from oopav.bus.streams import DLQ_STREAM, INTAKE_SUBJECT
+from oopav.events import catalog as ev
+from oopav.events.catalog import Event
+from oopav.logging import get_logger
+from oopav.projections.runner import SESSIONS, ProjectionRunner
+from oopav.projections.session import SessionState, fold
+
+log = get_logger("oopav.runtime")
+
+
+async def run_handlers(bus: Bus, stop: asyncio.Event | None = None) -> None:
+    """Run every handler and the session projection in this process until a signal (or
+    ``stop``) arrives, then drain them."""
+    from oopav.handlers.intake import Intake
+
+    intake = Intake(bus.nc)
+    projection = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS)
+    proj_task = asyncio.create_task(projection.run())
+    await intake.start_responder()
+    consumers = [intake.consumer]
+    watcher = None
+    if stop is not None:
+
+        async def watch() -> None:
+            await stop.wait()
+            for cons in consumers:
+                cons.stop()
+
+        watcher = asyncio.create_task(watch())
+    try:
+        await run_until_signalled(consumers)
+    finally:
+        if watcher:
+            watcher.cancel()
+        projection.stop()
+        with contextlib.suppress(Exception):
+            await proj_task
+
+
+async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+    """Send a submission as `nats req` would and return the intake's reply."""
+    import nats
+
+    try:
+        msg = await bus.nc.request(INTAKE_SUBJECT, json.dumps(body).encode(), timeout=timeout)
+    except nats.errors.NoRespondersError:
+        return {"error": "no intake handler is running: start `oopav up`", "field": None}
+    except nats.errors.TimeoutError:
+        return {"error": f"the intake did not answer within {timeout:.0f}s", "field": None}
+    reply: dict[str, Any] = json.loads(msg.data)
+    return reply
+
+
+async def session_state(bus: Bus, session_id: str) -> SessionState:
+    from oopav.projections.runner import load_session
+    from oopav.projections.store import Snapshots
+
+    snaps = Snapshots(bus.snapshots, SESSIONS.name, SESSIONS.schema, SessionState)
+    return await load_session(bus.events, snaps, session_id)
+
+
+async def wait_session(bus: Bus, session_id: str, timeout: float) -> SessionState:
+    """Wait until the session completes (or is rejected), following its events."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    done = asyncio.Event()
+
+    async def on_msg(_: Any) -> None:
+        done.set()
+
+    sub = await bus.nc.subscribe(f"oopav.ev.session.{session_id}.>", cb=on_msg)
+    try:
+        while True:
+            state = await session_state(bus, session_id)
+            if state.phase in ("completed", "rejected"):
+                return state
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return state
+            done.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), timeout=min(remaining, 1.0))
+    finally:
+        await sub.unsubscribe()
+
+
+def outcome_dict(state: SessionState) -> dict[str, Any]:
+    return {
+        "session_id": state.session_id,
+        "outcome": state.outcome,
+        "phase": state.phase,
+        "summary": state.summary or (state.rejection or ""),
+        "diff": state.diff,
+        "events": state.event_count,
+        "iterations": state.budgets_used.iterations,
+        "model_tokens": state.budgets_used.model_tokens,
+        "bounces": state.budgets_used.bounces,
+        "replans": state.budgets_used.replans,
+        "verified": state.verified,
+        "gates": [msgspec.to_builtins(g) for g in state.gates],
+    }
+
+
+async def list_sessions(bus: Bus, limit: int = 50) -> list[dict[str, Any]]:
+    runner = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS)
+    await runner.catch_up()
+    rows = []
+    states = {k: v for k, v in runner.snapshots.items()}
+    states.update(runner._cache)
+    for sid, st in states.items():
+        rows.append(
+            {
+                "session_id": sid,
+                "phase": st.phase,
+                "outcome": st.outcome,
+                "events": st.event_count,
+                "instruction": (st.task.instruction if st.task else (st.rejection or "")).replace(
+                    "\n", " "
+                ),
+                "created_at": st.created_at.isoformat() if st.created_at else None,
+                "updated_at": st.updated_at.isoformat() if st.updated_at else None,
+            }
+        )
+    rows.sort(key=lambda r: r["session_id"], reverse=True)
+    return rows[:limit]
+
+
+async def resolve_session(bus: Bus, prefix: str) -> str:
+    """A full session id from a unique prefix (ids sort by time, so prefixes are handy)."""
+    if len(prefix) == 36:
+        return prefix
+    matches = [
+        r["session_id"]
+        for r in await list_sessions(bus, 1_000_000)
+        if r["session_id"].startswith(prefix)
+    ]
+    if len(matches) == 1:
+        return matches[0]
+    from oopav.app import NoServer
+
+    if not matches:
+        raise NoServer(f"no session matches {prefix!r}: see `oopav sessions`")
+    raise NoServer(f"{prefix!r} matches {len(matches)} sessions; give more characters")
+
+
+def describe_event(e: Event) -> str:
+    """A one-line summary of an event for timelines."""
+    match e:
+        case ev.TaskSubmitted():
+            return f"{e.instruction[:70]!r} repo={e.repo}"
+        case ev.TaskRejected():
+            return f"{e.field or '-'}: {e.error[:90]}"
+        case ev.WorkspacePrepared():
+            return f"{e.kind} {e.path} @ {e.base_commit[:10]}"
+        case ev.ObservationRecorded():
+            return (
+                f"{e.phase}: {e.files_total} files, {len(e.parse_errors)} parse errors, {len(e.stubs)} stubs, "
+                f"tests={'-' if e.tests is None else ('pass' if e.tests.passed else 'fail')} -> {e.observer_action}"
+            )
+        case ev.OrientReported():
+            return f"risk={e.risk_band} gap={e.evidence_gap:.2f} {e.category} complexity={e.complexity} tests={e.test_decision}"
+        case ev.PlanProposed():
+            return f"attempt {e.attempt}: {len(e.steps)} steps, files={','.join(e.files)[:60]}"
+        case ev.ModelCalled():
+            return (
+                f"{e.role} via {e.backend}: {e.prompt_tokens}+{e.completion_tokens} tokens, {e.latency_ms:.0f} ms"
+                + (f" error={e.error}" if e.error else "")
+            )
+        case ev.ActionProposed():
+            return f"{e.action.type} step={e.step} hash={e.action_hash[:8]}"  # type: ignore[union-attr]
+        case ev.ActionRejected():
+            return f"{e.reason}: {e.message[:80]}"
+        case ev.ActionApplied():
+            status = "ok" if e.ok else f"failed exit={e.exit_code}"
+            return f"{status} files={','.join(e.files_changed)[:60]}" + (
+                " timed out" if e.timed_out else ""
+            )
+        case ev.GateEvaluated():
+            return f"{e.gate}: {'skipped' if e.skipped else ('pass' if e.passed else 'FAIL')} {e.evidence[:60]}"
+        case ev.VerificationCompleted():
+            return "passed" if e.passed else f"failed at {e.failed_gate}"
+        case ev.ReplanTriggered():
+            return f"{e.source}: {e.reason[:80]}"
+        case ev.BudgetExceeded():
+            return f"{e.budget}: used {e.used:g} of {e.limit:g} -> {e.response}"
+        case ev.StuckDetected():
+            return f"{e.pattern} x{e.count} -> {e.response}"
+        case ev.CriticVerdict():
+            return f"{e.verdict}: {'; '.join(e.reasons)[:80]}"
+        case ev.SessionCompleted():
+            return f"{e.outcome}: {e.summary[:80]}"
+        case ev.PermissionGranted():
+            return (
+                f"{e.scope} by {e.granted_by}"
+                + (f" until {e.expires_at}" if e.expires_at else "")
+                + (f" uses={e.max_uses}" if e.max_uses else "")
+            )
+        case ev.PermissionRequested() | ev.PermissionDenied():
+            return e.scope
+    return ""
+
+
+async def replay_projection(bus: Bus, session_id: str, verify: bool) -> dict[str, Any]:
+    """Re-fold a session from its events; with ``verify``, compare with the stored snapshot
+    (after bringing the snapshot up to date incrementally)."""
+    events = await bus.events.read("session", session_id)
+    rebuilt = fold(events)
+    report: dict[str, Any] = {
+        "session_id": session_id,
+        "events": len(events),
+        "state": msgspec.to_builtins(rebuilt),
+    }
+    if verify:
+        stored = await session_state(bus, session_id)
+        a, b = msgspec.to_builtins(rebuilt), msgspec.to_builtins(stored)
+        diffs = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        report["matches"] = not diffs
+        report["differences"] = diffs
+    return report
+
+
+async def read_dlq(bus: Bus, handler: str | None, limit: int) -> list[dict[str, Any]]:
+    from nats.js.api import ConsumerConfig, DeliverPolicy
+
+    subject = f"oopav.dlq.{handler}" if handler else "oopav.dlq.>"
+    js = bus.events.js
+    info = await js.stream_info(DLQ_STREAM)
+    if info.state.messages == 0:
+        return []
+    sub = await js.subscribe(
+        subject, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL, config=ConsumerConfig()
+    )
+    rows: list[dict[str, Any]] = []
+    try:
+        ci = await sub.consumer_info()
+        if ci.num_pending == 0 and not (ci.delivered and ci.delivered.consumer_seq):
+            return []
+        while True:
+            try:
+                msg = await sub.next_msg(timeout=2)
+            except Exception:
+                break
+            h = msg.headers or {}
+            rows.append(
+                {
+                    "seq": msg.metadata.sequence.stream,
+                    "handler": h.get("Oopav-Dlq-Handler", ""),
+                    "reason": h.get("Oopav-Dlq-Reason", ""),
+                    "detail": h.get("Oopav-Dlq-Detail", ""),
+                    "subject": h.get("Oopav-Original-Subject", ""),
+                    "original_sequence": int(h.get("Oopav-Original-Sequence", "0") or 0),
+                    "payload": msg.data[:500].decode("utf-8", "replace"),
+                }
+            )
+            if msg.metadata.num_pending == 0:
+                break
+    finally:
+        await sub.unsubscribe()
+    return rows[-limit:]
