@@ -21,8 +21,8 @@ from oopav.sandbox.runner import (
     run_sandboxed,
 )
 
-# The venv's interpreter lives under /root, which the sandbox hides; use the system one.
-PY = "/usr/bin/python3"
+# The venv's interpreter (exposed read-only by default, first on the sandbox PATH).
+PY = "python"
 
 
 def run(argv: list[str], ws: Path, art: Path, cfg: SandboxConfig, **kw: object):
@@ -68,9 +68,15 @@ def test_homes_tmp_and_other_workspaces_hidden(workspace, artifacts, config, set
     )
     assert "theirs.txt" not in r.stdout_tail
     assert r.stderr_tail.count("No such file") == 2
-    # Only the (empty) mount points of masked secret paths remain in the home directory.
+    # Only the (empty) mount points of masked secret paths, and the top directory of an
+    # exposed interpreter tree (e.g. ~/.pyenv), remain in the home directory.
     masked = {Path(p).name for p in DEFAULT_SECRET_PATHS}
-    assert set(r.stdout_tail.split()) <= masked
+    exposed = {
+        Path(p).relative_to("/root").parts[0]
+        for p in config.exposed_paths
+        if Path(p).is_relative_to("/root")
+    }
+    assert set(r.stdout_tail.split()) <= masked | exposed
     assert sorted(os.listdir("/root")) != sorted(r.stdout_tail.split())
 
 

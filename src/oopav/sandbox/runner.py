@@ -14,10 +14,11 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -52,6 +53,40 @@ SANDBOX_ENV: Mapping[str, str] = {"HOME": "/tmp", "TMPDIR": "/tmp", "USER": "san
 SANDBOX_UID = 1000
 
 
+def default_exposed_paths() -> tuple[str, ...]:
+    """The running interpreter's trees, so that ``python``, ``pytest`` and ``ruff`` work inside
+    the sandbox: the venv (``sys.prefix``), the base installation it links to
+    (``sys.base_prefix``, e.g. under ~/.pyenv, which the hidden home would otherwise cover),
+    ``sys.exec_prefix``, and the real directory of ``sys.executable`` through its symlinks."""
+    exe_dir = os.path.dirname(os.path.realpath(sys.executable)) if sys.executable else ""
+    return _outermost(
+        p
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, exe_dir)
+        if p
+    )
+
+
+def default_bin_dirs() -> tuple[str, ...]:
+    """Put first on the sandbox PATH: the venv's ``bin`` (where ``python``, ``pytest`` and
+    ``ruff`` live), then the base interpreter's."""
+    out = []
+    if sys.executable:
+        out.append(os.path.dirname(os.path.abspath(sys.executable)))
+    out.append(os.path.join(sys.prefix, "bin"))
+    out.append(os.path.dirname(os.path.realpath(sys.executable or sys.prefix)))
+    return tuple(dict.fromkeys(p for p in out if os.path.isdir(p)))
+
+
+def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
+    """Real paths, deduplicated, dropping any path inside another one of the set."""
+    real = sorted({os.path.realpath(os.path.expanduser(p)) for p in paths})
+    out: list[str] = []
+    for p in real:
+        if not any(p == o or p.startswith(o.rstrip("/") + "/") for o in out):
+            out.append(p)
+    return tuple(out)
+
+
 class SandboxUnavailable(RuntimeError):
     """The sandbox cannot start; the message says how to fix it. Callers fail closed."""
 
@@ -67,6 +102,12 @@ class SandboxConfig(msgspec.Struct, kw_only=True, frozen=True):
     protected_paths: tuple[str, ...] = DEFAULT_PROTECTED
     env_allowlist: tuple[str, ...] = DEFAULT_ENV_ALLOWLIST
     env: dict[str, str] = msgspec.field(default_factory=dict)
+    # Visible read-only even where a hidden directory covers them (the interpreter and its
+    # venv under a home directory or /tmp). Secrets, hidden paths and other workspaces inside
+    # them stay hidden: they are masked after these are bound.
+    exposed_paths: tuple[str, ...] = msgspec.field(default_factory=default_exposed_paths)
+    # Put first on the sandbox PATH, in this order (the venv's bin by default).
+    bin_dirs: tuple[str, ...] = msgspec.field(default_factory=default_bin_dirs)
     # Only for hosts where neither a pids cgroup nor a non-root uid can cap processes.
     allow_unlimited_processes: bool = False
 
@@ -184,6 +225,35 @@ def protected_mounts(workspace: Path, protected: Sequence[str]) -> list[tuple[Pa
     return out
 
 
+def _inside(path: str, tree: str) -> bool:
+    return path == tree or path.startswith(tree.rstrip("/") + "/")
+
+
+def mount_plan(config: SandboxConfig) -> tuple[list[str], list[Path], list[Path]]:
+    """(exposed trees, masks applied before them, masks applied after them).
+
+    A hidden or secret path inside an exposed tree is masked after the tree is bound, so it
+    stays hidden (the data dir, ``~/.config`` when a whole home is exposed). A hidden path
+    around an exposed tree (a home directory) is masked before, so only the tree shows through.
+    An exposed tree inside a secret path is dropped: secrets always win."""
+    secrets = [os.path.realpath(_expand(p)) for p in config.secret_paths]
+    exposed = []
+    for path in _outermost(config.exposed_paths):
+        if not os.path.exists(path):
+            continue
+        if any(_inside(path, s) for s in secrets):
+            log.warning("sandbox.exposed_path_dropped", path=path, reason="inside a secret path")
+            continue
+        exposed.append(path)
+    before: list[Path] = []
+    after: list[Path] = []
+    for raw in (*config.hidden_paths, *config.secret_paths):
+        p = _expand(raw)
+        real = os.path.realpath(p)
+        (after if any(_inside(real, e) for e in exposed) else before).append(p)
+    return exposed, before, after
+
+
 def bwrap_argv(
     bwrap: str,
     argv: Sequence[str],
@@ -197,16 +267,22 @@ def bwrap_argv(
     status_fd: int | None = None,
 ) -> list[str]:
     """The full bwrap command line. Order matters: later mounts cover earlier ones, so hide
-    first (tmp, homes, data dir, secrets), then bind the workspace writable, then lay the
-    read-only protected paths over it."""
+    first (tmp, homes), bind the exposed interpreter trees back read-only, then hide again
+    (data dir, secrets: also where they lie inside an exposed tree), then bind the workspace
+    writable, then lay the read-only protected paths over it."""
     ws = str(workspace)
     cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for d in HIDDEN_SYSTEM_DIRS:
         p = Path(d)
         if p.is_dir() and not p.is_symlink():
             cmd += ["--tmpfs", d]
-    for hidden in (*config.hidden_paths, *config.secret_paths):
-        cmd += _mask(_expand(hidden))
+    exposed, masks_before, masks_after = mount_plan(config)
+    for hidden in masks_before:
+        cmd += _mask(hidden)
+    for path in exposed:
+        cmd += ["--ro-bind", path, path]
+    for hidden in masks_after:
+        cmd += _mask(hidden)
     cmd += ["--bind", ws, ws]
     for target, exists in protected:
         src = str(target) if exists else str(placeholder)
@@ -241,6 +317,9 @@ def sandbox_env(config: SandboxConfig, source: Mapping[str, str] | None = None) 
     src = os.environ if source is None else source
     env = {k: src[k] for k in config.env_allowlist if k in src}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    if config.bin_dirs:
+        rest = [p for p in env["PATH"].split(os.pathsep) if p and p not in config.bin_dirs]
+        env["PATH"] = os.pathsep.join((*config.bin_dirs, *rest))
     env.update(SANDBOX_ENV)
     env.update(config.env)
     return env
