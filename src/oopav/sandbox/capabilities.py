@@ -248,8 +248,13 @@ def build_grant(
     uses: int | None = None,
     granted_by: str = "user",
     clock: Clock = SYSTEM_CLOCK,
+    *,
+    handler: str = "cli.grant",
+    event_id: str | None = None,
 ) -> PermissionGranted:
-    """The ``permission_granted`` event for ``oopav grant``; publishing is the caller's job."""
+    """The ``permission_granted`` event for ``oopav grant`` and the grants handler; publishing
+    is the caller's job. ``event_id``: a derived id, so reprocessing one submission yields the
+    same event (JetStream drops the duplicate); default a fresh one."""
     parsed = parse_scope(scope)
     if uses is not None and uses < 1:
         raise ValueError(f"--uses must be at least 1, got {uses}")
@@ -259,11 +264,37 @@ def build_grant(
     expires = now + timedelta(seconds=for_seconds) if for_seconds is not None else None
     return root_event(
         PermissionGranted,
-        handler="cli.grant",
+        handler=handler,
         aggregate_id=session_id,
+        event_id=event_id,
         clock=clock,
         scope=str(parsed),
         granted_by=granted_by,
         expires_at=expires,
         max_uses=uses,
+    )
+
+
+def build_denial(
+    session_id: str,
+    scope: str,
+    denied_by: str = "user",
+    reason: str = "",
+    clock: Clock = SYSTEM_CLOCK,
+    *,
+    handler: str = "cli.deny",
+    event_id: str | None = None,
+) -> PermissionDenied:
+    """The ``permission_denied`` event for ``oopav deny``: it withdraws grants of ``scope`` and
+    refuses it from then on (until a later grant)."""
+    parsed = parse_scope(scope)
+    return root_event(
+        PermissionDenied,
+        handler=handler,
+        aggregate_id=session_id,
+        event_id=event_id,
+        clock=clock,
+        scope=str(parsed),
+        denied_by=denied_by,
+        reason=reason,
     )

@@ -1,11 +1,18 @@
 """CLI commands of oopav.sandbox (registered by oopav.cli): ``oopav sandbox exec`` runs one
 command exactly as the agent would; ``oopav apply`` applies a session's diff to the user's
-repository."""
+repository; ``oopav grant`` / ``oopav deny`` record a permission decision for a session.
+
+``grant`` and ``deny`` append the event directly (after the same validation as the grants
+handler on ``oopav.grants.submit``), so they work whether or not a grants handler runs. They do
+not go through the subject: a submission stored there while no handler answers would be
+processed again when one starts, granting twice."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import msgspec
@@ -124,7 +131,99 @@ def apply_cmd(session: str, check_only: bool, print_diff: bool) -> None:
     click.echo(f"{verb} {len(files)} file(s) to {info.repo}: {', '.join(files)}")
 
 
+async def _record(settings: Any, body: dict[str, Any]) -> dict[str, Any]:
+    from oopav.app import open_bus
+    from oopav.handlers.grants import submit_grant
+    from oopav.runtime import resolve_session
+
+    async with open_bus(settings, name="oopav-grant") as bus:
+        body["session_id"] = await resolve_session(bus, body["session_id"])
+        handler = "cli.deny" if body.get("deny") else "cli.grant"
+        return await submit_grant(bus.events, body, handler=handler)
+
+
+def _run_record(ctx: click.Context, body: dict[str, Any], as_json: bool) -> None:
+    from oopav.app import NoServer
+    from oopav.bus.errors import BusError
+    from oopav.config import Settings
+
+    settings = getattr(ctx.obj, "settings", None) or Settings()
+    try:
+        reply = asyncio.run(_record(settings, body))
+    except (NoServer, BusError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(msgspec.json.encode(reply).decode())
+    if "error" in reply:
+        if not as_json:
+            where = f" (field: {reply['field']})" if reply.get("field") else ""
+            click.echo(f"rejected: {reply['error']}{where}", err=True)
+        sys.exit(2)
+    if not as_json:
+        click.echo(reply["grant_id"])
+
+
+@click.command("grant")
+@click.argument("session")
+@click.argument("scope")
+@click.option("--for", "for_", metavar="DURATION", help="Expire after e.g. 60s, 5m, 1h.")
+@click.option("--uses", type=int, default=None, help="Expire after this many uses.")
+@click.option("--by", default=None, help="Who grants it (default: $USER).")
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
+@click.pass_context
+def grant_cmd(
+    ctx: click.Context,
+    session: str,
+    scope: str,
+    for_: str | None,
+    uses: int | None,
+    by: str | None,
+    as_json: bool,
+) -> None:
+    """Grant SCOPE to SESSION (a permission_granted event) and print the grant id.
+
+    SCOPE is net.any, net.http:<host>, fs.write:<glob> or exec:<argv prefix>. Without --for
+    or --uses the grant lasts the session. Equivalent to
+    `nats req oopav.grants.submit '{"session_id": ..., "scope": ..., "uses": 1, "by": ...}'`.
+    """
+    import getpass
+
+    body: dict[str, Any] = {"session_id": session, "scope": scope, "by": by or getpass.getuser()}
+    if for_ is not None:
+        body["for"] = for_
+    if uses is not None:
+        body["uses"] = uses
+    _run_record(ctx, body, as_json)
+
+
+@click.command("deny")
+@click.argument("session")
+@click.argument("scope")
+@click.option("--reason", default="", help="Why (shown to the agent).")
+@click.option("--by", default=None, help="Who denies it (default: $USER).")
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
+@click.pass_context
+def deny_cmd(
+    ctx: click.Context, session: str, scope: str, reason: str, by: str | None, as_json: bool
+) -> None:
+    """Deny SCOPE to SESSION (a permission_denied event): withdraws its grants and refuses it."""
+    import getpass
+
+    body: dict[str, Any] = {
+        "session_id": session,
+        "scope": scope,
+        "by": by or getpass.getuser(),
+        "deny": True,
+    }
+    if reason:
+        body["reason"] = reason
+    _run_record(ctx, body, as_json)
+
+
 def register(cli: click.Group) -> None:
     """Add this area's commands to the top-level group."""
     cli.add_command(sandbox_group)
     cli.add_command(apply_cmd)
+    cli.add_command(grant_cmd)
+    cli.add_command(deny_cmd)
