@@ -14,7 +14,7 @@ import os
 import resource
 import signal
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -67,6 +67,23 @@ def make_preexec(limits: Limits, cgroup_procs: Path | None) -> Callable[[], None
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
 
     return _preexec
+
+
+def apply_limits(limits: Limits, pids: Sequence[int], cgroup_procs: Path | None) -> None:
+    """From the parent: move ``pids`` into the cgroup (first, so anything they fork later is
+    counted) and set their rlimits. Used while the sandbox is blocked before its command
+    starts, so nothing escapes either. Raises OSError (ProcessLookupError: a pid is gone)."""
+    if cgroup_procs is not None:
+        fd = os.open(cgroup_procs, os.O_WRONLY)
+        try:
+            for pid in pids:
+                os.write(fd, str(pid).encode())
+        finally:
+            os.close(fd)
+    pairs = rlimit_pairs(limits)
+    for pid in pids:
+        for res, value in pairs:
+            resource.prlimit(pid, res, (value, value))
 
 
 def _own_cgroup_paths() -> tuple[str | None, str | None]:

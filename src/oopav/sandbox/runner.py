@@ -26,7 +26,13 @@ import msgspec
 
 from oopav.config import Settings
 from oopav.logging import get_logger
-from oopav.sandbox.limits import NO_PROCESS_LIMIT, Limits, PidsCgroup, make_preexec
+from oopav.sandbox.limits import (
+    NO_PROCESS_LIMIT,
+    Limits,
+    PidsCgroup,
+    apply_limits,
+    make_preexec,
+)
 
 log = get_logger("oopav.sandbox")
 
@@ -265,6 +271,7 @@ def bwrap_argv(
     protected: Sequence[tuple[Path, bool]],
     env: Mapping[str, str],
     status_fd: int | None = None,
+    block_fd: int | None = None,
 ) -> list[str]:
     """The full bwrap command line. Order matters: later mounts cover earlier ones, so hide
     first (tmp, homes), bind the exposed interpreter trees back read-only, then hide again
@@ -307,6 +314,8 @@ def bwrap_argv(
         cmd += ["--setenv", key, value]
     if status_fd is not None:
         cmd += ["--json-status-fd", str(status_fd)]
+    if block_fd is not None:
+        cmd += ["--block-fd", str(block_fd)]
     cmd.append("--")
     cmd += list(argv)
     return cmd
@@ -357,8 +366,30 @@ def _wait_exit(pid: int, timeout_s: float) -> bool:
         os.close(fd)
 
 
-def _read_status(fd: int) -> list[dict[str, object]]:
-    chunks = []
+def _read_child_pid(fd: int, timeout_s: float) -> tuple[int | None, bytes]:
+    """Read bwrap's status pipe up to its first line, ``{"child-pid": N}``, written as soon as
+    the sandbox child is cloned. (pid or None when bwrap failed first, the bytes read)."""
+    buf = b""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    deadline = time.monotonic() + timeout_s
+    while b"\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0 or not poller.poll(left * 1000.0):
+            return None, buf
+        block = os.read(fd, 4096)
+        if not block:
+            return None, buf
+        buf += block
+    with contextlib.suppress(ValueError, TypeError):
+        pid = json.loads(buf.split(b"\n", 1)[0]).get("child-pid")
+        if isinstance(pid, int) and pid > 0:
+            return pid, buf
+    return None, buf
+
+
+def _read_status(fd: int, head: bytes = b"") -> list[dict[str, object]]:
+    chunks = [head]
     while True:
         block = os.read(fd, 65536)
         if not block:
@@ -369,6 +400,39 @@ def _read_status(fd: int) -> list[dict[str, object]]:
         with contextlib.suppress(ValueError):
             out.append(json.loads(line))
     return out
+
+
+def _release(
+    proc: subprocess.Popen[bytes],
+    status_r: int | None,
+    block_w: int,
+    limits: Limits,
+    cgroup: PidsCgroup | None,
+    timeout_s: float,
+) -> bytes:
+    """Put bwrap's sandbox child under the limits and in the pids cgroup while it waits on
+    --block-fd (it has forked nothing yet), then let it go. Closes
+    ``block_w``; returns the status bytes read so far. Fails closed: if the limits cannot be
+    applied, the sandbox is killed before the command starts."""
+    try:
+        child, head = (
+            _read_child_pid(status_r, min(timeout_s, 30.0)) if status_r is not None else (None, b"")
+        )
+        if child is not None:
+            try:
+                # Only the child: it runs the command and everything it forks; the bwrap
+                # monitor (proc) forks nothing more and is not reachable from inside.
+                apply_limits(limits, (child,), cgroup.procs if cgroup else None)
+            except ProcessLookupError:
+                pass  # bwrap died during set-up; reported from its status below
+            except OSError as exc:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise SandboxUnavailable(f"cannot apply limits to the sandbox: {exc}") from exc
+        return head
+    finally:
+        os.close(block_w)
 
 
 def run_sandboxed(
@@ -395,11 +459,19 @@ def run_sandboxed(
     cgroup = PidsCgroup.create(cfg.limits.processes)
     if cgroup is None and os.geteuid() == 0 and not cfg.allow_unlimited_processes:
         raise SandboxUnavailable(NO_PROCESS_LIMIT)
-    preexec = make_preexec(cfg.limits, cgroup.procs if cgroup else None)
+    # With bwrap, limits are applied from here while the sandbox waits on --block-fd, so the
+    # child is started with vfork (no Python pre-exec hook, which forces a full fork).
+    preexec = (
+        make_preexec(cfg.limits, cgroup.procs if cgroup else None)
+        if cfg.backend == "none"
+        else None
+    )
 
     created: list[Path] = []
     status_r: int | None = None
     status_w: int | None = None
+    block_r: int | None = None
+    block_w: int | None = None
     placeholder_dir: str | None = None
     try:
         if cfg.backend == "none":
@@ -419,6 +491,7 @@ def run_sandboxed(
             os.chmod(placeholder_dir, 0o555)
             created = [t for t, exists in protected if not exists]
             status_r, status_w = os.pipe()
+            block_r, block_w = os.pipe()
             cmd = bwrap_argv(
                 bwrap,
                 argv,
@@ -429,6 +502,7 @@ def run_sandboxed(
                 protected=protected,
                 env=env,
                 status_fd=status_w,
+                block_fd=block_r,
             )
             popen_env = {"PATH": env["PATH"]}
             cwd = None
@@ -446,13 +520,17 @@ def run_sandboxed(
                     env=popen_env,
                     start_new_session=True,
                     preexec_fn=preexec,
-                    pass_fds=(status_w,) if status_w is not None else (),
+                    pass_fds=tuple(fd for fd in (status_w, block_r) if fd is not None),
                 )
             except OSError as exc:
                 raise SandboxUnavailable(f"cannot start {cmd[0]}: {exc}") from exc
-            if status_w is not None:
+            head = b""
+            if status_w is not None and block_r is not None and block_w is not None:
                 os.close(status_w)
-                status_w = None
+                os.close(block_r)
+                status_w = block_r = None
+                head = _release(proc, status_r, block_w, cfg.limits, cgroup, timeout_s)
+                block_w = None
             if not _wait_exit(proc.pid, timeout_s):
                 timed_out = True
                 with contextlib.suppress(ProcessLookupError):
@@ -461,7 +539,7 @@ def run_sandboxed(
         duration_ms = (time.monotonic() - start) * 1000.0
         if cgroup is not None:
             cgroup.kill_all()
-        status = _read_status(status_r) if status_r is not None else []
+        status = _read_status(status_r, head) if status_r is not None else []
         if cfg.backend == "bwrap" and not timed_out and not any("child-pid" in s for s in status):
             # bwrap never started the command: a set-up failure, reported on stderr.
             raise SandboxUnavailable(
@@ -500,7 +578,7 @@ def run_sandboxed(
             network=network,
         )
     finally:
-        for fd in (status_r, status_w):
+        for fd in (status_r, status_w, block_r, block_w):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
