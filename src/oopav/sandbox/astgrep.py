@@ -284,12 +284,20 @@ def rewrite_source(source: str, rule: Rule) -> tuple[str, int]:
     out: list[str] = []
     pos = 0
     count = 0
-    for node in sorted(nodes, key=lambda n: (n.range().start.index, -n.range().end.index)):
-        start, end = node.range().start.index, node.range().end.index
+    # One range() call per match (each crosses into Rust and allocates).
+    spans = []
+    for node in nodes:
+        r = node.range()
+        spans.append((r.start.index, -r.end.index, node))
+    spans.sort(key=lambda t: (t[0], t[1]))
+    for start, neg_end, node in spans:
+        end = -neg_end
         if start < pos:
             # Nested inside a match already rewritten: the CLI skips overlapping edits too.
             continue
-        replacement = reindent(expand_fix(node, template, source), 0, indent_at(source, start))
+        replacement = expand_fix(node, template, source)
+        if "\n" in replacement:
+            replacement = reindent(replacement, 0, indent_at(source, start))
         out.append(source[pos:start])
         out.append(replacement)
         pos = end
