@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import nats
+import structlog
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
@@ -30,6 +31,9 @@ WRONG_LAST_SEQUENCE = 10071
 BATCH_DUPLICATE = 10201
 MAX_ATOMIC_BATCH = 1000  # the server's default limit of messages per atomic batch
 
+# Lazy: bound at each call, so the level set by ``oopav.logging.configure`` applies.
+log = structlog.get_logger("oopav.bus.store")
+
 
 @dataclass(frozen=True, slots=True)
 class Appended:
@@ -39,18 +43,46 @@ class Appended:
 
 
 async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
-    """Connect, or raise ``NatsUnavailable`` with a one-line, actionable message."""
+    """Connect, or raise ``NatsUnavailable`` with a one-line, actionable message.
+
+    The first connection fails fast (two quick tries per server, no traceback logged); once
+    connected, the client reconnects as usual (up to ``max_reconnect_attempts``)."""
+    nc = NATS()
+    failures: list[Exception] = []
+
+    async def on_error(exc: Exception) -> None:
+        failures.append(exc)
+        if nc.is_connected or nc.is_reconnecting:
+            log.warning("nats_error", error=f"{type(exc).__name__}: {exc}", url=url)
+        else:
+            log.debug("nats_connect_failed", error=f"{type(exc).__name__}: {exc}", url=url)
+
+    kwargs.setdefault("error_cb", on_error)
+    max_reconnects = kwargs.pop("max_reconnect_attempts", 5)
+    reconnect_wait = kwargs.pop("reconnect_time_wait", 2)
     try:
-        return await nats.connect(
+        # nats-py retries a refused first connection max_reconnect_attempts times, waiting
+        # reconnect_time_wait between tries (0 would retry forever): keep that short here.
+        await nc.connect(
             url,
             name=name,
             connect_timeout=2,
-            max_reconnect_attempts=kwargs.pop("max_reconnect_attempts", 5),  # type: ignore[arg-type]
+            max_reconnect_attempts=1,
+            reconnect_time_wait=0.05,  # type: ignore[arg-type]
             allow_reconnect=True,
             **kwargs,  # type: ignore[arg-type]
         )
-    except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
-        raise NatsUnavailable(url, type(exc).__name__) from None
+    except (OSError, nats.errors.Error, TimeoutError) as exc:
+        raise NatsUnavailable(url, _describe(failures[-1] if failures else exc)) from None
+    # Read when a connection drops, so these apply to every later reconnect.
+    nc.options["max_reconnect_attempts"] = max_reconnects
+    nc.options["reconnect_time_wait"] = reconnect_wait
+    return nc
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class EventStore:
