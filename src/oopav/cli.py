@@ -4,6 +4,7 @@ and holds the spine's own commands (up, submit, sessions, show, replay, streams,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import sys
@@ -104,7 +105,8 @@ def _json_out(data: Any) -> None:
 @cli.command()
 @pass_ctx
 @run_async
-async def up(c: Ctx) -> None:
+@click.option("--model", help="Default model spec for sessions that name none (else OOPAV_MODEL).")
+async def up(c: Ctx, model: str | None) -> None:
     """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
     streams, every handler and the session projection. Ctrl-C stops cleanly."""
     from oopav.app import open_bus
@@ -119,7 +121,7 @@ async def up(c: Ctx) -> None:
             f'submit with: nats --server {bus.url} req oopav.tasks.submit \'{{"instruction": "...", "repo": "/abs/path"}}\'',
             err=True,
         )
-        await run_handlers(bus)
+        await run_handlers(bus, model=model)
 
 
 # -- streams -------------------------------------------------------------------------------
@@ -191,6 +193,15 @@ def _submission(
         body["mission"] = mission
     if model:
         body["model"] = model
+        base_for_model = Path.cwd()
+    else:
+        base_for_model = base
+    spec = body.get("model")
+    if isinstance(spec, str) and spec.startswith("scripted:"):
+        # A script path is read by the handlers: make it absolute like the repo.
+        body["model"] = "scripted:" + str(
+            (base_for_model / Path(spec.removeprefix("scripted:")).expanduser()).resolve()
+        )
     if test_command:
         body["test_command"] = test_command
     for item in budget:
@@ -377,6 +388,124 @@ async def replay(c: Ctx, session: str, verify: bool, as_json: bool) -> None:
                 click.echo(f"verify: MISMATCH in {', '.join(report['differences'][:10])}", err=True)
     if verify and not report["matches"]:
         sys.exit(1)
+
+
+# -- run / handler -------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("instruction", required=False)
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    help="Repository to change.",
+)
+@click.option(
+    "--task",
+    "task_file",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="A JSON task file, e.g. examples/rename_fetch/task.json.",
+)
+@click.option("--model", help="Model spec (default: the task's, else OOPAV_MODEL).")
+@click.option("--test-command", help="How to run the repository's tests.")
+@click.option("--mission", help="Mission name.")
+@click.option(
+    "--budget", multiple=True, metavar="NAME=VALUE", help="Override a budget, e.g. iterations=10."
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=900.0,
+    show_default=True,
+    help="Seconds to wait for the session.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print {session_id, outcome, diff, ...} as JSON."
+)
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+@pass_ctx
+@run_async
+async def run(
+    c: Ctx,
+    instruction: str | None,
+    repo: Path | None,
+    task_file: Path | None,
+    model: str | None,
+    test_command: str | None,
+    mission: str | None,
+    budget: tuple[str, ...],
+    timeout: float,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Run one task end to end: the embedded NATS server (unless --nats-url), every handler in
+    this process, the task; shows progress and prints the outcome and the diff.
+
+    \b
+    oopav run --task examples/rename_fetch/task.json
+    oopav run --repo ~/src/app --model openai:http://localhost:8000/v1#qwen "Rename foo to bar"
+    """
+    from oopav.app import open_bus
+    from oopav.runtime import describe_event, run_handlers, submit_task, wait_session
+
+    body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
+    async with open_bus(c.settings, embedded=True, name="oopav-run") as bus:
+        stop = asyncio.Event()
+        handlers = asyncio.create_task(run_handlers(bus, stop, model=model))
+        await asyncio.sleep(0)
+        progress = None
+        try:
+            reply = await submit_task(bus, body)
+            if "error" in reply:
+                click.echo(
+                    f"rejected: {reply['error']}"
+                    + (f" (field: {reply['field']})" if reply.get("field") else ""),
+                    err=True,
+                )
+                sys.exit(2)
+            sid = reply["session_id"]
+            if not quiet and not as_json:
+                click.echo(f"session {sid}", err=True)
+                from oopav.events.codec import decode as decode_event
+
+                async def show(msg: Any) -> None:
+                    try:
+                        e = decode_event(msg.data)
+                    except Exception:
+                        return
+                    click.echo(f"  {e.type:24} {describe_event(e)}", err=True)
+
+                progress = await bus.nc.subscribe(f"oopav.ev.session.{sid}.>", cb=show)
+            state = await wait_session(bus, sid, timeout)
+        finally:
+            if progress is not None:
+                await progress.unsubscribe()
+            stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(handlers, 15)
+        _print_outcome(state, as_json)
+        sys.exit(0 if state.outcome == "success" else 1)
+
+
+@cli.command("handler")
+@click.argument(
+    "name",
+    type=click.Choice(["intake", "grants", "observer", "orient", "planner", "actor", "verifier"]),
+)
+@click.option(
+    "--model", help="Default model spec for sessions that name none (planner, actor, verifier)."
+)
+@pass_ctx
+@run_async
+async def handler_cmd(c: Ctx, name: str, model: str | None) -> None:
+    """Run one handler as its own process. Several processes of one handler share its durable
+    consumer, which is how a handler scales out. Ctrl-C drains and stops."""
+    from oopav.app import open_bus
+    from oopav.runtime import run_handlers
+
+    async with open_bus(c.settings, name=f"oopav-{name}") as bus:
+        click.echo(f"handler {name}: NATS at {bus.url}", err=True)
+        await run_handlers(bus, names=(name,), model=model, projection=False)
 
 
 # -- dlq -----------------------------------------------------------------------------------

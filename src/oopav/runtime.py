@@ -21,16 +21,47 @@ from oopav.projections.session import SessionState, fold
 log = get_logger("oopav.runtime")
 
 
-async def run_handlers(bus: Bus, stop: asyncio.Event | None = None) -> None:
-    """Run every handler and the session projection in this process until a signal (or
-    ``stop``) arrives, then drain them."""
+async def run_handlers(
+    bus: Bus,
+    stop: asyncio.Event | None = None,
+    *,
+    names: tuple[str, ...] | None = None,
+    ports: Any = None,
+    model: str | None = None,
+    projection: bool = True,
+) -> None:
+    """Run handlers (all by default) and the session projection in this process until a
+    signal (or ``stop``) arrives, then drain them."""
     from oopav.handlers.intake import Intake
+    from oopav.handlers.ports import Ports
+    from oopav.handlers.registry import ALL_HANDLERS, LOOP_HANDLERS, build_loop_handler
+    from oopav.handlers.runtime import HandlerRunner
 
-    intake = Intake(bus.nc)
-    projection = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS)
-    proj_task = asyncio.create_task(projection.run())
-    await intake.start_responder()
-    consumers = [intake.consumer]
+    chosen = names or ALL_HANDLERS
+    ports = ports or Ports(settings=bus.settings, default_model=model)
+    consumers = []
+    tasks: list[asyncio.Task[Any]] = []
+    runner = None
+    if projection:
+        runner = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS)
+        tasks.append(asyncio.create_task(runner.run()))
+    if "intake" in chosen:
+        intake = Intake(bus.nc)
+        await intake.start_responder()
+        consumers.append(intake.consumer)
+    if "grants" in chosen:
+        try:
+            from oopav.handlers.grants import Grants
+        except ImportError:
+            Grants = None  # type: ignore[assignment,misc]
+        if Grants is not None:
+            grants = Grants(bus.nc)
+            if hasattr(grants, "start_responder"):
+                await grants.start_responder()
+            consumers.append(grants.consumer)
+    for name in chosen:
+        if name in LOOP_HANDLERS:
+            consumers.append(HandlerRunner(bus.nc, build_loop_handler(name), ports).consumer)
     watcher = None
     if stop is not None:
 
@@ -45,9 +76,12 @@ async def run_handlers(bus: Bus, stop: asyncio.Event | None = None) -> None:
     finally:
         if watcher:
             watcher.cancel()
-        projection.stop()
-        with contextlib.suppress(Exception):
-            await proj_task
+        if runner is not None:
+            runner.stop()
+        for t in tasks:
+            with contextlib.suppress(Exception):
+                await t
+        await ports.aclose()
 
 
 async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:

@@ -9,9 +9,15 @@ import msgspec
 from msgspec import Meta
 
 
-class AstGrepAction(
-    msgspec.Struct, tag_field="type", tag="ast_grep", kw_only=True, forbid_unknown_fields=True
+class _ActionBase(
+    msgspec.Struct, tag_field="type", kw_only=True, forbid_unknown_fields=True, frozen=True
 ):
+    @property
+    def type(self) -> str:
+        return self.__struct_config__.tag  # type: ignore[return-value]
+
+
+class AstGrepAction(_ActionBase, tag="ast_grep", frozen=True):
     """A structural rewrite. Either a full YAML ``rule`` (id, language, rule, fix, constraints,
     transform) or the short form ``pattern`` + ``rewrite`` + ``language``."""
 
@@ -22,38 +28,30 @@ class AstGrepAction(
     paths: list[str] = msgspec.field(default_factory=lambda: ["."])
 
 
-class SearchReplaceEdit(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+class SearchReplaceEdit(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     path: str
     search: str
     replace: str
 
 
-class SearchReplaceAction(
-    msgspec.Struct, tag_field="type", tag="search_replace", kw_only=True, forbid_unknown_fields=True
-):
+class SearchReplaceAction(_ActionBase, tag="search_replace", frozen=True):
     """SEARCH/REPLACE blocks: each SEARCH must match exactly once, indentation exact."""
 
     edits: Annotated[list[SearchReplaceEdit], Meta(min_length=1)]
 
 
-class WriteFileAction(
-    msgspec.Struct, tag_field="type", tag="write_file", kw_only=True, forbid_unknown_fields=True
-):
+class WriteFileAction(_ActionBase, tag="write_file", frozen=True):
     path: str
     content: str
 
 
-class RunCommandAction(
-    msgspec.Struct, tag_field="type", tag="run_command", kw_only=True, forbid_unknown_fields=True
-):
+class RunCommandAction(_ActionBase, tag="run_command", frozen=True):
     argv: Annotated[list[str], Meta(min_length=1)]
     timeout_s: Annotated[float, Meta(gt=0, le=3600)] = 60.0
     scopes: list[str] = msgspec.field(default_factory=list)
 
 
-class FinishAction(
-    msgspec.Struct, tag_field="type", tag="finish", kw_only=True, forbid_unknown_fields=True
-):
+class FinishAction(_ActionBase, tag="finish", frozen=True):
     summary: str
 
 

@@ -97,6 +97,25 @@ class Finding(msgspec.Struct, kw_only=True, frozen=True):
     message: str = ""
 
 
+class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
+    """One sandbox execution as recorded, so replay can serve it back instead of running it.
+    ``key`` is derived from the causing event, the purpose and the argv."""
+
+    key: str
+    purpose: str
+    argv: list[str]
+    exit_code: int | None
+    signal: int | None = None
+    timed_out: bool = False
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    truncated: bool = False
+    duration_ms: float = 0.0
+    artifact: str | None = None
+
+
 class TestRun(msgspec.Struct, kw_only=True, frozen=True):
     argv: list[str]
     exit_code: int
@@ -153,6 +172,9 @@ class WorkspacePrepared(Event, tag="workspace_prepared", frozen=True):
     kind: Literal["worktree", "copy"] = "worktree"
     repo: str = ""
 
+    # A replay prepares its own workspace elsewhere; a copy's base commit has a fresh timestamp.
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"path", "base_commit"})
+
 
 class ObservationRecorded(Event, tag="observation_recorded", frozen=True):
     """What the observer saw: the baseline, or what changed after an action, and its rule-based next step."""
@@ -169,6 +191,7 @@ class ObservationRecorded(Event, tag="observation_recorded", frozen=True):
     ] = "continue"
     reasons: list[str] = msgspec.field(default_factory=list)
     source_event: str | None = None
+    execs: list[ExecRecord] = msgspec.field(default_factory=list)
 
 
 class OrientReported(Event, tag="orient_reported", frozen=True):
@@ -181,6 +204,8 @@ class OrientReported(Event, tag="orient_reported", frozen=True):
     test_decision: TestDecision
     reasons: list[str] = msgspec.field(default_factory=list)
     memory_hits: list[tuple[str, float]] = msgspec.field(default_factory=list)
+    gate: Literal["proceed", "gather_evidence", "stop"] = "proceed"
+    evidence_rounds: int = 0
 
 
 class PlanProposed(Event, tag="plan_proposed", frozen=True):
@@ -193,6 +218,8 @@ class PlanProposed(Event, tag="plan_proposed", frozen=True):
     model_call_id: str | None = None
     rationale: str = ""
     repo_map_hash: str | None = None
+    state_update: dict[str, Any] | None = None
+    think: str = ""
 
 
 class ModelCalled(Event, tag="model_called", frozen=True):
@@ -221,6 +248,7 @@ class ActionProposed(Event, tag="action_proposed", frozen=True):
     iteration: int = 0
     model_call_id: str | None = None
     think: str = ""
+    state_update: dict[str, Any] | None = None
 
 
 class ActionRejected(Event, tag="action_rejected", frozen=True):
@@ -277,8 +305,12 @@ class ActionApplied(Event, tag="action_applied", frozen=True):
     artifact: str | None = None
     duration_ms: float = 0.0
     grants_used: list[str] = msgspec.field(default_factory=list)
+    execs: list[ExecRecord] = msgspec.field(default_factory=list)
 
-    VOLATILE: ClassVar[frozenset[str]] = frozenset({"duration_ms", "artifact"})
+    # Checkpoint commits carry commit timestamps; the diff is the deterministic record.
+    VOLATILE: ClassVar[frozenset[str]] = frozenset(
+        {"duration_ms", "artifact", "checkpoint", "execs"}
+    )
 
 
 class GateEvaluated(Event, tag="gate_evaluated", frozen=True):
@@ -291,8 +323,9 @@ class GateEvaluated(Event, tag="gate_evaluated", frozen=True):
     findings: list[Finding] = msgspec.field(default_factory=list)
     bounce: int = 0
     duration_ms: float = 0.0
+    execs: list[ExecRecord] = msgspec.field(default_factory=list)
 
-    VOLATILE: ClassVar[frozenset[str]] = frozenset({"duration_ms"})
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"duration_ms", "execs"})
 
 
 class VerificationCompleted(Event, tag="verification_completed", frozen=True):

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from oopav.events import catalog as ev
+from oopav.events.actions import Action
 from oopav.events.catalog import Event
 
 SCHEMA = 1  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
@@ -38,6 +39,7 @@ class ActionRecord(msgspec.Struct, kw_only=True):
     reason: str = ""
     checkpoint: str | None = None
     grants_used: list[str] = msgspec.field(default_factory=list)
+    action: Action | None = None
 
 
 class GateRecord(msgspec.Struct, kw_only=True):
@@ -62,11 +64,22 @@ class BudgetsUsed(msgspec.Struct, kw_only=True):
     iterations: int = 0
     model_tokens: int = 0
     model_calls: int = 0
+    model_calls_by_role: dict[str, int] = msgspec.field(default_factory=dict)
     retries: dict[str, int] = msgspec.field(default_factory=dict)
     bounces: int = 0
     replans: int = 0
     prompt_output_bytes: int = 0
     exceeded: list[str] = msgspec.field(default_factory=list)
+
+
+class StepResult(msgspec.Struct, kw_only=True):
+    """What happened to one action, as the actor's next prompt shows it."""
+
+    action_id: str
+    type: str
+    ok: bool
+    summary: str
+    output: str = ""
 
 
 class SessionState(msgspec.Struct, kw_only=True):
@@ -98,6 +111,12 @@ class SessionState(msgspec.Struct, kw_only=True):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     event_ids: list[str] = msgspec.field(default_factory=list)
+    phase_started: dict[str, datetime] = msgspec.field(default_factory=dict)
+    last_replan: ev.ReplanTriggered | None = None
+    agent_state: dict[str, Any] = msgspec.field(default_factory=dict)
+    awaiting_permission: str | None = None
+    recent: list[StepResult] = msgspec.field(default_factory=list)
+    plan_actions_start: int = 0
 
     def action(self, action_id: str) -> ActionRecord | None:
         for rec in reversed(self.actions):
@@ -131,12 +150,15 @@ def evolve(state: SessionState, event: Event, sequence: int = 0) -> SessionState
     if state.created_at is None:
         state.created_at = event.ts
     state.updated_at = event.ts
+    before = state.phase
     phase = PHASE_BY_EVENT.get(event.type)
     if phase and state.phase != "completed":
         state.phase = phase
     fn = _APPLY.get(type(event))
     if fn is not None:
         fn(state, event)
+    if state.phase != before:
+        state.phase_started[state.phase] = event.ts
     return state
 
 
@@ -183,21 +205,44 @@ def _orient(s: SessionState, e: ev.OrientReported) -> None:
 def _plan(s: SessionState, e: ev.PlanProposed) -> None:
     s.plan = e
     s.plans += 1
+    s.plan_actions_start = len(s.actions)
+    s.recent = []
+    _merge_agent_state(s, e.state_update)
+
+
+def _merge_agent_state(s: SessionState, update: dict[str, Any] | None) -> None:
+    if not update:
+        return
+    from oopav.models.prompt import AgentState, StateUpdate, merge_state
+
+    try:
+        current = msgspec.convert(s.agent_state, AgentState) if s.agent_state else AgentState()
+        merged = merge_state(current, msgspec.convert(update, StateUpdate))
+    except msgspec.ValidationError:
+        return
+    s.agent_state = msgspec.to_builtins(merged)
+
+
+def _remember(s: SessionState, result: StepResult) -> None:
+    s.recent.append(result)
+    del s.recent[:-5]
 
 
 def _model_called(s: SessionState, e: ev.ModelCalled) -> None:
     b = s.budgets_used
     b.model_calls += 1
+    b.model_calls_by_role[e.role] = b.model_calls_by_role.get(e.role, 0) + 1
     b.model_tokens += e.prompt_tokens + e.completion_tokens
 
 
 def _action_proposed(s: SessionState, e: ev.ActionProposed) -> None:
     s.budgets_used.iterations += 1
     s.actions.append(
-        ActionRecord(id=e.id, type=e.action.type, hash=e.action_hash, step=e.step)  # type: ignore[union-attr]
+        ActionRecord(id=e.id, type=e.action.type, hash=e.action_hash, step=e.step, action=e.action)  # type: ignore[union-attr]
     )
     if e.action.type == "finish":  # type: ignore[union-attr]
         s.phase = "verifying"
+    _merge_agent_state(s, e.state_update)
 
 
 def _action_rejected(s: SessionState, e: ev.ActionRejected) -> None:
@@ -205,10 +250,23 @@ def _action_rejected(s: SessionState, e: ev.ActionRejected) -> None:
     if rec is not None:
         rec.status = "rejected"
         rec.reason = e.reason
+    if s.awaiting_permission == e.action_id:
+        s.awaiting_permission = None
+    _remember(
+        s,
+        StepResult(
+            action_id=e.action_id,
+            type=rec.type if rec else "",
+            ok=False,
+            summary=f"rejected ({e.reason}): {e.message}"[:600],
+        ),
+    )
 
 
 def _permission_requested(s: SessionState, e: ev.PermissionRequested) -> None:
     s.pending_permissions.append(e.scope)
+    s.awaiting_permission = e.action_id
+    s.phase = "waiting_permission"
 
 
 def _permission_granted(s: SessionState, e: ev.PermissionGranted) -> None:
@@ -237,6 +295,23 @@ def _action_applied(s: SessionState, e: ev.ActionApplied) -> None:
         rec.status = "applied" if e.ok else "failed"
         rec.checkpoint = e.checkpoint
         rec.grants_used = list(e.grants_used)
+    if s.awaiting_permission == e.action_id:
+        s.awaiting_permission = None
+        s.phase = "acting"
+    if e.ok:
+        summary = f"applied; files changed: {', '.join(e.files_changed) or 'none'}"
+    else:
+        summary = f"failed: exit {e.exit_code}" + (" (timed out)" if e.timed_out else "")
+    _remember(
+        s,
+        StepResult(
+            action_id=e.action_id,
+            type=rec.type if rec else "",
+            ok=e.ok,
+            summary=summary,
+            output=(e.stdout_tail + e.stderr_tail)[-1500:],
+        ),
+    )
     for gid in e.grants_used:
         for g in s.grants:
             if g.id == gid:
@@ -264,6 +339,7 @@ def _verification(s: SessionState, e: ev.VerificationCompleted) -> None:
 
 
 def _replan(s: SessionState, e: ev.ReplanTriggered) -> None:
+    s.last_replan = e
     b = s.budgets_used
     b.replans += 1
     if e.source == "verifier":

@@ -52,11 +52,16 @@ class WorkspaceInfo(msgspec.Struct, kw_only=True, frozen=True):
     repo: str
 
 
+# Tool caches never belong in a checkpoint or the final diff (the repository's own .gitignore
+# applies as well).
+_EXCLUDES = Path(__file__).with_name("workspace-excludes")
+
+
 def git(cwd: Path, *args: str, check: bool = True, input: str | None = None) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["GIT_TERMINAL_PROMPT"] = "0"
     proc = subprocess.run(
-        ["git", *_SAFE_GIT, *args],
+        ["git", *_SAFE_GIT, "-c", f"core.excludesFile={_EXCLUDES}", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

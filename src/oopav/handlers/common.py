@@ -1,0 +1,191 @@
+"""Helpers shared by the loop handlers: ending a session, budgets, workspace lookup."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from pathlib import Path
+
+from oopav.events import catalog as ev
+from oopav.events.catalog import Event
+from oopav.handlers.ports import Ports
+from oopav.handlers.runtime import Emitter
+from oopav.projections.session import SessionState
+
+LOOP_POLICY_KEYS = ("critic", "lint", "max_plan_steps")
+
+
+def loop_policy(state: SessionState) -> dict[str, object]:
+    policy = (state.task.policy if state.task else None) or {}
+    return {k: policy[k] for k in LOOP_POLICY_KEYS if k in policy}
+
+
+def sandbox_policy(state: SessionState):  # type: ignore[no-untyped-def]
+    from oopav.sandbox.policy import policy_from
+
+    policy = dict((state.task.policy if state.task else None) or {})
+    for k in LOOP_POLICY_KEYS:
+        policy.pop(k, None)
+    return policy_from(policy)
+
+
+def workspace_path(state: SessionState) -> Path:
+    if state.workspace is None:
+        raise RuntimeError("the session has no workspace yet")
+    return Path(state.workspace.path)
+
+
+def workspace_info(state: SessionState, ports: Ports):  # type: ignore[no-untyped-def]
+    from oopav.sandbox.workspace import WorkspaceInfo
+
+    w = state.workspace
+    assert w is not None
+    return WorkspaceInfo(
+        session_id=state.session_id,
+        path=w.path,
+        base_commit=w.base_commit,
+        branch=w.branch,
+        kind=w.kind,
+        repo=w.repo,
+    )
+
+
+async def final_diff(state: SessionState, ports: Ports) -> str:
+    if state.workspace is None or not Path(state.workspace.path).exists():
+        return ""
+    from oopav.sandbox.workspace import final_diff as diff
+
+    return await asyncio.to_thread(diff, workspace_info(state, ports))
+
+
+async def complete(
+    out: Emitter, state: SessionState, outcome: str, summary: str, reason: str = ""
+) -> Event:
+    diff = await final_diff(state, out.ports)
+    b = state.budgets_used
+    metrics = {
+        "iterations": b.iterations,
+        "model_calls": b.model_calls,
+        "model_tokens": b.model_tokens,
+        "bounces": b.bounces,
+        "replans": b.replans,
+        "actions": len(state.actions),
+        "actions_applied": sum(1 for a in state.actions if a.status == "applied"),
+        "events": state.event_count + len(out.events) + 1,
+    }
+    return out.emit(
+        ev.SessionCompleted,
+        outcome=outcome,
+        summary=summary,
+        diff=diff,
+        metrics=metrics,
+        reason=reason,
+    )
+
+
+def phase_started_at(state: SessionState, phase: str) -> datetime | None:
+    """When the current phase began (the latest event that entered it)."""
+    return state.phase_started.get(phase)
+
+
+def over_wall_budget(out: Emitter, state: SessionState, phase: str) -> Event | None:
+    """``budget_exceeded`` when ``phase`` has run longer than its wall budget."""
+    if state.task is None:
+        return None
+    started = phase_started_at(state, phase)
+    if started is None:
+        return None
+    elapsed = (out.now() - started).total_seconds()
+    limit = state.task.budgets.wall_seconds_per_phase
+    if elapsed > limit:
+        return out.emit(
+            ev.BudgetExceeded,
+            budget="wall_seconds_per_phase",
+            limit=limit,
+            used=round(elapsed, 3),
+            phase=phase,
+            response="abort",
+        )
+    return None
+
+
+def tokens_exceeded(out: Emitter, state: SessionState) -> Event | None:
+    if state.task is None:
+        return None
+    limit = state.task.budgets.model_tokens
+    used = state.budgets_used.model_tokens
+    if used >= limit:
+        return out.emit(
+            ev.BudgetExceeded, budget="model_tokens", limit=limit, used=used, response="abort"
+        )
+    return None
+
+
+# -- model calls ---------------------------------------------------------------------------
+
+
+def _align_scripted(backend: object, role: str, index: int) -> None:
+    """A scripted backend serves by position. Its position is derived from the session's
+    recorded calls, not from process memory, so a restarted handler continues where the
+    session is instead of starting the script again."""
+    from oopav.models.scripted import ScriptedBackend
+
+    if isinstance(backend, ScriptedBackend):
+        queue, key = backend._queue(role)
+        if queue is not None:
+            backend._served[key] = index
+
+
+def model_spec(state: SessionState, ports: Ports) -> str:
+    return (
+        (state.task.model if state.task else None)
+        or ports.default_model
+        or ports.settings.model
+        or ""
+    )
+
+
+async def call_model(out: Emitter, state: SessionState, request, calls_so_far: int):  # type: ignore[no-untyped-def]
+    """One recorded model call. Returns (response text or None, the model_called event, error)."""
+    from oopav.models.base import ModelError, model_called_fields
+
+    spec = model_spec(state, out.ports)
+    by_role = state.budgets_used.model_calls_by_role
+    ordered_index = state.budgets_used.model_calls + calls_so_far
+    role_index = by_role.get(request.role, 0) + calls_so_far
+    try:
+        backend = out.ports.model(spec or None)
+        from oopav.models.scripted import ScriptedBackend
+
+        if isinstance(backend, ScriptedBackend):
+            _align_scripted(
+                backend, request.role, ordered_index if backend._ordered is not None else role_index
+            )
+        response = await backend.complete(request)
+    except ModelError as exc:
+        called = out.emit(
+            ev.ModelCalled, **model_called_fields(request, None, spec or "-", error=exc)
+        )
+        return None, called, exc
+    called = out.emit(ev.ModelCalled, **model_called_fields(request, response, spec))
+    return response, called, None
+
+
+def clip(text: str, limit: int, pointer: str = "") -> str:
+    from oopav.handlers.rules import clip_output
+
+    return clip_output(text, limit, pointer or "the session's artifacts")
+
+
+FATAL_MODEL_ERRORS = frozenset(
+    {
+        "unavailable",
+        "invalid_spec",
+        "not_found",
+        "auth",
+        "exhausted",
+        "replay_miss",
+        "missing_dependency",
+        "context_length",
+    }
+)

@@ -1,0 +1,91 @@
+"""orient: turns the baseline observation into a report — risk band, evidence gap, category,
+complexity and the test decision — by the explicit rules of ``rules.orient`` (DESIGN step 3).
+
+Red blocks acting until one more round of evidence is gathered; black stops the session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oopav.bus.consumer import Delivery
+from oopav.events import catalog as ev
+from oopav.events.catalog import Event
+from oopav.handlers.common import complete
+from oopav.handlers.ports import Ports
+from oopav.handlers.rules import OrientInput, mentioned_paths, orient
+from oopav.handlers.runtime import Emitter
+from oopav.projections.session import SessionState
+
+NAME = "orient"
+
+
+class Orient:
+    name = NAME
+    subscribes = ("observation_recorded",)
+
+    def __init__(self, memory: object | None = None) -> None:
+        # A SessionMemory (context.memory) kept as a projection of the stream, or None.
+        self.memory = memory
+
+    async def handle(
+        self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
+    ) -> list[Event]:
+        if (
+            not isinstance(event, ev.ObservationRecorded)
+            or event.phase != "baseline"
+            or state.task is None
+        ):
+            return []
+        out = Emitter(event, NAME, ports)
+        task = state.task
+        root = Path(state.workspace.path) if state.workspace else None
+        mentioned = mentioned_paths(task.instruction)
+        existing = [m for m in mentioned if root is not None and (root / m).exists()]
+        missing = [m for m in mentioned if m not in existing]
+        rounds = state.orient.evidence_rounds + 1 if state.orient is not None else 0
+        hits = self._memory_hits(task.instruction, state.session_id)
+        tests = "unknown" if event.tests is None else ("pass" if event.tests.passed else "fail")
+        report = orient(
+            OrientInput(
+                instruction=task.instruction,
+                files_total=event.files_total,
+                parse_errors=len(event.parse_errors),
+                stubs=len(event.stubs),
+                tests_baseline=tests,
+                languages=event.languages,
+                mentioned_existing=existing,
+                mentioned_missing=missing,
+                memory_hits=hits,
+                evidence_rounds=rounds,
+            )
+        )
+        out.emit(
+            ev.OrientReported,
+            risk_band=report.risk_band,
+            evidence_gap=report.evidence_gap,
+            category=report.category,
+            complexity=report.complexity,
+            test_decision=report.test_decision,
+            reasons=report.reasons,
+            memory_hits=[(sid, score) for sid, score in report.memory_hits],
+            gate=report.gate,
+            evidence_rounds=rounds,
+        )
+        if report.gate == "stop":
+            await complete(
+                out,
+                state,
+                "aborted",
+                "orient rated the task black: escalated to a human",
+                reason="black_risk",
+            )
+        return out.events
+
+    def _memory_hits(self, instruction: str, session_id: str) -> list[tuple[str, float]]:
+        if self.memory is None:
+            return []
+        try:
+            hits = self.memory.query(instruction, k=3, only_successful=True)  # type: ignore[attr-defined]
+        except Exception:
+            return []
+        return [(h.session_id, float(h.score)) for h in hits if h.session_id != session_id]

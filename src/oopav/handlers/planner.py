@@ -1,0 +1,209 @@
+"""planner: asks the model for a plan with the prompt contract and records it (DESIGN step 4).
+
+A plan that lacks a test step where tests are required, or that drops orient's test decision
+without saying why, is refused and asked for again, burning the phase's retry budget."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import msgspec
+
+from oopav.bus.consumer import Delivery
+from oopav.events import catalog as ev
+from oopav.events.catalog import Event, PlanStep
+from oopav.handlers.common import (
+    FATAL_MODEL_ERRORS,
+    call_model,
+    clip,
+    complete,
+    over_wall_budget,
+    sandbox_policy,
+    tokens_exceeded,
+)
+from oopav.handlers.ports import Ports
+from oopav.handlers.runtime import Emitter
+from oopav.projections.session import SessionState
+
+NAME = "planner"
+_TEST_STEP = re.compile(
+    r"\b(tests?|pytest|unittest|test suite|cargo test|go test|npm test)\b", re.I
+)
+
+
+def missing_test_step(plan: object, decision: str) -> str | None:
+    """Why a plan does not honour a required test decision (None when it does)."""
+    if decision != "required":
+        return None
+    steps = getattr(plan, "steps", [])
+    if not any(_TEST_STEP.search(s.description) for s in steps):
+        return "tests are required for this task but no step runs or checks the tests; add a step that runs them"
+    if getattr(plan, "test_decision", decision) in ("skip", "optional", "deferred"):
+        return f"tests are required for this task; the plan's test_decision must be 'required', not {plan.test_decision!r}"  # type: ignore[attr-defined]
+    return None
+
+
+class Planner:
+    name = NAME
+    subscribes = ("orient_reported", "replan_triggered")
+
+    def __init__(self, repo_map_budget: int = 1024) -> None:
+        self.repo_map_budget = repo_map_budget
+
+    async def handle(
+        self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
+    ) -> list[Event]:
+        if isinstance(event, ev.OrientReported) and event.gate != "proceed":
+            return []
+        if not isinstance(event, ev.OrientReported | ev.ReplanTriggered) or state.task is None:
+            return []
+        out = Emitter(event, NAME, ports)
+        over = over_wall_budget(out, state, "planning") or tokens_exceeded(out, state)
+        if over is not None:
+            await complete(
+                out, state, "aborted", f"budget exceeded: {over.budget}", reason="budget"
+            )  # type: ignore[attr-defined]
+            return out.events
+        await self._plan(event, state, out)
+        return out.events
+
+    async def _context(self, state: SessionState) -> tuple[str, str | None]:
+        parts: list[str] = []
+        map_hash = None
+        if state.workspace is not None and Path(state.workspace.path).is_dir():
+            from oopav.context.repomap import build_repo_map
+
+            try:
+                rmap = await asyncio.to_thread(
+                    build_repo_map,
+                    Path(state.workspace.path),
+                    token_budget=self.repo_map_budget,
+                    cache_dir=None,
+                    mentioned_idents=tuple(_idents(state.task.instruction)),  # type: ignore[union-attr]
+                )
+                parts.append("### Repository map\n" + rmap.text)
+                map_hash = rmap.hash
+            except Exception as exc:  # a map is an aid, never a blocker
+                parts.append(f"### Repository map\n(unavailable: {exc})")
+        o = state.orient
+        if o is not None:
+            parts.append(
+                f"### Orient\nrisk={o.risk_band} evidence_gap={o.evidence_gap:.2f} category={o.category} "
+                f"complexity={o.complexity} test_decision={o.test_decision}\n"
+                + "\n".join(f"- {r}" for r in o.reasons[:8])
+            )
+        b = state.baseline
+        if b is not None:
+            tests = "unknown" if b.tests is None else ("passing" if b.tests.passed else "failing")
+            parts.append(
+                f"### Baseline\n{b.files_total} files, {len(b.parse_errors)} parse errors, {len(b.stubs)} stubs, tests {tests}"
+            )
+        task = state.task
+        assert task is not None
+        if task.test_command:
+            parts.append("### Test command\n" + " ".join(task.test_command))
+        for i, ex in enumerate(task.examples[:3]):
+            parts.append(
+                f"### Example {i + 1}{' (' + ex.path + ')' if ex.path else ''}\nBefore:\n{ex.before}\nAfter:\n{ex.after}"
+            )
+        r = state.last_replan
+        if r is not None and state.plans:
+            limit = task.budgets.prompt_output_bytes
+            parts.append(
+                f"### Why we are planning again (attempt {state.plans + 1})\n{r.reason}\n"
+                + clip(r.evidence, limit)
+            )
+            if r.perturbation:
+                parts.append("### Change of approach\n" + r.perturbation)
+        return "\n\n".join(parts), map_hash
+
+    async def _plan(self, event: Event, state: SessionState, out: Emitter) -> None:
+        from oopav.models.prompt import (
+            AgentState,
+            AnswerError,
+            build_request,
+            parse_role_answer,
+            retry_messages,
+            static_prefix,
+        )
+
+        task = state.task
+        assert task is not None
+        context, map_hash = await self._context(state)
+        prefix = static_prefix(sandbox_policy(state).model_dump(mode="json"))
+        agent_state = msgspec.convert(state.agent_state, AgentState) if state.agent_state else None
+        decision = state.orient.test_decision if state.orient else "optional"
+        extra: list = []
+        retries = task.budgets.retries_per_phase
+        for attempt in range(retries + 1):
+            request = build_request(
+                "planner",
+                prefix=prefix,
+                context=context,
+                state=agent_state,
+                task=task.instruction,
+                extra=extra,
+                seed=0,
+            )
+            response, called, error = await call_model(out, state, request, attempt)
+            if response is None:
+                if error is not None and error.kind in FATAL_MODEL_ERRORS:
+                    await complete(
+                        out, state, "aborted", f"model unavailable: {error}", reason="model"
+                    )
+                    return
+                continue
+            try:
+                parsed = parse_role_answer(
+                    "planner", response.text, finish_reason=response.finish_reason
+                )
+            except AnswerError as exc:
+                extra = [*extra, *retry_messages(response.text, exc)]
+                continue
+            plan = parsed.payload
+            problem = missing_test_step(plan, decision)
+            if problem is not None:
+                exc = AnswerError("schema_mismatch", problem)
+                extra = [*extra, *retry_messages(response.text, exc)]
+                continue
+            out.emit(
+                ev.PlanProposed,
+                steps=[
+                    PlanStep(id=s.id, description=s.description, files=list(s.files))
+                    for s in plan.steps
+                ],
+                files=list(plan.files),
+                test_decision=plan.test_decision if decision != "required" else "required",
+                attempt=state.plans + 1,
+                model_call_id=called.id,
+                rationale=plan.rationale,
+                repo_map_hash=map_hash,
+                state_update=msgspec.to_builtins(parsed.state_update)
+                if parsed.state_update
+                else None,
+                think=parsed.think,
+            )
+            return
+        out.emit(
+            ev.BudgetExceeded,
+            budget="retries_per_phase",
+            limit=retries,
+            used=retries + 1,
+            phase="planning",
+            response="abort",
+        )
+        await complete(
+            out,
+            state,
+            "failed",
+            "the planner gave no acceptable plan within the retry budget",
+            reason="budget",
+        )
+
+
+def _idents(text: str) -> list[str]:
+    return re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", text) + re.findall(
+        r"\b([a-z]+_[a-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]+)\b", text
+    )

@@ -1,0 +1,170 @@
+"""The ports through which handlers reach the world: models, the sandbox, workspaces, time.
+
+Handlers decide; ports execute (invariant 6). A live run gets ``LivePorts``; replay gets ports
+that serve recorded model responses and sandbox results instead of calling the world
+(invariant 5), so the same handlers reproduce the same events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from oopav.config import Settings
+from oopav.events.catalog import Event, ExecRecord
+from oopav.events.clock import SYSTEM_CLOCK, Clock
+from oopav.models.base import Backend, ModelError
+
+
+def exec_key(cause_id: str, purpose: str, argv: list[str]) -> str:
+    digest = hashlib.sha256("\x1f".join([cause_id, purpose, *argv]).encode()).hexdigest()
+    return digest[:24]
+
+
+class Sandbox(Protocol):
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        workspace: Path,
+        session_id: str,
+        key: str,
+        purpose: str,
+        timeout_s: float,
+        network: bool = False,
+    ) -> ExecRecord: ...
+
+
+class BwrapSandbox:
+    """Runs commands with the bwrap runner (in a worker thread: it blocks)."""
+
+    def __init__(self, settings: Settings, config: Any = None) -> None:
+        self.settings = settings
+        self.config = config
+
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        workspace: Path,
+        session_id: str,
+        key: str,
+        purpose: str,
+        timeout_s: float,
+        network: bool = False,
+    ) -> ExecRecord:
+        from oopav.sandbox.runner import default_config, run_sandboxed
+
+        config = self.config or default_config(self.settings)
+        result = await asyncio.to_thread(
+            run_sandboxed,
+            argv,
+            workspace=workspace,
+            artifacts_dir=self.settings.artifacts_for(session_id),
+            config=config,
+            timeout_s=timeout_s,
+            network=network,
+            run_id=key,
+        )
+        return ExecRecord(
+            key=key,
+            purpose=purpose,
+            argv=list(argv),
+            exit_code=result.exit_code,
+            signal=result.signal,
+            timed_out=result.timed_out,
+            stdout_tail=result.stdout_tail,
+            stderr_tail=result.stderr_tail,
+            stdout_bytes=result.stdout_bytes,
+            stderr_bytes=result.stderr_bytes,
+            truncated=result.truncated,
+            duration_ms=result.duration_ms,
+            artifact=result.artifact,
+        )
+
+
+class RecordedSandbox:
+    """Serves executions from recorded events by key; a miss is a replay divergence."""
+
+    def __init__(self, records: dict[str, ExecRecord]) -> None:
+        self.records = records
+        self.misses: list[str] = []
+
+    @classmethod
+    def from_events(cls, events: list[Event]) -> RecordedSandbox:
+        records: dict[str, ExecRecord] = {}
+        for e in events:
+            for rec in getattr(e, "execs", None) or []:
+                records[rec.key] = rec
+            tests = getattr(e, "tests", None)
+            del tests
+        return cls(records)
+
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        workspace: Path,
+        session_id: str,
+        key: str,
+        purpose: str,
+        timeout_s: float,
+        network: bool = False,
+    ) -> ExecRecord:
+        rec = self.records.get(key)
+        if rec is None:
+            self.misses.append(key)
+            raise ReplayMiss(f"no recorded execution for {purpose} {argv!r} (key {key})")
+        return rec
+
+
+class ReplayMiss(RuntimeError):
+    pass
+
+
+ModelFactory = Callable[[str | None], Backend]
+
+
+@dataclass
+class Ports:
+    settings: Settings
+    clock: Clock = SYSTEM_CLOCK
+    sandbox: Sandbox | None = None
+    model_factory: ModelFactory | None = None
+    default_model: str | None = None
+    # Replay: the recorded timestamp of each event id, served instead of the clock.
+    recorded_ts: dict[str, Any] | None = None
+    _models: dict[str, Backend] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.sandbox is None:
+            self.sandbox = BwrapSandbox(self.settings)
+
+    def model(self, spec: str | None) -> Backend:
+        """The backend for a session: its own ``model`` spec, else the default."""
+        chosen = spec or self.default_model or self.settings.model
+        if not chosen:
+            raise ModelError(
+                "invalid_spec",
+                "no model configured: pass --model, set OOPAV_MODEL, or put `model` in the task",
+            )
+        if chosen not in self._models:
+            if self.model_factory is not None:
+                self._models[chosen] = self.model_factory(chosen)
+            else:
+                from oopav.models.registry import load_backend
+
+                self._models[chosen] = load_backend(chosen)
+        return self._models[chosen]
+
+    async def aclose(self) -> None:
+        for backend in self._models.values():
+            try:
+                await backend.aclose()
+            except Exception:
+                pass
+        self._models.clear()

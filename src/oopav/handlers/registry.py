@@ -1,0 +1,32 @@
+"""The handlers by name. ``oopav up`` runs them all; ``oopav handler <name>`` runs one."""
+
+from __future__ import annotations
+
+from oopav.handlers.runtime import Handler
+
+LOOP_HANDLERS = ("observer", "orient", "planner", "actor", "verifier")
+ALL_HANDLERS = ("intake", "grants", *LOOP_HANDLERS)
+
+
+def build_loop_handler(name: str, memory: object | None = None) -> Handler:
+    if name == "observer":
+        from oopav.handlers.observer import Observer
+
+        return Observer()
+    if name == "orient":
+        from oopav.handlers.orient import Orient
+
+        return Orient(memory=memory)
+    if name == "planner":
+        from oopav.handlers.planner import Planner
+
+        return Planner()
+    if name == "actor":
+        from oopav.handlers.actor import Actor
+
+        return Actor()
+    if name == "verifier":
+        from oopav.handlers.verifier import Verifier
+
+        return Verifier()
+    raise ValueError(f"unknown handler {name!r}; known: {', '.join(ALL_HANDLERS)}")

@@ -1,0 +1,190 @@
+"""The handler runtime: a pure-ish core per handler, driven by a durable consumer.
+
+For every delivered event the runtime loads the session's state (snapshot + tail from the
+stream; the in-process cache is disposable), skips the event when this handler already
+answered it (its first output id is derived, so it is in the state), asks the handler to
+decide, and appends the outputs atomically with optimistic concurrency on the session. On a
+conflict it reloads and decides again, within a bound (invariant 4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from nats.aio.client import Client as NATS
+
+from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
+from oopav.bus.errors import ConcurrencyConflict
+from oopav.bus.store import EventStore
+from oopav.events.catalog import Event
+from oopav.events.ids import derive_id
+from oopav.handlers.ports import Ports
+from oopav.logging import get_logger
+from oopav.projections.session import SessionState, evolve, initial
+
+log = get_logger("oopav.handlers")
+
+MAX_CONFLICT_RETRIES = 5
+
+
+class Handler(Protocol):
+    name: str
+    subscribes: tuple[str, ...]
+
+    async def handle(
+        self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
+    ) -> list[Event]: ...
+
+
+class SessionCache:
+    """Session states folded from the stream, kept current by reading only the tail."""
+
+    def __init__(self, events: EventStore, max_sessions: int = 512) -> None:
+        self.events = events
+        self.max_sessions = max_sessions
+        self._states: dict[str, SessionState] = {}
+
+    async def load(self, session_id: str) -> SessionState:
+        cached = self._states.get(session_id)
+        if cached is None:
+            cached = initial(session_id)
+        start = cached.last_sequence + 1
+        for seq, event in await self.events.read("session", session_id, from_seq=start):
+            evolve(cached, event, seq)
+        if len(self._states) >= self.max_sessions and session_id not in self._states:
+            self._states.pop(next(iter(self._states)))
+        self._states[session_id] = cached
+        return _copy(cached)
+
+    def forget(self, session_id: str) -> None:
+        self._states.pop(session_id, None)
+
+
+def _copy(state: SessionState) -> SessionState:
+    import msgspec
+
+    # Handlers get their own copy: deciding must not disturb the cache if the append fails.
+    return msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=SessionState)
+
+
+@dataclass
+class HandlerRunner:
+    nc: NATS
+    handler: Handler
+    ports: Ports
+    options: ConsumerOptions = field(default_factory=ConsumerOptions)
+
+    def __post_init__(self) -> None:
+        self.events = EventStore(self.nc)
+        self.cache = SessionCache(self.events)
+        subjects = [f"oopav.ev.session.*.{t}" for t in self.handler.subscribes]
+        self.consumer = HandlerConsumer(
+            self.nc, self.handler.name, subjects, self.process, options=self.options
+        )
+        self.decisions = 0
+
+    async def process(self, event: Event, delivery: Delivery | None) -> None:
+        bound = log.bind(
+            handler=self.handler.name, session_id=event.aggregate_id, event_id=event.id
+        )
+        for attempt in range(MAX_CONFLICT_RETRIES):
+            state = await self.cache.load(event.aggregate_id)
+            if state.has_event(derive_id(event.id, self.handler.name, 0)):
+                bound.debug("already_handled")
+                return
+            if state.phase == "completed" or state.phase == "rejected":
+                return
+            try:
+                outputs = await self.handler.handle(event, state, self.ports, delivery)
+            except Exception as exc:
+                if delivery is not None and delivery.last_attempt:
+                    # The input is about to be parked: end the session rather than leave it
+                    # waiting forever for an answer that will not come.
+                    await self._abort(event, state, exc)
+                raise
+            if not outputs:
+                return
+            try:
+                await self.events.append_batch(outputs, expected=state.last_sequence)
+            except ConcurrencyConflict as exc:
+                bound.info("conflict_retry", attempt=attempt, error=str(exc))
+                await asyncio.sleep(0.01 * (attempt + 1))
+                continue
+            self.decisions += 1
+            bound.info("decided", emitted=[e.type for e in outputs])
+            return
+        raise ConcurrencyConflict(
+            event.aggregate_id, -1, f"gave up after {MAX_CONFLICT_RETRIES} conflicts"
+        )
+
+    async def _abort(self, event: Event, state: SessionState, exc: Exception) -> None:
+        from oopav.events.catalog import SessionCompleted
+
+        out = Emitter(event, self.handler.name, self.ports)
+        out.emit(
+            SessionCompleted,
+            outcome="aborted",
+            summary=f"the {self.handler.name} handler failed on {event.type}: {type(exc).__name__}: {exc}"[
+                :2000
+            ],
+            reason="handler_failed",
+        )
+        try:
+            await self.events.append_batch(out.events, expected=state.last_sequence)
+        except Exception as append_exc:  # the DLQ still has the input and its reason
+            log.error("abort_append_failed", error=repr(append_exc), session_id=event.aggregate_id)
+
+    async def run(self) -> None:
+        await self.consumer.run()
+
+    def stop(self) -> None:
+        self.consumer.stop()
+
+
+class Emitter:
+    """Collects a handler's outputs for one input, numbering them for derived ids."""
+
+    def __init__(self, cause: Event, handler: str, ports: Ports) -> None:
+        self.cause = cause
+        self.handler = handler
+        self.ports = ports
+        self.events: list[Event] = []
+
+    def emit(self, cls: type[Event], **fields: object) -> Event:
+        from oopav.events.factory import caused_event
+
+        event = caused_event(
+            cls,
+            self.cause,
+            handler=self.handler,
+            index=len(self.events),
+            clock=self.ports.clock,
+            **fields,
+        )  # type: ignore[arg-type]
+        recorded = self.ports.recorded_ts.get(event.id) if self.ports.recorded_ts else None
+        if recorded is not None:
+            import msgspec
+
+            event = msgspec.structs.replace(event, ts=recorded)
+        self.events.append(event)
+        return event
+
+    def now(self):  # type: ignore[no-untyped-def]
+        """The time of the decision being made. Replay reads it from the recording, so time
+        based decisions (grant expiry, wall budgets) come out the same."""
+        if self.ports.recorded_ts:
+            recorded = self.ports.recorded_ts.get(self.next_id)
+            if recorded is not None:
+                return recorded
+        return self.ports.clock.now()
+
+    @property
+    def next_id(self) -> str:
+        return derive_id(self.cause.id, self.handler, len(self.events))
+
+
+def handler_names(handlers: Sequence[Handler]) -> list[str]:
+    return [h.name for h in handlers]
