@@ -142,6 +142,9 @@ class Intake:
             decode=False,
         )
         self._subs: list[Any] = []
+        # Set once requests are answered: a `nats req` sent before that is stored and
+        # processed, but nobody is listening for its reply inbox.
+        self.ready = asyncio.Event()
 
     async def _handle(self, msg: Any, delivery: Delivery) -> None:
         raw: Msg = msg
@@ -219,6 +222,7 @@ class Intake:
             await self.nc.subscribe(INTAKE_SUBJECT, queue="oopav-intake", cb=self._on_request)
         )
         await self.nc.flush()
+        self.ready.set()
 
     async def run(self) -> None:
         await self.start_responder()

@@ -1,0 +1,216 @@
+"""intake over a real nats-server, driven with raw bytes exactly as the `nats` CLI sends them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nats.js.errors import NotFoundError
+
+from oopav.bus.store import EventStore
+from oopav.bus.streams import EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT
+from oopav.events import catalog as ev
+from oopav.handlers.intake import Intake
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    d = tmp_path / "repo"
+    d.mkdir()
+    (d / "main.py").write_text("def fetch():\n    return 1\n")
+    return d
+
+
+@pytest.fixture
+async def intake(nc: Any) -> AsyncIterator[Intake]:
+    handler = Intake(nc, check_repo=True)
+    task = asyncio.create_task(handler.run())
+    await asyncio.wait_for(handler.ready.wait(), 10)
+    yield handler
+    handler.stop()
+    await asyncio.wait_for(task, 10)
+
+
+async def request(nc: Any, payload: bytes) -> dict[str, Any]:
+    msg = await nc.request(INTAKE_SUBJECT, payload, timeout=10)
+    assert not msg.headers  # the intake's answer, not a JetStream publish ack
+    return json.loads(msg.data)
+
+
+async def session_events(nc: Any) -> list[ev.Event]:
+    js = nc.jetstream()
+    info = await js.stream_info(EVENTS_STREAM, subjects_filter="oopav.ev.session.>")
+    out: list[ev.Event] = []
+    for subject in sorted(info.state.subjects or {}):
+        sid = subject.split(".")[3]
+        out.extend(e for _, e in await EventStore(nc).read("session", sid))
+    return out
+
+
+async def until(cond: Any, timeout: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await cond():
+        assert loop.time() < deadline, "condition not reached"
+        await asyncio.sleep(0.05)
+
+
+async def test_good_submission(nc: Any, intake: Intake, repo: Path) -> None:
+    body = {"instruction": "rename fetch to fetch_page", "repo": str(repo), "mission": "renames"}
+    reply = await request(nc, json.dumps(body).encode())
+    assert set(reply) == {"session_id"}
+    [(_, event)] = await EventStore(nc).read("session", reply["session_id"])
+    assert isinstance(event, ev.TaskSubmitted)
+    assert event.id == event.aggregate_id == reply["session_id"]
+    assert event.instruction == body["instruction"] and event.repo == str(repo.resolve())
+    assert event.mission == "renames" and event.source is not None
+    assert event.source.stream_sequence == 1
+
+
+BAD = [
+    pytest.param(b"{not json", "not valid JSON", None, "invalid_json", id="not-json"),
+    pytest.param(
+        b'["a", "b"]', "must be a JSON object, got an array", None, "not_an_object", id="array"
+    ),
+    pytest.param(
+        b'{"instruction": 5, "repo": "/tmp"}',
+        "instruction must be a string, got an integer",
+        "instruction",
+        "wrong_type",
+        id="wrong-type",
+    ),
+    pytest.param(
+        b'{"repo": "/tmp"}',
+        "instruction is required",
+        "instruction",
+        "missing",
+        id="missing-instruction",
+    ),
+    pytest.param(
+        b'{"instruction": "x", "repo": "/tmp", "instructions": "y"}',
+        "unknown field 'instructions'",
+        "instructions",
+        "unknown_field",
+        id="unknown-field",
+    ),
+    pytest.param(
+        b'{"instruction": "x", "repo": "/no/such/dir/anywhere"}',
+        "does not exist",
+        "repo",
+        "not_found",
+        id="missing-path",
+    ),
+    pytest.param(
+        b'{"instruction": "caf\xe9", "repo": "/tmp"}',
+        "not valid UTF-8",
+        None,
+        "invalid_utf8",
+        id="invalid-utf8",
+    ),
+    pytest.param(
+        b'{"instruction": "x", "repo": "/tmp", "budgets": {"iterations": "many"}}',
+        "budgets.iterations must be an integer",
+        "budgets.iterations",
+        "wrong_type",
+        id="budget-type",
+    ),
+]
+
+
+@pytest.mark.parametrize(("payload", "error", "field", "code"), BAD)
+async def test_bad_submission_gets_a_specific_error(
+    nc: Any, intake: Intake, repo: Path, payload: bytes, error: str, field: str | None, code: str
+) -> None:
+    reply = await request(nc, payload)
+    assert error in reply["error"], reply
+    assert reply["field"] == field and reply["code"] == code
+    [(_, rejected)] = await EventStore(nc).read("session", reply["session_id"])
+    assert isinstance(rejected, ev.TaskRejected)
+    assert rejected.error == reply["error"] and rejected.field == field
+    # The intake keeps working.
+    good = await request(nc, json.dumps({"instruction": "next", "repo": str(repo)}).encode())
+    assert "error" not in good and good["session_id"] != reply["session_id"]
+
+
+async def test_huge_instruction(nc: Any, intake: Intake, repo: Path) -> None:
+    body = {"instruction": "x" * (1024 * 1024), "repo": str(repo)}
+    reply = await request(nc, json.dumps(body).encode())
+    assert reply["field"] == "instruction" and reply["code"] == "too_large"
+    assert "1048576 bytes; the limit is 65536" in reply["error"]
+    rejected = (await EventStore(nc).read("session", reply["session_id"]))[0][1]
+    assert isinstance(rejected, ev.TaskRejected) and len(rejected.excerpt) <= 200
+    good = await request(nc, json.dumps({"instruction": "ok", "repo": str(repo)}).encode())
+    assert "session_id" in good and "error" not in good
+
+
+async def test_same_payload_twice_makes_two_sessions(nc: Any, intake: Intake, repo: Path) -> None:
+    payload = json.dumps({"instruction": "again", "repo": str(repo)}).encode()
+    a, b = await asyncio.gather(request(nc, payload), request(nc, payload))
+    assert a["session_id"] != b["session_id"]
+    assert len(await session_events(nc)) == 2
+
+
+async def test_plain_publish_is_processed(nc: Any, intake: Intake, repo: Path) -> None:
+    await nc.publish(INTAKE_SUBJECT, json.dumps({"instruction": "pub", "repo": str(repo)}).encode())
+
+    async def one() -> bool:
+        return len(await session_events(nc)) == 1
+
+    await until(one)
+    [event] = await session_events(nc)
+    assert isinstance(event, ev.TaskSubmitted) and event.instruction == "pub"
+
+
+async def test_intake_started_after_publish(nc: Any, repo: Path) -> None:
+    await nc.publish(
+        INTAKE_SUBJECT, json.dumps({"instruction": "early", "repo": str(repo)}).encode()
+    )
+    await nc.flush()
+    handler = Intake(nc)
+    task = asyncio.create_task(handler.run())
+    try:
+
+        async def one() -> bool:
+            return len(await session_events(nc)) == 1
+
+        await until(one)
+    finally:
+        handler.stop()
+        await asyncio.wait_for(task, 10)
+    [event] = await session_events(nc)
+    assert isinstance(event, ev.TaskSubmitted) and event.instruction == "early"
+
+
+async def test_redelivered_submission_creates_no_second_session(nc: Any, repo: Path) -> None:
+    js = nc.jetstream()
+    handler = Intake(nc)
+    task = asyncio.create_task(handler.run())
+    await asyncio.wait_for(handler.ready.wait(), 10)
+    reply = await request(nc, json.dumps({"instruction": "once", "repo": str(repo)}).encode())
+    handler.stop()
+    await asyncio.wait_for(task, 10)
+    # Lose the consumer's ack state, as if the ack never reached the server: every stored
+    # submission is delivered again to a fresh intake.
+    await js.delete_consumer(INTAKE_STREAM, "intake")
+    again = Intake(nc)
+    task = asyncio.create_task(again.run())
+    try:
+
+        async def redelivered() -> bool:
+            try:
+                info = await js.consumer_info(INTAKE_STREAM, "intake")
+            except NotFoundError:  # not created yet
+                return False
+            return info.ack_floor.stream_seq >= 1
+
+        await until(redelivered)
+    finally:
+        again.stop()
+        await asyncio.wait_for(task, 10)
+    assert again.consumer.processed == 1
+    events = await session_events(nc)
+    assert [e.id for e in events] == [reply["session_id"]]
