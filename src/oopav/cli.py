@@ -362,32 +362,99 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
 @click.option(
     "--verify",
     is_flag=True,
-    help="Rebuild the projection from scratch and compare it with the stored snapshot.",
+    help="Re-run the handlers on a fresh temporary stream, serving recorded model answers and "
+    "sandbox results, and check they reproduce the recorded events (volatile fields excluded); "
+    "also rebuild the projection from scratch and compare it with the stored snapshot.",
+)
+@click.option(
+    "--fork-at",
+    type=int,
+    metavar="SEQ",
+    help="Replay up to this stream sequence, then continue live as a new session.",
+)
+@click.option("--model", help="With --fork-at: the model to continue with (default: the parent's).")
+@click.option(
+    "--timeout",
+    type=float,
+    default=900.0,
+    show_default=True,
+    help="With --fork-at: seconds to wait.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
 @run_async
-async def replay(c: Ctx, session: str, verify: bool, as_json: bool) -> None:
-    """Re-fold a session from the stream and print its state."""
+async def replay(
+    c: Ctx,
+    session: str,
+    verify: bool,
+    fork_at: int | None,
+    model: str | None,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Re-fold a session from the stream and print its state; check that it replays
+    deterministically (--verify); or fork it from a step (--fork-at SEQ [--model SPEC])."""
     from oopav.app import open_bus
     from oopav.runtime import replay_projection, resolve_session
 
+    if fork_at is not None:
+        await _fork(c, session, fork_at, model, timeout, as_json)
+        return
     async with open_bus(c.settings, name="oopav-replay") as bus:
         sid = await resolve_session(bus, session)
         report = await replay_projection(bus, sid, verify=verify)
+        recorded = await bus.events.read("session", sid) if verify else []
+        url = bus.url
+    handlers_report = None
+    if verify:
+        from oopav.replay import verify_session
+
+        handlers_report = await verify_session(url, sid, recorded=recorded)
+        report["handlers"] = handlers_report.to_dict()
     if as_json:
         _json_out(report)
-    else:
+    elif not verify:
         click.echo(json.dumps(report["state"], indent=2, default=str))
-        if verify:
-            if report["matches"]:
-                click.echo(
-                    f"verify: OK, the rebuilt projection equals the stored snapshot ({report['events']} events)"
-                )
-            else:
-                click.echo(f"verify: MISMATCH in {', '.join(report['differences'][:10])}", err=True)
-    if verify and not report["matches"]:
+    else:
+        if report["matches"]:
+            click.echo(
+                f"projection: OK, a rebuild equals the stored snapshot ({report['events']} events)"
+            )
+        else:
+            click.echo(f"projection: MISMATCH in {', '.join(report['differences'][:10])}", err=True)
+        assert handlers_report is not None
+        click.echo(f"handlers: {handlers_report.describe()}")
+    if verify and (
+        not report["matches"] or (handlers_report is not None and not handlers_report.ok)
+    ):
         sys.exit(1)
+
+
+async def _fork(
+    c: Ctx, session: str, fork_at: int, model: str | None, timeout: float, as_json: bool
+) -> None:
+    from oopav.app import open_bus
+    from oopav.handlers.registry import LOOP_HANDLERS
+    from oopav.replay import fork_session
+    from oopav.runtime import resolve_session, run_handlers, wait_session
+
+    async with open_bus(c.settings, embedded=True, name="oopav-fork") as bus:
+        sid = await resolve_session(bus, session)
+        stop = asyncio.Event()
+        handlers = asyncio.create_task(run_handlers(bus, stop, names=LOOP_HANDLERS))
+        try:
+            try:
+                child = await fork_session(bus, sid, fork_at, model)
+            except ValueError as exc:
+                raise click.ClickException(str(exc)) from None
+            click.echo(f"fork {child} of {sid} at sequence {fork_at}", err=True)
+            state = await wait_session(bus, child, timeout)
+        finally:
+            stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(handlers, 15)
+    _print_outcome(state, as_json)
+    sys.exit(0 if state.outcome == "success" else 1)
 
 
 # -- run / handler -------------------------------------------------------------------------

@@ -38,7 +38,7 @@ async def run_handlers(
     from oopav.handlers.runtime import HandlerRunner
 
     chosen = names or ALL_HANDLERS
-    ports = ports or Ports(settings=bus.settings, default_model=model)
+    ports = ports or Ports(settings=bus.settings, default_model=model, nats_url=bus.url)
     consumers = []
     tasks: list[asyncio.Task[Any]] = []
     runner = None

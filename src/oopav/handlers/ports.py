@@ -138,6 +138,8 @@ class Ports:
     default_model: str | None = None
     # Replay: the recorded timestamp of each event id, served instead of the clock.
     recorded_ts: dict[str, Any] | None = None
+    # The server this process uses (a fork reads its parent session from it).
+    nats_url: str | None = None
     _models: dict[str, Backend] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -155,6 +157,10 @@ class Ports:
         if chosen not in self._models:
             if self.model_factory is not None:
                 self._models[chosen] = self.model_factory(chosen)
+            elif chosen.startswith("fork:"):
+                from oopav.replay import fork_backend_factory
+
+                self._models[chosen] = fork_backend_factory(chosen, nats_url=self.nats_url)
             else:
                 from oopav.models.registry import load_backend
 

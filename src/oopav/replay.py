@@ -1,0 +1,360 @@
+"""Deterministic session replay, verification and forks (DESIGN invariant 5).
+
+``verify_session`` re-runs the loop handlers against a fresh, temporary NATS server and data
+directory. Model responses are served from the recorded ``model_called`` events by request
+hash, sandbox executions from the recorded exec records, timestamps from the recorded events;
+the task and every root event a person added (grants, denials) are injected at the point they
+originally arrived. The events produced must equal the recorded ones, volatile fields
+excluded; otherwise the report names the first divergence and its cause.
+
+``fork_session`` replays a session up to a stream sequence and continues live, with another
+model if asked, as a new session that records its parent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from oopav.events import catalog as ev
+from oopav.events.catalog import Event
+from oopav.events.codec import comparable
+from oopav.logging import get_logger
+
+log = get_logger("oopav.replay")
+
+
+@dataclass
+class Divergence:
+    index: int
+    recorded_sequence: int | None
+    recorded_type: str | None
+    replayed_type: str | None
+    field: str | None
+    cause: str
+    detail: str = ""
+
+
+@dataclass
+class ReplayReport:
+    session_id: str
+    ok: bool
+    recorded: int
+    replayed: int
+    first_divergence: Divergence | None = None
+    replay_misses: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "session_id": self.session_id,
+            "ok": self.ok,
+            "recorded": self.recorded,
+            "replayed": self.replayed,
+            "replay_misses": self.replay_misses,
+        }
+        if self.first_divergence is not None:
+            out["first_divergence"] = self.first_divergence.__dict__
+        return out
+
+    def describe(self) -> str:
+        if self.ok:
+            return (
+                f"replay OK: {self.replayed} events reproduced exactly (volatile fields excluded)"
+            )
+        d = self.first_divergence
+        assert d is not None
+        where = f"event #{d.index + 1}" + (
+            f" (recorded seq {d.recorded_sequence}, {d.recorded_type})" if d.recorded_type else ""
+        )
+        return (
+            f"replay DIVERGED at {where}: {d.cause}"
+            + (f" in field {d.field}" if d.field else "")
+            + (f": {d.detail}" if d.detail else "")
+        )
+
+
+class RecordedMemory:
+    """Serves the memory hits orient recorded, so retrieval replays exactly."""
+
+    def __init__(self, hits: list[tuple[str, float]]) -> None:
+        self.hits = hits
+
+    def query(self, text: str, k: int = 3, only_successful: bool = False) -> list[Any]:
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(session_id=sid, score=score) for sid, score in self.hits[:k]]
+
+
+def _first_field_difference(a: Any, b: Any, path: str = "") -> str | None:
+    if type(a) is not type(b):
+        return path or "(type)"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            if k not in a or k not in b:
+                return f"{path}.{k}" if path else str(k)
+            sub = _first_field_difference(a[k], b[k], f"{path}.{k}" if path else str(k))
+            if sub:
+                return sub
+        return None
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}[len {len(a)} != {len(b)}]"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            sub = _first_field_difference(x, y, f"{path}[{i}]")
+            if sub:
+                return sub
+        return None
+    return None if a == b else (path or "(value)")
+
+
+def compare(recorded: list[tuple[int, Event]], replayed: list[Event]) -> Divergence | None:
+    """The first position where the replayed events differ from the recorded ones."""
+    for i in range(max(len(recorded), len(replayed))):
+        rec = recorded[i] if i < len(recorded) else None
+        rep = replayed[i] if i < len(replayed) else None
+        if rec is None:
+            return Divergence(
+                i,
+                None,
+                None,
+                rep.type if rep else None,
+                None,
+                "extra event",
+                "the replay produced more events than were recorded",
+            )
+        if rep is None:
+            return Divergence(
+                i,
+                rec[0],
+                rec[1].type,
+                None,
+                None,
+                "missing event",
+                "the replay stopped before reproducing this event",
+            )
+        a, b = comparable(rec[1]), comparable(rep)
+        if a == b:
+            continue
+        fld = _first_field_difference(a, b)
+        cause = "different decision"
+        if (
+            isinstance(rec[1], ev.ModelCalled)
+            and isinstance(rep, ev.ModelCalled)
+            and rec[1].request_hash != rep.request_hash
+        ):
+            cause = "request hash drift (the prompt differs from the recorded one)"
+        elif rec[1].type != rep.type:
+            cause = f"different decision: {rep.type} instead of {rec[1].type}"
+        elif fld == "id":
+            cause = "different causal chain (ids differ)"
+        return Divergence(i, rec[0], rec[1].type, rep.type, fld, cause)
+    return None
+
+
+def _root_events(recorded: list[tuple[int, Event]]) -> list[tuple[int, Event, str | None]]:
+    """Events no handler produced (the task, grants by people), each with the id of the
+    recorded event just before it: it is injected once the replay has reproduced that one."""
+    out = []
+    prev: str | None = None
+    for seq, e in recorded:
+        if e.causation_id is None:
+            out.append((seq, e, prev))
+        prev = e.id
+    return out
+
+
+async def verify_session(
+    source_url: str,
+    session_id: str,
+    *,
+    recorded: list[tuple[int, Event]] | None = None,
+    tamper: Callable[[list[tuple[int, Event]]], list[tuple[int, Event]]] | None = None,
+    idle_timeout: float = 15.0,
+    total_timeout: float = 600.0,
+) -> ReplayReport:
+    """Re-run the handlers for ``session_id`` and compare (see the module docstring).
+
+    ``tamper`` may rewrite the recording before it is served (tests use it to prove that a
+    changed model response is detected)."""
+    from oopav.app import open_bus
+    from oopav.bus.store import EventStore, connect
+    from oopav.config import Settings
+    from oopav.handlers.ports import Ports, RecordedSandbox
+    from oopav.handlers.registry import LOOP_HANDLERS, build_loop_handler
+    from oopav.handlers.runtime import HandlerRunner
+    from oopav.models.replay import ReplayBackend
+
+    if recorded is None:
+        nc = await connect(source_url, name="oopav-replay-source")
+        try:
+            recorded = await EventStore(nc).read("session", session_id)
+        finally:
+            await nc.close()
+    if not recorded:
+        raise ValueError(f"no events for session {session_id}")
+    if tamper is not None:
+        recorded = tamper(recorded)
+    events_only = [e for _, e in recorded]
+    orient_hits: list[tuple[str, float]] = next(
+        (list(e.memory_hits) for e in events_only if isinstance(e, ev.OrientReported)), []
+    )
+    backend = ReplayBackend.from_events(events_only, spec=f"replay:{session_id}")
+    sandbox = RecordedSandbox.from_events(events_only)
+    with tempfile.TemporaryDirectory(prefix="oopav-replay-") as tmp:
+        settings = Settings(data_dir=Path(tmp), nats_url=None)
+        ports = Ports(
+            settings=settings,
+            sandbox=sandbox,
+            model_factory=lambda spec: backend,
+            default_model="replay",
+            recorded_ts={e.id: e.ts for e in events_only},
+        )
+        async with open_bus(settings, embedded=True, name="oopav-replay") as bus:
+            runners = []
+            for name in LOOP_HANDLERS:
+                handler = build_loop_handler(
+                    name, memory=RecordedMemory(orient_hits) if name == "orient" else None
+                )
+                runners.append(HandlerRunner(bus.nc, handler, ports))
+            tasks = [asyncio.create_task(r.run()) for r in runners]
+            replayed: list[Event] = []
+            seen: set[str] = set()
+            arrived = asyncio.Event()
+
+            async def on_msg(msg: Any) -> None:
+                from oopav.events.codec import decode
+
+                e = decode(msg.data)
+                replayed.append(e)
+                seen.add(e.id)
+                arrived.set()
+
+            sub = await bus.nc.subscribe(f"oopav.ev.session.{session_id}.>", cb=on_msg)
+            try:
+                roots = _root_events(recorded)
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + total_timeout
+                pending = list(roots)
+                while loop.time() < deadline:
+                    while pending and (pending[0][2] is None or pending[0][2] in seen):
+                        _, root, _ = pending.pop(0)
+                        await bus.events.append(root)
+                    if len(replayed) >= len(recorded) and not pending:
+                        # Give a runaway replay a moment to show extra events.
+                        await asyncio.sleep(0.3)
+                        break
+                    if replayed and isinstance(replayed[-1], ev.SessionCompleted) and not pending:
+                        break
+                    arrived.clear()
+                    try:
+                        await asyncio.wait_for(arrived.wait(), timeout=idle_timeout)
+                    except TimeoutError:
+                        break
+            finally:
+                await sub.unsubscribe()
+                for r in runners:
+                    r.stop()
+                for t in tasks:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(t, 10)
+            # The stream order is the truth; the subscription saw the same order.
+            stored = [e for _, e in await EventStore(bus.nc).read("session", session_id)]
+    divergence = compare(recorded, stored)
+    if divergence is not None and sandbox.misses:
+        divergence.detail = (
+            divergence.detail + f"; sandbox replay misses: {len(sandbox.misses)}"
+        ).lstrip("; ")
+    return ReplayReport(
+        session_id=session_id,
+        ok=divergence is None,
+        recorded=len(recorded),
+        replayed=len(stored),
+        first_divergence=divergence,
+        replay_misses=list(sandbox.misses),
+    )
+
+
+class ForkBackend:
+    """Serves the parent's recorded answers while the requests match them, then goes live."""
+
+    def __init__(self, recorded: Any, live: Any, spec: str) -> None:
+        self.recorded = recorded
+        self.live = live
+        self.spec = spec
+        self.live_calls = 0
+
+    async def complete(self, request: Any) -> Any:
+        from oopav.models.base import ModelError
+
+        if self.recorded is not None:
+            try:
+                return await self.recorded.complete(request)
+            except ModelError as exc:
+                if exc.kind not in ("replay_miss", "exhausted"):
+                    raise
+                self.recorded = None  # past the fork point: never go back
+        self.live_calls += 1
+        return await self.live.complete(request)
+
+    async def aclose(self) -> None:
+        await self.live.aclose()
+
+
+async def fork_session(bus: Any, session_id: str, at_sequence: int, model: str | None) -> str:
+    """Start a new session from ``session_id``'s task that replays the parent's model answers
+    up to ``at_sequence`` and continues live (with ``model`` when given). Returns its id."""
+    from oopav.events.factory import root_event
+
+    recorded = await bus.events.read("session", session_id)
+    task = next((e for _, e in recorded if isinstance(e, ev.TaskSubmitted)), None)
+    if task is None:
+        raise ValueError(f"session {session_id} has no task_submitted event")
+    if not any(seq == at_sequence for seq, _ in recorded):
+        raise ValueError(
+            f"session {session_id} has no event at sequence {at_sequence}; see `oopav show {session_id}`"
+        )
+    spec = f"fork:{session_id}@{at_sequence}:{model or task.model or bus.settings.model or ''}"
+    fields = {
+        k: v
+        for k, v in msgspec.structs.asdict(task).items()
+        if k in ev.TaskSubmitted.__struct_fields__ and k not in Event.__struct_fields__
+    }
+    fields.update(model=spec, parent_session=session_id, fork_sequence=at_sequence, source=None)
+    child = root_event(ev.TaskSubmitted, handler="replay", **fields)
+    await bus.events.append(child, expected=0)
+    return child.aggregate_id
+
+
+def fork_backend_factory(
+    spec: str, loader: Callable[[str], Any] | None = None, nats_url: str | None = None
+) -> Any:
+    """Build the backend for a ``fork:<parent>@<sequence>:<live spec>`` model spec."""
+    from oopav.models.registry import load_backend
+    from oopav.models.replay import ReplayBackend
+
+    body = spec.removeprefix("fork:")
+    parent, _, rest = body.partition("@")
+    seq_text, _, live_spec = rest.partition(":")
+    at = int(seq_text)
+
+    async def load(_: str) -> list[tuple[int, Event]]:
+        from oopav.app import server_url
+        from oopav.bus.reader import read_aggregate
+        from oopav.config import Settings
+
+        url = nats_url or server_url(Settings())
+        if url is None:
+            raise RuntimeError("no NATS server to read the parent session from")
+        events = await read_aggregate(url, "session", parent)
+        return [(s, e) for s, e in events if s <= at]
+
+    recorded = ReplayBackend.from_session(parent, loader=loader or load)
+    live = load_backend(live_spec) if live_spec else None
+    return ForkBackend(recorded, live, spec)
