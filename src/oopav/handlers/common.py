@@ -12,7 +12,7 @@ from oopav.handlers.ports import Ports
 from oopav.handlers.runtime import Emitter
 from oopav.projections.session import SessionState
 
-LOOP_POLICY_KEYS = ("critic", "lint", "max_plan_steps")
+LOOP_POLICY_KEYS = ("critic", "lint")
 
 
 def loop_policy(state: SessionState) -> dict[str, object]:

@@ -138,6 +138,10 @@ def parse_submission(payload: bytes, *, check_repo: bool = True) -> Accepted | R
         sub = SubmissionIn.model_validate(raw)
     except ValidationError as exc:
         return _from_validation(exc, raw, excerpt)
+    if sub.policy is not None:
+        problem = _policy_problem(sub.policy)
+        if problem is not None:
+            return Rejected(problem, "policy", "invalid", excerpt)
     test_command: list[str] | None
     if isinstance(sub.test_command, str):
         try:
@@ -237,3 +241,24 @@ def _from_validation(exc: ValidationError, raw: dict[str, Any], excerpt: str) ->
         if field == "instruction" and "bytes; the limit" in msg:
             code = "too_large"
     return Rejected(msg, field or None, code, excerpt)
+
+
+def _policy_problem(policy: dict[str, Any]) -> str | None:
+    """Why a submitted policy cannot be used (None when it can): capability entries must parse,
+    loop switches must be booleans."""
+    from pydantic import ValidationError as PolicyError
+
+    from oopav.handlers.common import LOOP_POLICY_KEYS
+    from oopav.sandbox.policy import policy_from
+
+    for key in ("critic", "lint"):
+        if key in policy and not isinstance(policy[key], bool):
+            return f"policy.{key} must be true or false"
+    rest = {k: v for k, v in policy.items() if k not in LOOP_POLICY_KEYS}
+    try:
+        policy_from(rest)
+    except PolicyError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        return f"policy.{loc}: {err['msg'].removeprefix('Value error, ')}"
+    return None
