@@ -83,13 +83,21 @@ class ReplayReport:
 class RecordedMemory:
     """Serves the memory hits orient recorded, so retrieval replays exactly."""
 
-    def __init__(self, hits: list[tuple[str, float]]) -> None:
-        self.hits = hits
+    def __init__(self, examples: list[dict[str, Any]]) -> None:
+        self.examples = examples
 
     def query(self, text: str, k: int = 3, only_successful: bool = False) -> list[Any]:
         from types import SimpleNamespace
 
-        return [SimpleNamespace(session_id=sid, score=score) for sid, score in self.hits[:k]]
+        return [
+            SimpleNamespace(
+                session_id=x["session_id"],
+                score=x["score"],
+                instruction=x.get("instruction", ""),
+                plan_summary=x.get("plan", ""),
+            )
+            for x in self.examples[:k]
+        ]
 
 
 def _first_field_difference(a: Any, b: Any, path: str = "") -> str | None:
@@ -202,8 +210,8 @@ async def verify_session(
     if tamper is not None:
         recorded = tamper(recorded)
     events_only = [e for _, e in recorded]
-    orient_hits: list[tuple[str, float]] = next(
-        (list(e.memory_hits) for e in events_only if isinstance(e, ev.OrientReported)), []
+    orient_hits: list[dict[str, Any]] = next(
+        (list(e.memory_examples) for e in events_only if isinstance(e, ev.OrientReported)), []
     )
     backend = ReplayBackend.from_events(events_only, spec=f"replay:{session_id}")
     sandbox = RecordedSandbox.from_events(events_only)

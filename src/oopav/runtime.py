@@ -59,9 +59,16 @@ async def run_handlers(
             if hasattr(grants, "start_responder"):
                 await grants.start_responder()
             consumers.append(grants.consumer)
+    memory = None
+    if "orient" in chosen:
+        memory = await _open_memory(bus)
+        if memory is not None:
+            tasks.append(asyncio.create_task(follow_memory(bus, memory, stop)))
     for name in chosen:
         if name in LOOP_HANDLERS:
-            consumers.append(HandlerRunner(bus.nc, build_loop_handler(name), ports).consumer)
+            consumers.append(
+                HandlerRunner(bus.nc, build_loop_handler(name, memory=memory), ports).consumer
+            )
     watcher = None
     if stop is not None:
 
@@ -78,10 +85,72 @@ async def run_handlers(
             watcher.cancel()
         if runner is not None:
             runner.stop()
-        for t in tasks:
-            with contextlib.suppress(Exception):
-                await t
+        if tasks:
+            _, still = await asyncio.wait(tasks, timeout=2)
+            for t in still:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(BaseException):
+                    await t
         await ports.aclose()
+
+
+async def _open_memory(bus: Bus) -> Any:
+    """The retrieval memory: loaded from its disposable directory, else empty; it catches up
+    from the stream either way."""
+    try:
+        from oopav.context.memory import SessionMemory
+
+        return SessionMemory.load(bus.settings.data_dir / "memory") or SessionMemory()
+    except Exception as exc:  # retrieval is an aid: never block the loop on it
+        log.warning("memory_unavailable", error=repr(exc))
+        return None
+
+
+async def follow_memory(
+    bus: Bus, memory: Any, stop: asyncio.Event | None, save_every: float = 30.0
+) -> None:
+    """Keep the session memory current: a projection of the stream (invariant 1)."""
+    from nats.js.api import ConsumerConfig, DeliverPolicy
+
+    from oopav.events.codec import EventDecodeError, decode
+
+    def on_msg(msg: Any) -> None:
+        try:
+            memory.apply(msg.metadata.sequence.stream, decode(msg.data))
+        except EventDecodeError:
+            pass
+
+    async def cb(msg: Any) -> None:
+        on_msg(msg)
+
+    sub = await bus.events.js.subscribe(
+        "oopav.ev.session.>",
+        ordered_consumer=True,
+        deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+        config=ConsumerConfig(opt_start_seq=memory.last_sequence + 1),
+        cb=cb,
+    )
+    directory = bus.settings.data_dir / "memory"
+    saved = memory.last_sequence
+    try:
+        while stop is None or not stop.is_set():
+            try:
+                if stop is None:
+                    await asyncio.sleep(save_every)
+                else:
+                    await asyncio.wait_for(stop.wait(), save_every)
+            except TimeoutError:
+                pass
+            if memory.last_sequence != saved:
+                await asyncio.to_thread(memory.save, directory)
+                saved = memory.last_sequence
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+        if memory.last_sequence != saved:
+            with contextlib.suppress(Exception):
+                memory.save(directory)
 
 
 async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:

@@ -206,6 +206,8 @@ class OrientReported(Event, tag="orient_reported", frozen=True):
     memory_hits: list[tuple[str, float]] = msgspec.field(default_factory=list)
     gate: Literal["proceed", "gather_evidence", "stop"] = "proceed"
     evidence_rounds: int = 0
+    # What the planner may show as similar successful sessions (recorded, so replay is exact).
+    memory_examples: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 class PlanProposed(Event, tag="plan_proposed", frozen=True):

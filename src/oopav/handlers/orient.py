@@ -43,7 +43,8 @@ class Orient:
         existing = [m for m in mentioned if root is not None and (root / m).exists()]
         missing = [m for m in mentioned if m not in existing]
         rounds = state.orient.evidence_rounds + 1 if state.orient is not None else 0
-        hits = self._memory_hits(task.instruction, state.session_id)
+        found = self._memory_hits(task.instruction, state.session_id)
+        hits = [(h.session_id, round(float(h.score), 6)) for h in found]
         tests = "unknown" if event.tests is None else ("pass" if event.tests.passed else "fail")
         report = orient(
             OrientInput(
@@ -70,6 +71,15 @@ class Orient:
             memory_hits=[(sid, score) for sid, score in report.memory_hits],
             gate=report.gate,
             evidence_rounds=rounds,
+            memory_examples=[
+                {
+                    "session_id": h.session_id,
+                    "score": round(float(h.score), 6),
+                    "instruction": str(getattr(h, "instruction", ""))[:500],
+                    "plan": str(getattr(h, "plan_summary", ""))[:1000],
+                }
+                for h in found
+            ],
         )
         if report.gate == "stop":
             await complete(
@@ -81,11 +91,11 @@ class Orient:
             )
         return out.events
 
-    def _memory_hits(self, instruction: str, session_id: str) -> list[tuple[str, float]]:
+    def _memory_hits(self, instruction: str, session_id: str) -> list:  # type: ignore[type-arg]
         if self.memory is None:
             return []
         try:
             hits = self.memory.query(instruction, k=3, only_successful=True)  # type: ignore[attr-defined]
         except Exception:
             return []
-        return [(h.session_id, float(h.score)) for h in hits if h.session_id != session_id]
+        return [h for h in hits if h.session_id != session_id]

@@ -102,6 +102,13 @@ class Planner:
             )
         task = state.task
         assert task is not None
+        if o is not None and o.memory_examples:
+            lines = ["### Similar successful sessions"]
+            for x in o.memory_examples[:3]:
+                lines.append(
+                    f"- ({x.get('score', 0):.2f}) {x.get('instruction', '')[:200]}\n  plan: {x.get('plan', '')[:400]}"
+                )
+            parts.append("\n".join(lines))
         if task.test_command:
             parts.append("### Test command\n" + " ".join(task.test_command))
         for i, ex in enumerate(task.examples[:3]):
