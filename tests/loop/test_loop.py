@@ -1,0 +1,253 @@
+"""The loop end to end on a real nats-server with the real sandbox and scripted models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.loop.conftest import (
+    FILES,
+    PYTEST,
+    action_answer,
+    assert_causal,
+    assert_unique_ids,
+    finish,
+    finish_session,
+    loop,
+    never_matches,
+    of,
+    plan_answer,
+    rename_all,
+    rename_definition_only,
+    start,
+    task,
+    types,
+    verdict,
+    wait_for,
+)
+
+
+def diff_files(diff: str) -> list[str]:
+    return sorted(
+        line.split(" b/", 1)[1] for line in diff.splitlines() if line.startswith("diff --git ")
+    )
+
+
+async def test_success_path(nc, nats_url: str, data_dir: Path, example_repo: Path) -> None:
+    """The example task with its own pytest suite."""
+    repo = example_repo
+    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, test_command=PYTEST))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    assert diff_files(state.diff) == sorted(FILES)
+    assert "-def fetch(" in state.diff and "+def fetch_page(" in state.diff
+    assert "+from webtool.client import fetch_page" in state.diff
+    gates = {g.gate: g for g in of(events, "gate_evaluated")}
+    for name in ("stubs", "parse", "tests", "lint"):
+        assert gates[name].passed and not gates[name].skipped, (name, gates[name].evidence)
+    assert gates["critic"].skipped
+    assert len(of(events, "plan_proposed")) == 1
+    assert len(of(events, "action_applied")) == 1
+    assert of(events, "verification_completed")[0].passed
+    assert types(events)[-1] == "session_completed"
+    assert_unique_ids(events)
+    assert_causal(events)
+    # The original repository is untouched: the work happened in the session's workspace.
+    assert "def fetch(" in (repo / "webtool" / "client.py").read_text()
+
+
+async def test_failing_gate_replans_and_then_succeeds(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer("first try"), plan_answer("second try")],
+        "actor": [rename_definition_only(), finish("half"), rename_all(), finish("all")],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    tests_gates = [g for g in of(events, "gate_evaluated") if g.gate == "tests"]
+    assert [g.passed for g in tests_gates] == [False, True]
+    assert [g.bounce for g in tests_gates] == [0, 1]
+    replans = of(events, "replan_triggered")
+    assert [r.source for r in replans] == ["verifier"]
+    assert "tests gate failed" in replans[0].reason and replans[0].evidence
+    # The replan follows the failed verification and precedes the second plan.
+    order = types(events)
+    failed_at = order.index("verification_completed")
+    assert order.index("replan_triggered") > failed_at
+    plans = of(events, "plan_proposed")
+    assert [p.attempt for p in plans] == [1, 2]
+    assert plans[1].causation_id == replans[0].id
+    assert [v.passed for v in of(events, "verification_completed")] == [False, True]
+    assert state.budgets_used.bounces == 1
+    assert of(events, "session_completed")[0].metrics["bounces"] == 1
+    assert sorted(diff_files(state.diff)) == sorted(FILES)
+    assert_unique_ids(events)
+    assert_causal(events)
+
+
+async def test_iteration_budget_ends_a_session_that_never_finishes(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    writes = [
+        action_answer({"type": "write_file", "path": f"notes{i}.txt", "content": f"{i}\n"})
+        for i in range(10)
+    ]
+    script = {"planner": [plan_answer(steps=8)], "actor": writes}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, budgets={"iterations": 2}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "aborted", state.summary
+    over = of(events, "budget_exceeded")
+    assert [(b.budget, b.limit, b.used) for b in over] == [("iterations", 2, 2)]
+    assert len(of(events, "action_proposed")) == 2
+    assert len(of(events, "action_applied")) == 2
+    assert not of(events, "gate_evaluated")
+    assert types(events)[-1] == "session_completed"
+    assert of(events, "session_completed")[0].reason == "budget"
+    assert_unique_ids(events)
+
+
+async def test_bounce_budget_fails_a_session_whose_tests_keep_failing(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer("a"), plan_answer("b")],
+        "actor": [rename_definition_only(), finish("half"), finish("still half")],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, budgets={"bounces": 1}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "failed", state.summary
+    assert [v.failed_gate for v in of(events, "verification_completed")] == ["tests", "tests"]
+    over = of(events, "budget_exceeded")
+    assert [(b.budget, b.limit, b.used) for b in over] == [("bounces", 1, 2)]
+    assert len(of(events, "replan_triggered")) == 1
+    assert_unique_ids(events)
+
+
+async def test_stuck_actor_is_perturbed_then_aborted(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer("first"), plan_answer("perturbed")],
+        "actor": [never_matches() for _ in range(8)],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "aborted", state.summary
+    assert of(events, "session_completed")[0].reason == "stuck"
+    rejected = of(events, "action_rejected")
+    assert len(rejected) == 6 and all(r.reason == rejected[0].reason for r in rejected)
+    stuck = of(events, "stuck_detected")
+    assert [(s.pattern, s.count, s.response) for s in stuck] == [
+        ("repeat", 3, "replan"),
+        ("repeat", 3, "abort"),
+    ]
+    replans = of(events, "replan_triggered")
+    assert len(replans) == 1 and replans[0].source == "actor" and replans[0].perturbation
+    assert replans[0].causation_id == stuck[0].causation_id
+    assert len(of(events, "plan_proposed")) == 2
+    # Nothing was written: the repository never changed.
+    assert not of(events, "action_applied") and state.diff == ""
+    assert_unique_ids(events)
+
+
+async def test_critic_reject_then_revise_then_approve(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer("first"), plan_answer("revised")],
+        "actor": [rename_all(), finish(), finish("reviewed")],
+        "critic": [verdict("reject", "the docstring still says fetch"), verdict("approve", "ok")],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy={"critic": True}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    verdicts = of(events, "critic_verdict")
+    assert [v.verdict for v in verdicts] == ["reject", "approve"]
+    assert verdicts[0].reasons == ["the docstring still says fetch"]
+    replans = of(events, "replan_triggered")
+    assert len(replans) == 1 and replans[0].source == "verifier"
+    assert "docstring" in replans[0].evidence
+    order = [e.id for e in events]
+    assert order.index(verdicts[0].id) < order.index(replans[0].id) < order.index(verdicts[1].id)
+    critic_gates = [g for g in of(events, "gate_evaluated") if g.gate == "critic"]
+    assert [(g.passed, g.skipped) for g in critic_gates] == [(False, False), (True, False)]
+    assert state.budgets_used.bounces == 1
+    assert_unique_ids(events)
+
+
+async def test_critic_garbage_is_unavailable_and_does_not_block(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer()],
+        "actor": [rename_all(), finish()],
+        "critic": ["I think it is fine, probably {not json"],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy={"critic": True}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    verdicts = of(events, "critic_verdict")
+    assert [v.verdict for v in verdicts] == ["unavailable"]
+    critic_gate = [g for g in of(events, "gate_evaluated") if g.gate == "critic"]
+    assert [(g.passed, g.skipped) for g in critic_gate] == [(True, True)]
+    assert not of(events, "replan_triggered")
+
+
+async def test_garbage_actions_are_retried_then_the_budget_fails_the_session(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer()],
+        "actor": ["<action>{not json</action>", "no tags at all", "<action>{}</action>"],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, budgets={"retries_per_phase": 2}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "failed", state.summary
+    calls = [c for c in of(events, "model_called") if c.role == "actor"]
+    assert len(calls) == 3
+    # Each retry tells the model what was wrong with the previous answer.
+    assert len(calls[1].request["messages"]) > len(calls[0].request["messages"])
+    over = of(events, "budget_exceeded")
+    assert [(b.budget, b.limit, b.used, b.phase) for b in over] == [
+        ("retries_per_phase", 2, 3, "acting")
+    ]
+    assert not of(events, "action_proposed")
+    assert_unique_ids(events)
+
+
+async def test_permission_request_waits_for_a_grant(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    from oopav.sandbox import build_grant
+
+    command = action_answer(
+        {"type": "run_command", "argv": ["python", "-c", "print(6 * 7)"]}, "run"
+    )
+    script = {"planner": [plan_answer()], "actor": [command, finish("ran it")]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo))
+        events = await wait_for(bus, sid, "permission_requested")
+        asked = of(events, "permission_requested")[0]
+        assert asked.scope.startswith("exec:python")
+        assert not of(events, "action_applied")
+        grant = build_grant(sid, "exec:python", uses=1)
+        await bus.events.append(grant)
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    applied = of(events, "action_applied")
+    assert len(applied) == 1 and applied[0].action_id == asked.action_id
+    assert applied[0].ok and "42" in applied[0].stdout_tail
+    assert applied[0].grants_used == [grant.id]
+    order = [e.id for e in events]
+    assert order.index(asked.id) < order.index(grant.id) < order.index(applied[0].id)
+    assert_unique_ids(events)
