@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Sequence
@@ -120,6 +121,27 @@ class EventStore:
                 f"append of {event.type} {event.id} rejected: {exc.description}"
             ) from None
         return Appended(event.id, ack.seq, bool(ack.duplicate))
+
+    async def append_many_async(self, events: Sequence[Event]) -> list[Appended]:
+        """Append events pipelined: publish all, then collect the acks (``publish_async``).
+
+        Each event still carries its ``Nats-Msg-Id`` (dedup), and one connection keeps the
+        given order on the stream, but there is no concurrency check and no atomicity: on an
+        error the events before it may be stored. For bulk loads, imports and benchmarks; a
+        handler's decision uses ``append``/``append_batch`` with ``expected``."""
+        publish = self.js.publish_async
+        encode = self.registry.encode
+        futures = [
+            await publish(e.subject, encode(e), headers={"Nats-Msg-Id": e.id}) for e in events
+        ]
+        acks = await asyncio.gather(*futures, return_exceptions=True)
+        out: list[Appended] = []
+        for event, ack in zip(events, acks, strict=True):
+            if isinstance(ack, BaseException):
+                detail = getattr(ack, "description", None) or repr(ack)
+                raise AppendRejected(f"append of {event.type} {event.id} rejected: {detail}")
+            out.append(Appended(event.id, ack.seq, bool(ack.duplicate)))
+        return out
 
     async def append_batch(
         self, events: Sequence[Event], *, expected: int | None = None

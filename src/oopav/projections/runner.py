@@ -124,37 +124,28 @@ class ProjectionRunner(Generic[S]):
         self._stop.set()
 
     async def _consume(self, follow: bool) -> None:
+        # Events are folded in the subscription's callback, as nats-py delivers them: no queue
+        # hand-off and no timer per message (that cost ~40% of a rebuild). The states changed
+        # since the last commit are written with the position in one LMDB transaction, every
+        # ``commit_every`` events and whenever the runner reaches the head of the stream.
         js = self.nc.jetstream()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-
-        async def on_msg(msg: Any) -> None:
-            queue.put_nowait(msg)
-
-        sub = await js.subscribe(
-            self.projection.subject,
-            ordered_consumer=True,
-            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-            config=ConsumerConfig(opt_start_seq=self.position + 1),
-            cb=on_msg,
-        )
-        info = await sub.consumer_info()
-        caught_up = info.num_pending == 0 and not (info.delivered and info.delivered.consumer_seq)
-        pending = 0
         decode = self.registry.decode
         key_of = self.projection.key
         evolve = self.projection.evolve
+        initial = self.projection.initial
+        snapshot_of = self.snapshots.get
         cache = self._cache
-        dirty = self._dirty
-        try:
-            while not self._stop.is_set():
-                if caught_up and not follow:
-                    break
-                try:
-                    msg = await asyncio.wait_for(queue.get(), timeout=0.5)
-                except TimeoutError:
-                    continue
-                meta = msg.metadata
-                seq = meta.sequence.stream
+        listeners = self.listeners
+        caught_up = asyncio.Event()
+        failure: list[BaseException] = []
+        pending = 0
+
+        async def on_msg(msg: Any) -> None:
+            nonlocal pending
+            if failure:
+                return
+            try:
+                seq, num_pending = _position(msg)
                 try:
                     event = decode(msg.data)
                 except EventDecodeError as exc:
@@ -166,27 +157,54 @@ class ProjectionRunner(Generic[S]):
                     if key is not None:
                         state = cache.get(key)
                         if state is None:
-                            state = self.snapshots.get(key) or self.projection.initial(key)
+                            state = snapshot_of(key) or initial(key)
                         state = evolve(state, event, seq)
                         cache[key] = state
-                        dirty[key] = state
-                        for listener in self.listeners:
+                        self._dirty[key] = state
+                        for listener in listeners:
                             listener(seq, event, state)
                 self.position = seq
                 pending += 1
-                if meta.num_pending == 0:
-                    caught_up = True
-                if pending >= self.commit_every or (
-                    queue.empty() and (caught_up or pending >= 256)
-                ):
-                    await self._commit()
-                    dirty = self._dirty
+                at_head = num_pending == 0
+                if pending >= self.commit_every or at_head:
                     pending = 0
+                    await self._commit()
+                if at_head:
+                    caught_up.set()
+            except Exception as exc:  # surface it in the runner, not nats-py's error callback
+                failure.append(exc)
+                caught_up.set()
+
+        sub = await js.subscribe(
+            self.projection.subject,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            config=ConsumerConfig(opt_start_seq=self.position + 1),
+            cb=on_msg,
+        )
+        try:
+            info = await sub.consumer_info()
+            if info.num_pending == 0 and not (info.delivered and info.delivered.consumer_seq):
+                caught_up.set()
+            stop = asyncio.create_task(self._stop.wait())
+            try:
+                while not self._stop.is_set() and not failure:
+                    if caught_up.is_set() and not follow:
+                        break
+                    waiter = asyncio.create_task(caught_up.wait())
+                    await asyncio.wait({waiter, stop}, return_when=asyncio.FIRST_COMPLETED)
+                    waiter.cancel()
+                    if follow:
+                        caught_up.clear()
+            finally:
+                stop.cancel()
         finally:
-            if pending:
-                await self._commit()
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
+            if self._dirty:
+                await self._commit()
+        if failure:
+            raise failure[0]
 
     async def _commit(self) -> None:
         version = self.projection.version
@@ -203,6 +221,18 @@ class ProjectionRunner(Generic[S]):
     async def _notify(self) -> None:
         async with self._cond:
             self._cond.notify_all()
+
+
+def _position(msg: Any) -> tuple[int, int]:
+    """(stream sequence, messages pending) from a JetStream delivery's reply subject, without
+    building nats-py's full metadata object (a tenth of a rebuild's time)."""
+    tokens = msg.reply.split(".")
+    if len(tokens) == 9:  # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
+        return int(tokens[5]), int(tokens[8])
+    if len(tokens) >= 12:  # with domain and account hash first
+        return int(tokens[7]), int(tokens[10])
+    meta = msg.metadata
+    return meta.sequence.stream, meta.num_pending
 
 
 async def load_session(

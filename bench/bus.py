@@ -1,0 +1,251 @@
+"""Bus benchmark: the spine's append, rebuild and load paths against raw nats-py, same run.
+
+    python bench/bus.py [--events 100000] [--session-events 10000]
+
+Starts its own embedded nats-server (JetStream, file storage) in a temp dir and prints, per
+measurement, oopav's figure, the raw nats-py baseline measured in the same run, and the ratio
+(oopav / raw; higher is better for throughput). Each append measurement starts from empty
+streams, so every run writes the same number of fresh messages.
+
+Targets (docs/benchmarks.md): pipelined append >= 0.8x raw publish_async, atomic batches
+>= 2x raw publish_async, projection rebuild >= 0.8x a raw ordered consumer, loading a
+10k-event session from snapshot + 100-event tail < 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import platform
+import shutil
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from nats.js.api import DeliverPolicy
+
+from oopav.bus.server import EmbeddedServer, nats_server_binary
+from oopav.bus.store import EventStore, connect
+from oopav.bus.streams import ensure_streams, stream_definitions
+from oopav.events import catalog as ev
+from oopav.events.ids import derive_id
+from oopav.projections.runner import SESSIONS, ProjectionRunner, load_session
+from oopav.projections.session import SessionState
+from oopav.projections.store import Snapshots, SnapshotStore
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def make_events(n: int, sessions: int, salt: str) -> list[ev.Event]:
+    """``n`` events spread round-robin over ``sessions`` sessions: a task_submitted each, then
+    a mix of model calls, gates and observations (~350-450 bytes of JSON each)."""
+    sids = [derive_id(salt, "bench-session", i) for i in range(sessions)]
+    out: list[ev.Event] = []
+    for i in range(n):
+        sid = sids[i % sessions]
+        k = i // sessions
+        env: dict[str, Any] = {
+            "id": sid if k == 0 else derive_id(sid, "bench", k),
+            "aggregate_id": sid,
+            "correlation_id": sid,
+            "causation_id": None if k == 0 else sid,
+            "actor": "bench/0",
+            "ts": T0 + timedelta(milliseconds=i),
+        }
+        if k == 0:
+            out.append(ev.TaskSubmitted(instruction="rename fetch to fetch_page", repo="/r", **env))
+        elif k % 3 == 0:
+            out.append(
+                ev.ModelCalled(
+                    role="actor",
+                    backend="scripted",
+                    request_hash=f"{k:016x}",
+                    request={"n": k},
+                    response='{"type": "finish", "summary": "ok"}',
+                    prompt_tokens=120,
+                    completion_tokens=30,
+                    latency_ms=1.5,
+                    **env,
+                )
+            )
+        elif k % 3 == 1:
+            out.append(
+                ev.GateEvaluated(gate="tests", passed=k % 2 == 0, evidence="3 passed", **env)
+            )
+        else:
+            out.append(
+                ev.ObservationRecorded(
+                    phase="change", files_total=12, changed_files=["src/app.py"], **env
+                )
+            )
+    return out
+
+
+async def reset(js: Any) -> None:
+    for name in stream_definitions():
+        try:
+            await js.delete_stream(name)
+        except Exception:
+            pass
+    await ensure_streams(js)
+
+
+def rate(n: int, seconds: float) -> float:
+    return n / seconds if seconds > 0 else float("inf")
+
+
+def line(label: str, ours: float, raw: float, unit: str = "ev/s", target: str = "") -> None:
+    ratio = ours / raw if raw else float("nan")
+    print(
+        f"  {label:44} {ours:>11,.0f} {unit}   raw {raw:>11,.0f} {unit}   ratio {ratio:5.2f}x"
+        + (f"   (target {target})" if target else "")
+    )
+
+
+async def raw_publish_async(
+    nc: Any, subjects: list[str], payloads: list[bytes], headers: list[dict[str, str]] | None = None
+) -> float:
+    js = nc.jetstream()
+    t = time.perf_counter()
+    if headers is None:
+        futs = [await js.publish_async(s, p) for s, p in zip(subjects, payloads, strict=True)]
+    else:
+        futs = [
+            await js.publish_async(s, p, headers=h)
+            for s, p, h in zip(subjects, payloads, headers, strict=True)
+        ]
+    await asyncio.gather(*futs)
+    return time.perf_counter() - t
+
+
+async def raw_ordered_count(nc: Any, n: int) -> float:
+    js = nc.jetstream()
+    done = asyncio.Event()
+    count = 0
+
+    async def cb(msg: Any) -> None:
+        nonlocal count
+        count += 1
+        if count >= n:
+            done.set()
+
+    t = time.perf_counter()
+    sub = await js.subscribe(
+        "oopav.ev.session.>", ordered_consumer=True, deliver_policy=DeliverPolicy.ALL, cb=cb
+    )
+    await done.wait()
+    elapsed = time.perf_counter() - t
+    await sub.unsubscribe()
+    return elapsed
+
+
+async def main(n: int, session_events: int, single_n: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="oopav-bench-"))
+    server = EmbeddedServer(tmp / "nats", write_info=False)
+    url = server.start()
+    nc = await connect(url, name="bench")
+    js = nc.jetstream()
+    store = EventStore(nc)
+    print(f"oopav bus benchmark: {n:,} events, nats-server at {url}")
+    print(f"  python {platform.python_version()}, {nats_server_binary()}")
+    try:
+        sessions = max(1, n // 100)
+        events = make_events(n, sessions, "a")
+        payloads = [store.registry.encode(e) for e in events]
+        subjects = [e.subject for e in events]
+        size = sum(map(len, payloads)) / len(payloads)
+        print(f"  {sessions:,} sessions, mean event size {size:.0f} bytes\n")
+
+        print("append")
+        await reset(js)
+        raw_t = await raw_publish_async(nc, subjects, payloads)
+        raw = rate(n, raw_t)
+        await reset(js)
+        raw_id_t = await raw_publish_async(
+            nc, subjects, payloads, [{"Nats-Msg-Id": e.id} for e in events]
+        )
+        line("raw publish_async + Nats-Msg-Id (info)", rate(n, raw_id_t), raw)
+
+        await reset(js)
+        t = time.perf_counter()
+        done = await store.append_many_async(events)
+        pipelined = rate(n, time.perf_counter() - t)
+        assert len(done) == n and done[-1].sequence == n
+        line("EventStore.append_many_async (pipelined)", pipelined, raw, target=">= 0.8x")
+
+        await reset(js)
+        few = events[:single_n]
+        t = time.perf_counter()
+        for e in few:
+            await store.append(e)
+        single = rate(single_n, time.perf_counter() - t)
+        line(f"EventStore.append, awaited ({single_n:,} ev, info)", single, raw)
+
+        await reset(js)
+        t = time.perf_counter()
+        done = await store.append_batch(events)
+        batched = rate(n, time.perf_counter() - t)
+        assert len(done) == n and done[-1].sequence == n
+        line("EventStore.append_batch (atomic, 1000/batch)", batched, raw, target=">= 2x")
+
+        print("\nprojection rebuild (decode + fold + LMDB commit)")
+        raw_t = await raw_ordered_count(nc, n)
+        snap_dir = tmp / "snapshots"
+        runner = ProjectionRunner(nc, SnapshotStore(snap_dir), SESSIONS)
+        t = time.perf_counter()
+        pos = await runner.catch_up()
+        rebuild_t = time.perf_counter() - t
+        assert pos == n, pos
+        line(
+            "ProjectionRunner.catch_up, fresh LMDB",
+            rate(n, rebuild_t),
+            rate(n, raw_t),
+            target=">= 0.8x",
+        )
+        runner.snapshots.store.close()
+
+        print(f"\nload one session of {session_events:,} events (snapshot + 100-event tail)")
+        await reset(js)
+        one = make_events(session_events, 1, "load")
+        await store.append_batch(one[:-100])
+        snaps = SnapshotStore(tmp / "snap-one")
+        await ProjectionRunner(nc, snaps, SESSIONS).catch_up()
+        await store.append_batch(one[-100:])
+        typed = Snapshots(snaps, SESSIONS.name, SESSIONS.schema, SessionState)
+        sid = one[0].aggregate_id
+        times = []
+        for _ in range(7):
+            t = time.perf_counter()
+            state = await load_session(store, typed, sid)
+            times.append((time.perf_counter() - t) * 1000)
+            assert state.event_count == session_events, state.event_count
+        times.sort()
+        t = time.perf_counter()
+        full = await load_session(store, None, sid)
+        full_ms = (time.perf_counter() - t) * 1000
+        assert full.event_count == session_events
+        print(
+            f"  load_session (snapshot + tail)               median {times[3]:6.1f} ms"
+            f"   min {times[0]:6.1f} ms   (target < 50 ms)"
+        )
+        print(f"  load_session (no snapshot, all events, info) {full_ms:13.1f} ms")
+    finally:
+        await nc.close()
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--session-events", type=int, default=10_000)
+    ap.add_argument(
+        "--single",
+        type=int,
+        default=10_000,
+        help="events for the awaited one-by-one append (slow: one round trip each)",
+    )
+    args = ap.parse_args()
+    asyncio.run(main(args.events, args.session_events, min(args.single, args.events)))
