@@ -62,7 +62,7 @@ class ProjectionRunner(Generic[S]):
         projection: Projection[S],
         *,
         registry: Registry = REGISTRY,
-        commit_every: int = 2000,
+        commit_every: int = 25_000,  # while catching up; at the head every event commits
         listeners: list[Callable[[int, Event, S], None]] | None = None,
     ) -> None:
         self.nc = nc
