@@ -37,4 +37,5 @@ def configure(level: str | None = None, json: bool | None = None) -> None:
 
 
 def get_logger(name: str = "oopav", **bound: object) -> structlog.typing.FilteringBoundLogger:
-    return structlog.get_logger(name).bind(**bound)
+    # Lazy: a module-level logger must pick up the configuration made later by the CLI.
+    return structlog.get_logger(name, **bound)
