@@ -26,6 +26,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument(
+        "--skip-context", action="store_true", help="Skip the repo map and memory figures."
+    )
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -96,6 +99,13 @@ def main() -> None:
     print(
         f"valid answers: constrained {int(c['valid'])}/{args.runs}, unconstrained {int(u['valid'])}/{args.runs}"
     )
+    if not args.skip_context:
+        # The repo map and the memory feed the same prompts: their figures belong here too.
+        import runpy
+
+        print()
+        print("context (bench/context.py): repo map for 1k files, memory of 10k sessions")
+        runpy.run_path(str(Path(__file__).with_name("context.py")), run_name="__main__")
 
 
 if __name__ == "__main__":
