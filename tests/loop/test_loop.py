@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.loop.conftest import (
+import pytest
+import yaml
+from loop_harness import (
     FILES,
     PYTEST,
     action_answer,
     assert_causal,
+    assert_replays,
     assert_unique_ids,
     finish,
     finish_session,
@@ -57,6 +65,23 @@ async def test_success_path(nc, nats_url: str, data_dir: Path, example_repo: Pat
     assert "def fetch(" in (repo / "webtool" / "client.py").read_text()
 
 
+@pytest.mark.xfail(
+    reason="replay --verify of a session on a git repository: the replay's observer runs "
+    "`git worktree add -B oopav/<sid>` in the same repository while the original worktree "
+    "still has that branch checked out, so it fails (see the loop report)",
+    strict=False,
+)
+async def test_replay_of_a_git_worktree_session(
+    nc, nats_url: str, data_dir: Path, example_repo: Path
+) -> None:
+    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(example_repo))
+        state, _ = await finish_session(bus, sid)
+    assert state.outcome == "success"
+    await assert_replays(nats_url, sid)
+
+
 async def test_failing_gate_replans_and_then_succeeds(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
@@ -87,6 +112,7 @@ async def test_failing_gate_replans_and_then_succeeds(
     assert sorted(diff_files(state.diff)) == sorted(FILES)
     assert_unique_ids(events)
     assert_causal(events)
+    await assert_replays(nats_url, sid)
 
 
 async def test_iteration_budget_ends_a_session_that_never_finishes(
@@ -109,6 +135,7 @@ async def test_iteration_budget_ends_a_session_that_never_finishes(
     assert types(events)[-1] == "session_completed"
     assert of(events, "session_completed")[0].reason == "budget"
     assert_unique_ids(events)
+    await assert_replays(nats_url, sid)
 
 
 async def test_bounce_budget_fails_a_session_whose_tests_keep_failing(
@@ -127,6 +154,7 @@ async def test_bounce_budget_fails_a_session_whose_tests_keep_failing(
     assert [(b.budget, b.limit, b.used) for b in over] == [("bounces", 1, 2)]
     assert len(of(events, "replan_triggered")) == 1
     assert_unique_ids(events)
+    await assert_replays(nats_url, sid)
 
 
 async def test_stuck_actor_is_perturbed_then_aborted(
@@ -155,6 +183,7 @@ async def test_stuck_actor_is_perturbed_then_aborted(
     # Nothing was written: the repository never changed.
     assert not of(events, "action_applied") and state.diff == ""
     assert_unique_ids(events)
+    await assert_replays(nats_url, sid)
 
 
 async def test_critic_reject_then_revise_then_approve(
@@ -181,6 +210,7 @@ async def test_critic_reject_then_revise_then_approve(
     assert [(g.passed, g.skipped) for g in critic_gates] == [(False, False), (True, False)]
     assert state.budgets_used.bounces == 1
     assert_unique_ids(events)
+    await assert_replays(nats_url, sid)
 
 
 async def test_critic_garbage_is_unavailable_and_does_not_block(
@@ -200,6 +230,7 @@ async def test_critic_garbage_is_unavailable_and_does_not_block(
     critic_gate = [g for g in of(events, "gate_evaluated") if g.gate == "critic"]
     assert [(g.passed, g.skipped) for g in critic_gate] == [(True, True)]
     assert not of(events, "replan_triggered")
+    await assert_replays(nats_url, sid)
 
 
 async def test_garbage_actions_are_retried_then_the_budget_fails_the_session(
@@ -223,6 +254,7 @@ async def test_garbage_actions_are_retried_then_the_budget_fails_the_session(
     ]
     assert not of(events, "action_proposed")
     assert_unique_ids(events)
+    await assert_replays(nats_url, sid)
 
 
 async def test_permission_request_waits_for_a_grant(
@@ -251,3 +283,91 @@ async def test_permission_request_waits_for_a_grant(
     order = [e.id for e in events]
     assert order.index(asked.id) < order.index(grant.id) < order.index(applied[0].id)
     assert_unique_ids(events)
+    await assert_replays(nats_url, sid)
+
+
+async def test_replay_detects_a_tampered_model_response(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    from oopav.replay import verify_session
+
+    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success"
+    first_actor_call = next(e for e in events if e.type == "model_called" and e.role == "actor")
+
+    def tamper(recorded):  # the recorded answer now renames to another name
+        import msgspec
+
+        return [
+            (
+                seq,
+                msgspec.structs.replace(e, response=e.response.replace("fetch_page", "get_page"))
+                if e.id == first_actor_call.id
+                else e,
+            )
+            for seq, e in recorded
+        ]
+
+    report = await verify_session(nats_url, sid, tamper=tamper, idle_timeout=10.0)
+    assert not report.ok
+    d = report.first_divergence
+    assert d is not None and d.recorded_type == "action_proposed", d
+    assert d.field is not None and d.field.startswith("action"), d
+    assert events[d.index].type == "action_proposed"
+
+
+def _spawn(nats_url: str, data_dir: Path, name: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "OOPAV_DATA_DIR": str(data_dir), "OOPAV_LOG_LEVEL": "WARNING"}
+    cmd = [sys.executable, "-m", "oopav.cli", "--nats-url", nats_url, "handler", name]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+async def test_actor_process_killed_mid_session_and_restarted(
+    nc, nats_url: str, data_dir: Path, repo: Path, tmp_path: Path
+) -> None:
+    """The actor runs as its own process (`oopav handler actor`), is SIGKILLed while the session
+    waits on it, and a new process picks the session up where the stream says it is: the
+    scripted model continues at the right answer and no event is duplicated."""
+    from oopav.sandbox import build_grant
+
+    command = action_answer(
+        {"type": "run_command", "argv": ["python", "-c", "print(6 * 7)"]}, "run"
+    )
+    actor_script = [command, rename_all(), finish()]
+    script_file = tmp_path / "script.yaml"
+    plan = plan_answer(steps=3)
+    script_file.write_text(yaml.safe_dump({"planner": [plan], "actor": actor_script}))
+    others = ("intake", "grants", "observer", "orient", "planner", "verifier")
+    first = _spawn(nats_url, data_dir, "actor")
+    second = None
+    try:
+        async with loop(nats_url, names=others) as bus:
+            sid = await start(bus, task(repo, model=f"scripted:{script_file}"))
+            events = await wait_for(bus, sid, "permission_requested")
+            assert len([e for e in of(events, "model_called") if e.role == "actor"]) == 1
+            first.send_signal(signal.SIGKILL)
+            assert await asyncio.to_thread(first.wait, 30) == -signal.SIGKILL
+            grant = build_grant(sid, "exec:python", uses=1)
+            await bus.events.append(grant)
+            second = _spawn(nats_url, data_dir, "actor")
+            state, events = await finish_session(bus, sid)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                await asyncio.to_thread(proc.wait, 30)
+    assert state.outcome == "success", state.summary
+    assert_unique_ids(events)
+    assert_causal(events)
+    assert len(of(events, "plan_proposed")) == 1
+    calls = [e for e in of(events, "model_called") if e.role == "actor"]
+    # Each scripted answer served exactly once, in order, across the two processes.
+    assert [c.response for c in calls] == actor_script
+    applied = of(events, "action_applied")
+    assert [a.ok for a in applied] == [True, True]
+    assert applied[0].grants_used == [grant.id] and "42" in applied[0].stdout_tail
+    assert sorted(diff_files(state.diff)) == sorted(FILES)
+    await assert_replays(nats_url, sid)
