@@ -169,6 +169,14 @@ def compare(recorded: list[tuple[int, Event]], replayed: list[Event]) -> Diverge
     return None
 
 
+def _pinned_base(session_id: str, events: list[Event]) -> dict[str, str]:
+    """The recorded base commit of a git-worktree session (a copy has no stable commit)."""
+    for e in events:
+        if isinstance(e, ev.WorkspacePrepared) and e.kind == "worktree":
+            return {session_id: e.base_commit}
+    return {}
+
+
 def _root_events(recorded: list[tuple[int, Event]]) -> list[tuple[int, Event, str | None]]:
     """Events no handler produced (the task, grants by people), each with the id of the
     recorded event just before it: it is injected once the replay has reproduced that one."""
@@ -227,6 +235,7 @@ async def verify_session(
             model_factory=lambda spec: backend,
             default_model="replay",
             recorded_ts={e.id: e.ts for e in events_only},
+            pinned_base=_pinned_base(session_id, events_only),
         )
         async with open_bus(settings, embedded=True, name="oopav-replay") as bus:
             runners = []

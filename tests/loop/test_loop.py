@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 from loop_harness import (
     FILES,
@@ -65,20 +64,14 @@ async def test_success_path(nc, nats_url: str, data_dir: Path, example_repo: Pat
     assert "def fetch(" in (repo / "webtool" / "client.py").read_text()
 
 
-@pytest.mark.xfail(
-    reason="replay --verify of a session on a git repository: the replay's observer runs "
-    "`git worktree add -B oopav/<sid>` in the same repository while the original worktree "
-    "still has that branch checked out, so it fails (see the loop report)",
-    strict=False,
-)
 async def test_replay_of_a_git_worktree_session(
     nc, nats_url: str, data_dir: Path, example_repo: Path
 ) -> None:
     script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
     async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(example_repo))
+        sid = await start(bus, task(example_repo, test_command=["python", "-m", "pytest", "-q"]))
         state, _ = await finish_session(bus, sid)
-    assert state.outcome == "success"
+    assert state.outcome == "success", state.summary
     await assert_replays(nats_url, sid)
 
 

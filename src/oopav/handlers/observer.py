@@ -6,6 +6,7 @@ The decisions are explicit rules (``rules.observer``); this module gathers the f
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 
 from oopav.bus.consumer import Delivery
@@ -44,8 +45,12 @@ class Observer:
 
         ports = out.ports
         try:
+            pinned = (ports.pinned_base or {}).get(event.aggregate_id)
             info = await asyncio.to_thread(
-                prepare_workspace, Path(event.repo), event.aggregate_id, ports.settings
+                functools.partial(prepare_workspace, isolated_at=pinned),
+                Path(event.repo),
+                event.aggregate_id,
+                ports.settings,
             )
         except (WorkspaceError, OSError) as exc:
             await complete(

@@ -138,6 +138,8 @@ class Ports:
     default_model: str | None = None
     # Replay: the recorded timestamp of each event id, served instead of the clock.
     recorded_ts: dict[str, Any] | None = None
+    # Replay: the recorded base commit per session; workspaces become private clones at it.
+    pinned_base: dict[str, str] | None = None
     # The server this process uses (a fork reads its parent session from it).
     nats_url: str | None = None
     _models: dict[str, Backend] = field(default_factory=dict)

@@ -101,10 +101,18 @@ def branch_for(session_id: str) -> str:
 
 
 def prepare_workspace(
-    repo: Path, session_id: str, settings: Settings | None = None
+    repo: Path,
+    session_id: str,
+    settings: Settings | None = None,
+    *,
+    isolated_at: str | None = None,
 ) -> WorkspaceInfo:
     """Create the session's workspace, or return the existing one (idempotent: a redelivered
-    task gets the same result)."""
+    task gets the same result).
+
+    ``isolated_at``: for a git repository, check out that commit in a private clone instead
+    of adding a worktree, leaving the repository's branches and worktree list untouched
+    (replay uses it: the original session's worktree may still hold its branch)."""
     st = settings or Settings()
     repo = repo.expanduser().resolve()
     with _lock(st, session_id):
@@ -123,10 +131,27 @@ def prepare_workspace(
             if _is_git_repo(repo):
                 git(repo, "worktree", "prune", check=False)
         path.parent.mkdir(parents=True, exist_ok=True)
-        if _is_git_repo(repo):
+        if _is_git_repo(repo) and isolated_at is not None:
+            gitdir = st.workspaces_dir / ".gitdirs" / session_id
+            shutil.rmtree(gitdir, ignore_errors=True)
+            gitdir.parent.mkdir(parents=True, exist_ok=True)
+            git(
+                repo.parent,
+                "clone",
+                "-q",
+                "--shared",
+                "--no-checkout",
+                f"--separate-git-dir={gitdir}",
+                str(repo),
+                str(path),
+            )
+            git(path, "checkout", "-q", "-B", branch, isolated_at)
+            base = git(path, "rev-parse", "HEAD").strip()
+            kind: Literal["worktree", "copy"] = "worktree"
+        elif _is_git_repo(repo):
             base = git(repo, "rev-parse", "HEAD").strip()
             git(repo, "worktree", "add", "--force", "-B", branch, str(path), base)
-            kind: Literal["worktree", "copy"] = "worktree"
+            kind = "worktree"
         else:
             # The copy's git directory lives outside the workspace so that the sandbox (which
             # hides the data dir) cannot touch the history the checkpoints rely on.
