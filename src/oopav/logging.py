@@ -31,9 +31,14 @@ def configure(level: str | None = None, json: bool | None = None) -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping().get(level_name, logging.INFO)
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # Resolved per logger: sys.stderr may be replaced after configure() (tests, daemons).
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
+
+
+def _stderr_logger(*_: object) -> structlog.PrintLogger:
+    return structlog.PrintLogger(file=sys.stderr)
 
 
 def get_logger(name: str = "oopav", **bound: object) -> structlog.typing.FilteringBoundLogger:
