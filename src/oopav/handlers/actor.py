@@ -19,8 +19,7 @@ from oopav.events import catalog as ev
 from oopav.events.actions import Action, FinishAction, RunCommandAction, action_hash
 from oopav.events.catalog import Event
 from oopav.handlers.common import (
-    FATAL_MODEL_ERRORS,
-    call_model,
+    ask_model,
     clip,
     complete,
     over_wall_budget,
@@ -148,65 +147,12 @@ class Actor:
     async def _ask(
         self, state: SessionState, out: Emitter, step: int
     ) -> tuple[Action | None, str | None, str, dict | None]:
-        from oopav.models.prompt import (
-            AgentState,
-            AnswerError,
-            build_request,
-            parse_role_answer,
-            retry_messages,
-            static_prefix,
-        )
-
-        task = state.task
-        assert task is not None
-        prefix = static_prefix(sandbox_policy(state).model_dump(mode="json"))
-        agent_state = msgspec.convert(state.agent_state, AgentState) if state.agent_state else None
-        context = _context(state, step)
-        extra: list = []
-        retries = task.budgets.retries_per_phase
-        for attempt in range(retries + 1):
-            request = build_request(
-                "actor",
-                prefix=prefix,
-                context=context,
-                state=agent_state,
-                task=task.instruction,
-                extra=extra,
-                seed=0,
-            )
-            response, called, error = await call_model(out, state, request, attempt)
-            if response is None:
-                if error is not None and error.kind in FATAL_MODEL_ERRORS:
-                    await complete(
-                        out, state, "aborted", f"model unavailable: {error}", reason="model"
-                    )
-                    return None, None, "", None
-                continue
-            try:
-                parsed = parse_role_answer(
-                    "actor", response.text, finish_reason=response.finish_reason
-                )
-            except AnswerError as exc:
-                extra = [*extra, *retry_messages(response.text, exc)]
-                continue
-            update = msgspec.to_builtins(parsed.state_update) if parsed.state_update else None
-            return parsed.payload, called.id, parsed.think, update
-        out.emit(
-            ev.BudgetExceeded,
-            budget="retries_per_phase",
-            limit=retries,
-            used=retries + 1,
-            phase="acting",
-            response="abort",
-        )
-        await complete(
-            out,
-            state,
-            "failed",
-            "the actor gave no valid action within the retry budget",
-            reason="budget",
-        )
-        return None, None, "", None
+        answer = await ask_model(out, state, "actor", _context(state, step), "acting")
+        if answer is None:
+            return None, None, "", None
+        parsed, call_id = answer
+        update = msgspec.to_builtins(parsed.state_update) if parsed.state_update else None
+        return parsed.payload, call_id, parsed.think, update
 
     # -- validation, capabilities, application --------------------------------------------
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
@@ -189,3 +191,77 @@ FATAL_MODEL_ERRORS = frozenset(
         "context_length",
     }
 )
+
+
+async def ask_model(
+    out: Emitter,
+    state: SessionState,
+    role: str,
+    context: str,
+    phase: str,
+    check: Callable[[Any], str | None] | None = None,
+) -> tuple[Any, str] | None:
+    """Ask ``role`` under the prompt contract, retrying a rejected answer with the reason
+    (never patching it up) within the phase's retry budget. Every attempt is recorded as
+    ``model_called``. ``check`` may refuse a well-formed payload with a message for the model.
+
+    Returns (the parsed answer, the id of the call that produced it), or None after ending the
+    session (model unavailable, or the retry budget spent)."""
+    import msgspec
+
+    from oopav.models.prompt import (
+        AgentState,
+        AnswerError,
+        build_request,
+        parse_role_answer,
+        retry_messages,
+        static_prefix,
+    )
+
+    task = state.task
+    assert task is not None
+    prefix = static_prefix(sandbox_policy(state).model_dump(mode="json"))
+    agent_state = msgspec.convert(state.agent_state, AgentState) if state.agent_state else None
+    extra: list[Any] = []
+    retries = task.budgets.retries_per_phase
+    for attempt in range(retries + 1):
+        request = build_request(
+            role,
+            prefix=prefix,
+            context=context,
+            state=agent_state,
+            task=task.instruction,
+            extra=extra,
+            seed=0,
+        )
+        response, called, error = await call_model(out, state, request, attempt)
+        if response is None:
+            if error is not None and error.kind in FATAL_MODEL_ERRORS:
+                await complete(out, state, "aborted", f"model unavailable: {error}", reason="model")
+                return None
+            continue
+        try:
+            parsed = parse_role_answer(role, response.text, finish_reason=response.finish_reason)
+            problem = check(parsed.payload) if check is not None else None
+            if problem is not None:
+                raise AnswerError("schema_mismatch", problem)
+        except AnswerError as exc:
+            extra = [*extra, *retry_messages(response.text, exc)]
+            continue
+        return parsed, called.id
+    out.emit(
+        ev.BudgetExceeded,
+        budget="retries_per_phase",
+        limit=retries,
+        used=retries + 1,
+        phase=phase,
+        response="abort",
+    )
+    await complete(
+        out,
+        state,
+        "failed",
+        f"the {role} gave no acceptable answer within the retry budget",
+        reason="budget",
+    )
+    return None

@@ -15,12 +15,10 @@ from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event, PlanStep
 from oopav.handlers.common import (
-    FATAL_MODEL_ERRORS,
-    call_model,
+    ask_model,
     clip,
     complete,
     over_wall_budget,
-    sandbox_policy,
     tokens_exceeded,
 )
 from oopav.handlers.ports import Ports
@@ -127,86 +125,34 @@ class Planner:
         return "\n\n".join(parts), map_hash
 
     async def _plan(self, event: Event, state: SessionState, out: Emitter) -> None:
-        from oopav.models.prompt import (
-            AgentState,
-            AnswerError,
-            build_request,
-            parse_role_answer,
-            retry_messages,
-            static_prefix,
-        )
-
-        task = state.task
-        assert task is not None
         context, map_hash = await self._context(state)
-        prefix = static_prefix(sandbox_policy(state).model_dump(mode="json"))
-        agent_state = msgspec.convert(state.agent_state, AgentState) if state.agent_state else None
         decision = state.orient.test_decision if state.orient else "optional"
-        extra: list = []
-        retries = task.budgets.retries_per_phase
-        for attempt in range(retries + 1):
-            request = build_request(
-                "planner",
-                prefix=prefix,
-                context=context,
-                state=agent_state,
-                task=task.instruction,
-                extra=extra,
-                seed=0,
-            )
-            response, called, error = await call_model(out, state, request, attempt)
-            if response is None:
-                if error is not None and error.kind in FATAL_MODEL_ERRORS:
-                    await complete(
-                        out, state, "aborted", f"model unavailable: {error}", reason="model"
-                    )
-                    return
-                continue
-            try:
-                parsed = parse_role_answer(
-                    "planner", response.text, finish_reason=response.finish_reason
-                )
-            except AnswerError as exc:
-                extra = [*extra, *retry_messages(response.text, exc)]
-                continue
-            plan = parsed.payload
-            problem = missing_test_step(plan, decision)
-            if problem is not None:
-                exc = AnswerError("schema_mismatch", problem)
-                extra = [*extra, *retry_messages(response.text, exc)]
-                continue
-            out.emit(
-                ev.PlanProposed,
-                steps=[
-                    PlanStep(id=s.id, description=s.description, files=list(s.files))
-                    for s in plan.steps
-                ],
-                files=list(plan.files),
-                test_decision=plan.test_decision if decision != "required" else "required",
-                attempt=state.plans + 1,
-                model_call_id=called.id,
-                rationale=plan.rationale,
-                repo_map_hash=map_hash,
-                state_update=msgspec.to_builtins(parsed.state_update)
-                if parsed.state_update
-                else None,
-                think=parsed.think,
-            )
-            return
-        out.emit(
-            ev.BudgetExceeded,
-            budget="retries_per_phase",
-            limit=retries,
-            used=retries + 1,
-            phase="planning",
-            response="abort",
-        )
-        await complete(
+        answer = await ask_model(
             out,
             state,
-            "failed",
-            "the planner gave no acceptable plan within the retry budget",
-            reason="budget",
+            "planner",
+            context,
+            "planning",
+            check=lambda plan: missing_test_step(plan, decision),
+        )
+        if answer is None:
+            return
+        parsed, call_id = answer
+        plan = parsed.payload
+        out.emit(
+            ev.PlanProposed,
+            steps=[
+                PlanStep(id=s.id, description=s.description, files=list(s.files))
+                for s in plan.steps
+            ],
+            files=list(plan.files),
+            test_decision=plan.test_decision if decision != "required" else "required",
+            attempt=state.plans + 1,
+            model_call_id=call_id,
+            rationale=plan.rationale,
+            repo_map_hash=map_hash,
+            state_update=msgspec.to_builtins(parsed.state_update) if parsed.state_update else None,
+            think=parsed.think,
         )
 
 
