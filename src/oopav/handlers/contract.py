@@ -3,7 +3,6 @@ everything it does not. Pure: bytes in, a task or a rejection out."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shlex
 from dataclasses import dataclass
@@ -85,10 +84,6 @@ class Rejected:
 
     def reply(self) -> dict[str, Any]:
         return {"error": self.error, "field": self.field, "code": self.code}
-
-
-def digest(payload: bytes) -> str:
-    return hashlib.sha256(payload).hexdigest()
 
 
 def parse_submission(payload: bytes, *, check_repo: bool = True) -> Accepted | Rejected:

@@ -27,9 +27,7 @@ import asyncio
 import contextlib
 import json
 import math
-import time
-from collections import defaultdict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from nats.aio.client import Client as NATS
@@ -42,7 +40,7 @@ from oopav.bus.streams import GRANT_SUBJECT, INTAKE_STREAM, dlq_subject
 from oopav.events.catalog import PermissionDenied, PermissionGranted
 from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.ids import uuid7_from
-from oopav.handlers.contract import digest
+from oopav.handlers.replies import ReplyMatcher, digest
 from oopav.logging import get_logger
 from oopav.sandbox.capabilities import (
     ScopeError,
@@ -54,7 +52,6 @@ from oopav.sandbox.capabilities import (
 
 HANDLER = "grants"
 OUTCOME_PREFIX = "oopav.grants_outcome"
-REPLY_TTL = 30.0
 MAX_PAYLOAD = 64 * 1024
 FIELDS = ("session_id", "scope", "for", "uses", "by", "deny", "reason")
 log = get_logger("oopav.handlers.grants", handler=HANDLER)
@@ -239,34 +236,6 @@ async def submit_grant(
     return reply_for(event)
 
 
-@dataclass
-class _Replies:
-    """Requests waiting for the outcome of their stored copy, and outcomes nobody asked for
-    yet (the stored copy may be processed before its request reaches us), by digest."""
-
-    waiting: dict[str, deque[tuple[str, float]]] = field(default_factory=lambda: defaultdict(deque))
-    unclaimed: dict[str, deque[tuple[bytes, float]]] = field(
-        default_factory=lambda: defaultdict(deque)
-    )
-
-    def expire(self, now: float) -> list[str]:
-        """Drop entries older than REPLY_TTL; the inboxes of requests that timed out."""
-        timed_out: list[str] = []
-        for key in list(self.waiting):
-            q = self.waiting[key]
-            while q and now - q[0][1] > REPLY_TTL:
-                timed_out.append(q.popleft()[0])
-            if not q:
-                del self.waiting[key]
-        for key in list(self.unclaimed):
-            u = self.unclaimed[key]
-            while u and now - u[0][1] > REPLY_TTL:
-                u.popleft()
-            if not u:
-                del self.unclaimed[key]
-        return timed_out
-
-
 class Grants:
     """The grants handler process: durable consumer + reply responder (like ``Intake``)."""
 
@@ -274,7 +243,15 @@ class Grants:
         self.nc = nc
         self.events = EventStore(nc)
         self.clock = clock
-        self.replies = _Replies()
+        self.replies = ReplyMatcher(
+            nc,
+            json.dumps(
+                {
+                    "error": "the grants handler did not finish in time; check `oopav show`",
+                    "field": None,
+                }
+            ).encode(),
+        )
         self.consumer = HandlerConsumer(
             nc,
             HANDLER,
@@ -315,52 +292,20 @@ class Grants:
 
     # -- replies --------------------------------------------------------------------------
 
-    async def _on_request(self, msg: Msg) -> None:
-        if not msg.reply:
-            return
-        key = digest(msg.data)
-        now = time.monotonic()
-        self.replies.expire(now)
-        ready = self.replies.unclaimed.get(key)
-        if ready:
-            body, _ = ready.popleft()
-            await self.nc.publish(msg.reply, body)
-            return
-        self.replies.waiting[key].append((msg.reply, now))
-
     async def _on_outcome(self, msg: Msg) -> None:
-        key = msg.subject.rsplit(".", 1)[-1]
-        waiting = self.replies.waiting.get(key)
-        if waiting:
-            inbox, _ = waiting.popleft()
-            await self.nc.publish(inbox, msg.data)
-        else:
-            self.replies.unclaimed[key].append((msg.data, time.monotonic()))
-
-    async def _expire_loop(self) -> None:
-        late = json.dumps(
-            {
-                "error": "the grants handler did not finish in time; check `oopav show`",
-                "field": None,
-            }
-        ).encode()
-        while True:
-            await asyncio.sleep(1.0)
-            for inbox in self.replies.expire(time.monotonic()):
-                with contextlib.suppress(Exception):
-                    await self.nc.publish(inbox, late)
+        await self.replies.on_outcome(msg.subject.rsplit(".", 1)[-1], msg.data)
 
     async def start_responder(self) -> None:
         self._subs.append(await self.nc.subscribe(f"{OUTCOME_PREFIX}.*", cb=self._on_outcome))
         self._subs.append(
-            await self.nc.subscribe(GRANT_SUBJECT, queue="oopav-grants", cb=self._on_request)
+            await self.nc.subscribe(GRANT_SUBJECT, queue="oopav-grants", cb=self.replies.on_request)
         )
         await self.nc.flush()
 
     async def run(self) -> None:
         if not self._subs:
             await self.start_responder()
-        expiry = asyncio.create_task(self._expire_loop())
+        expiry = asyncio.create_task(self.replies.expire_loop())
         try:
             await self.consumer.run()
         finally:

@@ -16,9 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
-from collections import defaultdict, deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from nats.aio.client import Client as NATS
@@ -33,11 +30,11 @@ from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.codec import REGISTRY
 from oopav.events.factory import actor_name
 from oopav.events.ids import uuid7_from
-from oopav.handlers.contract import Accepted, Rejected, digest, parse_submission
+from oopav.handlers.contract import Accepted, Rejected, parse_submission
+from oopav.handlers.replies import ReplyMatcher, digest
 from oopav.logging import get_logger
 
 HANDLER = "intake"
-REPLY_TTL = 30.0
 log = get_logger("oopav.handlers.intake", handler=HANDLER)
 
 
@@ -101,29 +98,6 @@ def reply_for(event: Event) -> dict[str, Any]:
     return {"session_id": event.aggregate_id}
 
 
-@dataclass
-class _Replies:
-    """Requests waiting for the outcome of their stored copy, matched by payload digest."""
-
-    waiting: dict[str, deque[tuple[str, float]]] = field(default_factory=lambda: defaultdict(deque))
-    unclaimed: dict[str, deque[tuple[dict[str, Any], float]]] = field(
-        default_factory=lambda: defaultdict(deque)
-    )
-
-    def expire(self, now: float) -> list[str]:
-        timed_out = []
-        for store in (self.waiting, self.unclaimed):
-            for key in list(store):
-                q = store[key]
-                while q and now - q[0][1] > REPLY_TTL:
-                    item = q.popleft()
-                    if store is self.waiting:
-                        timed_out.append(item[0])  # type: ignore[arg-type]
-                if not q:
-                    del store[key]
-        return timed_out
-
-
 class Intake:
     """The intake handler process: durable consumer + reply responder."""
 
@@ -132,7 +106,15 @@ class Intake:
         self.events = EventStore(nc)
         self.clock = clock
         self.check_repo = check_repo
-        self.replies = _Replies()
+        self.replies = ReplyMatcher(
+            nc,
+            json.dumps(
+                {
+                    "error": "the intake did not finish in time; check `oopav sessions`",
+                    "field": None,
+                }
+            ).encode(),
+        )
         self.consumer = HandlerConsumer(
             nc,
             HANDLER,
@@ -166,50 +148,14 @@ class Intake:
 
     # -- replies --------------------------------------------------------------------------
 
-    async def _on_request(self, msg: Msg) -> None:
-        if not msg.reply:
-            return
-        key = digest(msg.data)
-        now = time.monotonic()
-        self.replies.expire(now)
-        ready = self.replies.unclaimed.get(key)
-        if ready:
-            body, _ = ready.popleft()
-            await self.nc.publish(msg.reply, json.dumps(body).encode())
-            return
-        self.replies.waiting[key].append((msg.reply, now))
-
     async def _on_result(self, msg: Msg) -> None:
         try:
             event = REGISTRY.decode(msg.data)
         except Exception:
             return
         source = getattr(event, "source", None)
-        if source is None:
-            return
-        body = reply_for(event)
-        now = time.monotonic()
-        waiting = self.replies.waiting.get(source.digest)
-        if waiting:
-            inbox, _ = waiting.popleft()
-            await self.nc.publish(inbox, json.dumps(body).encode())
-        else:
-            self.replies.unclaimed[source.digest].append((body, now))
-
-    async def _expire_loop(self) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            for inbox in self.replies.expire(time.monotonic()):
-                with contextlib.suppress(Exception):
-                    await self.nc.publish(
-                        inbox,
-                        json.dumps(
-                            {
-                                "error": "the intake did not finish in time; check `oopav sessions`",
-                                "field": None,
-                            }
-                        ).encode(),
-                    )
+        if source is not None:
+            await self.replies.on_outcome(source.digest, json.dumps(reply_for(event)).encode())
 
     async def start_responder(self) -> None:
         self._subs.append(
@@ -219,14 +165,16 @@ class Intake:
             await self.nc.subscribe("oopav.ev.session.*.task_rejected", cb=self._on_result)
         )
         self._subs.append(
-            await self.nc.subscribe(INTAKE_SUBJECT, queue="oopav-intake", cb=self._on_request)
+            await self.nc.subscribe(
+                INTAKE_SUBJECT, queue="oopav-intake", cb=self.replies.on_request
+            )
         )
         await self.nc.flush()
         self.ready.set()
 
     async def run(self) -> None:
         await self.start_responder()
-        expiry = asyncio.create_task(self._expire_loop())
+        expiry = asyncio.create_task(self.replies.expire_loop())
         try:
             await self.consumer.run()
         finally:

@@ -1,0 +1,79 @@
+"""Answering a ``nats req`` whose message is processed from a stream.
+
+A submission published to a stored subject is processed exactly once by a durable consumer,
+which does not see the requester's reply inbox. A core queue subscription on the same subject
+sees the request; the two meet here, by a digest of the payload: a request waits for the
+outcome of its stored copy, and an outcome that arrives first (the consumer was faster) waits
+for its request. Identical payloads are interchangeable, so matching them in order is exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+from collections import defaultdict, deque
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+REPLY_TTL = 30.0
+
+
+def digest(payload: bytes) -> str:
+    return hashlib.sha256(payload).hexdigest()
+
+
+class ReplyMatcher:
+    def __init__(self, nc: NATS, late_reply: bytes, ttl: float = REPLY_TTL) -> None:
+        self.nc = nc
+        self.late_reply = late_reply
+        self.ttl = ttl
+        self.waiting: dict[str, deque[tuple[str, float]]] = defaultdict(deque)
+        self.unclaimed: dict[str, deque[tuple[bytes, float]]] = defaultdict(deque)
+
+    async def on_request(self, msg: Msg) -> None:
+        """A request arrived on the core subscription (a plain publish has no reply: ignore)."""
+        if not msg.reply:
+            return
+        key = digest(msg.data)
+        now = time.monotonic()
+        self.expire(now)
+        ready = self.unclaimed.get(key)
+        if ready:
+            body, _ = ready.popleft()
+            await self.nc.publish(msg.reply, body)
+            return
+        self.waiting[key].append((msg.reply, now))
+
+    async def on_outcome(self, key: str, body: bytes) -> None:
+        """The outcome of the stored copy of a payload with digest ``key``."""
+        waiting = self.waiting.get(key)
+        if waiting:
+            inbox, _ = waiting.popleft()
+            await self.nc.publish(inbox, body)
+        else:
+            self.unclaimed[key].append((body, time.monotonic()))
+
+    def expire(self, now: float) -> list[str]:
+        """Drop entries older than the TTL; the inboxes of requests that timed out."""
+        timed_out: list[str] = []
+        for store in (self.waiting, self.unclaimed):
+            for key in list(store):
+                q = store[key]
+                while q and now - q[0][1] > self.ttl:
+                    item = q.popleft()
+                    if store is self.waiting:
+                        timed_out.append(item[0])  # type: ignore[arg-type]
+                if not q:
+                    del store[key]
+        return timed_out
+
+    async def expire_loop(self) -> None:
+        """Tell requesters whose outcome never came, instead of leaving them to time out."""
+        while True:
+            await asyncio.sleep(1.0)
+            for inbox in self.expire(time.monotonic()):
+                with contextlib.suppress(Exception):
+                    await self.nc.publish(inbox, self.late_reply)
