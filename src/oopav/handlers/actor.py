@@ -20,6 +20,7 @@ from oopav.events.actions import Action, FinishAction, RunCommandAction, action_
 from oopav.events.catalog import Event
 from oopav.handlers.common import (
     ask_model,
+    cap_diff,
     clip,
     complete,
     over_wall_budget,
@@ -272,7 +273,12 @@ class Actor:
         diff = ""
         files: list[str] = []
         if commit != before:
-            diff = await asyncio.to_thread(git, root, "diff", before, commit)
+            diff = cap_diff(
+                await asyncio.to_thread(git, root, "diff", before, commit),
+                out.ports,
+                state.session_id,
+                f"{action_id}.diff",
+            )
             names = await asyncio.to_thread(git, root, "diff", "--name-only", before, commit)
             files = [n for n in names.splitlines() if n]
         out.emit(

@@ -63,7 +63,7 @@ async def final_diff(state: SessionState, ports: Ports) -> str:
 async def complete(
     out: Emitter, state: SessionState, outcome: str, summary: str, reason: str = ""
 ) -> Event:
-    diff = await final_diff(state, out.ports)
+    diff = cap_diff(await final_diff(state, out.ports), out.ports, state.session_id, "final.diff")
     b = state.budgets_used
     metrics = {
         "iterations": b.iterations,
@@ -83,6 +83,23 @@ async def complete(
         metrics=metrics,
         reason=reason,
     )
+
+
+MAX_EVENT_DIFF = 1024 * 1024
+
+
+def cap_diff(diff: str, ports: Ports, session_id: str, name: str) -> str:
+    """A diff small enough for one event. A larger one is kept whole as an artifact file and
+    the event carries its head with a pointer, so an oversized change cannot make the append
+    fail (and the session with it)."""
+    data = diff.encode()
+    if len(data) <= MAX_EVENT_DIFF:
+        return diff
+    path = ports.settings.artifacts_for(session_id) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    head = data[: MAX_EVENT_DIFF - 512].decode("utf-8", "ignore")
+    return head + f"\n[... diff truncated: {len(data)} bytes in all; the whole diff is in {path}]\n"
 
 
 def phase_started_at(state: SessionState, phase: str) -> datetime | None:
