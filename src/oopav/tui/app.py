@@ -118,9 +118,16 @@ class OopavTUI(App[None]):
             self.open_session(self._initial_session)
 
     async def _follow_sessions(self) -> None:
+        # The runner runs in its own task: when Textual cancels this worker at exit, the
+        # runner is stopped instead of cancelled, so it unsubscribes and commits its snapshots
+        # (a cancelled runner would leave its internal waiters pending).
+        runner = asyncio.ensure_future(self.feed.follow_sessions())
         try:
-            await self.feed.follow_sessions()
+            await asyncio.shield(runner)
         except asyncio.CancelledError:
+            self.feed.stop()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(runner, 5)
             raise
         except Exception as exc:  # the status line says so; the app keeps what it has
             self.feed_error = f"{type(exc).__name__}: {exc}"
