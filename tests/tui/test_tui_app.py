@@ -106,6 +106,7 @@ async def test_a_new_event_updates_its_row_and_a_new_session_appears_live(
         await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
         await append(nc, new.act())
         await until(pilot, lambda: cell(app, new.session_id, "iterations") == "1", "iteration")
+        await pilot.press("r")  # a refresh restarts the feed; it stays live
         await append(nc, new.finish())
         await until(pilot, lambda: cell(app, new.session_id, "phase") == "completed", "done")
         assert cell(app, new.session_id, "outcome") == "success"

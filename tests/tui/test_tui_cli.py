@@ -45,3 +45,30 @@ def test_an_unknown_session_is_a_one_line_error(
     assert result.output.strip().splitlines() == [
         "error: no session matches 'ffff': see `oopav sessions`"
     ]
+
+
+async def test_the_command_resolves_a_prefix_and_runs_the_app(
+    tmp_path: Path, nats_url: str, nc: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from tui_sessions import SessionBuilder
+
+    from oopav.bus.store import EventStore
+    from oopav.tui.app import OopavTUI
+
+    b = SessionBuilder("one session", seed=31)
+    await EventStore(nc).append(b.task)
+    seen: dict[str, Any] = {}
+
+    async def run_async(self: OopavTUI, **_: Any) -> None:  # no terminal in tests
+        seen["session"] = self._initial_session
+        seen["url"] = self.feed.url
+
+    monkeypatch.setattr(OopavTUI, "run_async", run_async)
+    monkeypatch.delenv("OOPAV_NATS_URL", raising=False)
+    args = ["--nats-url", nats_url, "--data-dir", str(tmp_path), "tui", "--session"]
+    # The command runs its own event loop: give it a thread.
+    result = await asyncio.to_thread(CliRunner().invoke, cli, [*args, b.session_id[:13]])
+    assert result.exit_code == 0, result.output
+    assert seen == {"session": b.session_id, "url": nats_url}

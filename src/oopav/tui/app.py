@@ -121,11 +121,13 @@ class OopavTUI(App[None]):
         # The runner runs in its own task: when Textual cancels this worker at exit, the
         # runner is stopped instead of cancelled, so it unsubscribes and commits its snapshots
         # (a cancelled runner would leave its internal waiters pending).
-        runner = asyncio.ensure_future(self.feed.follow_sessions())
+        # Hold this runner: ``r`` may replace ``feed.runner`` while this one winds down.
+        this = self.feed.runner
+        runner = asyncio.ensure_future(this.run())
         try:
             await asyncio.shield(runner)
         except asyncio.CancelledError:
-            self.feed.stop()
+            this.stop()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(runner, 5)
             raise
@@ -383,14 +385,12 @@ class OopavTUI(App[None]):
         self._set_diff(not self._diff_shown)
 
     def action_refresh(self) -> None:
-        """Re-render everything from the model; restart the live feed if it stopped; reload
-        the open session's timeline from its first event."""
-        if self.feed_error is not None and self.feed.connection() == "connected":
-            self.feed_error = None
-            self.feed.restart()
-            self.run_worker(
-                self._follow_sessions(), name="sessions", group="feed", exit_on_error=False
-            )
+        """Re-render everything from the model, restart the live feed (it resumes from the
+        snapshots at once, where a consumer that lost its server would wait for missed
+        heartbeats) and reload the open session's timeline from its first event."""
+        self.feed_error = None
+        self.feed.restart()
+        self.run_worker(self._follow_sessions(), name="sessions", group="feed", exit_on_error=False)
         self._rebuild_table()
         if self.selected is not None:
             self.open_session(self.selected)

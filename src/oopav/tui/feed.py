@@ -61,16 +61,12 @@ class Feed:
         if self.runner.snapshots.valid():
             yield from self.runner.snapshots.items()
 
-    async def follow_sessions(self) -> None:
-        """Catch up from the snapshots, then follow the stream until ``stop()``."""
-        await self.runner.run()
-
     def stop(self) -> None:
         self.runner.stop()
 
     def restart(self) -> None:
-        """A fresh runner after the previous one failed; ``follow_sessions`` runs it. It
-        resumes from the snapshots, and the fold ignores events a state already holds."""
+        """Stop the runner and make a fresh one (the caller runs it). It resumes from the
+        snapshots, and the fold ignores events a state already holds."""
         self.runner.stop()
         self.runner = self._new_runner()
 
