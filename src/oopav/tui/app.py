@@ -25,7 +25,23 @@ from oopav.events.catalog import Event
 from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.projections.session import SessionState
 from oopav.tui.feed import Feed
-from oopav.tui.model import COLUMNS, SessionRow, SessionsModel, Timeline, row_of, summary_lines
+from oopav.tui.model import (
+    COLUMNS,
+    OUTCOME_STYLE,
+    SessionRow,
+    SessionsModel,
+    Timeline,
+    row_of,
+    summary_lines,
+)
+
+
+def styled(row: SessionRow) -> list[str | Text]:
+    """The row's cells with the outcome coloured (styling is the widget's business, not the
+    model's). The id stays a ``str``: the table sorts on it."""
+    cells: list[str | Text] = list(row.cells())
+    cells[2] = Text(row.outcome, style=OUTCOME_STYLE.get(row.outcome, ""))
+    return cells
 
 
 class SessionsChanged(Message):
@@ -168,10 +184,10 @@ class OopavTUI(App[None]):
                     table.remove_row(sid)
                 continue
             if sid in keys:
-                for (col, _), value in zip(COLUMNS, row.cells(), strict=True):
+                for (col, _), value in zip(COLUMNS, styled(row), strict=True):
                     table.update_cell(sid, col, value)
             else:
-                table.add_row(*row.cells(), key=sid)
+                table.add_row(*styled(row), key=sid)
                 added = True
         if added:
             self._sort_table()
@@ -221,7 +237,7 @@ class OopavTUI(App[None]):
         table.clear()
         rows: list[SessionRow] = self.model.rows(self.clock.now(), self.filter_text)
         for row in rows:
-            table.add_row(*row.cells(), key=row.session_id)
+            table.add_row(*styled(row), key=row.session_id)
         self.model.take_dirty()
         if current is not None and current in self._row_keys():
             table.move_cursor(row=table.get_row_index(current))

@@ -347,7 +347,7 @@ def summary_lines(state: SessionState, now: datetime | None = None) -> list[Line
     return out
 
 
-_OUTCOME_STYLE = {
+OUTCOME_STYLE = {
     "success": "bold green",
     "failed": "bold red",
     "aborted": "bold red",
@@ -357,4 +357,4 @@ _RISK_STYLE = {"green": "green", "yellow": "yellow", "red": "red", "black": "bol
 
 
 def _outcome_style(outcome: str | None) -> str:
-    return _OUTCOME_STYLE.get(outcome or "", "")
+    return OUTCOME_STYLE.get(outcome or "", "")
