@@ -187,6 +187,7 @@ class ProjectionRunner(Generic[S]):
             if info.num_pending == 0 and not (info.delivered and info.delivered.consumer_seq):
                 caught_up.set()
             stop = asyncio.create_task(self._stop.wait())
+            waiter: asyncio.Task[bool] | None = None
             try:
                 while not self._stop.is_set() and not failure:
                     if caught_up.is_set() and not follow:
@@ -197,7 +198,10 @@ class ProjectionRunner(Generic[S]):
                     if follow:
                         caught_up.clear()
             finally:
+                # Also when this task is cancelled: leave no pending waiters behind.
                 stop.cancel()
+                if waiter is not None:
+                    waiter.cancel()
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
