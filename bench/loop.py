@@ -1,0 +1,397 @@
+"""Loop benchmarks: the runtime's overhead per hop and whole scripted sessions per second.
+
+    python bench/loop.py [--sessions 40] [--concurrency 8]
+
+Starts its own embedded nats-server in a temporary directory. Every session is the same small
+scripted task (plan → write_file → finish → gates → success) on a two-file repository; the
+model is scripted and the sandbox a no-op port (the task has no test command and lint is off,
+so nothing would reach the sandbox anyway — handler processes spawned with `oopav handler`
+run the same way).
+
+- **hop**: an event in, the next event out. Measured with a core NATS subscription on the
+  session subjects: the arrival time of each batch's first output minus the arrival time of
+  the event that caused it (target: median ≤ 5 ms). Sessions run one at a time for this.
+- **sessions/s**: ``--sessions`` sessions submitted ``--concurrency`` at a time, (a) every
+  handler in this process, (b) one `oopav handler <name>` process per handler, (c) two
+  processes per handler; ratios against (a).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import io
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, ClassVar
+
+from oopav.events.catalog import ExecRecord
+from oopav.models.prompt import render_answer
+
+HANDLERS = ("intake", "observer", "orient", "planner", "actor", "verifier")
+
+
+class NoopSandbox:
+    """A Sandbox port that returns success at once: the hop figures exclude process start-up."""
+
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        workspace: Path,
+        session_id: str,
+        key: str,
+        purpose: str,
+        timeout_s: float,
+        network: bool = False,
+    ) -> ExecRecord:
+        return ExecRecord(key=key, purpose=purpose, argv=list(argv), exit_code=0, duration_ms=0.0)
+
+
+def script() -> dict[str, list[str]]:
+    plan = render_answer(
+        "plan",
+        {
+            "steps": [
+                {"id": 1, "description": "write the greeting module", "files": ["greet.py"]},
+                {"id": 2, "description": "check it", "files": []},
+            ],
+            "files": ["greet.py"],
+            "test_decision": "optional",
+            "rationale": "one new file",
+        },
+        think="one file",
+        state_update={"goals": ["greet exists"]},
+    )
+    write = render_answer(
+        "action",
+        {
+            "type": "write_file",
+            "path": "greet.py",
+            "content": "def greet() -> str:\n    return 'hi'\n",
+        },
+        think="write it",
+        state_update={"history": "wrote greet.py"},
+    )
+    done = render_answer(
+        "action",
+        {"type": "finish", "summary": "added greet"},
+        think="done",
+        state_update={"history": "finished"},
+    )
+    return {"planner": [plan], "actor": [write, done]}
+
+
+def make_repo(root: Path) -> Path:
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    (repo / "app.py").write_text("def main() -> int:\n    return 0\n")
+    (repo / "README.md").write_text("A tiny repository for the loop benchmark.\n")
+    return repo
+
+
+def submission(repo: Path, script_file: Path) -> dict[str, Any]:
+    return {
+        "instruction": "Add a module greet.py with a function greet() that returns 'hi'.",
+        "repo": str(repo),
+        "model": f"scripted:{script_file}",
+        "policy": {"lint": False},
+    }
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+class Timed:
+    """Wraps a loop handler and records how long each ``handle`` call took, so that the hop
+    figures can be split into the handler's own work and the runtime's overhead."""
+
+    spent: ClassVar[dict[tuple[str, str], float]] = {}
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.subscribes = inner.subscribes
+
+    async def handle(self, event: Any, state: Any, ports: Any, delivery: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return await self.inner.handle(event, state, ports, delivery)
+        finally:
+            key = (event.id, self.name)
+            Timed.spent[key] = Timed.spent.get(key, 0.0) + (time.perf_counter() - t) * 1000
+
+
+class Hops:
+    """Arrival times of session events on a core subscription, keyed by event id."""
+
+    def __init__(self) -> None:
+        self.arrived: dict[str, float] = {}
+        self.events: list[Any] = []
+
+    async def on_msg(self, msg: Any) -> None:
+        from oopav.events.codec import decode
+
+        t = time.perf_counter()
+        e = decode(msg.data)
+        self.arrived[e.id] = t
+        self.events.append(e)
+
+    def hops(self) -> list[tuple[str, float, float]]:
+        """(``cause_type -> output_type [handler]``, hop ms, the handler's own ms) for the
+        first output of every batch."""
+        by_id = {e.id: e for e in self.events}
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for e in self.events:
+            cause = by_id.get(e.causation_id)
+            handler = e.actor.split("/")[0]
+            key = (e.causation_id, handler)
+            if cause is None or key in seen or e.causation_id == e.id:
+                continue
+            seen.add(key)
+            ms = (self.arrived[e.id] - self.arrived[cause.id]) * 1000
+            out.append((f"{cause.type} -> {e.type} [{handler}]", ms, Timed.spent.get(key, 0.0)))
+        return out
+
+
+async def wait_done(bus: Any, sids: list[str], timeout: float = 300.0) -> list[Any]:
+    from oopav.runtime import wait_session
+
+    states = await asyncio.gather(*(wait_session(bus, s, timeout) for s in sids))
+    bad = [s for s in states if s.outcome != "success"]
+    if bad:
+        events = await bus.events.read("session", bad[0].session_id)
+        raise SystemExit(
+            f"{len(bad)} session(s) did not succeed: {bad[0].phase} {bad[0].outcome} "
+            f"{bad[0].summary!r}; events: {[e.type for _, e in events]}"
+        )
+    return states
+
+
+async def wait_ready(bus: Any, timeout: float = 120.0) -> None:
+    """Until a spawned intake answers: a submission sent before its responder is up is stored,
+    but its reply goes nowhere. An invalid submission is answered with a rejection."""
+    from oopav.runtime import submit_task
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reply = await submit_task(bus, {"instruction": "", "repo": "/nonexistent"}, timeout=2)
+        if reply.get("session_id"):
+            return
+        await asyncio.sleep(0.5)
+    raise SystemExit("the handler processes did not start")
+
+
+async def run_batch(bus: Any, body: dict[str, Any], n: int, concurrency: int) -> float:
+    """Submit ``n`` sessions, at most ``concurrency`` in flight; seconds until all completed.
+    Each submission is made unique (the intake matches replies by a digest of the payload)."""
+    from oopav.runtime import submit_task
+
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with sem:
+            unique = {**body, "instruction": f"{body['instruction']} (run {uuid.uuid4().hex[:12]})"}
+            reply = await submit_task(bus, unique)
+            if "session_id" not in reply or "error" in reply:
+                raise SystemExit(f"submission refused: {reply}")
+            await wait_done(bus, [reply["session_id"]])
+
+    t = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    return time.perf_counter() - t
+
+
+def _report_crash(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        import traceback
+
+        exc = task.exception()
+        print("handlers crashed:", "".join(traceback.format_exception(exc)), file=sys.stderr)
+
+
+@contextlib.asynccontextmanager
+async def in_process(settings: Any, timed: bool = False):  # type: ignore[no-untyped-def]
+    """Every handler in this process, on a connection of its own (closed afterwards, so no
+    responder outlives the stage). Yields the Bus."""
+    import oopav.handlers.registry as registry
+    from oopav.app import open_bus
+    from oopav.handlers.ports import Ports
+    from oopav.runtime import run_handlers
+
+    build = registry.build_loop_handler
+    if timed:
+        registry.build_loop_handler = lambda name, memory=None: Timed(build(name, memory))  # type: ignore[assignment]
+    try:
+        async with open_bus(settings, name="bench-loop") as bus:
+            ports = Ports(settings=settings, sandbox=NoopSandbox())
+            stop = asyncio.Event()
+            task = asyncio.create_task(
+                run_handlers(bus, stop, names=HANDLERS, ports=ports, projection=False)
+            )
+            await asyncio.sleep(0.2)
+            task.add_done_callback(_report_crash)
+            try:
+                yield bus
+            finally:
+                stop.set()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(task, 30)
+    finally:
+        registry.build_loop_handler = build  # type: ignore[assignment]
+
+
+@contextlib.asynccontextmanager
+async def processes(url: str, data_dir: Path, copies: int):  # type: ignore[no-untyped-def]
+    env = {**os.environ, "OOPAV_DATA_DIR": str(data_dir), "OOPAV_LOG_LEVEL": "WARNING"}
+    procs = [
+        subprocess.Popen(  # noqa: ASYNC220 (started once, before timing)
+            [sys.executable, "-m", "oopav.cli", "--nats-url", url, "handler", name],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name in HANDLERS
+        for _ in range(copies)
+    ]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+async def reset_streams(settings: Any) -> None:
+    from oopav.app import open_bus
+    from oopav.bus.streams import ensure_streams, stream_definitions
+
+    async with open_bus(settings, setup=False, name="bench-reset") as bus:
+        js = bus.events.js
+        for name in stream_definitions():
+            with contextlib.suppress(Exception):
+                await js.delete_stream(name)
+        await ensure_streams(js)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--sessions", type=int, default=40, help="sessions per throughput run")
+    ap.add_argument("--concurrency", type=int, default=8, help="sessions in flight at once")
+    ap.add_argument("--hop-sessions", type=int, default=20, help="sequential sessions for hops")
+    ap.add_argument("--profile", action="store_true", help="cProfile the sequential sessions")
+    args = ap.parse_args()
+
+    import yaml
+
+    from oopav.app import open_bus
+    from oopav.bus.server import EmbeddedServer
+    from oopav.config import Settings
+
+    os.environ.setdefault("OOPAV_LOG_LEVEL", "WARNING")
+    root = Path(tempfile.mkdtemp(prefix="oopav-bench-loop-"))
+    server = EmbeddedServer(root / "nats", write_info=False)
+    url = server.start()
+    data_dir = root / "data"
+    settings = Settings(data_dir=data_dir, nats_url=url)
+    repo = make_repo(root)
+    script_file = root / "script.yaml"
+    script_file.write_text(yaml.safe_dump(script()))
+    body = submission(repo, script_file)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
+        f"Python {platform.python_version()}"
+    )
+    try:
+        # -- hops: one session at a time, every handler in this process ------------------------
+        await reset_streams(settings)
+        hops = Hops()
+        prof = cProfile.Profile() if args.profile else None
+        async with in_process(settings, timed=True) as bus:
+            await run_batch(bus, body, 2, 1)  # warm-up: imports, consumers, caches
+            sub = await bus.nc.subscribe("oopav.ev.session.>", cb=hops.on_msg)
+            if prof:
+                prof.enable()
+            t = time.perf_counter()
+            await run_batch(bus, body, args.hop_sessions, 1)
+            seq_s = time.perf_counter() - t
+            if prof:
+                prof.disable()
+            await sub.unsubscribe()
+        all_hops = hops.hops()
+        values = [ms for _, ms, _ in all_hops]
+        overhead = [ms - own for _, ms, own in all_hops]
+        print(
+            f"hop (event in -> next event out), {len(values)} hops over {args.hop_sessions} "
+            f"sequential sessions: median {statistics.median(values):.2f} ms, "
+            f"p99 {pct(values, 0.99):.2f} ms"
+        )
+        print(
+            f"runtime overhead per hop (hop minus the handler's own decide time): median "
+            f"{statistics.median(overhead):.2f} ms, p99 {pct(overhead, 0.99):.2f} ms "
+            f"(target: median <= 5 ms)"
+        )
+        by_kind: dict[str, list[tuple[float, float]]] = {}
+        for kind, ms, own in all_hops:
+            by_kind.setdefault(kind, []).append((ms, own))
+        print(f"  {'hop':60} {'n':>3} {'hop med':>9} {'handler':>9} {'overhead':>9}")
+        for kind, rows in sorted(
+            by_kind.items(), key=lambda kv: -statistics.median(r[0] for r in kv[1])
+        ):
+            hop_med = statistics.median(r[0] for r in rows)
+            own_med = statistics.median(r[1] for r in rows)
+            over_med = statistics.median(r[0] - r[1] for r in rows)
+            print(f"  {kind:60} {len(rows):3} {hop_med:9.2f} {own_med:9.2f} {over_med:9.2f}")
+        per_session = len(hops.events) / args.hop_sessions
+        print(
+            f"sequential: {args.hop_sessions / seq_s:.1f} sessions/s, "
+            f"{seq_s / args.hop_sessions * 1000:.1f} ms per session, "
+            f"{per_session:.0f} events per session"
+        )
+        if prof:
+            s = io.StringIO()
+            pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(45)
+            print(s.getvalue())
+
+        # -- throughput -----------------------------------------------------------------------
+        results: dict[str, float] = {}
+        async with in_process(settings) as bus:
+            await run_batch(bus, body, 2, 2)
+            secs = await run_batch(bus, body, args.sessions, args.concurrency)
+        results["all handlers, one process"] = args.sessions / secs
+        for copies in (1, 2):
+            async with processes(url, data_dir, copies), open_bus(settings, name="bench") as bus:
+                await wait_ready(bus)
+                await run_batch(bus, body, 2, 2)
+                secs = await run_batch(bus, body, args.sessions, args.concurrency)
+            results[f"{copies} process(es) per handler"] = args.sessions / secs
+        base = results["all handlers, one process"]
+        print(f"throughput: {args.sessions} sessions, {args.concurrency} in flight")
+        for name, rate in results.items():
+            print(f"  {name:32} {rate:6.1f} sessions/s   ratio {rate / base:.2f}x")
+    finally:
+        server.stop()
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
