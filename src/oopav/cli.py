@@ -518,8 +518,13 @@ async def run(
     body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
     async with open_bus(c.settings, embedded=True, name="oopav-run") as bus:
         stop = asyncio.Event()
-        handlers = asyncio.create_task(run_handlers(bus, stop, model=model))
-        await asyncio.sleep(0)
+        ready = asyncio.Event()
+        handlers = asyncio.create_task(run_handlers(bus, stop, model=model, ready=ready))
+        await asyncio.wait(
+            {handlers, asyncio.create_task(ready.wait())}, return_when=asyncio.FIRST_COMPLETED
+        )
+        if handlers.done():
+            handlers.result()  # set-up failed: raise its error
         progress = None
         try:
             reply = await submit_task(bus, body)

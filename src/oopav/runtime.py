@@ -29,9 +29,11 @@ async def run_handlers(
     ports: Any = None,
     model: str | None = None,
     projection: bool = True,
+    ready: asyncio.Event | None = None,
 ) -> None:
     """Run handlers (all by default) and the session projection in this process until a
-    signal (or ``stop``) arrives, then drain them."""
+    signal (or ``stop``) arrives, then drain them. ``ready`` is set once requests are
+    answered."""
     from oopav.handlers.intake import Intake
     from oopav.handlers.ports import Ports
     from oopav.handlers.registry import ALL_HANDLERS, LOOP_HANDLERS, build_loop_handler
@@ -39,7 +41,7 @@ async def run_handlers(
 
     chosen = names or ALL_HANDLERS
     ports = ports or Ports(settings=bus.settings, default_model=model, nats_url=bus.url)
-    consumers = []
+    services: list[Any] = []
     tasks: list[asyncio.Task[Any]] = []
     runner = None
     if projection:
@@ -47,18 +49,15 @@ async def run_handlers(
         tasks.append(asyncio.create_task(runner.run()))
     if "intake" in chosen:
         intake = Intake(bus.nc)
+        # Answer requests before anyone is told we are up.
         await intake.start_responder()
-        consumers.append(intake.consumer)
+        services.append(intake)
     if "grants" in chosen:
-        try:
-            from oopav.handlers.grants import Grants
-        except ImportError:
-            Grants = None  # type: ignore[assignment,misc]
-        if Grants is not None:
-            grants = Grants(bus.nc)
-            if hasattr(grants, "start_responder"):
-                await grants.start_responder()
-            consumers.append(grants.consumer)
+        from oopav.handlers.grants import Grants
+
+        grants = Grants(bus.nc)
+        await grants.start_responder()
+        services.append(grants)
     memory = None
     if "orient" in chosen:
         memory = await _open_memory(bus)
@@ -66,23 +65,12 @@ async def run_handlers(
             tasks.append(asyncio.create_task(follow_memory(bus, memory, stop)))
     for name in chosen:
         if name in LOOP_HANDLERS:
-            consumers.append(
-                HandlerRunner(bus.nc, build_loop_handler(name, memory=memory), ports).consumer
-            )
-    watcher = None
-    if stop is not None:
-
-        async def watch() -> None:
-            await stop.wait()
-            for cons in consumers:
-                cons.stop()
-
-        watcher = asyncio.create_task(watch())
+            services.append(HandlerRunner(bus.nc, build_loop_handler(name, memory=memory), ports))
+    if ready is not None:
+        ready.set()
     try:
-        await run_until_signalled(consumers)
+        await run_until_signalled(services, stop)
     finally:
-        if watcher:
-            watcher.cancel()
         if runner is not None:
             runner.stop()
         if tasks:

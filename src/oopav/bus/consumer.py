@@ -20,6 +20,7 @@ import contextlib
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import nats
 from nats.aio.client import Client as NATS
@@ -219,20 +220,73 @@ class HandlerConsumer:
         self.log.warning("message_parked", reason=reason, detail=detail[:200], subject=msg.subject)
 
 
-async def run_until_signalled(consumers: Sequence[HandlerConsumer]) -> None:
-    """Run consumers until SIGINT/SIGTERM, then drain them."""
-    loop = asyncio.get_running_loop()
+class Service(Protocol):
+    """Anything ``run_until_signalled`` can run: ``run()`` returns once ``stop()`` was called."""
 
-    def stop() -> None:
-        for c in consumers:
-            c.stop()
+    def stop(self) -> None: ...
+
+    async def run(self) -> None: ...
+
+
+async def supervise(service: Service, stopping: asyncio.Event, name: str = "") -> None:
+    """Run a service; if it crashes (not on a stop), log why and start it again with a growing
+    delay, so one bad moment does not leave a handler silently dead while sessions wait."""
+    delay = 1.0
+    while True:
+        try:
+            await service.run()
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if stopping.is_set():
+                return
+            log.exception(
+                "service_crashed_restarting",
+                service=name or type(service).__name__,
+                error=repr(exc),
+                delay=delay,
+            )
+            try:
+                await asyncio.wait_for(stopping.wait(), delay)
+                return
+            except TimeoutError:
+                delay = min(delay * 2, 30.0)
+
+
+def _name(service: object) -> str:
+    handler = getattr(service, "handler", None)
+    return str(getattr(handler, "name", None) or handler or type(service).__name__)
+
+
+async def run_until_signalled(
+    services: Sequence[Service], stop: asyncio.Event | None = None
+) -> None:
+    """Run services until SIGINT/SIGTERM (or ``stop``), then drain them."""
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+
+    def on_stop() -> None:
+        stopping.set()
+        for s in services:
+            s.stop()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop)
+            loop.add_signal_handler(sig, on_stop)
+    watcher = None
+    if stop is not None:
+
+        async def watch() -> None:
+            await stop.wait()
+            on_stop()
+
+        watcher = asyncio.create_task(watch())
     try:
-        await asyncio.gather(*(c.run() for c in consumers))
+        await asyncio.gather(*(supervise(s, stopping, _name(s)) for s in services))
     finally:
+        if watcher is not None:
+            watcher.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)

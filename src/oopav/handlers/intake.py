@@ -173,7 +173,8 @@ class Intake:
         self.ready.set()
 
     async def run(self) -> None:
-        await self.start_responder()
+        if not self._subs:
+            await self.start_responder()
         expiry = asyncio.create_task(self.replies.expire_loop())
         try:
             await self.consumer.run()
@@ -182,6 +183,8 @@ class Intake:
             for sub in self._subs:
                 with contextlib.suppress(Exception):
                     await sub.unsubscribe()
+            self._subs.clear()
+            self.ready.clear()
 
     def stop(self) -> None:
         self.consumer.stop()
