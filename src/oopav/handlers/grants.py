@@ -272,7 +272,11 @@ class Grants:
         if "error" in body:
             log.warning("grant_rejected", error=body["error"], field=body["field"])
             await self._dead_letter(raw, body)
-        await self.nc.publish(f"{OUTCOME_PREFIX}.{key}", json.dumps(body).encode())
+        await self.nc.publish(
+            f"{OUTCOME_PREFIX}.{key}",
+            json.dumps(body).encode(),
+            headers={"Oopav-Stored-Ms": str(stored_ms)},
+        )
 
     async def _dead_letter(self, raw: Msg, body: dict[str, Any]) -> None:
         """Keep a rejected submission on ``oopav.dlq.grants`` with the reason (the consumer
@@ -293,7 +297,10 @@ class Grants:
     # -- replies --------------------------------------------------------------------------
 
     async def _on_outcome(self, msg: Msg) -> None:
-        await self.replies.on_outcome(msg.subject.rsplit(".", 1)[-1], msg.data)
+        stored = (msg.headers or {}).get("Oopav-Stored-Ms")
+        await self.replies.on_outcome(
+            msg.subject.rsplit(".", 1)[-1], msg.data, int(stored) if stored else None
+        )
 
     async def start_responder(self) -> None:
         self._subs.append(await self.nc.subscribe(f"{OUTCOME_PREFIX}.*", cb=self._on_outcome))

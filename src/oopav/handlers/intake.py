@@ -29,7 +29,7 @@ from oopav.events.catalog import Event, IntakeSource, TaskRejected, TaskSubmitte
 from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.codec import REGISTRY
 from oopav.events.factory import actor_name
-from oopav.events.ids import uuid7_from
+from oopav.events.ids import id_timestamp_ms, uuid7_from
 from oopav.handlers.contract import Accepted, Rejected, parse_submission
 from oopav.handlers.replies import ReplyMatcher, digest
 from oopav.logging import get_logger
@@ -155,7 +155,11 @@ class Intake:
             return
         source = getattr(event, "source", None)
         if source is not None:
-            await self.replies.on_outcome(source.digest, json.dumps(reply_for(event)).encode())
+            await self.replies.on_outcome(
+                source.digest,
+                json.dumps(reply_for(event)).encode(),
+                id_timestamp_ms(event.aggregate_id),
+            )
 
     async def start_responder(self) -> None:
         self._subs.append(

@@ -4,7 +4,9 @@ A submission published to a stored subject is processed exactly once by a durabl
 which does not see the requester's reply inbox. A core queue subscription on the same subject
 sees the request; the two meet here, by a digest of the payload: a request waits for the
 outcome of its stored copy, and an outcome that arrives first (the consumer was faster) waits
-for its request. Identical payloads are interchangeable, so matching them in order is exact.
+for its request. A request and an outcome only match when the outcome's stored time is within
+a few seconds of the request's arrival, so a later submission of the same payload never gets
+an earlier session's answer; identical payloads sent at the same moment are interchangeable.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 REPLY_TTL = 30.0
+# How far apart (ms) a request's arrival and its stored copy's timestamp may be.
+MATCH_WINDOW_MS = 5_000
 
 
 def digest(payload: bytes) -> str:
@@ -30,8 +34,10 @@ class ReplyMatcher:
         self.nc = nc
         self.late_reply = late_reply
         self.ttl = ttl
-        self.waiting: dict[str, deque[tuple[str, float]]] = defaultdict(deque)
-        self.unclaimed: dict[str, deque[tuple[bytes, float]]] = defaultdict(deque)
+        # digest -> (reply inbox, monotonic arrival, wall-clock arrival in ms)
+        self.waiting: dict[str, deque[tuple[str, float, int]]] = defaultdict(deque)
+        # digest -> (reply body, monotonic arrival, stored time in ms or None)
+        self.unclaimed: dict[str, deque[tuple[bytes, float, int | None]]] = defaultdict(deque)
 
     async def on_request(self, msg: Msg) -> None:
         """A request arrived on the core subscription (a plain publish has no reply: ignore)."""
@@ -39,22 +45,28 @@ class ReplyMatcher:
             return
         key = digest(msg.data)
         now = time.monotonic()
+        now_ms = int(time.time() * 1000)
         self.expire(now)
         ready = self.unclaimed.get(key)
         if ready:
-            body, _ = ready.popleft()
-            await self.nc.publish(msg.reply, body)
-            return
-        self.waiting[key].append((msg.reply, now))
+            for i, (body, _, stored_ms) in enumerate(ready):
+                if _close(stored_ms, now_ms):
+                    del ready[i]
+                    await self.nc.publish(msg.reply, body)
+                    return
+        self.waiting[key].append((msg.reply, now, now_ms))
 
-    async def on_outcome(self, key: str, body: bytes) -> None:
-        """The outcome of the stored copy of a payload with digest ``key``."""
+    async def on_outcome(self, key: str, body: bytes, stored_ms: int | None = None) -> None:
+        """The outcome of the stored copy (stored at ``stored_ms``) of a payload with digest
+        ``key``."""
         waiting = self.waiting.get(key)
         if waiting:
-            inbox, _ = waiting.popleft()
-            await self.nc.publish(inbox, body)
-        else:
-            self.unclaimed[key].append((body, time.monotonic()))
+            for i, (inbox, _, arrived_ms) in enumerate(waiting):
+                if _close(stored_ms, arrived_ms):
+                    del waiting[i]
+                    await self.nc.publish(inbox, body)
+                    return
+        self.unclaimed[key].append((body, time.monotonic(), stored_ms))
 
     def expire(self, now: float) -> list[str]:
         """Drop entries older than the TTL; the inboxes of requests that timed out."""
@@ -77,3 +89,7 @@ class ReplyMatcher:
             for inbox in self.expire(time.monotonic()):
                 with contextlib.suppress(Exception):
                     await self.nc.publish(inbox, self.late_reply)
+
+
+def _close(stored_ms: int | None, arrived_ms: int) -> bool:
+    return stored_ms is None or abs(stored_ms - arrived_ms) <= MATCH_WINDOW_MS
