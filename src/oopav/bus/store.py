@@ -15,6 +15,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import nats
 import structlog
@@ -32,6 +33,7 @@ WRONG_LAST_SEQUENCE = 10071
 BATCH_DUPLICATE = 10201
 MAX_ATOMIC_BATCH = 1000  # the server's default limit of messages per atomic batch
 PIPELINED_BATCHES = 4
+DIRECT_BATCH = 1024
 
 # Lazy: bound at each call, so the level set by ``oopav.logging.configure`` applies.
 log = structlog.get_logger("oopav.bus.store")
@@ -294,11 +296,62 @@ class EventStore:
         from_seq: int = 1,
         raw: bool = False,
     ) -> list[tuple[int, Event]]:
-        """Every event of one aggregate from ``from_seq`` on, in stream order."""
+        """Every event of one aggregate from ``from_seq`` on, in stream order.
+
+        Uses batched direct gets (one request per ``DIRECT_BATCH`` messages, no consumer to
+        create), which is what makes a handler's per-event reload of a session cheap."""
+        decode = self.registry.decode
+        subject = aggregate_filter(aggregate, aggregate_id)
         out: list[tuple[int, Event]] = []
-        async for seq, data in self.iter_raw(aggregate_filter(aggregate, aggregate_id), from_seq):
-            out.append((seq, self.registry.decode(data)))
-        return out
+        seq = max(from_seq, 1)
+        while True:
+            batch, pending = await self._direct_batch(subject, seq)
+            out.extend((s, decode(data)) for s, data in batch)
+            if not batch or not pending:
+                return out
+            seq = batch[-1][0] + 1
+
+    async def _direct_batch(
+        self, subject: str, from_seq: int
+    ) -> tuple[list[tuple[int, bytes]], int]:
+        """One batched direct get: up to ``DIRECT_BATCH`` messages on ``subject`` from
+        ``from_seq``, and how many more are pending after them."""
+        inbox = self.nc.new_inbox()
+        got: list[tuple[int, bytes]] = []
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        async def on_msg(msg: Any) -> None:
+            headers = msg.headers or {}
+            status = headers.get("Status")
+            if status is None:
+                got.append((int(headers["Nats-Sequence"]), msg.data))
+            elif not done.done():
+                if status in ("204", "404"):
+                    done.set_result(
+                        int(headers.get("Nats-Num-Pending", "0") or 0) if status == "204" else 0
+                    )
+                else:
+                    done.set_exception(
+                        AppendRejected(
+                            f"cannot read {subject}: {status} {headers.get('Description', '')}"
+                        )
+                    )
+
+        sub = await self.nc.subscribe(inbox, cb=on_msg)
+        try:
+            request = {"seq": from_seq, "next_by_subj": subject, "batch": DIRECT_BATCH}
+            await self.nc.publish(
+                f"$JS.API.DIRECT.GET.{EVENTS_STREAM}", json.dumps(request).encode(), reply=inbox
+            )
+            try:
+                pending = await asyncio.wait_for(done, timeout=10)
+            except TimeoutError:
+                raise AppendRejected(
+                    f"no answer reading {subject} from {EVENTS_STREAM} (is the stream there? `oopav streams init`)"
+                ) from None
+        finally:
+            await sub.unsubscribe()
+        return got, pending
 
     async def iter_raw(self, subject: str, from_seq: int = 1, batch: int = 512):  # type: ignore[no-untyped-def]
         """(sequence, payload) of stored messages on ``subject`` from ``from_seq``, with an
