@@ -168,20 +168,29 @@ async def wait_session(bus: Bus, session_id: str, timeout: float) -> SessionStat
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     done = asyncio.Event()
+    final = asyncio.Event()
 
-    async def on_msg(_: Any) -> None:
+    async def on_msg(msg: Any) -> None:
         done.set()
+        if msg.subject.endswith((".session_completed", ".task_rejected")):
+            final.set()
 
     sub = await bus.nc.subscribe(f"oopav.ev.session.{session_id}.>", cb=on_msg)
     try:
         while True:
+            # Clear before loading: an event landing during the load must wake us.
+            done.clear()
             state = await session_state(bus, session_id)
             if state.phase in ("completed", "rejected"):
                 return state
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return state
-            done.clear()
+            if final.is_set():
+                # Core subscribers see a message as it is published, a moment before the
+                # stream has committed it (atomic batches): read again shortly.
+                await asyncio.sleep(0.01)
+                continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), timeout=min(remaining, 1.0))
     finally:

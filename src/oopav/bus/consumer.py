@@ -61,7 +61,10 @@ class ConsumerOptions:
     ack_wait: float = 30.0
     # Delays between redeliveries after a failure (nak with delay), last value repeats.
     backoff: Sequence[float] = (0.5, 2.0, 10.0, 30.0)
-    fetch_batch: int = 16
+    # One message per pull: nats-py's multi-message fetch keeps a lingering pull open until the
+    # batch is full or the timeout passes, which adds up to fetch_timeout to every hop when
+    # events trickle in one at a time (as a session's do).
+    fetch_batch: int = 1
     fetch_timeout: float = 1.0
     heartbeat_every: float | None = None  # default: ack_wait / 3
     deliver_policy: DeliverPolicy = DeliverPolicy.ALL
