@@ -163,6 +163,43 @@ def streams_export(out: Path) -> None:
 # -- submit --------------------------------------------------------------------------------
 
 
+def task_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that describe a task, shared by `submit` and `run`."""
+    options = [
+        click.argument("instruction", required=False),
+        click.option(
+            "--repo",
+            type=click.Path(path_type=Path, exists=True, file_okay=False),
+            help="Repository to change (default: the task file's).",
+        ),
+        click.option(
+            "--task",
+            "task_file",
+            type=click.Path(path_type=Path, exists=True, dir_okay=False),
+            help="A JSON task file (fields as in the submission contract), e.g. "
+            "examples/rename_fetch/task.json.",
+        ),
+        click.option("--mission", help="Mission name (groups sessions for reflection)."),
+        click.option(
+            "--model",
+            help="Model spec, e.g. scripted:policy.yaml or openai:http://host:8000/v1#model "
+            "(default: the task's, else OOPAV_MODEL).",
+        ),
+        click.option(
+            "--test-command", help="How to run the repository's tests, e.g. 'python -m pytest -q'."
+        ),
+        click.option(
+            "--budget",
+            multiple=True,
+            metavar="NAME=VALUE",
+            help="Override a budget, e.g. iterations=10.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 def _submission(
     task_file: Path | None,
     instruction: str | None,
@@ -215,28 +252,7 @@ def _submission(
 
 
 @cli.command()
-@click.argument("instruction", required=False)
-@click.option(
-    "--repo",
-    type=click.Path(path_type=Path, exists=True, file_okay=False),
-    help="Repository to change (default: the task file's, else required).",
-)
-@click.option(
-    "--task",
-    "task_file",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="A JSON task file (fields as in the submission contract).",
-)
-@click.option("--mission", help="Mission name (groups sessions for reflection).")
-@click.option(
-    "--model", help="Model spec, e.g. scripted:policy.yaml or openai:http://host:8000/v1#model."
-)
-@click.option(
-    "--test-command", help="How to run the repository's tests, e.g. 'python -m pytest -q'."
-)
-@click.option(
-    "--budget", multiple=True, metavar="NAME=VALUE", help="Override a budget, e.g. iterations=10."
-)
+@task_options
 @click.option(
     "--wait/--no-wait",
     default=False,
@@ -461,24 +477,7 @@ async def _fork(
 
 
 @cli.command()
-@click.argument("instruction", required=False)
-@click.option(
-    "--repo",
-    type=click.Path(path_type=Path, exists=True, file_okay=False),
-    help="Repository to change.",
-)
-@click.option(
-    "--task",
-    "task_file",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="A JSON task file, e.g. examples/rename_fetch/task.json.",
-)
-@click.option("--model", help="Model spec (default: the task's, else OOPAV_MODEL).")
-@click.option("--test-command", help="How to run the repository's tests.")
-@click.option("--mission", help="Mission name.")
-@click.option(
-    "--budget", multiple=True, metavar="NAME=VALUE", help="Override a budget, e.g. iterations=10."
-)
+@task_options
 @click.option(
     "--timeout",
     type=float,
