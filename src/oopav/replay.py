@@ -178,12 +178,13 @@ def _pinned_base(session_id: str, events: list[Event]) -> dict[str, str]:
 
 
 def _root_events(recorded: list[tuple[int, Event]]) -> list[tuple[int, Event, str | None]]:
-    """Events no handler produced (the task, grants by people), each with the id of the
-    recorded event just before it: it is injected once the replay has reproduced that one."""
+    """Events no handler produced (the task, grants by people, the watchdog's timeouts), each
+    with the id of the recorded event just before it: it is injected once the replay has
+    reproduced that one."""
     out = []
     prev: str | None = None
     for seq, e in recorded:
-        if e.causation_id is None:
+        if e.causation_id is None or e.actor.startswith("watchdog/"):
             out.append((seq, e, prev))
         prev = e.id
     return out

@@ -45,8 +45,12 @@ async def run_handlers(
     tasks: list[asyncio.Task[Any]] = []
     runner = None
     if projection:
-        runner = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS)
+        from oopav.handlers.watchdog import Watchdog
+
+        watchdog = Watchdog(bus.nc)
+        runner = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS, listeners=[watchdog.listener])
         tasks.append(asyncio.create_task(runner.run()))
+        services.append(watchdog)
     if "intake" in chosen:
         intake = Intake(bus.nc)
         # Answer requests before anyone is told we are up.
