@@ -177,8 +177,17 @@ def prepare_workspace(
 
 
 def find_workspace(session_id: str, settings: Settings | None = None) -> WorkspaceInfo:
+    """The workspace of a session, by its id or a unique prefix of it."""
     st = settings or Settings()
     meta = _meta_path(st, session_id)
+    if not meta.exists() and session_id and st.workspaces_dir.is_dir():
+        matches = sorted(st.workspaces_dir.glob(f"{session_id}*.json"))
+        if len(matches) > 1:
+            raise WorkspaceError(
+                f"{session_id!r} matches {len(matches)} sessions' workspaces; give more characters"
+            )
+        if matches:
+            meta = matches[0]
     if not meta.exists():
         raise WorkspaceError(
             f"no workspace for session {session_id} under {st.workspaces_dir} "
