@@ -27,3 +27,4 @@ bench:
 	python bench/sandbox.py
 	python bench/models.py
 	python bench/context.py
+	python bench/loop.py
