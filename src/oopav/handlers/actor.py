@@ -143,7 +143,7 @@ class Actor:
         )
         if isinstance(action, FinishAction):
             return
-        await self._validate_and_apply(proposed, action, state, out)
+        await self._validate_and_apply(proposed.id, action, state, out)
 
     async def _ask(
         self, state: SessionState, out: Emitter, step: int
@@ -158,8 +158,16 @@ class Actor:
     # -- validation, capabilities, application --------------------------------------------
 
     async def _validate_and_apply(
-        self, proposed: Event, action: Action, state: SessionState, out: Emitter
+        self,
+        action_id: str,
+        action: Action,
+        state: SessionState,
+        out: Emitter,
+        *,
+        resumed: bool = False,
     ) -> None:
+        """Pre-emit validation, the capability check, then apply. ``resumed``: a grant arrived
+        for an action that was waiting; a scope still missing is only asked for once."""
         from oopav.sandbox.apply import Rejection, plan_action
 
         root = Path(state.workspace.path)  # type: ignore[union-attr]
@@ -169,7 +177,7 @@ class Actor:
         if isinstance(plan, Rejection):
             out.emit(
                 ev.ActionRejected,
-                action_id=proposed.id,
+                action_id=action_id,
                 reason=plan.reason,
                 message=plan.message,
                 details=_jsonable(plan.details),
@@ -177,23 +185,24 @@ class Actor:
             return
         decision = self._check(plan.scopes, state, policy, out)
         if decision.outcome == "ask":
-            out.emit(
-                ev.PermissionRequested,
-                scope=decision.scope or "",
-                reason=f"{action.type} needs {decision.scope}",
-                action_id=proposed.id,
-            )
+            if not (resumed and decision.scope in state.pending_permissions):
+                out.emit(
+                    ev.PermissionRequested,
+                    scope=decision.scope or "",
+                    reason=("still needed" if resumed else f"{action.type} needs {decision.scope}"),
+                    action_id=action_id,
+                )
             return
         if decision.outcome == "denied":
             out.emit(
                 ev.ActionRejected,
-                action_id=proposed.id,
+                action_id=action_id,
                 reason="permission_denied",
                 message=decision.reason,
                 details={"scope": decision.scope},
             )
             return
-        await self._apply(proposed.id, plan, decision.grants_used, state, out)
+        await self._apply(action_id, plan, decision.grants_used, state, out)
 
     def _check(self, scopes: list[str], state: SessionState, policy, out: Emitter):  # type: ignore[no-untyped-def]
         from oopav.sandbox.capabilities import Denial, Grant, GrantState, check
@@ -301,8 +310,6 @@ class Actor:
 
     async def _resume(self, event: Event, state: SessionState, out: Emitter) -> None:
         """A grant or denial arrived for the action waiting on it."""
-        from oopav.sandbox.apply import Rejection, plan_action
-
         rec = state.action(state.awaiting_permission or "")
         if rec is None or rec.action is None:
             return
@@ -315,39 +322,7 @@ class Actor:
                 details={"scope": event.scope},
             )
             return
-        root = Path(state.workspace.path)  # type: ignore[union-attr]
-        policy = sandbox_policy(state)
-        await self._rollback(state)
-        plan = await asyncio.to_thread(plan_action, root, rec.action, policy=policy)
-        if isinstance(plan, Rejection):
-            out.emit(
-                ev.ActionRejected,
-                action_id=rec.id,
-                reason=plan.reason,
-                message=plan.message,
-                details=_jsonable(plan.details),
-            )
-            return
-        decision = self._check(plan.scopes, state, policy, out)
-        if decision.outcome != "allowed":
-            # Still not allowed (another scope, or the grant expired): ask again or refuse.
-            if decision.outcome == "ask" and decision.scope not in state.pending_permissions:
-                out.emit(
-                    ev.PermissionRequested,
-                    scope=decision.scope or "",
-                    reason="still needed",
-                    action_id=rec.id,
-                )
-            elif decision.outcome == "denied":
-                out.emit(
-                    ev.ActionRejected,
-                    action_id=rec.id,
-                    reason="permission_denied",
-                    message=decision.reason,
-                    details={"scope": decision.scope},
-                )
-            return
-        await self._apply(rec.id, plan, decision.grants_used, state, out)
+        await self._validate_and_apply(rec.id, rec.action, state, out, resumed=True)
 
 
 def _context(state: SessionState, step: int) -> str:
