@@ -24,7 +24,6 @@ with the reason, so ``oopav dlq grants`` shows it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from oopav.bus.streams import GRANT_SUBJECT, INTAKE_STREAM, dlq_subject
 from oopav.events.catalog import PermissionDenied, PermissionGranted
 from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.ids import uuid7_from
-from oopav.handlers.replies import ReplyMatcher, digest
+from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest
 from oopav.logging import get_logger
 from oopav.sandbox.capabilities import (
     ScopeError,
@@ -236,7 +235,7 @@ async def submit_grant(
     return reply_for(event)
 
 
-class Grants:
+class Grants(RespondingHandler):
     """The grants handler process: durable consumer + reply responder (like ``Intake``)."""
 
     def __init__(self, nc: NATS, *, clock: Clock = SYSTEM_CLOCK) -> None:
@@ -261,6 +260,7 @@ class Grants:
             decode=False,
         )
         self._subs: list[Any] = []
+        self.ready = asyncio.Event()
 
     async def _handle(self, msg: Any, delivery: Delivery) -> None:
         raw: Msg = msg
@@ -302,25 +302,8 @@ class Grants:
             msg.subject.rsplit(".", 1)[-1], msg.data, int(stored) if stored else None
         )
 
-    async def start_responder(self) -> None:
-        self._subs.append(await self.nc.subscribe(f"{OUTCOME_PREFIX}.*", cb=self._on_outcome))
-        self._subs.append(
-            await self.nc.subscribe(GRANT_SUBJECT, queue="oopav-grants", cb=self.replies.on_request)
-        )
-        await self.nc.flush()
-
-    async def run(self) -> None:
-        if not self._subs:
-            await self.start_responder()
-        expiry = asyncio.create_task(self.replies.expire_loop())
-        try:
-            await self.consumer.run()
-        finally:
-            expiry.cancel()
-            for sub in self._subs:
-                with contextlib.suppress(Exception):
-                    await sub.unsubscribe()
-            self._subs.clear()
-
-    def stop(self) -> None:
-        self.consumer.stop()
+    def _subscriptions(self) -> list[tuple[str, str | None, Any]]:
+        return [
+            (f"{OUTCOME_PREFIX}.*", None, self._on_outcome),
+            (GRANT_SUBJECT, "oopav-grants", self.replies.on_request),
+        ]

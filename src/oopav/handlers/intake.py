@@ -14,7 +14,6 @@ Two paths, so that both ``nats pub`` and ``nats req`` work with the plain CLI:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from typing import Any
 
@@ -31,7 +30,7 @@ from oopav.events.codec import REGISTRY
 from oopav.events.factory import actor_name
 from oopav.events.ids import id_timestamp_ms, uuid7_from
 from oopav.handlers.contract import Accepted, Rejected, parse_submission
-from oopav.handlers.replies import ReplyMatcher, digest
+from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest
 from oopav.logging import get_logger
 
 HANDLER = "intake"
@@ -98,7 +97,7 @@ def reply_for(event: Event) -> dict[str, Any]:
     return {"session_id": event.aggregate_id}
 
 
-class Intake:
+class Intake(RespondingHandler):
     """The intake handler process: durable consumer + reply responder."""
 
     def __init__(self, nc: NATS, *, clock: Clock = SYSTEM_CLOCK, check_repo: bool = True) -> None:
@@ -161,34 +160,9 @@ class Intake:
                 id_timestamp_ms(event.aggregate_id),
             )
 
-    async def start_responder(self) -> None:
-        self._subs.append(
-            await self.nc.subscribe("oopav.ev.session.*.task_submitted", cb=self._on_result)
-        )
-        self._subs.append(
-            await self.nc.subscribe("oopav.ev.session.*.task_rejected", cb=self._on_result)
-        )
-        self._subs.append(
-            await self.nc.subscribe(
-                INTAKE_SUBJECT, queue="oopav-intake", cb=self.replies.on_request
-            )
-        )
-        await self.nc.flush()
-        self.ready.set()
-
-    async def run(self) -> None:
-        if not self._subs:
-            await self.start_responder()
-        expiry = asyncio.create_task(self.replies.expire_loop())
-        try:
-            await self.consumer.run()
-        finally:
-            expiry.cancel()
-            for sub in self._subs:
-                with contextlib.suppress(Exception):
-                    await sub.unsubscribe()
-            self._subs.clear()
-            self.ready.clear()
-
-    def stop(self) -> None:
-        self.consumer.stop()
+    def _subscriptions(self) -> list[tuple[str, str | None, Any]]:
+        return [
+            ("oopav.ev.session.*.task_submitted", None, self._on_result),
+            ("oopav.ev.session.*.task_rejected", None, self._on_result),
+            (INTAKE_SUBJECT, "oopav-intake", self.replies.on_request),
+        ]

@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import hashlib
 import time
+from abc import ABC, abstractmethod
 from collections import defaultdict, deque
+from typing import Any
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -93,3 +95,47 @@ class ReplyMatcher:
 
 def _close(stored_ms: int | None, arrived_ms: int) -> bool:
     return stored_ms is None or abs(stored_ms - arrived_ms) <= MATCH_WINDOW_MS
+
+
+class RespondingHandler(ABC):
+    """A handler that processes stored submissions with a durable consumer and answers their
+    ``nats req`` through a ``ReplyMatcher`` (intake, grants). Subclasses set ``nc``,
+    ``consumer`` and ``replies`` and list their core subscriptions."""
+
+    nc: NATS
+    consumer: Any
+    replies: ReplyMatcher
+    # Set once requests are answered: a request sent before that is stored and processed,
+    # but nobody listens for its reply inbox.
+    ready: asyncio.Event
+    _subs: list[Any]
+
+    @abstractmethod
+    def _subscriptions(self) -> list[tuple[str, str | None, Any]]:
+        """(subject, queue group or None, callback) of the answering side."""
+
+    async def start_responder(self) -> None:
+        if self._subs:
+            return
+        self._subs = [
+            await self.nc.subscribe(subject, queue=queue or "", cb=cb)
+            for subject, queue, cb in self._subscriptions()
+        ]
+        await self.nc.flush()
+        self.ready.set()
+
+    async def run(self) -> None:
+        await self.start_responder()
+        expiry = asyncio.create_task(self.replies.expire_loop())
+        try:
+            await self.consumer.run()
+        finally:
+            expiry.cancel()
+            for sub in self._subs:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
+            self._subs = []
+            self.ready.clear()
+
+    def stop(self) -> None:
+        self.consumer.stop()
