@@ -100,8 +100,6 @@ class RecordedSandbox:
         for e in events:
             for rec in getattr(e, "execs", None) or []:
                 records[rec.key] = rec
-            tests = getattr(e, "tests", None)
-            del tests
         return cls(records)
 
     async def run(
