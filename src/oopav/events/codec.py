@@ -14,6 +14,8 @@ from typing import Any
 import msgspec
 
 from oopav.events.catalog import SESSION_EVENTS, Event
+from oopav.events.mission import MISSION_EVENTS
+from oopav.events.run import RUN_EVENTS
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -142,7 +144,9 @@ def _first_line(exc: Exception | None) -> str:
     return str(exc).splitlines()[0] if exc else "invalid event"
 
 
-REGISTRY = Registry(SESSION_EVENTS)
+ALL_EVENTS: tuple[type[Event], ...] = SESSION_EVENTS + MISSION_EVENTS + RUN_EVENTS
+
+REGISTRY = Registry(ALL_EVENTS)
 
 
 def encode(event: Event) -> bytes:
