@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -19,18 +20,106 @@ from oopav import __version__
 T = TypeVar("T")
 
 
+# Options of the top-level group that may also be written after the subcommand
+# (`oopav sessions --data-dir D`); the value says whether the option takes one.
+GLOBAL_OPTIONS: dict[str, bool] = {
+    "--nats-url": True,
+    "--data-dir": True,
+    "--log-level": True,
+    "--verbose": False,
+    "-v": False,
+}
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Move global options found anywhere before a `--` to the front, where click expects
+    them, so every command accepts them in either place."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS:
+            front.append(arg)
+            if GLOBAL_OPTIONS[name] and "=" not in arg and i + 1 < len(args):
+                front.append(args[i + 1])
+                i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
+class OopavGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            args = hoist_global_options(list(args))
+        return super().parse_args(ctx, args)
+
+
 class Ctx:
-    def __init__(self, nats_url: str | None, data_dir: Path | None, log_level: str | None) -> None:
+    def __init__(
+        self,
+        nats_url: str | None,
+        data_dir: Path | None,
+        log_level: str | None,
+        verbose: bool = False,
+    ) -> None:
         from oopav.config import Settings
         from oopav.logging import configure
 
+        self.log_level = log_level
+        self.verbose = verbose
         configure(log_level)
         kwargs: dict[str, Any] = {}
         if nats_url:
             kwargs["nats_url"] = nats_url
         if data_dir:
-            kwargs["data_dir"] = data_dir
+            kwargs["data_dir"] = data_dir.expanduser().resolve()
         self.settings = Settings(**kwargs)
+
+    def environment(self) -> dict[str, str]:
+        """The global options as OOPAV_* variables: code that builds its own ``Settings()``
+        (sandbox, replay, model backends) sees the same choices as the command."""
+        env = {"OOPAV_DATA_DIR": str(self.settings.data_dir)}
+        if self.settings.nats_url:
+            env["OOPAV_NATS_URL"] = self.settings.nats_url
+        if self.log_level:
+            env["OOPAV_LOG_LEVEL"] = self.log_level
+        return env
+
+    def log_to_file(self, command: str) -> Path | None:
+        """Send log lines to a file under the data directory (stderr keeps warnings and
+        errors, everything with -v); returns the file, or None with -v."""
+        import datetime
+
+        from oopav.logging import configure
+
+        if self.verbose:
+            configure(self.log_level)
+            return None
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = self.settings.data_dir / "logs" / f"{command}-{stamp}-{os.getpid()}.log"
+        configure(self.log_level, log_file=path, stderr_level="WARNING")
+        return path
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Any:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
@@ -53,7 +142,10 @@ def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=OopavGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="oopav")
 @click.option(
     "--nats-url",
@@ -71,11 +163,21 @@ def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
     "--log-level",
     envvar="OOPAV_LOG_LEVEL",
     default=None,
-    help="DEBUG, INFO (default), WARNING, ERROR.",
+    help="DEBUG, INFO (default), WARNING, ERROR (env OOPAV_LOG_LEVEL).",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Show log lines on stderr (`oopav run` otherwise writes them to a log file).",
 )
 @click.pass_context
 def cli(
-    ctx: click.Context, nats_url: str | None, data_dir: Path | None, log_level: str | None
+    ctx: click.Context,
+    nats_url: str | None,
+    data_dir: Path | None,
+    log_level: str | None,
+    verbose: bool,
 ) -> None:
     """oopav: an event-sourced agent kernel for code changes.
 
@@ -88,8 +190,12 @@ def cli(
       oopav submit --repo . "..."    submit a task (or: nats req oopav.tasks.submit '{...}')
       oopav sessions                 list sessions
       oopav show <session>           the timeline of one session
+      oopav doctor                   check that the tools oopav needs are in place
+
+    Global options (--nats-url, --data-dir, --log-level, -v) go before or after the command.
     """
-    ctx.obj = Ctx(nats_url, data_dir, log_level)
+    ctx.obj = Ctx(nats_url, data_dir, log_level, verbose)
+    ctx.with_resource(_environ(ctx.obj.environment()))
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -112,6 +218,7 @@ async def up(c: Ctx, model: str | None) -> None:
     from oopav.app import open_bus
     from oopav.runtime import run_handlers
 
+    model = cli_model_spec(model)
     async with open_bus(c.settings, embedded=True, name="oopav-up") as bus:
         click.echo(
             f"oopav {__version__} up: NATS at {bus.url}" + (" (embedded)" if bus.embedded else ""),
@@ -200,6 +307,23 @@ def task_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def cli_model_spec(
+    spec: str | None, base: Path | None = None, *, param: str = "--model"
+) -> str | None:
+    """A model spec given on the command line: relative paths made absolute against the
+    caller's directory (the handlers may run elsewhere), and checked offline, so a bad spec
+    is a usage error here instead of an aborted session later."""
+    from oopav.models.registry import absolute_spec, check_spec
+
+    if spec is None:
+        return None
+    spec = absolute_spec(spec, base)
+    problem = check_spec(spec)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint=param)
+    return spec
+
+
 def _submission(
     task_file: Path | None,
     instruction: str | None,
@@ -234,11 +358,10 @@ def _submission(
     else:
         base_for_model = base
     spec = body.get("model")
-    if isinstance(spec, str) and spec.startswith("scripted:"):
-        # A script path is read by the handlers: make it absolute like the repo.
-        body["model"] = "scripted:" + str(
-            (base_for_model / Path(spec.removeprefix("scripted:")).expanduser()).resolve()
-        )
+    if isinstance(spec, str):
+        # A script or model path is read by the handlers: make it absolute like the repo.
+        where = "--model" if model else f"model (in {task_file})"
+        body["model"] = cli_model_spec(spec, base_for_model, param=where)
     if test_command:
         body["test_command"] = test_command
     for item in budget:
@@ -301,17 +424,30 @@ async def submit(
             return
         state = await wait_session(bus, reply["session_id"], timeout)
         _print_outcome(state, as_json)
-        sys.exit(0 if state.outcome == "success" else 1)
+        sys.exit(_exit_status(state.outcome))
+
+
+def _exit_status(outcome: str | None) -> int:
+    """0 only for ``success``; any other outcome (``success_unverified``, ``failed``, a
+    session still running at the timeout, ...) is 1."""
+    from oopav.display import is_success
+
+    return 0 if is_success(outcome) else 1
 
 
 def _print_outcome(state: Any, as_json: bool) -> None:
+    from oopav.display import is_success
     from oopav.runtime import outcome_dict
 
     out = outcome_dict(state)
+    out["ok"] = is_success(out.get("outcome"))
     if as_json:
         _json_out(out)
         return
-    click.echo(f"session {out['session_id']}: {out['outcome']} ({out['phase']})")
+    outcome = out["outcome"] or "not finished"
+    click.echo(f"session {out['session_id']}: {outcome} ({out['phase']})")
+    if out["outcome"] and not out["ok"] and out["outcome"].startswith("success"):
+        click.echo(f"note: {outcome} is not a verified success; exit status 1")
     if out.get("summary"):
         click.echo(f"summary: {out['summary']}")
     if out.get("diff"):
@@ -339,10 +475,15 @@ async def sessions(c: Ctx, as_json: bool, limit: int) -> None:
     if not rows:
         click.echo("no sessions yet")
         return
-    click.echo(f"{'SESSION':36}  {'PHASE':10}  {'OUTCOME':8}  {'EVENTS':>6}  INSTRUCTION")
+    phase_w = max(len("PHASE"), *(len(r["phase"]) for r in rows))
+    outcome_w = max(len("OUTCOME"), *(len(r["outcome"] or "-") for r in rows))
+    click.echo(
+        f"{'SESSION':36}  {'PHASE':{phase_w}}  {'OUTCOME':{outcome_w}}  {'EVENTS':>6}  INSTRUCTION"
+    )
     for r in rows:
         click.echo(
-            f"{r['session_id']:36}  {r['phase']:10}  {r['outcome'] or '-':8}  {r['events']:>6}  {r['instruction'][:60]}"
+            f"{r['session_id']:36}  {r['phase']:{phase_w}}  {r['outcome'] or '-':{outcome_w}}  "
+            f"{r['events']:>6}  {r['instruction'][:60]}"
         )
 
 
@@ -413,8 +554,10 @@ async def replay(
     from oopav.app import open_bus
     from oopav.runtime import replay_projection, resolve_session
 
+    if model is not None and fork_at is None:
+        raise click.UsageError("--model goes with --fork-at")
     if fork_at is not None:
-        await _fork(c, session, fork_at, model, timeout, as_json)
+        await _fork(c, session, fork_at, cli_model_spec(model), timeout, as_json)
         return
     async with open_bus(c.settings, name="oopav-replay") as bus:
         sid = await resolve_session(bus, session)
@@ -470,7 +613,7 @@ async def _fork(
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(handlers, 15)
     _print_outcome(state, as_json)
-    sys.exit(0 if state.outcome == "success" else 1)
+    sys.exit(_exit_status(state.outcome))
 
 
 # -- run / handler -------------------------------------------------------------------------
@@ -489,6 +632,12 @@ async def _fork(
     "--json", "as_json", is_flag=True, help="Print {session_id, outcome, diff, ...} as JSON."
 )
 @click.option("--quiet", is_flag=True, help="No progress lines.")
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the session's worktree and oopav/<id> branch after it completes (default: "
+    "removed; `oopav apply` still works from the kept result).",
+)
 @pass_ctx
 @run_async
 async def run(
@@ -503,6 +652,7 @@ async def run(
     timeout: float,
     as_json: bool,
     quiet: bool,
+    keep: bool,
 ) -> None:
     """Run one task end to end: the embedded NATS server (unless --nats-url), every handler in
     this process, the task; shows progress and prints the outcome and the diff.
@@ -515,6 +665,10 @@ async def run(
     from oopav.runtime import describe_event, run_handlers, submit_task, wait_session
 
     body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
+    model = body.get("model") if model else None
+    log_file = c.log_to_file("run")
+    if log_file is not None and not quiet:
+        click.echo(f"log: {log_file}", err=True)
     async with open_bus(c.settings, embedded=True, name="oopav-run") as bus:
         stop = asyncio.Event()
         ready = asyncio.Event()
@@ -554,8 +708,30 @@ async def run(
             stop.set()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(handlers, 15)
+        if not keep and state.phase in ("completed", "rejected"):
+            _remove_workspace(c, sid, quiet or as_json)
         _print_outcome(state, as_json)
-        sys.exit(0 if state.outcome == "success" else 1)
+        sys.exit(_exit_status(state.outcome))
+
+
+def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
+    """Remove a finished session's worktree and branch (its result is kept for `apply`)."""
+    from oopav.sandbox.workspace import WorkspaceError, find_workspace, remove_workspace
+
+    try:
+        info = find_workspace(session_id, c.settings)
+    except WorkspaceError:
+        return  # the handlers ran elsewhere (--nats-url): their host keeps the workspace
+    try:
+        remove_workspace(info, c.settings)
+    except (WorkspaceError, OSError) as exc:
+        click.echo(f"warning: could not remove the workspace {info.path}: {exc}", err=True)
+        return
+    if not quiet:
+        click.echo(
+            f"workspace removed (--keep keeps it); `oopav apply {session_id[:13]}` applies the result",
+            err=True,
+        )
 
 
 @cli.command("handler")
@@ -574,6 +750,7 @@ async def handler_cmd(c: Ctx, name: str, model: str | None) -> None:
     from oopav.app import open_bus
     from oopav.runtime import run_handlers
 
+    model = cli_model_spec(model)
     async with open_bus(c.settings, name=f"oopav-{name}") as bus:
         click.echo(f"handler {name}: NATS at {bus.url}", err=True)
         await run_handlers(bus, names=(name,), model=model, projection=False)
@@ -640,13 +817,17 @@ def events_docs(out: Path, check: bool) -> None:
 
 def _register() -> None:
     # Each area owns its commands; keep imports here cheap (no torch, no vllm).
+    from oopav.doctor import register as register_doctor
     from oopav.models.commands import register as register_models
     from oopav.sandbox.commands import register as register_sandbox
+    from oopav.sandbox.gc_command import register as register_gc
     from oopav.tui.commands import register as register_tui
 
     register_sandbox(cli)
     register_models(cli)
     register_tui(cli)
+    register_doctor(cli)
+    register_gc(cli)
 
 
 _register()

@@ -268,7 +268,12 @@ def describe_event(e: Event) -> str:
         case ev.TaskRejected():
             return f"{e.field or '-'}: {e.error[:90]}"
         case ev.WorkspacePrepared():
-            return f"{e.kind} {e.path} @ {e.base_commit[:10]}"
+            where = (
+                f" (+{len(e.uncommitted)} uncommitted/untracked file(s) from your working tree)"
+                if e.uncommitted
+                else (" (a copy of the directory as it is)" if e.kind == "copy" else " (HEAD)")
+            )
+            return f"{e.kind} {e.path} @ {e.base_commit[:10]}{where}"
         case ev.ObservationRecorded():
             return (
                 f"{e.phase}: {e.files_total} files, {len(e.parse_errors)} parse errors, {len(e.stubs)} stubs, "
@@ -293,7 +298,10 @@ def describe_event(e: Event) -> str:
                 " timed out" if e.timed_out else ""
             )
         case ev.GateEvaluated():
-            return f"{e.gate}: {'skipped' if e.skipped else ('pass' if e.passed else 'FAIL')} {e.evidence[:60]}"
+            from oopav.display import gate_summary
+
+            verdict = "skipped" if e.skipped else ("pass" if e.passed else "FAIL")
+            return f"{e.gate}: {verdict} {gate_summary(e)}"
         case ev.VerificationCompleted():
             return "passed" if e.passed else f"failed at {e.failed_gate}"
         case ev.ReplanTriggered():

@@ -73,7 +73,7 @@ def test_worktree_lifecycle(tmp_path: Path, settings: Settings) -> None:
     assert "-    return 1\n+    return 2\n" in diff
     # The user's tree is untouched until they ask.
     assert (repo / "app.py").read_text().endswith("return 1\n")
-    assert apply_to_repo(info) == ["app.py"]
+    assert apply_to_repo(info).applied == ["app.py"]
     assert (repo / "app.py").read_text().endswith("return 2\n")
 
 
@@ -82,7 +82,7 @@ def test_apply_refuses_conflicting_user_changes(tmp_path: Path, settings: Settin
     info = prepare_workspace(repo, "sess-b", settings)
     write(Path(info.path), "app.py", "def main():\n    return 2\n")
     (repo / "app.py").write_text("def main():\n    return 99\n")
-    with pytest.raises(WorkspaceError, match=r"uncommitted changes to app\.py"):
+    with pytest.raises(WorkspaceError, match=r"local changes to app\.py"):
         apply_to_repo(info)
     assert (repo / "app.py").read_text().endswith("return 99\n")
     result = CliRunner().invoke(cli, ["apply", "sess-b"])
@@ -117,7 +117,7 @@ def test_copy_for_plain_directory(tmp_path: Path, settings: Settings) -> None:
     checkpoint(info, "edit")
     assert "-A = 1\n+A = 2\n" in final_diff(info)
     assert (src / "a.py").read_text() == "A = 1\n"
-    assert apply_to_repo(info) == ["a.py"]
+    assert apply_to_repo(info).applied == ["a.py"]
     assert (src / "a.py").read_text() == "A = 2\n"
 
 

@@ -171,9 +171,13 @@ class WorkspacePrepared(Event, tag="workspace_prepared", frozen=True):
     branch: str
     kind: Literal["worktree", "copy"] = "worktree"
     repo: str = ""
+    # Uncommitted or untracked (not ignored) files of the user's working tree included in the
+    # base on top of HEAD; a copy is always the directory as it is.
+    uncommitted: list[str] = msgspec.field(default_factory=list)
 
-    # A replay prepares its own workspace elsewhere; a copy's base commit has a fresh timestamp.
-    VOLATILE: ClassVar[frozenset[str]] = frozenset({"path", "base_commit"})
+    # A replay prepares its own workspace elsewhere (from the recorded base, so it has no
+    # uncommitted files of its own); a copy's base commit has a fresh timestamp.
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"path", "base_commit", "uncommitted"})
 
 
 class ObservationRecorded(Event, tag="observation_recorded", frozen=True):

@@ -64,6 +64,7 @@ class Observer:
             branch=info.branch,
             kind=info.kind,
             repo=info.repo,
+            uncommitted=info.uncommitted,
         )
         state.workspace = ws  # type: ignore[assignment]
         await self._observe_baseline(event, state, out, round_=0)

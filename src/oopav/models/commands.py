@@ -28,12 +28,13 @@ def models() -> None:
 @click.argument("spec", required=False)
 @click.option(
     "--envelope/--json",
-    default=False,
-    help="Ask for the full prompt-contract envelope instead of a bare JSON action.",
+    default=None,
+    help="Ask for the full prompt-contract envelope, or a bare JSON action. Default: ask for "
+    "bare JSON and accept either form in the answer (a scripted file holds envelopes).",
 )
 @click.option("--max-tokens", default=256, show_default=True, type=int)
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=float)
-def check(spec: str | None, envelope: bool, max_tokens: int, timeout_s: float) -> None:
+def check(spec: str | None, envelope: bool | None, max_tokens: int, timeout_s: float) -> None:
     """Send one small schema-constrained request through SPEC (default $OOPAV_MODEL) and print
     the parsed action, the latency and the token counts.
 
@@ -65,7 +66,7 @@ def check(spec: str | None, envelope: bool, max_tokens: int, timeout_s: float) -
 
 
 async def _check(
-    spec: str | None, envelope: bool, max_tokens: int, timeout_s: float
+    spec: str | None, envelope: bool | None, max_tokens: int, timeout_s: float
 ) -> dict[str, Any]:
     from oopav.events.actions import Action
     from oopav.models.base import Message, ModelRequest, Sampling
@@ -108,6 +109,9 @@ async def _check(
         "completion_tokens": response.completion_tokens,
         "finish_reason": response.finish_reason,
     }
+    if envelope is None:
+        # Auto: a bare JSON answer is an action; anything else is read as the envelope.
+        envelope = not response.text.lstrip().startswith("{")
     try:
         if envelope:
             parsed = parse_answer(

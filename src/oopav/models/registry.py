@@ -71,3 +71,58 @@ def load_backend(
     from oopav.models.hf import HFBackend
 
     return HFBackend(rest, **options)
+
+
+def _local_path(rest: str) -> bool:
+    """Whether an hf:/vllm: argument names a local path rather than a hub id (org/name)."""
+    return rest.startswith(("/", "./", "../", "~")) or os.path.exists(rest)
+
+
+def absolute_spec(spec: str, base: str | os.PathLike[str] | None = None) -> str:
+    """``spec`` with a relative file path made absolute against ``base`` (default: the
+    current directory), so that a handler in another process or directory reads the same file.
+    Specs without a local path are returned unchanged."""
+    from pathlib import Path
+
+    scheme, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        return spec
+    root = Path(base) if base is not None else Path.cwd()
+    if scheme == "scripted" or (scheme in ("hf", "vllm") and _local_path(rest)):
+        p = Path(rest).expanduser()
+        return f"{scheme}:{p if p.is_absolute() else (root / p).resolve()}"
+    return spec
+
+
+def check_spec(spec: str) -> str | None:
+    """Why ``spec`` cannot be used, or None. Cheap and offline: it checks the form, that a
+    scripted file exists and parses, and that a local model path exists; it does not contact
+    a server or load a model (``oopav models check`` does). For the CLI and the intake, so
+    that a bad spec is rejected at submission instead of aborting a session later."""
+    from pathlib import Path
+
+    if not isinstance(spec, str) or not spec.strip():
+        return "the model spec is empty"
+    scheme, sep, rest = spec.partition(":")
+    if not sep or not rest or scheme not in SCHEMES:
+        return f"bad model spec {spec!r}: expected one of {', '.join(s + ':…' for s in SCHEMES)}"
+    if scheme == "scripted":
+        if not Path(rest).expanduser().is_file():
+            return f"scripted model file {rest} does not exist"
+        from oopav.models.scripted import ScriptedBackend
+
+        try:
+            ScriptedBackend.from_file(Path(rest).expanduser())
+        except ModelError as exc:
+            return exc.message
+        return None
+    if scheme == "openai":
+        base_url, hash_, model = rest.rpartition("#")
+        if not hash_ or not base_url or not model:
+            return f"bad openai spec {spec!r}: expected openai:<base_url>#<model>"
+        if not base_url.startswith(("http://", "https://")):
+            return f"bad openai base URL {base_url!r}: use http(s)://"
+        return None
+    if scheme in ("hf", "vllm") and _local_path(rest) and not Path(rest).expanduser().exists():
+        return f"{scheme} model path {rest} does not exist"
+    return None

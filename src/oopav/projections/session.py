@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from oopav.display import gate_summary
 from oopav.events import catalog as ev
 from oopav.events.actions import Action
 from oopav.events.catalog import Event
@@ -48,6 +49,8 @@ class GateRecord(msgspec.Struct, kw_only=True):
     skipped: bool = False
     bounce: int = 0
     evidence: str = ""
+    # One line for people: the evidence's headline and, for tests, pytest's counts.
+    summary: str = ""
 
 
 class GrantRecord(msgspec.Struct, kw_only=True):
@@ -328,6 +331,7 @@ def _gate(s: SessionState, e: ev.GateEvaluated) -> None:
             skipped=e.skipped,
             bounce=e.bounce,
             evidence=e.evidence[:500],
+            summary=gate_summary(e),
         )
     )
     s.phase = "verifying"

@@ -110,25 +110,47 @@ def exec_cmd(
 
 @click.command("apply")
 @click.argument("session")
-@click.option("--check", "check_only", is_flag=True, help="Only check that the diff applies.")
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Dry run: report what would change and refuse on conflicts; write nothing.",
+)
 @click.option("--print", "print_diff", is_flag=True, help="Print the diff instead of applying it.")
-def apply_cmd(session: str, check_only: bool, print_diff: bool) -> None:
-    """Apply SESSION's final diff to the repository it was made from."""
-    from oopav.sandbox.workspace import WorkspaceError, apply_to_repo, final_diff, find_workspace
+@click.pass_context
+def apply_cmd(ctx: click.Context, session: str, check_only: bool, print_diff: bool) -> None:
+    """Apply SESSION's final result to the directory it was made from.
 
+    Each file the session changed must still hold what the session started from; otherwise
+    nothing is written and the conflicting files are named. Files are read back afterwards to
+    verify that the tree matches the session's result."""
+    from oopav.config import Settings
+    from oopav.sandbox.workspace import (
+        WorkspaceError,
+        apply_to_repo,
+        find_workspace,
+        session_result,
+    )
+
+    settings = getattr(ctx.obj, "settings", None) or Settings()
     try:
-        info = find_workspace(session)
+        info = find_workspace(session, settings)
         if print_diff:
-            click.echo(final_diff(info), nl=False)
+            click.echo(session_result(info, settings).diff, nl=False)
             return
-        files = apply_to_repo(info, check_only=check_only)
+        report = apply_to_repo(info, check_only=check_only, settings=settings)
     except WorkspaceError as exc:
         raise click.ClickException(str(exc)) from exc
-    if not files:
-        click.echo(f"session {session} changed nothing")
+    if not report.applied and not report.already:
+        click.echo(f"session {info.session_id} changed nothing")
         return
-    verb = "would apply" if check_only else "applied"
-    click.echo(f"{verb} {len(files)} file(s) to {info.repo}: {', '.join(files)}")
+    if report.applied:
+        verb = "would apply" if check_only else "applied"
+        what = ", ".join(report.applied)
+        done = "" if check_only else " (verified: they now match the session's result)"
+        click.echo(f"{verb} {len(report.applied)} file(s) to {report.repo}: {what}{done}")
+    if report.already:
+        click.echo(f"already applied: {', '.join(report.already)}")
 
 
 async def _record(settings: Any, body: dict[str, Any]) -> dict[str, Any]:

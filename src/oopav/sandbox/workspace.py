@@ -2,6 +2,15 @@
 git history when the target is not a repository), checkpoints on a session branch, rollback,
 the final diff, and applying it to the user's tree on request.
 
+The workspace starts from the user's working tree, not just HEAD: uncommitted changes and
+untracked files that are not ignored are copied into the worktree and committed there as the
+session's base (``WorkspaceInfo.uncommitted`` lists them), so the agent sees what the user sees.
+
+``apply_to_repo`` does not use ``git apply``: inside a subfolder of a larger repository git
+silently skips paths outside its prefix. It compares each file the session changed with the
+content the session started from, refuses on any difference (local changes), writes the
+session's content and reads it back to verify.
+
 Git runs here directly (it is the adapter's own bookkeeping, not an agent command) with hooks
 and fsmonitor disabled, so nothing the agent wrote inside the workspace runs on the host.
 """
@@ -13,6 +22,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -50,6 +60,9 @@ class WorkspaceInfo(msgspec.Struct, kw_only=True, frozen=True):
     branch: str
     kind: Literal["worktree", "copy"]
     repo: str
+    # Files taken from the user's working tree on top of HEAD (uncommitted or untracked);
+    # empty for a copy, which is the directory as it is.
+    uncommitted: list[str] = msgspec.field(default_factory=list)
 
 
 # Tool caches never belong in a checkpoint or the final diff (the repository's own .gitignore
@@ -96,6 +109,28 @@ def _is_git_repo(path: Path) -> bool:
     return proc.returncode == 0 and Path(proc.stdout.strip()).resolve() == path.resolve()
 
 
+def _snapshot_working_tree(repo: Path, worktree: Path) -> list[str]:
+    """Copy the user's uncommitted changes and untracked, non-ignored files into the fresh
+    worktree (deleted files are deleted); returns the paths taken."""
+    out = git(repo, "ls-files", "-z", "--modified", "--deleted", "--others", "--exclude-standard")
+    taken: list[str] = []
+    for rel in sorted(set(filter(None, out.split("\0")))):
+        src, dst = repo / rel, worktree / rel
+        if src.is_dir() and not src.is_symlink():
+            continue  # a nested repository or submodule: not ours to copy
+        if src.exists() or src.is_symlink():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if dst.is_symlink() or dst.exists():
+                dst.unlink()
+            shutil.copy2(src, dst, follow_symlinks=False)
+        elif dst.exists() or dst.is_symlink():
+            dst.unlink()
+        else:
+            continue
+        taken.append(rel)
+    return taken
+
+
 def branch_for(session_id: str) -> str:
     return f"oopav/{session_id}"
 
@@ -131,6 +166,7 @@ def prepare_workspace(
             if _is_git_repo(repo):
                 git(repo, "worktree", "prune", check=False)
         path.parent.mkdir(parents=True, exist_ok=True)
+        uncommitted: list[str] = []
         if _is_git_repo(repo) and isolated_at is not None:
             gitdir = st.workspaces_dir / ".gitdirs" / session_id
             shutil.rmtree(gitdir, ignore_errors=True)
@@ -149,8 +185,25 @@ def prepare_workspace(
             base = git(path, "rev-parse", "HEAD").strip()
             kind: Literal["worktree", "copy"] = "worktree"
         elif _is_git_repo(repo):
-            base = git(repo, "rev-parse", "HEAD").strip()
-            git(repo, "worktree", "add", "--force", "-B", branch, str(path), base)
+            head = git(repo, "rev-parse", "HEAD").strip()
+            git(repo, "worktree", "add", "--force", "-B", branch, str(path), head)
+            uncommitted = _snapshot_working_tree(repo, path)
+            base = head
+            if uncommitted:
+                git(path, "add", "-A")
+                git(
+                    path,
+                    "commit",
+                    "-q",
+                    "--no-verify",
+                    "--allow-empty",
+                    "-m",
+                    f"oopav: snapshot of the working tree ({len(uncommitted)} file(s))",
+                )
+                base = git(path, "rev-parse", "HEAD").strip()
+                # A ref keeps the snapshot reachable after the session branch is removed, so
+                # `oopav replay` can still check it out.
+                git(repo, "update-ref", f"refs/oopav/snapshots/{session_id}", base)
             kind = "worktree"
         else:
             # The copy's git directory lives outside the workspace so that the sandbox (which
@@ -171,6 +224,7 @@ def prepare_workspace(
             branch=branch,
             kind=kind,
             repo=str(repo),
+            uncommitted=uncommitted,
         )
         meta.write_bytes(msgspec.json.encode(info))
         return info
@@ -232,58 +286,227 @@ def changed_files(info: WorkspaceInfo) -> list[str]:
     ]
 
 
-def apply_to_repo(info: WorkspaceInfo, *, check_only: bool = False) -> list[str]:
-    """Apply the final diff to the user's repository with ``git apply``. Refuses, changing
-    nothing, when the user's tree has changes of its own to the same files or the patch does
-    not apply. Returns the files changed."""
-    repo = Path(info.repo)
-    diff = final_diff(info)
-    files = changed_files(info)
-    if not diff.strip():
-        return []
-    if info.kind == "worktree":
-        dirty = {
-            line[3:].split(" -> ")[-1]
-            for line in git(repo, "status", "--porcelain", "--", *files).splitlines()
-            if line
-        }
-        if dirty:
-            raise WorkspaceError(
-                f"your working tree in {repo} has uncommitted changes to "
-                f"{', '.join(sorted(dirty))}, which this session also changes. "
-                "Commit or stash them, then run `oopav apply` again."
-            )
+class FileResult(msgspec.Struct, kw_only=True, frozen=True):
+    """One file the session changed: its content at the base and at the end (None: absent)."""
+
+    path: str
+    before: bytes | None
+    after: bytes | None
+    executable: bool = False
+
+
+class SessionResult(msgspec.Struct, kw_only=True, frozen=True):
+    """What ``oopav apply`` needs, kept when the workspace itself is removed."""
+
+    session_id: str
+    repo: str
+    base_commit: str
+    diff: str
+    files: list[FileResult]
+
+
+class ApplyReport(msgspec.Struct, kw_only=True, frozen=True):
+    repo: str
+    applied: list[str]
+    already: list[str]
+    checked_only: bool
+
+
+def _result_path(settings: Settings, session_id: str) -> Path:
+    return settings.workspaces_dir / f"{session_id}.result"
+
+
+def _git_bytes(cwd: Path, *args: str) -> bytes:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     proc = subprocess.run(
-        ["git", "apply", "--check", "--whitespace=nowarn", "-"],
-        cwd=repo,
-        input=diff,
-        capture_output=True,
-        text=True,
-        check=False,
+        ["git", *_SAFE_GIT, *args], cwd=cwd, capture_output=True, env=env, check=False
     )
     if proc.returncode != 0:
         raise WorkspaceError(
-            f"the session's diff does not apply to {repo}: {proc.stderr.strip()}. "
-            "Your tree has diverged; update it or apply the diff by hand "
-            "(it is printed by `oopav apply --print`)."
+            f"git {' '.join(args)} failed in {cwd}: {proc.stderr.decode(errors='replace').strip()}"
         )
-    if not check_only:
-        subprocess.run(
-            ["git", "apply", "--whitespace=nowarn", "-"],
-            cwd=repo,
-            input=diff,
-            capture_output=True,
-            text=True,
-            check=True,
+    return proc.stdout
+
+
+def _collect_result(info: WorkspaceInfo) -> SessionResult:
+    path = Path(info.path)
+    git(path, "add", "-A")
+    out = git(path, "diff", "--cached", "--no-renames", "--name-status", "-z", info.base_commit)
+    fields = out.split("\0")
+    files: list[FileResult] = []
+    for status, rel in zip(fields[0::2], fields[1::2], strict=False):
+        if not rel:
+            continue
+        before = None if status == "A" else _git_bytes(path, "show", f"{info.base_commit}:{rel}")
+        target = path / rel
+        after: bytes | None = None
+        executable = False
+        if status != "D":
+            after = os.readlink(target).encode() if target.is_symlink() else target.read_bytes()
+            executable = os.access(target, os.X_OK) and not target.is_symlink()
+        files.append(FileResult(path=rel, before=before, after=after, executable=executable))
+    return SessionResult(
+        session_id=info.session_id,
+        repo=info.repo,
+        base_commit=info.base_commit,
+        diff=final_diff(info),
+        files=files,
+    )
+
+
+def session_result(info: WorkspaceInfo, settings: Settings | None = None) -> SessionResult:
+    """The session's changes, from its workspace or, once that is removed, from the record
+    kept when it was removed."""
+    if Path(info.path).is_dir():
+        return _collect_result(info)
+    kept = _result_path(settings or Settings(), info.session_id)
+    if kept.exists():
+        return msgspec.msgpack.decode(kept.read_bytes(), type=SessionResult)
+    raise WorkspaceError(
+        f"the workspace of session {info.session_id} is gone ({info.path}) and no result was "
+        "kept; nothing to apply"
+    )
+
+
+def _inside(repo: Path, rel: str) -> Path:
+    target = repo / rel
+    if rel.startswith("/") or ".." in Path(rel).parts:
+        raise WorkspaceError(f"refusing to apply a path outside {repo}: {rel!r}")
+    parent = target.parent.resolve()
+    if parent != repo and repo not in parent.parents:
+        raise WorkspaceError(f"refusing to apply {rel!r}: it leads outside {repo} (a symlink)")
+    return target
+
+
+def _current(target: Path) -> bytes | None:
+    if target.is_symlink():
+        return os.readlink(target).encode()
+    if target.is_dir():
+        return b"\0<directory>"
+    return target.read_bytes() if target.exists() else None
+
+
+def _write(target: Path, data: bytes, executable: bool) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
+    mode = (mode | 0o111) if executable else (mode & ~0o111)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".oopav-apply-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def apply_to_repo(
+    info: WorkspaceInfo, *, check_only: bool = False, settings: Settings | None = None
+) -> ApplyReport:
+    """Apply the session's changes to the user's tree (``info.repo``), file by file.
+
+    Every file the session changed must still hold the content the session started from (or
+    already hold the session's result); otherwise nothing is written and the error names the
+    files. After writing, each file is read back and compared with the session's result."""
+    repo = Path(info.repo).resolve()
+    if not repo.is_dir():
+        raise WorkspaceError(f"the session's repository {repo} does not exist any more")
+    result = session_result(info, settings)
+    pending: list[tuple[FileResult, Path]] = []
+    already: list[str] = []
+    conflicts: list[str] = []
+    for f in result.files:
+        target = _inside(repo, f.path)
+        now = _current(target)
+        if now == f.after:
+            already.append(f.path)
+        elif now != f.before:
+            conflicts.append(f.path)
+        else:
+            pending.append((f, target))
+    if conflicts:
+        raise WorkspaceError(
+            f"not applied: your tree in {repo} has local changes to {', '.join(conflicts)} "
+            "(they differ from what the session started from), and the session changes them "
+            "too. Commit or stash them, or merge by hand: "
+            f"`oopav apply {info.session_id} --print > session.diff && git apply -3 session.diff`."
         )
-    return files
+    report = ApplyReport(
+        repo=str(repo), applied=[f.path for f, _ in pending], already=already, checked_only=True
+    )
+    if check_only:
+        return report
+    for f, target in pending:
+        if f.after is None:
+            target.unlink(missing_ok=True)
+        else:
+            if target.is_symlink() or target.is_dir():
+                target.unlink()
+            _write(target, f.after, f.executable)
+    wrong = [f.path for f, target in pending if _current(target) != f.after]
+    if wrong:
+        raise WorkspaceError(
+            f"applied, but {', '.join(wrong)} in {repo} do not match the session's result "
+            "afterwards (something else wrote them?): check `git diff` there"
+        )
+    return msgspec.structs.replace(report, checked_only=False)
 
 
 def remove_workspace(info: WorkspaceInfo, settings: Settings | None = None) -> None:
+    """Remove the worktree (or copy), its git directory and the session branch; keep the
+    session's result so that ``oopav apply`` still works, and the metadata pointing to it."""
     st = settings or Settings()
     path = Path(info.path)
-    if info.kind == "worktree":
-        git(Path(info.repo), "worktree", "remove", "--force", str(path), check=False)
+    if path.is_dir():
+        result = _collect_result(info)
+        _result_path(st, info.session_id).write_bytes(msgspec.msgpack.encode(result))
+    repo = Path(info.repo)
+    if info.kind == "worktree" and repo.is_dir() and _is_git_repo(repo):
+        listed = git(repo, "worktree", "list", "--porcelain", check=False)
+        # A replay's private clone is not one of the repository's worktrees, and the branch of
+        # that name belongs to the original session: leave both alone.
+        if {f"worktree {path}", f"worktree {path.resolve()}"} & set(listed.splitlines()):
+            git(repo, "worktree", "remove", "--force", str(path), check=False)
+            git(repo, "worktree", "prune", check=False)
+            git(repo, "branch", "-D", info.branch, check=False)
     shutil.rmtree(path, ignore_errors=True)
     shutil.rmtree(st.workspaces_dir / ".gitdirs" / info.session_id, ignore_errors=True)
-    _meta_path(st, info.session_id).unlink(missing_ok=True)
+
+
+def list_workspaces(settings: Settings | None = None) -> list[WorkspaceInfo]:
+    st = settings or Settings()
+    if not st.workspaces_dir.is_dir():
+        return []
+    out = []
+    for meta in sorted(st.workspaces_dir.glob("*.json")):
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, OSError):
+            out.append(msgspec.json.decode(meta.read_bytes(), type=WorkspaceInfo))
+    return out
+
+
+def gc_workspaces(
+    settings: Settings | None = None, *, keep: set[str] | None = None, dry_run: bool = False
+) -> list[str]:
+    """Remove every workspace still on disk except those of the sessions in ``keep``, and
+    directories under the workspaces folder that no session records. Returns what it removed
+    (or would remove)."""
+    st = settings or Settings()
+    keep = keep or set()
+    removed: list[str] = []
+    known: set[str] = set()
+    for info in list_workspaces(st):
+        known.add(info.session_id)
+        if info.session_id in keep or not Path(info.path).is_dir():
+            continue
+        removed.append(info.path)
+        if not dry_run:
+            with _lock(st, info.session_id):
+                remove_workspace(info, st)
+    if st.workspaces_dir.is_dir():
+        for d in sorted(st.workspaces_dir.iterdir()):
+            if d.is_dir() and not d.name.startswith(".") and d.name not in known | keep:
+                removed.append(str(d))
+                if not dry_run:
+                    shutil.rmtree(d, ignore_errors=True)
+    return removed

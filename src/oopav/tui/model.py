@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from oopav.display import evidence_summary
 from oopav.events.catalog import Event
 from oopav.events.codec import REGISTRY, Registry
 from oopav.projections.session import SessionState, evolve, initial
@@ -308,7 +309,8 @@ def summary_lines(state: SessionState, now: datetime | None = None) -> list[Line
                 verdict, style = "pass", "green"
             else:
                 verdict, style = "FAIL", "bold red"
-            evidence = f"  {one_line(g.evidence, 70)}" if g.evidence else ""
+            line = g.summary or evidence_summary(g.gate, g.evidence, 70)
+            evidence = f"  {line[:70]}" if line else ""
             out.append((f" {verdict:4} {g.gate} (bounce {g.bounce}){evidence}", style))
         out.append(("", ""))
 
