@@ -335,6 +335,12 @@ def _submission(
 ) -> dict[str, Any]:
     body: dict[str, Any] = {}
     base = Path.cwd()
+    if task_file is None and instruction and instruction.endswith(".json") and " " not in instruction:
+        if Path(instruction).is_file():
+            # `oopav submit examples/rename_fetch/task.json`: a task file, not an instruction.
+            task_file, instruction = Path(instruction), None
+        else:
+            raise click.UsageError(f"task file {instruction} does not exist")
     if task_file is not None:
         try:
             body = json.loads(task_file.read_text())

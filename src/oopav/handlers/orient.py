@@ -19,6 +19,25 @@ from oopav.projections.session import SessionState
 NAME = "orient"
 
 
+# Where a src/ or lib/ layout keeps the package that an instruction names without the prefix
+# ("fix click/core.py" in a repository with src/click/core.py).
+SOURCE_ROOTS = ("src", "lib", "python", "source")
+
+
+def locate(root: Path, mentioned: str) -> Path | None:
+    """The file or directory an instruction's path refers to: as written, under a source
+    root, or (a bare file name) a file of that name anywhere in the tree; None when absent."""
+    rel = mentioned.strip("/")
+    if ".." in rel.split("/"):
+        return None
+    for cand in (root / rel, *(root / base / rel for base in SOURCE_ROOTS)):
+        if cand.exists():
+            return cand
+    if "/" not in rel:
+        return next((h for h in root.rglob(rel) if ".git" not in h.relative_to(root).parts), None)
+    return None
+
+
 class Orient:
     name = NAME
     subscribes = ("observation_recorded",)
@@ -40,7 +59,7 @@ class Orient:
         task = state.task
         root = Path(state.workspace.path) if state.workspace else None
         mentioned = mentioned_paths(task.instruction)
-        existing = [m for m in mentioned if root is not None and (root / m).exists()]
+        existing = [m for m in mentioned if root is not None and locate(root, m) is not None]
         missing = [m for m in mentioned if m not in existing]
         rounds = state.orient.evidence_rounds + 1 if state.orient is not None else 0
         found = self._memory_hits(task.instruction, state.session_id)

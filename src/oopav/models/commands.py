@@ -42,11 +42,12 @@ def check(spec: str | None, envelope: bool | None, max_tokens: int, timeout_s: f
     hf:<path>. Exits 1 with a one-line error when the backend fails (server down, model not
     found, context too long), 2 when the answer does not match the action schema.
     """
+    from oopav.bus.errors import BusError
     from oopav.models.base import ModelError
 
     try:
         result = asyncio.run(_check(spec, envelope, max_tokens, timeout_s))
-    except ModelError as exc:
+    except (ModelError, BusError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
     except TimeoutError:

@@ -1,0 +1,261 @@
+"""The CLI as a new user meets it (issue 15 §2–§4): global options anywhere and honoured by
+every command, model specs resolved and checked at the CLI, a readable `oopav run`, aligned
+`sessions`, honest outcomes, `oopav doctor`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import oopav.cli as cli_module
+from oopav.cli import cli, hoist_global_options
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "rename_fetch"
+DEAD = "nats://127.0.0.1:1"
+
+
+def leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = []
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            out += leaf_commands(cmd, (*prefix, name))
+        else:
+            out.append((*prefix, name))
+    return out
+
+
+def test_hoisting_stops_at_double_dash() -> None:
+    args = ["sandbox", "exec", "--data-dir", "D", "--", "echo", "--data-dir", "x"]
+    assert hoist_global_options(args) == [
+        "--data-dir",
+        "D",
+        "sandbox",
+        "exec",
+        "--",
+        "echo",
+        "--data-dir",
+        "x",
+    ]
+    assert hoist_global_options(["show", "--nats-url=U", "-v", "s"]) == [
+        "--nats-url=U",
+        "-v",
+        "show",
+        "s",
+    ]
+
+
+@pytest.mark.parametrize("path", leaf_commands(cli), ids=" ".join)
+def test_every_command_accepts_global_options_after_it(
+    path: tuple[str, ...], tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(
+        cli,
+        [*path, "--data-dir", str(tmp_path), "--nats-url", DEAD, "--log-level", "ERROR", "--help"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "no such option" not in result.output.lower()
+
+
+# Every command that talks to NATS, with the URL written after the command: the error must name
+# that URL (the option reached the command, not a default or a running server).
+NATS_COMMANDS = [
+    ("streams", "init"),
+    ("submit", "--repo", ".", "rename x"),
+    ("sessions",),
+    ("show", "abc"),
+    ("replay", "abc"),
+    ("dlq",),
+    ("grant", "abc", "net.any"),
+    ("deny", "abc", "net.any"),
+    ("handler", "intake"),
+    ("up",),
+    ("run", "--repo", ".", "rename x"),
+    ("gc",),
+    ("tui",),
+    ("models", "check", "replay:abc"),
+]
+
+
+@pytest.mark.parametrize(
+    "args",
+    NATS_COMMANDS,
+    ids=lambda a: a[0] + (f" {a[1]}" if a[0] in ("streams", "models") else ""),
+)
+def test_every_command_honours_nats_url_after_it(args: tuple[str, ...], tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OOPAV_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "oopav.cli", *args, "--nats-url", DEAD, "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"cannot reach NATS at {DEAD}" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_data_dir_is_honoured_by_commands_without_a_server(tmp_path: Path) -> None:
+    """apply, gc --all and doctor read the data directory given after the command (apply
+    ignored `oopav --data-dir X apply` before)."""
+    from oopav.config import Settings
+    from oopav.sandbox.workspace import prepare_workspace
+
+    repo = tmp_path / "plain"
+    repo.mkdir()
+    (repo / "a.py").write_text("A = 1\n")
+    data = tmp_path / "elsewhere"
+    info = prepare_workspace(repo, "sess-dd", Settings(data_dir=data))
+    (Path(info.path) / "a.py").write_text("A = 2\n")
+    runner = CliRunner()
+    for args in (
+        ["apply", "sess-dd", "--data-dir", str(data)],
+        ["--data-dir", str(data), "apply", "sess-dd"],
+    ):
+        result = runner.invoke(
+            cli, [*args[:-1], args[-1], "--check"] if args[0] == "apply" else [*args, "--check"]
+        )
+        assert result.exit_code == 0, result.output
+        assert "would apply 1 file(s)" in result.output
+    result = runner.invoke(cli, ["doctor", "--data-dir", str(data)])
+    assert f"for {data}" in result.output
+    result = runner.invoke(cli, ["gc", "--all", "--dry-run", "--data-dir", str(data)])
+    assert result.exit_code == 0 and f"would remove {info.path}" in result.output
+    # The option does not leak into the process once the command is done.
+    assert os.environ.get("OOPAV_DATA_DIR") != str(data)
+
+
+def test_model_spec_checked_and_resolved_at_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    # A bad spec is a usage error before anything is submitted or started (no server needed).
+    for args in (
+        ["submit", "--repo", ".", "--model", "scripted:nope.yaml", "x"],
+        ["run", "--repo", ".", "--model", "scripted:nope.yaml", "x"],
+        ["replay", "abc", "--fork-at", "3", "--model", "scripted:nope.yaml"],
+        ["up", "--model", "bogus:thing"],
+    ):
+        result = runner.invoke(cli, [*args, "--nats-url", DEAD])
+        assert result.exit_code == 2, (args, result.output)
+        assert "--model" in result.output
+        assert "nope.yaml does not exist" in result.output or "bad model spec" in result.output
+        assert "cannot reach NATS" not in result.output
+    # A relative script path is made absolute against the caller's directory.
+    shutil.copy(EXAMPLE / "policy.yaml", tmp_path / "other.yaml")
+    body = cli_module._submission(None, "x", tmp_path, None, "scripted:other.yaml", None, ())
+    assert body["model"] == f"scripted:{tmp_path / 'other.yaml'}"
+    # A task file's relative model path is resolved against the task file's directory.
+    result = runner.invoke(cli, ["submit", str(EXAMPLE / "task.json"), "--nats-url", DEAD])
+    assert result.exit_code == 1 and "cannot reach NATS" in result.output
+
+
+def test_submit_takes_a_task_file_as_its_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    body = cli_module._submission(
+        None, "examples/rename_fetch/task.json", None, None, None, None, ()
+    )
+    assert body["repo"] == str(EXAMPLE) and body["model"] == f"scripted:{EXAMPLE / 'policy.yaml'}"
+    assert body["instruction"].startswith("Rename the function `fetch`")
+
+
+def test_models_check_scripted_without_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(EXAMPLE)
+    result = CliRunner().invoke(cli, ["models", "check", "scripted:policy.yaml"])
+    assert result.exit_code == 0, result.output
+    assert '"type": "ast_grep"' in result.output
+
+
+def test_sessions_columns_stay_aligned(
+    nc: Any, nats_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [
+        {
+            "session_id": "a" * 36,
+            "phase": "waiting_permission",
+            "outcome": None,
+            "events": 7,
+            "instruction": "one",
+        },
+        {
+            "session_id": "b" * 36,
+            "phase": "completed",
+            "outcome": "success_unverified",
+            "events": 12,
+            "instruction": "two",
+        },
+        {
+            "session_id": "c" * 36,
+            "phase": "completed",
+            "outcome": "success",
+            "events": 1234,
+            "instruction": "three",
+        },
+    ]
+
+    async def fake_list(bus: Any, limit: int = 50) -> list[dict[str, Any]]:
+        return rows
+
+    monkeypatch.setattr("oopav.runtime.list_sessions", fake_list)
+    result = CliRunner().invoke(
+        cli, ["sessions", "--nats-url", nats_url, "--data-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    header, *body = result.output.splitlines()
+    outcome_col, instr_col = header.index("OUTCOME"), header.index("INSTRUCTION")
+    for line, row in zip(body, rows, strict=True):
+        assert line.index(row["outcome"] or "-", 37 + 2) == outcome_col, (header, line)
+        assert line.index(row["instruction"]) == instr_col, (header, line)
+
+
+def test_only_success_is_success(capsys: pytest.CaptureFixture[str]) -> None:
+    from oopav.projections.session import SessionState
+
+    state = SessionState(
+        session_id="s1",
+        phase="completed",
+        outcome="success_unverified",
+        summary="tests denied by policy",
+    )
+    assert cli_module._exit_status("success_unverified") == 1
+    assert cli_module._exit_status("success") == 0
+    assert cli_module._exit_status(None) == 1
+    cli_module._print_outcome(state, as_json=False)
+    out = capsys.readouterr().out
+    assert "success_unverified" in out and "not a verified success" in out
+    cli_module._print_outcome(state, as_json=True)
+    assert json.loads(capsys.readouterr().out)["ok"] is False
+
+
+def test_doctor_reports_each_tool_with_a_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = CliRunner().invoke(
+        cli, ["doctor", "--data-dir", str(tmp_path), "--model", "scripted:nope.yaml"]
+    )
+    lines = result.output.splitlines()
+    for name in ("nats-server", "bwrap", "ast-grep", "git", "disk", "model"):
+        assert any(line.split()[1:2] == [name] for line in lines if line[:4].strip()), (name, lines)
+    assert any(line.startswith("ok    bwrap") and "user namespaces work" in line for line in lines)
+    assert "FAIL  model" in result.output and "fix:" in result.output
+    assert result.exit_code == 1
+    # A missing tool fails with its fix.
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("shutil.which", lambda *_a, **_k: None)
+    result = CliRunner().invoke(cli, ["doctor", "--data-dir", str(tmp_path)])
+    assert "FAIL  git" in result.output and "apt install git" in result.output
+    assert result.exit_code == 1
