@@ -335,7 +335,12 @@ def _submission(
 ) -> dict[str, Any]:
     body: dict[str, Any] = {}
     base = Path.cwd()
-    if task_file is None and instruction and instruction.endswith(".json") and " " not in instruction:
+    if (
+        task_file is None
+        and instruction
+        and instruction.endswith(".json")
+        and " " not in instruction
+    ):
         if Path(instruction).is_file():
             # `oopav submit examples/rename_fetch/task.json`: a task file, not an instruction.
             task_file, instruction = Path(instruction), None

@@ -18,7 +18,7 @@ _NO_TESTS = re.compile(r"^=*\s*(no tests ran)(?: in [\d.]+s)?\s*=*$")
 _FIRST_FAILURE = re.compile(r"^(?:FAILED|ERROR) (\S+)")
 
 
-def test_summary(output: str) -> str:
+def pytest_summary(output: str) -> str:
     """pytest's counts (``3 passed, 1 warning``) and the first failing test, or ""."""
     counts = ""
     first = ""
@@ -40,7 +40,7 @@ def evidence_summary(gate: str, evidence: str, limit: int = 100) -> str:
     head, _, rest = evidence.partition("\n")
     head = " ".join(head.split())
     if gate == "tests" and rest:
-        summary = test_summary(rest)
+        summary = pytest_summary(rest)
         if summary:
             head = f"{head} ({summary})"
     elif rest.strip() and len(head) < limit:
@@ -59,7 +59,7 @@ def gate_summary(e: object, limit: int = 100) -> str:
             f"{getattr(x, 'stdout_tail', '')}\n{getattr(x, 'stderr_tail', '')}"
             for x in getattr(e, "execs", [])
         ]
-        summary = test_summary("\n".join(outputs)) if outputs else ""
+        summary = pytest_summary("\n".join(outputs)) if outputs else ""
         if summary:
             head = " ".join(evidence.partition("\n")[0].split())
             line = f"{head} ({summary})"
