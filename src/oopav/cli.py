@@ -567,6 +567,11 @@ async def replay(
 
     if model is not None and fork_at is None:
         raise click.UsageError("--model goes with --fork-at")
+    if verify or fork_at is not None:
+        # Handlers run in this process: their log lines go to a file, not between the report.
+        log_file = c.log_to_file("replay")
+        if log_file is not None:
+            click.echo(f"log: {log_file}", err=True)
     if fork_at is not None:
         await _fork(c, session, fork_at, cli_model_spec(model), timeout, as_json)
         return

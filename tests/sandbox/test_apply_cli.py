@@ -119,6 +119,9 @@ def test_workspace_includes_uncommitted_and_untracked_files(tmp_path: Path) -> N
     (repo / "a.py").write_text("A = 2  # uncommitted\n")
     (repo / "new.py").write_text("N = 1\n")
     (repo / "debug.log").write_text("ignored\n")
+    (repo / "env" / "lib").mkdir(parents=True)
+    (repo / "env" / "pyvenv.cfg").write_text("home = /usr\n")
+    (repo / "env" / "lib" / "site.py").write_text("")
     (repo / "gone.py").unlink()
     settings = Settings(data_dir=tmp_path / "data")
     info = prepare_workspace(repo, "sess-dirty", settings)
@@ -128,6 +131,7 @@ def test_workspace_includes_uncommitted_and_untracked_files(tmp_path: Path) -> N
     assert (ws / "a.py").read_text() == "A = 2  # uncommitted\n"
     assert (ws / "new.py").read_text() == "N = 1\n"
     assert not (ws / "gone.py").exists() and not (ws / "debug.log").exists()
+    assert not (ws / "env").exists()  # an untracked virtualenv is not the user's work
     # The base is the snapshot, so the session's diff holds only its own change ...
     edit(ws, "a.py", "A = 3\n")
     code, out = invoke(settings.data_dir, "apply", "sess-dirty", "--print")

@@ -114,7 +114,21 @@ def _snapshot_working_tree(repo: Path, worktree: Path) -> list[str]:
     worktree (deleted files are deleted); returns the paths taken."""
     out = git(repo, "ls-files", "-z", "--modified", "--deleted", "--others", "--exclude-standard")
     taken: list[str] = []
+    venvs: dict[Path, bool] = {}
+
+    def in_venv(rel: str) -> bool:
+        # An untracked, unignored virtualenv is an environment, not the user's work.
+        for parent in Path(rel).parents:
+            if parent != Path("."):
+                if parent not in venvs:
+                    venvs[parent] = (repo / parent / "pyvenv.cfg").is_file()
+                if venvs[parent]:
+                    return True
+        return False
+
     for rel in sorted(set(filter(None, out.split("\0")))):
+        if in_venv(rel):
+            continue
         src, dst = repo / rel, worktree / rel
         if src.is_dir() and not src.is_symlink():
             continue  # a nested repository or submodule: not ours to copy
