@@ -21,28 +21,39 @@ T = TypeVar("T")
 
 
 # Options of the top-level group that may also be written after the subcommand
-# (`oopav sessions --data-dir D`); the value says whether the option takes one.
+# (`oopav sessions --data-dir D`); the value says whether the option takes one. `-v` only
+# goes before the subcommand: commands pass their own argv on (`sandbox exec … pytest -v`).
 GLOBAL_OPTIONS: dict[str, bool] = {
     "--nats-url": True,
     "--data-dir": True,
     "--log-level": True,
     "--verbose": False,
-    "-v": False,
+}
+# Commands whose trailing arguments are another program's argv, and their options that take a
+# value: hoisting stops at the first argument of that argv.
+PASSTHROUGH: dict[tuple[str, ...], frozenset[str]] = {
+    ("sandbox", "exec"): frozenset(
+        {"--workspace", "--grant", "--timeout", "--artifacts", "--backend"}
+    ),
 }
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
-    """Move global options found anywhere before a `--` to the front, where click expects
-    them, so every command accepts them in either place."""
+    """Move global options found anywhere before a `--` (or a passed-on argv) to the front,
+    where click expects them, so every command accepts them in either place."""
     front: list[str] = []
     rest: list[str] = []
+    words: list[str] = []  # the non-option words so far: the command path
+    valued: frozenset[str] | None = None
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg == "--":
+        name = arg.split("=", 1)[0]
+        if arg == "--" or (
+            valued is not None and not arg.startswith("-") and rest and rest[-1] not in valued
+        ):
             rest.extend(args[i:])
             break
-        name = arg.split("=", 1)[0]
         if name in GLOBAL_OPTIONS:
             front.append(arg)
             if GLOBAL_OPTIONS[name] and "=" not in arg and i + 1 < len(args):
@@ -50,6 +61,9 @@ def hoist_global_options(args: list[str]) -> list[str]:
                 i += 1
         else:
             rest.append(arg)
+            if not arg.startswith("-") and valued is None:
+                words.append(arg)
+                valued = PASSTHROUGH.get(tuple(words[-2:]))
         i += 1
     return front + rest
 
@@ -192,7 +206,8 @@ def cli(
       oopav show <session>           the timeline of one session
       oopav doctor                   check that the tools oopav needs are in place
 
-    Global options (--nats-url, --data-dir, --log-level, -v) go before or after the command.
+    Global options (--nats-url, --data-dir, --log-level, --verbose) go before or after the
+    command; -v before it.
     """
     ctx.obj = Ctx(nats_url, data_dir, log_level, verbose)
     ctx.with_resource(_environ(ctx.obj.environment()))

@@ -34,24 +34,24 @@ def leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tupl
     return out
 
 
-def test_hoisting_stops_at_double_dash() -> None:
-    args = ["sandbox", "exec", "--data-dir", "D", "--", "echo", "--data-dir", "x"]
-    assert hoist_global_options(args) == [
-        "--data-dir",
-        "D",
-        "sandbox",
-        "exec",
-        "--",
-        "echo",
-        "--data-dir",
-        "x",
-    ]
-    assert hoist_global_options(["show", "--nats-url=U", "-v", "s"]) == [
+def test_hoisting_leaves_a_passed_on_argv_alone() -> None:
+    h = hoist_global_options
+    assert h(["show", "--nats-url=U", "s", "--verbose"]) == [
         "--nats-url=U",
-        "-v",
+        "--verbose",
         "show",
         "s",
     ]
+    assert h(["sessions", "--data-dir", "D", "--log-level", "ERROR"]) == [
+        "--data-dir", "D", "--log-level", "ERROR", "sessions",
+    ]  # fmt: skip
+    # After `--`, or in `sandbox exec` once the command's argv starts, nothing is taken.
+    assert h(["sandbox", "exec", "--data-dir", "D", "--", "echo", "--data-dir", "x"]) == [
+        "--data-dir", "D", "sandbox", "exec", "--", "echo", "--data-dir", "x",
+    ]  # fmt: skip
+    assert h(["sandbox", "exec", "--workspace", ".", "pytest", "--verbose"]) == [
+        "sandbox", "exec", "--workspace", ".", "pytest", "--verbose",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("path", leaf_commands(cli), ids=" ".join)
