@@ -21,13 +21,13 @@ T = TypeVar("T")
 
 
 # Options of the top-level group that may also be written after the subcommand
-# (`oopav sessions --data-dir D`); the value says whether the option takes one. `-v` only
-# goes before the subcommand: commands pass their own argv on (`sandbox exec … pytest -v`).
+# (`oopav sessions --data-dir D`); the value says whether the option takes one.
 GLOBAL_OPTIONS: dict[str, bool] = {
     "--nats-url": True,
     "--data-dir": True,
     "--log-level": True,
     "--verbose": False,
+    "-v": False,
 }
 # Commands whose trailing arguments are another program's argv, and their options that take a
 # value: hoisting stops at the first argument of that argv.
@@ -206,8 +206,7 @@ def cli(
       oopav show <session>           the timeline of one session
       oopav doctor                   check that the tools oopav needs are in place
 
-    Global options (--nats-url, --data-dir, --log-level, --verbose) go before or after the
-    command; -v before it.
+    Global options (--nats-url, --data-dir, --log-level, -v) go before or after the command.
     """
     ctx.obj = Ctx(nats_url, data_dir, log_level, verbose)
     ctx.with_resource(_environ(ctx.obj.environment()))

@@ -49,9 +49,10 @@ def test_hoisting_leaves_a_passed_on_argv_alone() -> None:
     assert h(["sandbox", "exec", "--data-dir", "D", "--", "echo", "--data-dir", "x"]) == [
         "--data-dir", "D", "sandbox", "exec", "--", "echo", "--data-dir", "x",
     ]  # fmt: skip
-    assert h(["sandbox", "exec", "--workspace", ".", "pytest", "--verbose"]) == [
-        "sandbox", "exec", "--workspace", ".", "pytest", "--verbose",
+    assert h(["sandbox", "exec", "--workspace", ".", "pytest", "-v", "--verbose"]) == [
+        "sandbox", "exec", "--workspace", ".", "pytest", "-v", "--verbose",
     ]  # fmt: skip
+    assert h(["run", "-v", "--task", "t.json"]) == ["-v", "run", "--task", "t.json"]
 
 
 @pytest.mark.parametrize("path", leaf_commands(cli), ids=" ".join)
