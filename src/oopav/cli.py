@@ -226,7 +226,13 @@ def _json_out(data: Any) -> None:
 @pass_ctx
 @run_async
 @click.option("--model", help="Default model spec for sessions that name none (else OOPAV_MODEL).")
-async def up(c: Ctx, model: str | None) -> None:
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep each session's worktree and oopav/<id> branch after it completes (default: "
+    "removed; `oopav apply` still works from the kept result).",
+)
+async def up(c: Ctx, model: str | None, keep: bool) -> None:
     """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
     streams, every handler and the session projection. Ctrl-C stops cleanly."""
     from oopav.app import open_bus
@@ -242,7 +248,7 @@ async def up(c: Ctx, model: str | None) -> None:
             f'submit with: nats --server {bus.url} req oopav.tasks.submit \'{{"instruction": "...", "repo": "/abs/path"}}\'',
             err=True,
         )
-        await run_handlers(bus, model=model)
+        await run_handlers(bus, model=model, cleanup=not keep)
 
 
 # -- streams -------------------------------------------------------------------------------
@@ -738,7 +744,11 @@ async def run(
             stop.set()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(handlers, 15)
-        if not keep and state.phase in ("completed", "rejected"):
+        if keep:
+            from oopav.sandbox.workspace import keep_workspace
+
+            keep_workspace(c.settings, sid)
+        elif state.phase in ("completed", "rejected"):
             _remove_workspace(c, sid, quiet or as_json)
         _print_outcome(state, as_json)
         sys.exit(_exit_status(state.outcome))

@@ -30,6 +30,7 @@ async def run_handlers(
     model: str | None = None,
     projection: bool = True,
     ready: asyncio.Event | None = None,
+    cleanup: bool = False,
 ) -> None:
     """Run handlers (all by default) and the session projection in this process until a
     signal (or ``stop``) arrives, then drain them. ``ready`` is set once requests are
@@ -44,11 +45,18 @@ async def run_handlers(
     services: list[Any] = []
     tasks: list[asyncio.Task[Any]] = []
     runner = None
+    cleaner = None
     if projection:
         from oopav.handlers.watchdog import Watchdog
 
         watchdog = Watchdog(bus.nc)
-        runner = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS, listeners=[watchdog.listener])
+        listeners: list[Any] = [watchdog.listener]
+        if cleanup:  # `oopav up`: remove a session's workspace once it completes
+            from oopav.sandbox.cleanup import WorkspaceCleaner
+
+            cleaner = WorkspaceCleaner(bus.settings)
+            listeners.append(cleaner.listener)
+        runner = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS, listeners=listeners)
         tasks.append(asyncio.create_task(runner.run()))
         services.append(watchdog)
     if "intake" in chosen:
@@ -77,6 +85,8 @@ async def run_handlers(
     finally:
         if runner is not None:
             runner.stop()
+        if cleaner is not None:
+            await cleaner.aclose()
         if tasks:
             _, still = await asyncio.wait(tasks, timeout=2)
             for t in still:

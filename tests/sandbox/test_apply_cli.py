@@ -179,3 +179,29 @@ def test_removed_workspace_still_applies_and_gc_cleans_leftovers(tmp_path: Path)
     code, out = invoke(settings.data_dir, "gc", "--all")
     assert code == 0 and "removed 1 workspace(s)" in out, out
     assert not Path(running.path).exists()
+
+
+async def test_up_removes_a_completed_sessions_workspace_unless_kept(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from oopav.sandbox.cleanup import WorkspaceCleaner
+    from oopav.sandbox.workspace import keep_workspace
+
+    repo = tmp_path / "plain"
+    repo.mkdir()
+    (repo / "a.py").write_text("A = 1\n")
+    settings = Settings(data_dir=tmp_path / "data")
+    done = prepare_workspace(repo, "sess-up-done", settings)
+    kept = prepare_workspace(repo, "sess-up-kept", settings)
+    running = prepare_workspace(repo, "sess-up-running", settings)
+    keep_workspace(settings, "sess-up-kept")
+    cleaner = WorkspaceCleaner(settings)
+    completed = SimpleNamespace(type="session_completed")
+    cleaner.listener(1, completed, SimpleNamespace(session_id="sess-up-done"))
+    cleaner.listener(2, completed, SimpleNamespace(session_id="sess-up-kept"))
+    cleaner.listener(
+        3, SimpleNamespace(type="action_applied"), SimpleNamespace(session_id="sess-up-running")
+    )
+    await cleaner.aclose()
+    assert not Path(done.path).exists()
+    assert Path(kept.path).exists() and Path(running.path).exists()

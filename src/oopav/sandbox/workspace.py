@@ -486,6 +486,18 @@ def remove_workspace(info: WorkspaceInfo, settings: Settings | None = None) -> N
             git(repo, "branch", "-D", info.branch, check=False)
     shutil.rmtree(path, ignore_errors=True)
     shutil.rmtree(st.workspaces_dir / ".gitdirs" / info.session_id, ignore_errors=True)
+    (st.workspaces_dir / f"{info.session_id}.keep").unlink(missing_ok=True)
+
+
+def keep_workspace(settings: Settings, session_id: str) -> None:
+    """Mark a session's workspace as kept (``oopav run --keep``): the automatic clean-up of
+    ``oopav up`` leaves it; ``oopav gc`` still removes it once the session is finished."""
+    settings.workspaces_dir.mkdir(parents=True, exist_ok=True)
+    (settings.workspaces_dir / f"{session_id}.keep").touch()
+
+
+def is_kept(settings: Settings, session_id: str) -> bool:
+    return (settings.workspaces_dir / f"{session_id}.keep").exists()
 
 
 def list_workspaces(settings: Settings | None = None) -> list[WorkspaceInfo]:
