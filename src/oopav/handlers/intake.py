@@ -17,6 +17,7 @@ import asyncio
 import json
 from typing import Any
 
+import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
@@ -29,7 +30,7 @@ from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.codec import REGISTRY
 from oopav.events.factory import actor_name
 from oopav.events.ids import id_timestamp_ms, uuid7_from
-from oopav.handlers.contract import Accepted, Rejected, parse_submission
+from oopav.handlers.contract import Accepted, Rejected, parse_submission, safe_text
 from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest
 from oopav.logging import get_logger
 
@@ -71,7 +72,7 @@ def decide(
             **env,
         )
     assert isinstance(result, Accepted)
-    return TaskSubmitted(
+    event = TaskSubmitted(
         schema=TaskSubmitted.SCHEMA,
         instruction=result.instruction,
         repo=result.repo,
@@ -84,6 +85,21 @@ def decide(
         source=source,
         **env,
     )
+    try:
+        REGISTRY.encode(event)
+    except (msgspec.EncodeError, UnicodeEncodeError, OverflowError, TypeError) as exc:
+        # The contract should have refused whatever cannot be stored; if something slipped
+        # through, the submitter still gets an answer and the stream a rejection.
+        return TaskRejected(
+            schema=TaskRejected.SCHEMA,
+            error=safe_text(f"submission cannot be stored as an event: {exc}"),
+            field=None,
+            code="invalid",
+            excerpt=safe_text(payload[:200].decode("utf-8", "replace"), 200),
+            source=source,
+            **env,
+        )
+    return event
 
 
 def reply_for(event: Event) -> dict[str, Any]:
@@ -111,6 +127,7 @@ class Intake(RespondingHandler):
                 {
                     "error": "the intake did not finish in time; check `oopav sessions`",
                     "field": None,
+                    "code": "timeout",
                 }
             ).encode(),
         )
