@@ -324,20 +324,23 @@ def _print_outcome(state: Any, as_json: bool) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--rejected", is_flag=True, help="List rejected submissions (task_rejected) instead.")
 @pass_ctx
 @run_async
-async def sessions(c: Ctx, as_json: bool, limit: int) -> None:
+async def sessions(c: Ctx, as_json: bool, limit: int, rejected: bool) -> None:
     """List sessions, newest first, from the session projection."""
     from oopav.app import open_bus
     from oopav.runtime import list_sessions
 
     async with open_bus(c.settings, name="oopav-sessions") as bus:
-        rows = await list_sessions(bus, limit)
+        rows = await list_sessions(bus, 1_000_000)
+    # A rejected submission never became a session: it is listed only on request.
+    rows = [r for r in rows if (r["phase"] == "rejected") == rejected][:limit]
     if as_json:
         _json_out(rows)
         return
     if not rows:
-        click.echo("no sessions yet")
+        click.echo("no rejected submissions" if rejected else "no sessions yet")
         return
     click.echo(f"{'SESSION':36}  {'PHASE':10}  {'OUTCOME':8}  {'EVENTS':>6}  INSTRUCTION")
     for r in rows:

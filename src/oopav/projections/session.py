@@ -182,7 +182,8 @@ def _task_submitted(s: SessionState, e: ev.TaskSubmitted) -> None:
 
 
 def _task_rejected(s: SessionState, e: ev.TaskRejected) -> None:
-    s.rejection = f"{e.field}: {e.error}" if e.field else e.error
+    # Messages name their field already; prefix only one that does not.
+    s.rejection = e.error if not e.field or e.field in e.error else f"{e.field}: {e.error}"
     s.outcome = "rejected"
 
 
