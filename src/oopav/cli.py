@@ -370,6 +370,10 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
         _json_out([{"seq": seq, **msgspec.to_builtins(e), "type": e.type} for seq, e in events])
         return
     click.echo(f"session {sid}: {len(events)} events")
+    from oopav.events.chain import check_chain
+
+    for finding in check_chain(events):  # tamper evidence (docs/operations.md)
+        click.echo(f"WARNING: {finding.describe()}")
     t0 = events[0][1].ts
     for seq, e in events:
         dt = (e.ts - t0).total_seconds()
