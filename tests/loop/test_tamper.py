@@ -10,6 +10,7 @@ from pathlib import Path
 
 from loop_harness import finish, finish_session, loop, plan_answer, rename_all, start, task
 
+from oopav.bus.store import EventStore
 from oopav.events.chain import GENESIS, check_chain, event_hash
 from oopav.projections.session import fold
 
@@ -50,8 +51,6 @@ async def test_forged_completion_on_a_live_session_is_detected(
     assert first.sequence == ack.seq and first.kind == "broken_link", report.tampering
     assert f"seq {ack.seq}" in report.describe() and "TAMPERED" in report.describe()
     assert any(f.kind == "late_terminal" for f in report.tampering)
-    from oopav.bus.store import EventStore
-
     stored = fold(await EventStore(nc).read("session", sid))
     assert stored.outcome == "success" and stored.late_terminals
     assert stored.chain_break is not None and stored.chain_break.startswith(f"seq {ack.seq} (")
