@@ -41,9 +41,8 @@ class Observer:
     async def _baseline(
         self, event: ev.TaskSubmitted, state: SessionState, out: Emitter, delivery: Delivery | None
     ) -> None:
-        from oopav.sandbox.workspace import WorkspaceError, prepare_workspace
-
         from oopav.handlers.repo_check import repo_problem
+        from oopav.sandbox.workspace import WorkspaceError, prepare_workspace
 
         ports = out.ports
         # The intake refuses these already; a task that reached the stream another way must
@@ -51,7 +50,11 @@ class Observer:
         problem = await asyncio.to_thread(repo_problem, event.repo)
         if problem is not None:
             await complete(
-                out, state, "aborted", f"cannot prepare the workspace: {problem}", reason="workspace"
+                out,
+                state,
+                "aborted",
+                f"cannot prepare the workspace: {problem}",
+                reason="workspace",
             )
             return
         try:
