@@ -343,3 +343,21 @@ async def test_property_any_payload_gets_an_answer(nc: Any, intake: Intake, repo
         [(_, event)] = await events.read("session", reply["session_id"])
         want = ev.TaskRejected if "error" in reply else ev.TaskSubmitted
         assert isinstance(event, want)
+
+
+@pytest.mark.parametrize("path", ["/proc", "/sys/fs/cgroup", "/"])
+async def test_observer_never_walks_a_pseudo_filesystem(tmp_path: Path, path: str) -> None:
+    """A task that reached the stream without the intake (an old stream, a raw publish)."""
+    from oopav.config import Settings
+    from oopav.events.factory import root_event
+    from oopav.handlers.observer import Observer
+    from oopav.handlers.ports import Ports
+    from oopav.projections.session import fold
+
+    submitted = root_event(ev.TaskSubmitted, handler="test", instruction="x", repo=path)
+    ports = Ports(settings=Settings(data_dir=tmp_path))
+    out = await Observer().handle(submitted, fold([(1, submitted)]), ports, None)
+    assert [e.type for e in out] == ["session_completed"]
+    done = out[0]
+    assert isinstance(done, ev.SessionCompleted) and done.outcome == "aborted"
+    assert done.reason == "workspace" and path in done.summary
