@@ -361,3 +361,14 @@ async def test_observer_never_walks_a_pseudo_filesystem(tmp_path: Path, path: st
     done = out[0]
     assert isinstance(done, ev.SessionCompleted) and done.outcome == "aborted"
     assert done.reason == "workspace" and path in done.summary
+
+
+def test_repo_inside_the_data_directory_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    (data / "workspaces" / "s1").mkdir(parents=True)
+    monkeypatch.setenv("OOPAV_DATA_DIR", str(data))
+    problem = repo_problem(str(data / "workspaces" / "s1"))
+    assert problem is not None and "data directory" in str(problem)
+    assert repo_problem(str(tmp_path)) is None

@@ -114,6 +114,15 @@ def allowed_roots() -> list[Path]:
     return [Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p.strip()]
 
 
+def _data_dir() -> Path | None:
+    from oopav.config import default_data_dir
+
+    try:
+        return default_data_dir().resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
 def repo_problem(repo: str) -> RepoProblem | None:
     """None when ``repo`` (an absolute path) is a directory the handlers may work on."""
     too_long = path_length_problem(repo, "repo path")
@@ -157,6 +166,13 @@ def repo_problem(repo: str) -> RepoProblem | None:
     if fstype in PSEUDO_FILESYSTEMS:
         return RepoProblem(
             f"repo {text} is on a {fstype} pseudo-filesystem: it cannot be a project",
+            "forbidden_path",
+        )
+    data = _data_dir()
+    if data is not None and (resolved == data or data in resolved.parents):
+        return RepoProblem(
+            f"repo {text} is inside oopav's data directory ({data}): point it at your project, "
+            "not at a session's workspace or oopav's own state",
             "forbidden_path",
         )
     roots = allowed_roots()
