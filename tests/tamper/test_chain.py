@@ -243,3 +243,16 @@ async def test_show_warns_about_a_forged_event(nc: Any, nats_url: str, tmp_path:
     assert proc.returncode == 0, err
     warnings = [line for line in out.decode().splitlines() if line.startswith("WARNING:")]
     assert len(warnings) == 1 and f"broken link at seq {ack.seq}" in warnings[0]
+
+
+async def test_the_chain_links_past_undecodable_junk(nc: Any) -> None:
+    store = EventStore(nc)
+    await build(store, "s7")
+    before = await store.read("session", "s7")
+    junk = await nc.jetstream().publish("oopav.ev.session.s7.critic_verdict", b"\x00junk")
+    done = await EventStore(nc).append(verdict("s7", 8), expected=junk.seq)
+    stored = decode((await nc.jetstream().get_msg("OOPAV_EVENTS", seq=done.sequence)).data)
+    # Junk is dead-lettered and shown as undecodable where it sits (the consumers' job); the
+    # chain runs over the session's events, so it does not break on it.
+    assert stored.prev_hash == event_hash(before[-1][1])
+    assert check_chain([*before, (done.sequence, stored)]) == []

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -33,8 +34,8 @@ from nats.js.errors import APIError
 from oopav.bus.errors import AppendRejected, ConcurrencyConflict, NatsUnavailable
 from oopav.bus.streams import EVENTS_STREAM, aggregate_filter
 from oopav.events.catalog import Event
-from oopav.events.chain import GENESIS, event_hash, stored_hash
-from oopav.events.codec import REGISTRY, Registry
+from oopav.events.chain import GENESIS, event_hash
+from oopav.events.codec import REGISTRY, EventDecodeError, Registry
 
 WRONG_LAST_SEQUENCE = 10071
 BATCH_DUPLICATE = 10201
@@ -132,9 +133,36 @@ class EventStore:
         prefix = aggregate_filter(aggregate, aggregate_id)[:-1]  # "oopav.ev.<agg>.<id>."
         if not (msg.subject or "").startswith(prefix) or msg.data is None:
             return None  # not this aggregate's: the append's expected check will refuse it
-        digest = stored_hash(msg.data)
+        try:
+            digest = event_hash(self.registry.decode(msg.data))
+        except EventDecodeError:
+            # Junk on a session subject is dead-lettered and shown as undecodable where it
+            # sits; the chain runs over the session's events and links past it.
+            digest = await self._last_event_hash(aggregate, aggregate_id, before=sequence)
+            if digest is None:
+                return GENESIS
         self._remember(aggregate, aggregate_id, sequence, digest)
         return digest
+
+    async def _last_event_hash(self, aggregate: str, aggregate_id: str, before: int) -> str | None:
+        """The hash of the aggregate's last decodable event before ``before`` (a rare path:
+        only after undecodable messages on the aggregate's subjects)."""
+        subject = aggregate_filter(aggregate, aggregate_id)
+        last: str | None = None
+        seq = 1
+        while seq < before:
+            batch, pending = await self._direct_batch(subject, seq)
+            for s, data in batch:
+                if s >= before:
+                    return last
+                try:
+                    last = event_hash(self.registry.decode(data))
+                except EventDecodeError:
+                    continue
+            if not batch or not pending:
+                return last
+            seq = batch[-1][0] + 1
+        return last
 
     async def _linked(self, events: Sequence[Event], expected: int) -> list[Event]:
         """``events`` (of one chained aggregate) with their ``prev_hash`` set, the first
@@ -187,7 +215,9 @@ class EventStore:
                 last = 0
             else:
                 last = int(msg.seq or 0)
-                self._remember(event.aggregate, event.aggregate_id, last, stored_hash(msg.data))
+                with contextlib.suppress(EventDecodeError):  # junk: _hash_at links past it
+                    digest = event_hash(self.registry.decode(msg.data))
+                    self._remember(event.aggregate, event.aggregate_id, last, digest)
             try:
                 if last:
                     return await self.append(event, expected=last)

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from oopav.events.catalog import Event
-from oopav.events.codec import REGISTRY, EventDecodeError
+from oopav.events.codec import REGISTRY
 
 GENESIS = ""
 TERMINAL_TYPES = frozenset({"session_completed", "task_rejected"})
@@ -32,15 +32,6 @@ TERMINAL_TYPES = frozenset({"session_completed", "task_rejected"})
 def event_hash(event: Event) -> str:
     """The hash the next event of the session must carry as its ``prev_hash``."""
     return hashlib.sha256(REGISTRY.encode(event)).hexdigest()
-
-
-def stored_hash(data: bytes) -> str:
-    """``event_hash`` of stored bytes (decoded first, so the hash does not depend on how the
-    bytes were spelled); bytes that are no event are hashed as they are."""
-    try:
-        return event_hash(REGISTRY.decode(data))
-    except EventDecodeError:
-        return hashlib.sha256(data).hexdigest()
 
 
 def _short(h: str) -> str:
