@@ -14,6 +14,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -253,8 +254,6 @@ def _parse(payload: bytes, check_repo: bool) -> Accepted:
         problem = repo_problem(repo)
         if problem is not None:
             raise _Refused(str(problem), "repo", problem.code)
-        from pathlib import Path
-
         repo = str(Path(repo).expanduser().resolve())
     else:
         too_long = path_length_problem(repo, "repo path")
