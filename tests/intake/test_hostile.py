@@ -372,3 +372,15 @@ def test_repo_inside_the_data_directory_is_refused(
     problem = repo_problem(str(data / "workspaces" / "s1"))
     assert problem is not None and "data directory" in str(problem)
     assert repo_problem(str(tmp_path)) is None
+
+
+def test_a_task_too_large_for_the_server_is_rejected_not_lost(repo: Path) -> None:
+    from oopav.events.clock import SYSTEM_CLOCK
+    from oopav.handlers.intake import decide
+
+    payload = task(repo, instruction="x" * 60_000)
+    ok = decide(payload, 1, 0, SYSTEM_CLOCK, max_event_bytes=1024 * 1024)
+    assert isinstance(ok, ev.TaskSubmitted)
+    small = decide(payload, 1, 0, SYSTEM_CLOCK, max_event_bytes=32 * 1024)
+    assert isinstance(small, ev.TaskRejected) and small.code == "too_large"
+    assert "max_payload" in small.error

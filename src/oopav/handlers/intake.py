@@ -45,8 +45,12 @@ def decide(
     clock: Clock,
     *,
     check_repo: bool = True,
+    max_event_bytes: int | None = None,
 ) -> Event:
-    """The intake's pure core: raw bytes and their stored position → one event."""
+    """The intake's pure core: raw bytes and their stored position → one event.
+
+    ``max_event_bytes``: the largest message the server stores (its ``max_payload``); a task
+    whose event would be larger is rejected here rather than failing to append."""
     source = IntakeSource(
         stream_sequence=stream_sequence, digest=digest(payload), size=len(payload)
     )
@@ -85,21 +89,32 @@ def decide(
         source=source,
         **env,
     )
+    problem: tuple[str, str] | None = None
     try:
-        REGISTRY.encode(event)
+        size = len(REGISTRY.encode(event))
     except (msgspec.EncodeError, UnicodeEncodeError, OverflowError, TypeError) as exc:
         # The contract should have refused whatever cannot be stored; if something slipped
         # through, the submitter still gets an answer and the stream a rejection.
-        return TaskRejected(
-            schema=TaskRejected.SCHEMA,
-            error=safe_text(f"submission cannot be stored as an event: {exc}"),
-            field=None,
-            code="invalid",
-            excerpt=safe_text(payload[:200].decode("utf-8", "replace"), 200),
-            source=source,
-            **env,
-        )
-    return event
+        problem = (f"submission cannot be stored as an event: {exc}", "invalid")
+    else:
+        # Room for the envelope the store adds (prev_hash) and the message headers.
+        if max_event_bytes is not None and size + 1024 > max_event_bytes:
+            problem = (
+                f"the task is {size} bytes as an event; the server stores at most "
+                f"{max_event_bytes} (max_payload): send a shorter instruction or fewer examples",
+                "too_large",
+            )
+    if problem is None:
+        return event
+    return TaskRejected(
+        schema=TaskRejected.SCHEMA,
+        error=safe_text(problem[0]),
+        field=None,
+        code=problem[1],
+        excerpt=safe_text(payload[:200].decode("utf-8", "replace"), 200),
+        source=source,
+        **env,
+    )
 
 
 def reply_for(event: Event) -> dict[str, Any]:
@@ -149,7 +164,12 @@ class Intake(RespondingHandler):
         meta = raw.metadata
         stored_ms = int(meta.timestamp.timestamp() * 1000) if meta.timestamp else 0
         event = decide(
-            raw.data, meta.sequence.stream, stored_ms, self.clock, check_repo=self.check_repo
+            raw.data,
+            meta.sequence.stream,
+            stored_ms,
+            self.clock,
+            check_repo=self.check_repo,
+            max_event_bytes=self.nc.max_payload or None,
         )
         # The session id is fresh, so its aggregate must be empty (expected 0); a redelivery
         # finds its own event there and counts as a duplicate.
