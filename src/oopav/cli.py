@@ -491,20 +491,23 @@ def _print_outcome(state: Any, as_json: bool) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--rejected", is_flag=True, help="List rejected submissions (task_rejected) instead.")
 @pass_ctx
 @run_async
-async def sessions(c: Ctx, as_json: bool, limit: int) -> None:
+async def sessions(c: Ctx, as_json: bool, limit: int, rejected: bool) -> None:
     """List sessions, newest first, from the session projection."""
     from oopav.app import open_bus
     from oopav.runtime import list_sessions
 
     async with open_bus(c.settings, name="oopav-sessions") as bus:
-        rows = await list_sessions(bus, limit)
+        rows = await list_sessions(bus, 1_000_000)
+    # A rejected submission never became a session: it is listed only on request.
+    rows = [r for r in rows if (r["phase"] == "rejected") == rejected][:limit]
     if as_json:
         _json_out(rows)
         return
     if not rows:
-        click.echo("no sessions yet")
+        click.echo("no rejected submissions" if rejected else "no sessions yet")
         return
     phase_w = max(len("PHASE"), *(len(r["phase"]) for r in rows))
     outcome_w = max(len("OUTCOME"), *(len(r["outcome"] or "-") for r in rows))
@@ -539,6 +542,10 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
         _json_out([{"seq": seq, **msgspec.to_builtins(e), "type": e.type} for seq, e in events])
         return
     click.echo(f"session {sid}: {len(events)} events")
+    from oopav.events.chain import check_chain
+
+    for finding in check_chain(events):  # tamper evidence (docs/operations.md)
+        click.echo(f"WARNING: {finding.describe()}")
     t0 = events[0][1].ts
     for seq, e in events:
         dt = (e.ts - t0).total_seconds()

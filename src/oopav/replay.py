@@ -25,6 +25,7 @@ import msgspec
 
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
+from oopav.events.chain import ChainFinding, check_chain
 from oopav.events.codec import comparable
 from oopav.logging import get_logger
 
@@ -52,6 +53,8 @@ class ReplayReport:
     replay_misses: list[str] = field(default_factory=list)
     # The recorded session had not finished: only its events so far were compared.
     partial: bool = False
+    # Broken links of the hash chain and terminal events after the first (events.chain).
+    tampering: list[ChainFinding] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -61,16 +64,27 @@ class ReplayReport:
             "replayed": self.replayed,
             "replay_misses": self.replay_misses,
             "partial": self.partial,
+            "tampering": [f.to_dict() for f in self.tampering],
         }
         if self.first_divergence is not None:
             out["first_divergence"] = self.first_divergence.__dict__
         return out
 
     def describe(self) -> str:
+        if self.tampering:
+            first = self.tampering[0]
+            more = f" (+{len(self.tampering) - 1} more)" if len(self.tampering) > 1 else ""
+            head = f"stream TAMPERED: {first.describe()}{more}"
+            if self.first_divergence is None:
+                return head + "; the handlers reproduce the rest"
+            return head + "; " + self._divergence()
         if self.ok:
             return (
                 f"replay OK: {self.replayed} events reproduced exactly (volatile fields excluded)"
             )
+        return self._divergence()
+
+    def _divergence(self) -> str:
         d = self.first_divergence
         assert d is not None
         where = f"event #{d.index + 1}" + (
@@ -219,6 +233,8 @@ async def verify_session(
             await nc.close()
     if not recorded:
         raise ValueError(f"no events for session {session_id}")
+    # The chain is checked on the recording as stored, before any test hook rewrites it.
+    tampering = check_chain(recorded)
     if tamper is not None:
         recorded = tamper(recorded)
     events_only = [e for _, e in recorded]
@@ -298,7 +314,8 @@ async def verify_session(
         ).lstrip("; ")
     return ReplayReport(
         session_id=session_id,
-        ok=divergence is None,
+        ok=divergence is None and not tampering,
+        tampering=tampering,
         recorded=len(recorded),
         replayed=len(stored),
         first_divergence=divergence,

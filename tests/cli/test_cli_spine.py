@@ -99,6 +99,15 @@ async def test_submit_sessions_show_replay(
     assert rc == 2
     assert "rejected: instruction" in err and "(field: instruction)" in err
 
+    # A rejected submission is not a session: only `sessions --rejected` lists it.
+    rc, out, err = await oopav(nats_url, data, "sessions", "--json")
+    assert rc == 0, err
+    assert [r["session_id"] for r in json.loads(out)] == [sid]
+    rc, out, err = await oopav(nats_url, data, "sessions", "--rejected", "--json")
+    assert rc == 0, err
+    [rejected] = json.loads(out)
+    assert rejected["phase"] == "rejected" and rejected["instruction"] == "instruction is blank"
+
 
 async def test_dlq_lists_parked_messages(nc: Any, nats_url: str, tmp_path: Path) -> None:
     async def handle(event: Any, delivery: Any) -> None:

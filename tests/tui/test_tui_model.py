@@ -151,6 +151,6 @@ def test_summary_of_a_rejected_submission() -> None:
     assert (row.phase, row.outcome, row.instruction) == (
         "rejected",
         "rejected",
-        "repo: repo does not exist",
+        "repo does not exist",  # the message names its field: no "repo: repo ..."
     )
-    assert "rejected: repo: repo does not exist" in texts(summary_lines(state))
+    assert "rejected: repo does not exist" in texts(summary_lines(state))

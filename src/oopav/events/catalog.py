@@ -24,7 +24,8 @@ RiskBand = Literal["green", "yellow", "red", "black"]
 TestDecision = Literal["required", "recommended", "optional", "deferred", "skip"]
 Outcome = Literal["success", "failed", "aborted"]
 
-ENVELOPE_VOLATILE: frozenset[str] = frozenset({"ts"})
+# prev_hash covers the previous event's volatile fields too, so it differs in a replay.
+ENVELOPE_VOLATILE: frozenset[str] = frozenset({"ts", "prev_hash"})
 
 
 class Event(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_defaults=False):
@@ -38,6 +39,9 @@ class Event(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_de
     correlation_id: str
     actor: str
     ts: datetime
+    # The hash of the previous event of the aggregate (``events.chain``): "" on a session's
+    # first event, None on events written before the field existed. Set by the event store.
+    prev_hash: str | None = None
 
     SCHEMA: ClassVar[int] = 1
     VOLATILE: ClassVar[frozenset[str]] = frozenset()

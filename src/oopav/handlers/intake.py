@@ -17,6 +17,7 @@ import asyncio
 import json
 from typing import Any
 
+import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
@@ -29,7 +30,7 @@ from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.codec import REGISTRY
 from oopav.events.factory import actor_name
 from oopav.events.ids import id_timestamp_ms, uuid7_from
-from oopav.handlers.contract import Accepted, Rejected, parse_submission
+from oopav.handlers.contract import Accepted, Rejected, parse_submission, safe_text
 from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest
 from oopav.logging import get_logger
 
@@ -44,8 +45,12 @@ def decide(
     clock: Clock,
     *,
     check_repo: bool = True,
+    max_event_bytes: int | None = None,
 ) -> Event:
-    """The intake's pure core: raw bytes and their stored position → one event."""
+    """The intake's pure core: raw bytes and their stored position → one event.
+
+    ``max_event_bytes``: the largest message the server stores (its ``max_payload``); a task
+    whose event would be larger is rejected here rather than failing to append."""
     source = IntakeSource(
         stream_sequence=stream_sequence, digest=digest(payload), size=len(payload)
     )
@@ -71,7 +76,7 @@ def decide(
             **env,
         )
     assert isinstance(result, Accepted)
-    return TaskSubmitted(
+    event = TaskSubmitted(
         schema=TaskSubmitted.SCHEMA,
         instruction=result.instruction,
         repo=result.repo,
@@ -81,6 +86,32 @@ def decide(
         model=result.model,
         test_command=result.test_command,
         examples=result.examples,
+        source=source,
+        **env,
+    )
+    problem: tuple[str, str] | None = None
+    try:
+        size = len(REGISTRY.encode(event))
+    except (msgspec.EncodeError, UnicodeEncodeError, OverflowError, TypeError) as exc:
+        # The contract should have refused whatever cannot be stored; if something slipped
+        # through, the submitter still gets an answer and the stream a rejection.
+        problem = (f"submission cannot be stored as an event: {exc}", "invalid")
+    else:
+        # Room for the envelope the store adds (prev_hash) and the message headers.
+        if max_event_bytes is not None and size + 1024 > max_event_bytes:
+            problem = (
+                f"the task is {size} bytes as an event; the server stores at most "
+                f"{max_event_bytes} (max_payload): send a shorter instruction or fewer examples",
+                "too_large",
+            )
+    if problem is None:
+        return event
+    return TaskRejected(
+        schema=TaskRejected.SCHEMA,
+        error=safe_text(problem[0]),
+        field=None,
+        code=problem[1],
+        excerpt=safe_text(payload[:200].decode("utf-8", "replace"), 200),
         source=source,
         **env,
     )
@@ -111,6 +142,7 @@ class Intake(RespondingHandler):
                 {
                     "error": "the intake did not finish in time; check `oopav sessions`",
                     "field": None,
+                    "code": "timeout",
                 }
             ).encode(),
         )
@@ -132,7 +164,12 @@ class Intake(RespondingHandler):
         meta = raw.metadata
         stored_ms = int(meta.timestamp.timestamp() * 1000) if meta.timestamp else 0
         event = decide(
-            raw.data, meta.sequence.stream, stored_ms, self.clock, check_repo=self.check_repo
+            raw.data,
+            meta.sequence.stream,
+            stored_ms,
+            self.clock,
+            check_repo=self.check_repo,
+            max_event_bytes=self.nc.max_payload or None,
         )
         # The session id is fresh, so its aggregate must be empty (expected 0); a redelivery
         # finds its own event there and counts as a duplicate.

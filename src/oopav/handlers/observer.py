@@ -41,9 +41,22 @@ class Observer:
     async def _baseline(
         self, event: ev.TaskSubmitted, state: SessionState, out: Emitter, delivery: Delivery | None
     ) -> None:
+        from oopav.handlers.repo_check import repo_problem
         from oopav.sandbox.workspace import WorkspaceError, prepare_workspace
 
         ports = out.ports
+        # The intake refuses these already; a task that reached the stream another way must
+        # still never make the observer walk /proc or copy a home directory.
+        problem = await asyncio.to_thread(repo_problem, event.repo)
+        if problem is not None:
+            await complete(
+                out,
+                state,
+                "aborted",
+                f"cannot prepare the workspace: {problem}",
+                reason="workspace",
+            )
+            return
         try:
             pinned = (ports.pinned_base or {}).get(event.aggregate_id)
             info = await asyncio.to_thread(

@@ -6,6 +6,10 @@ the wait exceeds ``wall_seconds_per_phase``, appends ``budget_exceeded`` and
 ``session_completed(aborted)``. Their ids derive from the event the session was waiting on, so
 several watchdogs (one per ``oopav up``) append them once; replay injects them like a
 person's grant, at the point they arrived.
+
+It also dead-letters what the session projection refuses to apply (``events.chain``): a
+terminal event after the session's first one, and the first broken link of a session's hash
+chain, each once, on ``oopav.dlq.watchdog`` with the reason, so ``oopav dlq`` shows them.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from nats.aio.client import Client as NATS
 
 from oopav.bus.errors import ConcurrencyConflict
 from oopav.bus.store import EventStore
+from oopav.bus.streams import EVENTS_STREAM, dlq_subject
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
 from oopav.events.clock import SYSTEM_CLOCK, Clock
+from oopav.events.codec import encode
 from oopav.events.factory import caused_event
 from oopav.logging import get_logger
 from oopav.projections.session import SessionState
@@ -81,14 +87,53 @@ class Watchdog:
         self.interval = interval
         self.clock = clock
         self.waiting: dict[str, tuple[SessionState, Event]] = {}
+        self.flagged: list[tuple[int, Event, str, str]] = []
+        self.dead_lettered = 0
         self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
 
     def listener(self, seq: int, event: Event, state: SessionState) -> None:
-        """For ``ProjectionRunner(listeners=[...])``: remember sessions that wait."""
+        """For ``ProjectionRunner(listeners=[...])``: remember sessions that wait, and events
+        the projection refused."""
         if state.phase == "waiting_permission":
             self.waiting[state.session_id] = (state, event)
         else:
             self.waiting.pop(state.session_id, None)
+        if state.late_terminals and f" {event.id} " in state.late_terminals[-1]:
+            self.flagged.append((seq, event, "late_terminal", state.late_terminals[-1]))
+            self._wake.set()
+        elif state.chain_break and state.chain_break.startswith(f"seq {seq} ("):
+            self.flagged.append((seq, event, "broken_link", state.chain_break))
+            self._wake.set()
+
+    async def flush(self) -> int:
+        """Dead-letter the flagged events (a flag seen twice, e.g. after a projection rebuild,
+        is one record: the message id is derived from the stream sequence)."""
+        js = self.events.js
+        done = 0
+        while self.flagged:
+            seq, event, reason, detail = self.flagged[0]
+            headers = {
+                "Oopav-Dlq-Reason": reason,
+                "Oopav-Dlq-Detail": detail[:1000].replace("\r", " ").replace("\n", " "),
+                "Oopav-Dlq-Handler": NAME,
+                "Oopav-Original-Subject": event.subject,
+                "Oopav-Original-Stream": EVENTS_STREAM,
+                "Oopav-Original-Sequence": str(seq),
+                "Nats-Msg-Id": f"dlq:{NAME}:{EVENTS_STREAM}:{seq}",
+            }
+            await js.publish(dlq_subject(NAME), encode(event), headers=headers)
+            self.flagged.pop(0)
+            done += 1
+            self.dead_lettered += 1
+            log.warning(
+                "event_dead_lettered",
+                reason=reason,
+                session_id=event.aggregate_id,
+                event_id=event.id,
+                seq=seq,
+            )
+        return done
 
     async def check(self) -> int:
         """Expire every overdue session now; returns how many were ended."""
@@ -110,9 +155,15 @@ class Watchdog:
     async def run(self) -> None:
         while not self._stop.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), self.interval)
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            self._wake.clear()
             if not self._stop.is_set():
+                try:
+                    await self.flush()
+                except Exception as exc:  # NATS unavailable: keep the flags, try next round
+                    log.warning("dead_letter_failed", error=repr(exc))
                 await self.check()
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()

@@ -16,8 +16,9 @@ from oopav.display import gate_summary
 from oopav.events import catalog as ev
 from oopav.events.actions import Action
 from oopav.events.catalog import Event
+from oopav.events.chain import TERMINAL_TYPES, event_hash, link_problem
 
-SCHEMA = 1  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
+SCHEMA = 2  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
 
 PHASE_BY_EVENT: dict[str, str] = {
     "task_submitted": "submitted",
@@ -120,6 +121,12 @@ class SessionState(msgspec.Struct, kw_only=True):
     awaiting_permission: str | None = None
     recent: list[StepResult] = msgspec.field(default_factory=list)
     plan_actions_start: int = 0
+    # Tamper evidence (events.chain): the hash of the last event while the session is
+    # chained, the first broken link, and terminal events that came after the first one.
+    chained: bool = False
+    chain_hash: str | None = None
+    chain_break: str | None = None
+    late_terminals: list[str] = msgspec.field(default_factory=list)
 
     def action(self, action_id: str) -> ActionRecord | None:
         for rec in reversed(self.actions):
@@ -141,6 +148,18 @@ def evolve(state: SessionState, event: Event, sequence: int = 0) -> SessionState
     An event at or below the state's ``last_sequence`` was folded already and is ignored, so
     re-reading a stretch of the stream never applies an event twice."""
     if sequence and sequence <= state.last_sequence:
+        return state
+    if state.chained or event.prev_hash is not None:
+        _link(state, event, sequence)
+    if event.type in TERMINAL_TYPES and state.outcome is not None:
+        # The first terminal event wins; a later one is counted, not applied.
+        state.event_count += 1
+        if sequence:
+            state.last_sequence = sequence
+        state.last_event_id = event.id
+        state.last_event_type = event.type
+        state.event_ids.append(event.id)
+        state.late_terminals.append(f"seq {sequence} ({event.type} {event.id} by {event.actor})")
         return state
     if not state.session_id:
         state.session_id = event.aggregate_id
@@ -165,6 +184,20 @@ def evolve(state: SessionState, event: Event, sequence: int = 0) -> SessionState
     return state
 
 
+def _link(state: SessionState, event: Event, sequence: int) -> None:
+    if state.chain_break is None:
+        problem = link_problem(
+            event,
+            first=state.event_count == 0,
+            chained=state.chained,
+            previous_hash=state.chain_hash,
+        )
+        if problem is not None:
+            state.chain_break = f"seq {sequence} ({event.type} {event.id}): {problem}"
+    state.chained = True
+    state.chain_hash = event_hash(event)
+
+
 def fold(
     events: list[tuple[int, Event]] | list[Event], state: SessionState | None = None
 ) -> SessionState:
@@ -185,7 +218,8 @@ def _task_submitted(s: SessionState, e: ev.TaskSubmitted) -> None:
 
 
 def _task_rejected(s: SessionState, e: ev.TaskRejected) -> None:
-    s.rejection = f"{e.field}: {e.error}" if e.field else e.error
+    # Messages name their field already; prefix only one that does not.
+    s.rejection = e.error if not e.field or e.field in e.error else f"{e.field}: {e.error}"
     s.outcome = "rejected"
 
 
