@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from oopav.bus.store import EventStore
 from oopav.bus.streams import INTAKE_SUBJECT
 from oopav.events import catalog as ev
-from oopav.handlers.contract import parse_submission
+from oopav.handlers.contract import Rejected, parse_submission
 from oopav.handlers.intake import Intake
 from oopav.handlers.repo_check import filesystem_type, repo_problem
 
@@ -384,3 +384,19 @@ def test_a_task_too_large_for_the_server_is_rejected_not_lost(repo: Path) -> Non
     small = decide(payload, 1, 0, SYSTEM_CLOCK, max_event_bytes=32 * 1024)
     assert isinstance(small, ev.TaskRejected) and small.code == "too_large"
     assert "max_payload" in small.error
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ("gpt4", "bad model spec"),
+        ("openai:localhost#m", "bad openai base URL"),
+        ("scripted:/nonexistent/policy.yaml", "does not exist"),
+    ],
+)
+def test_bad_model_spec_is_rejected_at_submission(tmp_path: Path, model: str, message: str) -> None:
+    body = {"instruction": "x", "repo": str(tmp_path), "model": model}
+    result = parse_submission(json.dumps(body).encode())
+    assert isinstance(result, Rejected), result
+    assert message in result.error
+    assert result.field == "model" and result.code == "bad_model"

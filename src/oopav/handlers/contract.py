@@ -249,6 +249,10 @@ def _parse(payload: bytes, check_repo: bool) -> Accepted:
         _check_policy(policy)
     test_command = _argv(sub.test_command)
     examples = _examples(sub.examples)
+    if sub.model is not None:
+        problem = _model_problem(sub.model)
+        if problem is not None:
+            raise _Refused(problem, "model", "bad_model")
     repo = sub.repo
     if check_repo:
         problem = repo_problem(repo)
@@ -270,6 +274,21 @@ def _parse(payload: bytes, check_repo: bool) -> Accepted:
         test_command=test_command,
         examples=examples,
     )
+
+
+def _model_problem(spec: str) -> str | None:
+    """Why the submitted model spec cannot work, caught here rather than by an aborted session.
+    The form is always checked; a missing file only for an absolute path, because a relative
+    one is resolved by the handler process that loads it (the CLI makes its paths absolute)."""
+    from oopav.models.registry import check_spec
+
+    problem = check_spec(spec)
+    if problem is None:
+        return None
+    rest = spec.partition(":")[2]
+    if "does not exist" in problem and not Path(rest).expanduser().is_absolute():
+        return None
+    return problem
 
 
 # -- the scan: every value, before pydantic or the filesystem sees any -----------------------
