@@ -17,6 +17,7 @@ MAX_PAYLOAD = 2 * 1024 * 1024
 MAX_INSTRUCTION = 64 * 1024
 MAX_EXAMPLES = 20
 MAX_EXAMPLE_BYTES = 64 * 1024
+MAX_GROUP = 16
 
 
 class BudgetsIn(BaseModel):
@@ -38,6 +39,37 @@ class ExampleIn(BaseModel):
     path: str | None = None
 
 
+class GridPointIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    temperature: float = Field(0.7, ge=0, le=2)
+    top_p: float = Field(1.0, gt=0, le=1)
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+
+
+class GroupIn(BaseModel):
+    """K rollouts of one task (for the reflector): the sessions share a group id; the grid
+    gives each its sampling (empty: temperature 0.7, seeds 0..K-1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    k: int = Field(ge=1, le=MAX_GROUP)
+    grid: list[GridPointIn] = Field(default_factory=list, max_length=MAX_GROUP)
+    expected: str | None = None
+
+    @field_validator("expected")
+    @classmethod
+    def _expected(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        from oopav.handlers.groups import normalise_verdict
+
+        norm = normalise_verdict(v)
+        if norm is None:
+            raise ValueError(f"group.expected {v!r} is not a verdict: use pass or fail")
+        return norm
+
+
 class SubmissionIn(BaseModel):
     """A task submission. Unknown fields are refused so that typos do not pass silently."""
 
@@ -51,6 +83,7 @@ class SubmissionIn(BaseModel):
     model: str | None = Field(None, min_length=1, max_length=512)
     test_command: list[str] | str | None = None
     examples: list[ExampleIn] = Field(default_factory=list, max_length=MAX_EXAMPLES)
+    group: GroupIn | None = None
 
     @field_validator("instruction")
     @classmethod
@@ -73,6 +106,7 @@ class Accepted:
     model: str | None
     test_command: list[str] | None
     examples: list[Example]
+    group: GroupIn | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +167,14 @@ def parse_submission(payload: bytes, *, check_repo: bool = True) -> Accepted | R
         sub = SubmissionIn.model_validate(raw)
     except ValidationError as exc:
         return _from_validation(exc, raw, excerpt)
+    if sub.group is not None and sub.group.grid and len(sub.group.grid) != sub.group.k:
+        return Rejected(
+            f"group.grid has {len(sub.group.grid)} points for k={sub.group.k}: give one per "
+            "rollout, or none",
+            "group.grid",
+            "invalid",
+            excerpt,
+        )
     if sub.policy is not None:
         problem = _policy_problem(sub.policy)
         if problem is not None:
@@ -181,6 +223,7 @@ def parse_submission(payload: bytes, *, check_repo: bool = True) -> Accepted | R
         model=sub.model,
         test_command=test_command,
         examples=[Example(before=e.before, after=e.after, path=e.path) for e in sub.examples],
+        group=sub.group,
     )
 
 
