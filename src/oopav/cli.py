@@ -684,6 +684,9 @@ def _register() -> None:
     register_sandbox(cli)
     register_models(cli)
     register_tui(cli)
+    from oopav.handlers.reflector_commands import register as register_guidance
+
+    register_guidance(cli)
 
 
 _register()

@@ -34,9 +34,7 @@ class StreamGuidance:
         agg = mev.mission_aggregate_id(mission)
         async with self._lock:
             st = self._states.get(agg) or initial(mission)
-            for seq, event in await self.events.read(
-                "mission", agg, from_seq=st.last_sequence + 1
-            ):
+            for seq, event in await self.events.read("mission", agg, from_seq=st.last_sequence + 1):
                 evolve(st, event, seq)
             self._states[agg] = st
             return st

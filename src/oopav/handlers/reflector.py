@@ -263,9 +263,11 @@ class Reflector:
                 await self._append(out, state.last_sequence)
             except ConcurrencyConflict:
                 continue
-            if proposal is not None and proposal.holdout and proposal.id in [
-                e.id for e in out.events
-            ]:
+            if (
+                proposal is not None
+                and proposal.holdout
+                and proposal.id in [e.id for e in out.events]
+            ):
                 if not any(isinstance(e, mev.ReflectionRejected) for e in out.events):
                     await self._ensure_holdout(proposal, task.mission)
             return

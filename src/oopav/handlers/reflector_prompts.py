@@ -52,9 +52,7 @@ class CriticAnswer(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, fro
     critique: Long
     root_cause: Short | None = None
     issues: Annotated[list[Item], Meta(max_length=8)] = msgspec.field(default_factory=list)
-    candidate_ops: Annotated[list[OpIn], Meta(max_length=4)] = msgspec.field(
-        default_factory=list
-    )
+    candidate_ops: Annotated[list[OpIn], Meta(max_length=4)] = msgspec.field(default_factory=list)
     uncertainty_note: Short | None = None
 
 
@@ -63,9 +61,9 @@ class ConsolidatorAnswer(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tru
     summary: Short
     critique: Long
     operations: Annotated[list[OpIn], Meta(max_length=16)] = msgspec.field(default_factory=list)
-    evidence_group_ids: Annotated[list[Annotated[str, Meta(max_length=64)]], Meta(max_length=16)] = (
-        msgspec.field(default_factory=list)
-    )
+    evidence_group_ids: Annotated[
+        list[Annotated[str, Meta(max_length=64)]], Meta(max_length=16)
+    ] = msgspec.field(default_factory=list)
     uncertainty_note: Short | None = None
 
 
@@ -132,7 +130,10 @@ def critic_request(
     )
     return ModelRequest(
         role=CRITIC_ROLE,
-        messages=[Message(role="system", content=CRITIC_SYSTEM), Message(role="user", content=user)],
+        messages=[
+            Message(role="system", content=CRITIC_SYSTEM),
+            Message(role="user", content=user),
+        ],
         schema=_schema(CriticAnswer),
         envelope=None,
         state_update=False,

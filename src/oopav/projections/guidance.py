@@ -311,9 +311,7 @@ def plan_operations(
     if not ops:
         raise OpsRefused("invalid_operation", "a refinement needs at least one operation")
     if len(ops) > max_operations:
-        raise OpsRefused(
-            "budget", f"{len(ops)} operations; at most {max_operations} per proposal"
-        )
+        raise OpsRefused("budget", f"{len(ops)} operations; at most {max_operations} per proposal")
     used = state.ops_per_epoch.get(epoch, 0)
     if used + len(ops) > change_cap_per_epoch:
         raise OpsRefused(
@@ -350,14 +348,17 @@ def plan_operations(
         elif op.op == "remove":
             if op.key is None or op.key not in keys:
                 raise OpsRefused(
-                    "invalid_operation", f"operation {i} removes {op.key}, which is not in the library"
+                    "invalid_operation",
+                    f"operation {i} removes {op.key}, which is not in the library",
                 )
             keys.remove(op.key)
             out.append({"op": "remove", "key": op.key, "text": "", "merged_from": []})
         else:
             sources = list(dict.fromkeys(op.merged_from))
             if len(sources) < 2:
-                raise OpsRefused("invalid_operation", f"operation {i} merges fewer than two entries")
+                raise OpsRefused(
+                    "invalid_operation", f"operation {i} merges fewer than two entries"
+                )
             missing = [k for k in sources if k not in keys]
             if missing:
                 raise OpsRefused(
