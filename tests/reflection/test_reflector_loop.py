@@ -104,8 +104,27 @@ async def test_failures_critique_op_holdout_uplift_applied(
     recorded = await mission_events_direct(nats_url, "answers")
     state = fold(recorded, "answers")
     assert state.lines() == [("G0", "Keep changes small."), ("G1", f"Remember: {MAGIC}.")]
-    again = fold(list(recorded), "answers")
-    assert export_library(state) == export_library(again)
+    # Re-running the reflector's decisions from the recording reproduces the mission.
+    from oopav.handlers.reflector_replay import verify_mission
+
+    report = await verify_mission(nats_url, "answers")
+    assert report.ok, report.first_divergence
+    assert report.replayed == report.recorded == len(recorded)
+    assert report.library == export_library(state)
+
+    def tampered(events: list[tuple[int, ev.Event]]) -> list[tuple[int, ev.Event]]:
+        import msgspec
+
+        out = []
+        for seq, e in events:
+            if isinstance(e, ev.ModelCalled) and e.role == "reflection_consolidator":
+                e = msgspec.structs.replace(e, response=e.response.replace("Remember", "Recall"))
+            out.append((seq, e))
+        return out
+
+    report = await verify_mission(nats_url, "answers", tamper=tampered)
+    assert not report.ok and not report.library_identical
+    assert report.first_divergence is not None
 
 
 async def mission_events_direct(nats_url: str, mission: str) -> list[tuple[int, ev.Event]]:

@@ -148,6 +148,8 @@ class ReflectionProposed(Event, tag="reflection_proposed", frozen=True):
     holdout_tasks: list[TaskSpec] = msgspec.field(default_factory=list)
     holdout: list[HoldoutRun] = msgspec.field(default_factory=list)
     rapid: bool = False
+    # The reflector settings it decided under (a mission replay decides under the same).
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class GuidanceOpApplied(Event, tag="guidance_op_applied", frozen=True):
@@ -179,6 +181,7 @@ class ReflectionRejected(Event, tag="reflection_rejected", frozen=True):
     signals: list[CandidateSignal] = msgspec.field(default_factory=list)
     label_match_before: float | None = None
     label_match_after: float | None = None
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class GuidanceRolledBack(Event, tag="guidance_rolled_back", frozen=True):

@@ -164,7 +164,9 @@ def model_spec(state: SessionState, ports: Ports) -> str:
     )
 
 
-async def call_model(out: Emitter, state: SessionState, request, calls_so_far: int, guidance_step: int | None = None):  # type: ignore[no-untyped-def]
+async def call_model(
+    out: Emitter, state: SessionState, request, calls_so_far: int, guidance_step: int | None = None
+):  # type: ignore[no-untyped-def]
     """One recorded model call. Returns (response text or None, the model_called event, error).
     ``guidance_step``: the mission library step rendered into the request (recorded)."""
     from oopav.models.base import ModelError, model_called_fields

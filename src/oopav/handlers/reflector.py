@@ -92,6 +92,12 @@ class ReflectorConfig(BaseModel):
         validate_template(v)
         return v
 
+    def recorded(self) -> dict[str, Any]:
+        """The settings recorded with each decision (model specs and template aside)."""
+        return self.model_dump(
+            exclude={"critic_model", "consolidator_model", "consolidator_template", "missions"}
+        )
+
     @classmethod
     def load(cls, path: str | Path | None, **overrides: Any) -> ReflectorConfig:
         import yaml
@@ -296,6 +302,7 @@ class Reflector:
                 epoch=epoch,
                 task=spec,
                 signals=signals,
+                settings=cfg.recorded(),
             )
             return None
         mode = "diagnose" if not any(s.label_match for s in signals) else "contrast"
@@ -363,6 +370,7 @@ class Reflector:
                 epoch=epoch,
                 task=spec,
                 signals=signals,
+                settings=cfg.recorded(),
             )
             return None
         request = consolidator_request(
@@ -396,6 +404,7 @@ class Reflector:
                 epoch=epoch,
                 task=spec,
                 signals=signals,
+                settings=cfg.recorded(),
             )
             return None
         ops = [o.to_op() for o in consolidated.operations]
@@ -454,6 +463,7 @@ class Reflector:
             holdout_tasks=holdout_tasks,
             holdout=runs,
             rapid=cfg.rapid_mode,
+            settings=cfg.recorded(),
         )
         if rejection is not None:
             out.emit(

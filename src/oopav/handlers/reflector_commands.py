@@ -289,6 +289,51 @@ def export(ctx: click.Context, mission: str, out: Path | None) -> None:
         sys.stdout.buffer.write(data + b"\n")
 
 
+@guidance.command("replay")
+@click.argument("mission")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def replay_cmd(ctx: click.Context, mission: str, as_json: bool) -> None:
+    """Re-run the reflector's decisions on MISSION from the recording (critic and consolidator
+    answers served by request hash) and compare: exits 1 on the first divergence."""
+    report = _run(ctx, _replay, mission)
+    div = report.first_divergence
+    data = {
+        "mission": mission,
+        "ok": report.ok,
+        "recorded": report.recorded,
+        "replayed": report.replayed,
+        "library_identical": report.library_identical,
+        "first_divergence": None if div is None else vars(div),
+    }
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+    elif report.ok:
+        click.echo(
+            f"mission {mission}: {report.replayed} events reproduced, library identical "
+            f"({len(report.library)} bytes)"
+        )
+    else:
+        click.echo(f"mission {mission}: replay diverges: {data['first_divergence']}")
+    if not report.ok:
+        sys.exit(1)
+
+
+async def _replay(settings: Any, mission: str) -> Any:
+    from oopav.app import server_url
+    from oopav.handlers.reflector_replay import verify_mission
+
+    url = server_url(settings)
+    if url is None:
+        from oopav.app import NoServer
+
+        raise NoServer("no NATS server: start `oopav up` or pass --nats-url")
+    try:
+        return await verify_mission(url, mission)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @guidance.command("stats")
 @click.argument("mission")
 @click.option("--json", "as_json", is_flag=True)
