@@ -50,6 +50,7 @@ class PolicyServer:
         self.calls = 0
         self.tokens = 0
         self.guided_calls = 0
+        self.proposals = 0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -134,6 +135,28 @@ class PolicyServer:
             return True
         return seed in self.lucky_seeds
 
+    def consolidate(self, prompt: str) -> str:
+        """The playing consolidator: the first proposal is the harmful line (the holdout must
+        reject it), later ones the helpful line; nothing once the library has it."""
+        library = prompt[prompt.find("## Current library") : prompt.find("## Group")].lower()
+        if self.magic in library:
+            return json.dumps(
+                {"action": "noop", "summary": "the library has the rule", "critique": "-"}
+            )
+        with self._lock:
+            self.proposals += 1
+            first = self.proposals == 1
+        text = (self.harmful if first else self.magic).capitalize() + "."
+        return json.dumps(
+            {
+                "action": "refine",
+                "summary": "add the value rule",
+                "critique": "attempts guessed the value",
+                "operations": [{"op": "upsert", "text": text, "rationale": "tests"}],
+                "evidence_group_ids": [],
+            }
+        )
+
     def answer(self, body: dict[str, Any]) -> str:
         messages = body.get("messages") or []
         prompt = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
@@ -155,6 +178,18 @@ class PolicyServer:
                 think="plan",
                 state_update={"next_focus": "answer.txt"},
             )
+        if "You are the critic of a coding agent" in "\n".join(
+            str(m.get("content", "")) for m in messages
+        ):
+            return json.dumps(
+                {
+                    "summary": "wrote the wrong value" if "label_match False" in prompt else "ok",
+                    "critique": "The tests compare answer.txt with a fixed value; guessing fails.",
+                    "root_cause": "no rule about the expected value",
+                }
+            )
+        if "You maintain the experience library" in prompt:
+            return self.consolidate(prompt)
         if "Role: actor" in prompt:
             value = "42" if self.correct(prompt, body.get("seed")) else "41"
             return render_answer(

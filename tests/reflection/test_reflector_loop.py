@@ -217,3 +217,23 @@ async def test_rapid_mode_merge_keeps_provenance(
     assert next(e for e in events if isinstance(e, mev.ReflectionProposed)).rapid
     # The mission id escapes the dot so the subject keeps its shape.
     assert {e.aggregate_id for e in events} == {"merge~m"}
+
+
+async def test_a_plain_mission_session_is_a_group_of_one_and_manual_review_holds_it(
+    nc, nats_url: str, data_dir: Path, tmp_path: Path, policy: PolicyServer
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    config = ReflectorConfig(all_wrong_strategy="manual_review")
+    async with running(nats_url, config) as bus:
+        body = group_task(repo, policy.spec, "solo", 1, [0])
+        del body["group"]
+        from oopav.runtime import submit_task
+
+        reply = await submit_task(bus, body)
+        sid = reply["session_id"]
+        events = await wait_mission(bus, "solo", {"reflection_rejected", "reflection_proposed"})
+    rejected = [e for e in events if isinstance(e, mev.ReflectionRejected)]
+    assert [(r.reason, r.group_id) for r in rejected] == [("manual_review", sid)]
+    assert [s.session_id for s in rejected[0].signals] == [sid]
+    assert rejected[0].signals[0].expected is None  # the verifier's verdict is the label
+    assert not any(isinstance(e, ev.ModelCalled) for e in events)

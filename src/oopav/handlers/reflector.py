@@ -208,8 +208,13 @@ class Reflector:
         if not isinstance(event, ev.SessionCompleted):
             return
         task = await self._task(event.aggregate_id)
-        if task is None or not task.mission or task.group is None:
+        if task is None or not task.mission:
             return
+        if task.group is None:
+            # A mission session submitted without a group is a group of one.
+            task = msgspec.structs.replace(
+                task, group=ev.GroupInfo(group_id=task.id, members=[task.id])
+            )
         if self.config.missions and task.mission not in self.config.missions:
             return
         # One decision at a time per process: decisions on one mission must see each other.
