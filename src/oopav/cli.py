@@ -130,7 +130,9 @@ def _reflector_config(path: Path | None, critic_model: str | None) -> Any:
 @run_async
 @click.option("--model", help="Default model spec for sessions that name none (else OOPAV_MODEL).")
 @_reflector_options
-async def up(c: Ctx, model: str | None, critic_model: str | None, reflector_config: Path | None) -> None:
+async def up(
+    c: Ctx, model: str | None, critic_model: str | None, reflector_config: Path | None
+) -> None:
     """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
     streams, every handler and the session projection. Ctrl-C stops cleanly."""
     from oopav.app import open_bus

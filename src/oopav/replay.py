@@ -185,7 +185,9 @@ async def _mission_events(store: Any, recorded: list[tuple[int, Event]]) -> list
     used = any(isinstance(e, ev.ModelCalled) and e.guidance_step is not None for _, e in recorded)
     if task is None or not task.mission or not used:
         return []
-    result: list[tuple[int, Event]] = await store.read("mission", mission_aggregate_id(task.mission))
+    result: list[tuple[int, Event]] = await store.read(
+        "mission", mission_aggregate_id(task.mission)
+    )
     return result
 
 
