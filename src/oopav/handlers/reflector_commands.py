@@ -195,7 +195,7 @@ def history(ctx: click.Context, mission: str, as_json: bool) -> None:
     for h in state.history:
         extra = f" from {','.join(h.merged_from)}" if h.merged_from else ""
         ev_ids = (
-            f" evidence={','.join(s[:13] for s in h.evidence_session_ids)}"
+            f" evidence={','.join('…' + s[-12:] for s in h.evidence_session_ids)}"
             if h.evidence_session_ids
             else ""
         )
