@@ -107,3 +107,51 @@ async def _read(nc: Any, mission: str) -> list[Any]:
     from oopav.bus.store import EventStore
 
     return await EventStore(nc).read("mission", mev.mission_aggregate_id(mission))
+
+
+async def test_handler_reflector_runs_and_bad_config_is_one_line(
+    nc: Any, nats_url: str, tmp_path: Path
+) -> None:
+    import signal
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("eligibility: sometimes\n")
+    rc, _, err = await oopav(
+        nats_url, tmp_path, "handler", "reflector", "--reflector-config", str(bad)
+    )
+    assert rc == 1 and "reflector config:" in err and "eligibility" in err
+    tpl = tmp_path / "tpl.txt"
+    tpl.write_text("{library}\n{critiques}\n{allowed_ops}\n{schema}\n")
+    bad.write_text(f"consolidator_template_file: {tpl.name}\n")
+    rc, _, err = await oopav(
+        nats_url, tmp_path, "handler", "reflector", "--reflector-config", str(bad)
+    )
+    assert rc == 1 and "max_operations" in err
+
+    env = {**os.environ, "OOPAV_LOG_LEVEL": "WARNING"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "oopav.cli",
+        "--nats-url",
+        nats_url,
+        "handler",
+        "reflector",
+        "--critic-model",
+        "scripted:/dev/null",
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    js = nc.jetstream()
+    for _ in range(200):
+        try:
+            info = await js.consumer_info("OOPAV_EVENTS", "reflector")
+            break
+        except Exception:
+            await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the reflector never created its durable consumer")
+    assert info.config.filter_subject == "oopav.ev.session.*.session_completed"
+    proc.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err
