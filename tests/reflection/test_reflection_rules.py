@@ -250,3 +250,14 @@ def test_submission_group_fans_out_and_validates(tmp_path: Any) -> None:
     assert rejected({"k": 17}).field == "group.k"
     assert "not a verdict" in rejected({"k": 1, "expected": "maybe"}).error
     assert rejected({"k": 1, "grid": [{"temperature": 3}]}).field == "group.grid.0.temperature"
+
+
+def test_holdout_prefers_other_tasks_of_the_mission() -> None:
+    from oopav.handlers.reflector import holdout_slice
+    from oopav.projections.guidance import GuidanceState
+
+    a, b, c = (TaskSpec(instruction=x, repo="/r") for x in "abc")
+    state = GuidanceState(mission="m", tasks=[a, b, c])
+    assert holdout_slice(state, c, 2) == [a, b]  # held out: not the evidence group's task
+    assert holdout_slice(state, c, 3) == [a, b, c]  # too few others: in-sample fills in
+    assert holdout_slice(GuidanceState(mission="m"), a, 2) == [a]

@@ -163,9 +163,12 @@ def task_spec(task: ev.TaskSubmitted) -> mev.TaskSpec:
 
 
 def holdout_slice(state: GuidanceState, current: mev.TaskSpec, size: int) -> list[mev.TaskSpec]:
-    """The mission's most recent distinct tasks (the current one included), oldest first."""
-    tasks = [t for t in state.tasks if t != current] + [current]
-    return tasks[-size:]
+    """The mission's most recent distinct tasks other than the evidence group's, oldest first;
+    the group's own task fills in only when the mission has too few others (in-sample)."""
+    others = [t for t in state.tasks if t != current]
+    if len(others) >= size:
+        return others[-size:]
+    return [*others, current][-size:]
 
 
 class Reflector:
