@@ -222,6 +222,29 @@ def _json_out(data: Any) -> None:
 # -- up ------------------------------------------------------------------------------------
 
 
+def _reflector_options(fn: Any) -> Any:
+    fn = click.option(
+        "--reflector-config",
+        envvar="OOPAV_REFLECTOR_CONFIG",
+        type=click.Path(path_type=Path, dir_okay=False, exists=True),
+        help="Reflector settings, YAML (docs/reflection.md; env OOPAV_REFLECTOR_CONFIG).",
+    )(fn)
+    return click.option(
+        "--critic-model",
+        envvar="OOPAV_CRITIC_MODEL",
+        help="Model spec of the reflector's critic and consolidator (else the default model).",
+    )(fn)
+
+
+def _reflector_config(path: Path | None, critic_model: str | None) -> Any:
+    from oopav.handlers.reflector import ReflectorConfig
+
+    try:
+        return ReflectorConfig.load(path, critic_model=critic_model)
+    except ValueError as exc:
+        raise click.ClickException(f"reflector config: {exc}") from None
+
+
 @cli.command()
 @pass_ctx
 @run_async
@@ -232,7 +255,14 @@ def _json_out(data: Any) -> None:
     help="Keep each session's worktree and oopav/<id> branch after it completes (default: "
     "removed; `oopav apply` still works from the kept result).",
 )
-async def up(c: Ctx, model: str | None, keep: bool) -> None:
+@_reflector_options
+async def up(
+    c: Ctx,
+    model: str | None,
+    keep: bool,
+    critic_model: str | None,
+    reflector_config: Path | None,
+) -> None:
     """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
     streams, every handler and the session projection. Ctrl-C stops cleanly."""
     from oopav.app import open_bus
@@ -248,7 +278,12 @@ async def up(c: Ctx, model: str | None, keep: bool) -> None:
             f'submit with: nats --server {bus.url} req oopav.tasks.submit \'{{"instruction": "...", "repo": "/abs/path"}}\'',
             err=True,
         )
-        await run_handlers(bus, model=model, cleanup=not keep)
+        await run_handlers(
+            bus,
+            model=model,
+            cleanup=not keep,
+            reflector_config=_reflector_config(reflector_config, critic_model),
+        )
 
 
 # -- streams -------------------------------------------------------------------------------
@@ -784,14 +819,19 @@ def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
 @cli.command("handler")
 @click.argument(
     "name",
-    type=click.Choice(["intake", "grants", "observer", "orient", "planner", "actor", "verifier"]),
+    type=click.Choice(
+        ["intake", "grants", "observer", "orient", "planner", "actor", "verifier", "reflector"]
+    ),
 )
 @click.option(
     "--model", help="Default model spec for sessions that name none (planner, actor, verifier)."
 )
+@_reflector_options
 @pass_ctx
 @run_async
-async def handler_cmd(c: Ctx, name: str, model: str | None) -> None:
+async def handler_cmd(
+    c: Ctx, name: str, model: str | None, critic_model: str | None, reflector_config: Path | None
+) -> None:
     """Run one handler as its own process. Several processes of one handler share its durable
     consumer, which is how a handler scales out. Ctrl-C drains and stops."""
     from oopav.app import open_bus
@@ -800,7 +840,13 @@ async def handler_cmd(c: Ctx, name: str, model: str | None) -> None:
     model = cli_model_spec(model)
     async with open_bus(c.settings, name=f"oopav-{name}") as bus:
         click.echo(f"handler {name}: NATS at {bus.url}", err=True)
-        await run_handlers(bus, names=(name,), model=model, projection=False)
+        await run_handlers(
+            bus,
+            names=(name,),
+            model=model,
+            projection=False,
+            reflector_config=_reflector_config(reflector_config, critic_model),
+        )
 
 
 # -- dlq -----------------------------------------------------------------------------------
@@ -875,6 +921,9 @@ def _register() -> None:
     register_tui(cli)
     register_doctor(cli)
     register_gc(cli)
+    from oopav.handlers.reflector_commands import register as register_guidance
+
+    register_guidance(cli)
 
 
 _register()

@@ -191,6 +191,20 @@ def _pinned_base(session_id: str, events: list[Event]) -> dict[str, str]:
     return {}
 
 
+async def _mission_events(store: Any, recorded: list[tuple[int, Event]]) -> list[tuple[int, Event]]:
+    """The events of the session's mission, when its model calls rendered a library."""
+    from oopav.events.mission import mission_aggregate_id
+
+    task = next((e for _, e in recorded if isinstance(e, ev.TaskSubmitted)), None)
+    used = any(isinstance(e, ev.ModelCalled) and e.guidance_step is not None for _, e in recorded)
+    if task is None or not task.mission or not used:
+        return []
+    result: list[tuple[int, Event]] = await store.read(
+        "mission", mission_aggregate_id(task.mission)
+    )
+    return result
+
+
 def _root_events(recorded: list[tuple[int, Event]]) -> list[tuple[int, Event, str | None]]:
     """Events no handler produced (the task, grants by people, the watchdog's timeouts), each
     with the id of the recorded event just before it: it is injected once the replay has
@@ -225,10 +239,12 @@ async def verify_session(
     from oopav.handlers.runtime import HandlerRunner
     from oopav.models.replay import ReplayBackend
 
+    mission_events: list[tuple[int, Event]] = []
     if recorded is None:
         nc = await connect(source_url, name="oopav-replay-source")
         try:
             recorded = await EventStore(nc).read("session", session_id)
+            mission_events = await _mission_events(EventStore(nc), recorded)
         finally:
             await nc.close()
     if not recorded:
@@ -253,8 +269,16 @@ async def verify_session(
             default_model="replay",
             recorded_ts={e.id: e.ts for e in events_only},
             pinned_base=_pinned_base(session_id, events_only),
+            recorded_guidance={
+                e.id: e.guidance_step
+                for e in events_only
+                if isinstance(e, ev.ModelCalled) and e.guidance_step is not None
+            },
         )
         async with open_bus(settings, embedded=True, name="oopav-replay") as bus:
+            if mission_events:
+                # The mission's library as it was: pinned steps render the recorded guidance.
+                await bus.events.append_many_async([e for _, e in mission_events])
             runners = []
             for name in LOOP_HANDLERS:
                 handler = build_loop_handler(

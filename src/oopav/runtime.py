@@ -31,6 +31,7 @@ async def run_handlers(
     projection: bool = True,
     ready: asyncio.Event | None = None,
     cleanup: bool = False,
+    reflector_config: Any = None,
 ) -> None:
     """Run handlers (all by default) and the session projection in this process until a
     signal (or ``stop``) arrives, then drain them. ``ready`` is set once requests are
@@ -78,6 +79,10 @@ async def run_handlers(
     for name in chosen:
         if name in LOOP_HANDLERS:
             services.append(HandlerRunner(bus.nc, build_loop_handler(name, memory=memory), ports))
+    if "reflector" in chosen:
+        from oopav.handlers.registry import build_reflector
+
+        services.append(build_reflector(bus.nc, ports, reflector_config))
     if ready is not None:
         ready.set()
     try:

@@ -141,8 +141,29 @@ class IntakeSource(msgspec.Struct, kw_only=True, frozen=True):
     size: int = 0
 
 
+class GroupInfo(msgspec.Struct, kw_only=True, frozen=True):
+    """One rollout of a group: K sessions of one submission share ``group_id`` (members are
+    listed, ordered by session id) and differ in sampling. ``purpose`` ``holdout`` marks a
+    session the reflector runs to judge ``proposal_id`` (with the previewed library when
+    ``preview``, else the library at ``guidance_step``)."""
+
+    group_id: str
+    index: int = 0
+    members: list[str] = msgspec.field(default_factory=list)
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    expected: Literal["pass", "fail"] | None = None
+    purpose: Literal["rollout", "holdout"] = "rollout"
+    proposal_id: str | None = None
+    preview: bool = False
+    guidance_step: int | None = None
+
+
 class TaskSubmitted(Event, tag="task_submitted", frozen=True):
     """A valid submission: a session starts. Its id is the session id."""
+
+    SCHEMA: ClassVar[int] = 2  # 2: group
 
     instruction: str
     repo: str
@@ -155,6 +176,7 @@ class TaskSubmitted(Event, tag="task_submitted", frozen=True):
     source: IntakeSource | None = None
     parent_session: str | None = None
     fork_sequence: int | None = None
+    group: GroupInfo | None = None
 
 
 class TaskRejected(Event, tag="task_rejected", frozen=True):
@@ -245,7 +267,10 @@ class ModelCalled(Event, tag="model_called", frozen=True):
     latency_ms: float = 0.0
     finish_reason: str = "stop"
     error: str | None = None
+    # The mission library step rendered into the prompt, so a replay renders the same one.
+    guidance_step: int | None = None
 
+    SCHEMA: ClassVar[int] = 2  # 2: guidance_step
     VOLATILE: ClassVar[frozenset[str]] = frozenset({"latency_ms"})
 
 

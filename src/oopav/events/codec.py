@@ -149,6 +149,18 @@ ALL_EVENTS: tuple[type[Event], ...] = SESSION_EVENTS + MISSION_EVENTS + RUN_EVEN
 REGISTRY = Registry(ALL_EVENTS)
 
 
+@REGISTRY.upcaster("task_submitted", 1)
+def _task_submitted_v1(raw: dict[str, Any]) -> dict[str, Any]:
+    raw.setdefault("group", None)
+    return raw
+
+
+@REGISTRY.upcaster("model_called", 1)
+def _model_called_v1(raw: dict[str, Any]) -> dict[str, Any]:
+    raw.setdefault("guidance_step", None)
+    return raw
+
+
 def encode(event: Event) -> bytes:
     return REGISTRY.encode(event)
 

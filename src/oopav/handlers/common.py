@@ -164,8 +164,11 @@ def model_spec(state: SessionState, ports: Ports) -> str:
     )
 
 
-async def call_model(out: Emitter, state: SessionState, request, calls_so_far: int):  # type: ignore[no-untyped-def]
-    """One recorded model call. Returns (response text or None, the model_called event, error)."""
+async def call_model(
+    out: Emitter, state: SessionState, request, calls_so_far: int, guidance_step: int | None = None
+):  # type: ignore[no-untyped-def]
+    """One recorded model call. Returns (response text or None, the model_called event, error).
+    ``guidance_step``: the mission library step rendered into the request (recorded)."""
     from oopav.models.base import ModelError, model_called_fields
 
     spec = model_spec(state, out.ports)
@@ -183,10 +186,14 @@ async def call_model(out: Emitter, state: SessionState, request, calls_so_far: i
         response = await backend.complete(request)
     except ModelError as exc:
         called = out.emit(
-            ev.ModelCalled, **model_called_fields(request, None, spec or "-", error=exc)
+            ev.ModelCalled,
+            **model_called_fields(request, None, spec or "-", error=exc),
+            guidance_step=guidance_step,
         )
         return None, called, exc
-    called = out.emit(ev.ModelCalled, **model_called_fields(request, response, spec))
+    called = out.emit(
+        ev.ModelCalled, **model_called_fields(request, response, spec), guidance_step=guidance_step
+    )
     return response, called, None
 
 
@@ -241,17 +248,28 @@ async def ask_model(
     agent_state = msgspec.convert(state.agent_state, AgentState) if state.agent_state else None
     extra: list[Any] = []
     retries = task.budgets.retries_per_phase
+    # --- reflector: the mission library and the group's sampling (docs/reflection.md) ---
+    from oopav.handlers.groups import sampling_of
+    from oopav.handlers.guidance import session_guidance
+
+    sampling, seed = sampling_of(task)
+    # --- end reflector ---
     for attempt in range(retries + 1):
+        guidance_step, guidance = await session_guidance(out, state)
         request = build_request(
             role,
             prefix=prefix,
+            guidance=guidance,
             context=context,
             state=agent_state,
             task=task.instruction,
             extra=extra,
-            seed=0,
+            sampling=sampling,
+            seed=seed,
         )
-        response, called, error = await call_model(out, state, request, attempt)
+        response, called, error = await call_model(
+            out, state, request, attempt, guidance_step=guidance_step
+        )
         if response is None:
             if error is not None and error.kind in FATAL_MODEL_ERRORS:
                 await complete(out, state, "aborted", f"model unavailable: {error}", reason="model")

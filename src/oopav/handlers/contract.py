@@ -47,6 +47,7 @@ _TEXT_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _ANY_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MISSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MAX_GROUP = 16
 
 
 class BudgetsIn(BaseModel):
@@ -68,6 +69,37 @@ class ExampleIn(BaseModel):
     path: str | None = None
 
 
+class GridPointIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    temperature: float = Field(0.7, ge=0, le=2)
+    top_p: float = Field(1.0, gt=0, le=1)
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+
+
+class GroupIn(BaseModel):
+    """K rollouts of one task (for the reflector): the sessions share a group id; the grid
+    gives each its sampling (empty: temperature 0.7, seeds 0..K-1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    k: int = Field(ge=1, le=MAX_GROUP)
+    grid: list[GridPointIn] = Field(default_factory=list, max_length=MAX_GROUP)
+    expected: str | None = None
+
+    @field_validator("expected")
+    @classmethod
+    def _expected(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        from oopav.handlers.groups import normalise_verdict
+
+        norm = normalise_verdict(v)
+        if norm is None:
+            raise ValueError(f"group.expected {v!r} is not a verdict: use pass or fail")
+        return norm
+
+
 class SubmissionIn(BaseModel):
     """A task submission. Unknown fields are refused so that typos do not pass silently."""
 
@@ -81,6 +113,7 @@ class SubmissionIn(BaseModel):
     model: str | None = Field(None, min_length=1, max_length=MAX_MODEL_CHARS)
     test_command: list[str] | str | None = None
     examples: list[ExampleIn] = Field(default_factory=list, max_length=MAX_EXAMPLES)
+    group: GroupIn | None = None
 
     @field_validator("instruction")
     @classmethod
@@ -113,6 +146,7 @@ class Accepted:
     model: str | None
     test_command: list[str] | None
     examples: list[Example]
+    group: GroupIn | None = None
 
 
 @dataclass(frozen=True)
@@ -244,6 +278,13 @@ def _parse(payload: bytes, check_repo: bool) -> Accepted:
         sub = SubmissionIn.model_validate(raw)
     except ValidationError as exc:
         raise _from_validation(exc) from None
+    if sub.group is not None and sub.group.grid and len(sub.group.grid) != sub.group.k:
+        raise _Refused(
+            f"group.grid has {len(sub.group.grid)} points for k={sub.group.k}: give one per "
+            "rollout, or none",
+            "group.grid",
+            "invalid",
+        )
     policy = sub.policy
     if policy is not None:
         _check_policy(policy)
@@ -273,6 +314,7 @@ def _parse(payload: bytes, check_repo: bool) -> Accepted:
         model=sub.model,
         test_command=test_command,
         examples=examples,
+        group=sub.group,
     )
 
 

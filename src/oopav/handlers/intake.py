@@ -31,6 +31,7 @@ from oopav.events.codec import REGISTRY
 from oopav.events.factory import actor_name
 from oopav.events.ids import id_timestamp_ms, uuid7_from
 from oopav.handlers.contract import Accepted, Rejected, parse_submission, safe_text
+from oopav.handlers.groups import fan_out, group_info
 from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest
 from oopav.logging import get_logger
 
@@ -47,7 +48,28 @@ def decide(
     check_repo: bool = True,
     max_event_bytes: int | None = None,
 ) -> Event:
-    """The intake's pure core: raw bytes and their stored position → one event.
+    """The intake's pure core: raw bytes and their stored position → one event (the first
+    member of a group; :func:`decide_all` gives every member)."""
+    return decide_all(
+        payload,
+        stream_sequence,
+        stored_at_ms,
+        clock,
+        check_repo=check_repo,
+        max_event_bytes=max_event_bytes,
+    )[0]
+
+
+def decide_all(
+    payload: bytes,
+    stream_sequence: int,
+    stored_at_ms: int,
+    clock: Clock,
+    *,
+    check_repo: bool = True,
+    max_event_bytes: int | None = None,
+) -> list[Event]:
+    """Raw bytes → the events to append: one, or K ``task_submitted`` for a group.
 
     ``max_event_bytes``: the largest message the server stores (its ``max_payload``); a task
     whose event would be larger is rejected here rather than failing to append."""
@@ -66,17 +88,22 @@ def decide(
     }
     result = parse_submission(payload, check_repo=check_repo)
     if isinstance(result, Rejected):
-        return TaskRejected(
-            schema=TaskRejected.SCHEMA,
-            error=result.error,
-            field=result.field,
-            code=result.code,
-            excerpt=result.excerpt,
-            source=source,
-            **env,
-        )
+        return [
+            TaskRejected(
+                schema=TaskRejected.SCHEMA,
+                error=result.error,
+                field=result.field,
+                code=result.code,
+                excerpt=result.excerpt,
+                source=source,
+                **env,
+            )
+        ]
     assert isinstance(result, Accepted)
-    event = TaskSubmitted(
+    group = None
+    if result.group is not None:
+        group = group_info(result.group, stored_at_ms, f"{INTAKE_STREAM}:{stream_sequence}")
+    first = TaskSubmitted(
         schema=TaskSubmitted.SCHEMA,
         instruction=result.instruction,
         repo=result.repo,
@@ -87,11 +114,12 @@ def decide(
         test_command=result.test_command,
         examples=result.examples,
         source=source,
+        group=group,
         **env,
     )
     problem: tuple[str, str] | None = None
     try:
-        size = len(REGISTRY.encode(event))
+        size = len(REGISTRY.encode(first))
     except (msgspec.EncodeError, UnicodeEncodeError, OverflowError, TypeError) as exc:
         # The contract should have refused whatever cannot be stored; if something slipped
         # through, the submitter still gets an answer and the stream a rejection.
@@ -105,16 +133,18 @@ def decide(
                 "too_large",
             )
     if problem is None:
-        return event
-    return TaskRejected(
-        schema=TaskRejected.SCHEMA,
-        error=safe_text(problem[0]),
-        field=None,
-        code=problem[1],
-        excerpt=safe_text(payload[:200].decode("utf-8", "replace"), 200),
-        source=source,
-        **env,
-    )
+        return list(fan_out(first, result.group))
+    return [
+        TaskRejected(
+            schema=TaskRejected.SCHEMA,
+            error=safe_text(problem[0]),
+            field=None,
+            code=problem[1],
+            excerpt=safe_text(payload[:200].decode("utf-8", "replace"), 200),
+            source=source,
+            **env,
+        )
+    ]
 
 
 def reply_for(event: Event) -> dict[str, Any]:
@@ -125,6 +155,9 @@ def reply_for(event: Event) -> dict[str, Any]:
             "code": event.code,
             "session_id": event.aggregate_id,
         }
+    if isinstance(event, TaskSubmitted) and event.group is not None:
+        g = event.group
+        return {"session_id": event.aggregate_id, "group_id": g.group_id, "session_ids": g.members}
     return {"session_id": event.aggregate_id}
 
 
@@ -163,24 +196,24 @@ class Intake(RespondingHandler):
         raw: Msg = msg
         meta = raw.metadata
         stored_ms = int(meta.timestamp.timestamp() * 1000) if meta.timestamp else 0
-        event = decide(
+        for event in decide_all(
             raw.data,
             meta.sequence.stream,
             stored_ms,
             self.clock,
             check_repo=self.check_repo,
             max_event_bytes=self.nc.max_payload or None,
-        )
-        # The session id is fresh, so its aggregate must be empty (expected 0); a redelivery
-        # finds its own event there and counts as a duplicate.
-        appended = await self.events.append(event, expected=0)
-        log.info(
-            "task_rejected" if isinstance(event, TaskRejected) else "task_submitted",
-            session_id=event.aggregate_id,
-            event_id=event.id,
-            seq=appended.sequence,
-            duplicate=appended.duplicate,
-        )
+        ):
+            # The session id is fresh, so its aggregate must be empty (expected 0); a
+            # redelivery finds its own event there and counts as a duplicate.
+            appended = await self.events.append(event, expected=0)
+            log.info(
+                "task_rejected" if isinstance(event, TaskRejected) else "task_submitted",
+                session_id=event.aggregate_id,
+                event_id=event.id,
+                seq=appended.sequence,
+                duplicate=appended.duplicate,
+            )
 
     # -- replies --------------------------------------------------------------------------
 
@@ -190,6 +223,9 @@ class Intake(RespondingHandler):
         except Exception:
             return
         source = getattr(event, "source", None)
+        group = getattr(event, "group", None)
+        if group is not None and group.index != 0:
+            return  # a group is answered once, by its first member (the reply lists them all)
         if source is not None:
             await self.replies.on_outcome(
                 source.digest,

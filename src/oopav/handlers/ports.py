@@ -140,6 +140,10 @@ class Ports:
     pinned_base: dict[str, str] | None = None
     # The server this process uses (a fork reads its parent session from it).
     nats_url: str | None = None
+    # Mission experience libraries (``handlers.guidance.StreamGuidance``); replay: the
+    # recorded guidance step of each model_called event id.
+    guidance: Any = None
+    recorded_guidance: dict[str, int] | None = None
     _models: dict[str, Backend] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from oopav.handlers.runtime import Handler
 
 LOOP_HANDLERS = ("observer", "orient", "planner", "actor", "verifier")
-ALL_HANDLERS = ("intake", "grants", *LOOP_HANDLERS)
+ALL_HANDLERS = ("intake", "grants", *LOOP_HANDLERS, "reflector")
+
+
+def build_reflector(nc: object, ports: object, config: object | None = None) -> object:
+    """The reflector (it reads sessions and writes missions, so it is not a loop handler)."""
+    from oopav.handlers.reflector import Reflector, ReflectorConfig
+
+    return Reflector(nc, ports, config if isinstance(config, ReflectorConfig) else None)  # type: ignore[arg-type]
 
 
 def build_loop_handler(name: str, memory: object | None = None) -> Handler:

@@ -80,6 +80,10 @@ class HandlerRunner:
     def __post_init__(self) -> None:
         self.events = EventStore(self.nc)
         self.cache = SessionCache(self.events)
+        if self.ports.guidance is None:
+            from oopav.handlers.guidance import StreamGuidance
+
+            self.ports.guidance = StreamGuidance(self.events)
         subjects = [f"oopav.ev.session.*.{t}" for t in self.handler.subscribes]
         self.consumer = HandlerConsumer(
             self.nc, self.handler.name, subjects, self.process, options=self.options

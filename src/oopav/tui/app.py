@@ -78,6 +78,7 @@ class OopavTUI(App[None]):
         Binding("escape", "back", "Back"),
         Binding("d", "toggle_diff", "Diff"),
         Binding("r", "refresh", "Refresh"),
+        Binding("g", "guidance", "Guidance"),
     ]
 
     def __init__(
@@ -411,3 +412,15 @@ class OopavTUI(App[None]):
         if self.selected is not None:
             self.open_session(self.selected)
         self._update_status()
+
+    def action_guidance(self) -> None:
+        """The guidance view of the selected session's mission (docs/reflection.md)."""
+        from oopav.tui.guidance import GuidanceScreen
+
+        sid = self.selected or self._cursor_key()
+        state = self.model.states.get(sid) if sid else None
+        mission = state.task.mission if state is not None and state.task is not None else None
+        if not mission:
+            self.notify("this session has no mission: no guidance to show")
+            return
+        self.push_screen(GuidanceScreen(self.feed.nc, mission))
