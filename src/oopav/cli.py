@@ -640,10 +640,12 @@ def events_docs(out: Path, check: bool) -> None:
 
 def _register() -> None:
     # Each area owns its commands; keep imports here cheap (no torch, no vllm).
+    from oopav.bus.commands import register as register_bus
     from oopav.models.commands import register as register_models
     from oopav.sandbox.commands import register as register_sandbox
     from oopav.tui.commands import register as register_tui
 
+    register_bus(cli)
     register_sandbox(cli)
     register_models(cli)
     register_tui(cli)
