@@ -10,9 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "loop"))
 
-from loop_harness import make_repo  # noqa: E402
+from loop_harness import make_repo
 
-from oopav.bus.cluster import LocalCluster  # noqa: E402
+from oopav.bus.cluster import LocalCluster
 
 
 @pytest.fixture
