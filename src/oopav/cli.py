@@ -572,8 +572,13 @@ async def handler_cmd(c: Ctx, name: str, model: str | None) -> None:
     """Run one handler as its own process. Several processes of one handler share its durable
     consumer, which is how a handler scales out. Ctrl-C drains and stops."""
     from oopav.app import open_bus
+    from oopav.handlers.accounts import check_credential
     from oopav.runtime import run_handlers
 
+    problem = check_credential([name])
+    if problem:
+        click.echo(f"error: {problem}", err=True)
+        sys.exit(1)
     async with open_bus(c.settings, name=f"oopav-{name}") as bus:
         click.echo(f"handler {name}: NATS at {bus.url}", err=True)
         await run_handlers(bus, names=(name,), model=model, projection=False)

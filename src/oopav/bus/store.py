@@ -43,6 +43,7 @@ TRANSIENT_STATUS = frozenset({"503", "408"})
 class _TransientRead(Exception):
     """A read that may succeed when retried (no leader yet, no responders)."""
 
+
 # Lazy: bound at each call, so the level set by ``oopav.logging.configure`` applies.
 log = structlog.get_logger("oopav.bus.store")
 
@@ -89,6 +90,14 @@ async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
             **options,
         )
     except (OSError, nats.errors.Error, TimeoutError) as exc:
+        refused = [f for f in failures if "authorization violation" in str(f).lower()]
+        if refused:
+            user = options.get("user")
+            raise NatsUnavailable(
+                url,
+                f"the server refused the credentials{f' of user {user!r}' if user else ''} "
+                "(authorization violation): check OOPAV_NATS_CREDS / OOPAV_NATS_USER",
+            ) from None
         raise NatsUnavailable(url, _describe(failures[-1] if failures else exc)) from None
     # Read when a connection drops, so these apply to every later reconnect.
     nc.options["max_reconnect_attempts"] = max_reconnects

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oopav.bus.streams import DLQ_PREFIX, GRANT_SUBJECT, INTAKE_SUBJECT
-from oopav.handlers.contracts import EMITS, SERVES
+from oopav.handlers.contracts import EMITS, PUBLISHES, SERVES
 
 ACCOUNT = "OOPAV"
 
@@ -55,7 +55,7 @@ def event_subject(entry: str) -> str:
 
 def handler_permissions(name: str) -> dict[str, Any]:
     publish = [event_subject(t) for t in EMITS[name]]
-    publish += [f"{DLQ_PREFIX}.{name}", *READ_API]
+    publish += [f"{DLQ_PREFIX}.{name}", *PUBLISHES.get(name, ()), *READ_API]
     subscribe = [INBOX]
     if name in SERVES:
         subscribe += list(SERVES[name])
@@ -118,3 +118,27 @@ def _write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.chmod(path, 0o600)
+
+
+def credential_user() -> str | None:
+    """The NATS user this process will connect as, if credentials are configured."""
+    from oopav.bus.security import credentials
+
+    return credentials().get("user")
+
+
+def check_credential(handlers: tuple[str, ...] | list[str]) -> str | None:
+    """Why the configured credential cannot run ``handlers`` (None when it can). Checked
+    before connecting, so a mix-up is one clear line instead of a stream of permission
+    violations and timeouts."""
+    user = credential_user()
+    if user is None or user == "admin":
+        return None
+    wrong = [h for h in handlers if h != user]
+    if not wrong:
+        return None
+    return (
+        f"the NATS credential is for user {user!r}, which may not act as "
+        f"{', '.join(repr(h) for h in wrong)}: run each handler with its own credential "
+        f"(OOPAV_NATS_CREDS=<dir>/creds/<handler>.json, from `oopav ops accounts`) or use admin"
+    )

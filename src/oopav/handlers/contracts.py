@@ -41,11 +41,18 @@ EMITS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# Handlers that serve requests on a core subject besides their durable consumer.
+# Handlers that answer `nats req` besides their durable consumer: the request subject, and
+# where they watch for the outcome to answer with (their own events, or a core subject).
 SERVES: dict[str, tuple[str, ...]] = {
-    "intake": ("oopav.tasks.submit",),
-    "grants": ("oopav.grants.submit",),
+    "intake": (
+        "oopav.tasks.submit",
+        "oopav.ev.session.*.task_submitted",
+        "oopav.ev.session.*.task_rejected",
+    ),
+    "grants": ("oopav.grants.submit", "oopav.grants_outcome.*"),
 }
+# Core (not stored) subjects a handler publishes besides its events.
+PUBLISHES: dict[str, tuple[str, ...]] = {"grants": ("oopav.grants_outcome.*",)}
 
 
 def subscribes(name: str) -> tuple[str, ...]:
