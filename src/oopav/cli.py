@@ -106,9 +106,19 @@ def _json_out(data: Any) -> None:
 @pass_ctx
 @run_async
 @click.option("--model", help="Default model spec for sessions that name none (else OOPAV_MODEL).")
-async def up(c: Ctx, model: str | None) -> None:
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="OOPAV_METRICS_PORT",
+    help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
+)
+async def up(c: Ctx, model: str | None, metrics_port: int | None) -> None:
     """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
     streams, every handler and the session projection. Ctrl-C stops cleanly."""
+    if metrics_port:
+        from oopav.metrics import serve
+
+        serve(metrics_port)
     from oopav.app import open_bus
     from oopav.runtime import run_handlers
 
@@ -566,11 +576,21 @@ async def run(
 @click.option(
     "--model", help="Default model spec for sessions that name none (planner, actor, verifier)."
 )
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="OOPAV_METRICS_PORT",
+    help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
+)
 @pass_ctx
 @run_async
-async def handler_cmd(c: Ctx, name: str, model: str | None) -> None:
+async def handler_cmd(c: Ctx, name: str, model: str | None, metrics_port: int | None) -> None:
     """Run one handler as its own process. Several processes of one handler share its durable
     consumer, which is how a handler scales out. Ctrl-C drains and stops."""
+    if metrics_port:
+        from oopav.metrics import serve
+
+        serve(metrics_port)
     from oopav.app import open_bus
     from oopav.handlers.accounts import check_credential
     from oopav.runtime import run_handlers
