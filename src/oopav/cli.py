@@ -255,16 +255,27 @@ def _reflector_config(path: Path | None, critic_model: str | None) -> Any:
     help="Keep each session's worktree and oopav/<id> branch after it completes (default: "
     "removed; `oopav apply` still works from the kept result).",
 )
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="OOPAV_METRICS_PORT",
+    help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
+)
 @_reflector_options
 async def up(
     c: Ctx,
     model: str | None,
     keep: bool,
+    metrics_port: int | None,
     critic_model: str | None,
     reflector_config: Path | None,
 ) -> None:
     """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
     streams, every handler and the session projection. Ctrl-C stops cleanly."""
+    if metrics_port:
+        from oopav.metrics import serve
+
+        serve(metrics_port)
     from oopav.app import open_bus
     from oopav.runtime import run_handlers
 
@@ -826,18 +837,38 @@ def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
 @click.option(
     "--model", help="Default model spec for sessions that name none (planner, actor, verifier)."
 )
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="OOPAV_METRICS_PORT",
+    help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
+)
 @_reflector_options
 @pass_ctx
 @run_async
 async def handler_cmd(
-    c: Ctx, name: str, model: str | None, critic_model: str | None, reflector_config: Path | None
+    c: Ctx,
+    name: str,
+    model: str | None,
+    metrics_port: int | None,
+    critic_model: str | None,
+    reflector_config: Path | None,
 ) -> None:
     """Run one handler as its own process. Several processes of one handler share its durable
     consumer, which is how a handler scales out. Ctrl-C drains and stops."""
+    if metrics_port:
+        from oopav.metrics import serve
+
+        serve(metrics_port)
     from oopav.app import open_bus
+    from oopav.handlers.accounts import check_credential
     from oopav.runtime import run_handlers
 
     model = cli_model_spec(model)
+    problem = check_credential([name])
+    if problem:
+        click.echo(f"error: {problem}", err=True)
+        sys.exit(1)
     async with open_bus(c.settings, name=f"oopav-{name}") as bus:
         click.echo(f"handler {name}: NATS at {bus.url}", err=True)
         await run_handlers(
@@ -910,12 +941,14 @@ def events_docs(out: Path, check: bool) -> None:
 
 def _register() -> None:
     # Each area owns its commands; keep imports here cheap (no torch, no vllm).
+    from oopav.bus.commands import register as register_bus
     from oopav.doctor import register as register_doctor
     from oopav.models.commands import register as register_models
     from oopav.sandbox.commands import register as register_sandbox
     from oopav.sandbox.gc_command import register as register_gc
     from oopav.tui.commands import register as register_tui
 
+    register_bus(cli)
     register_sandbox(cli)
     register_models(cli)
     register_tui(cli)

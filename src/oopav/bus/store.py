@@ -32,6 +32,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError
 
 from oopav.bus.errors import AppendRejected, ConcurrencyConflict, NatsUnavailable
+from oopav.bus.security import CredentialsError, connect_options
 from oopav.bus.streams import EVENTS_STREAM, aggregate_filter
 from oopav.events.catalog import Event
 from oopav.events.chain import GENESIS, event_hash
@@ -45,6 +46,14 @@ DIRECT_BATCH = 1024
 CHAINED_AGGREGATES = ("session",)
 UNCONDITIONAL_RETRIES = 20
 TAIL_CACHE = 4096
+# How long a read keeps retrying while a cluster elects a stream leader (seconds).
+READ_DEADLINE = 30.0
+TRANSIENT_STATUS = frozenset({"503", "408"})
+
+
+class _TransientRead(Exception):
+    """A read that may succeed when retried (no leader yet, no responders)."""
+
 
 # Lazy: bound at each call, so the level set by ``oopav.logging.configure`` applies.
 log = structlog.get_logger("oopav.bus.store")
@@ -76,18 +85,30 @@ async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
     max_reconnects = kwargs.pop("max_reconnect_attempts", 5)
     reconnect_wait = kwargs.pop("reconnect_time_wait", 2)
     try:
+        options = connect_options(url)
+    except CredentialsError as exc:
+        raise NatsUnavailable(url, str(exc)) from None
+    options.update(kwargs)
+    try:
         # nats-py retries a refused first connection max_reconnect_attempts times, waiting
         # reconnect_time_wait between tries (0 would retry forever): keep that short here.
         await nc.connect(
-            url,
             name=name,
             connect_timeout=2,
             max_reconnect_attempts=1,
             reconnect_time_wait=0.05,  # type: ignore[arg-type]
             allow_reconnect=True,
-            **kwargs,  # type: ignore[arg-type]
+            **options,
         )
     except (OSError, nats.errors.Error, TimeoutError) as exc:
+        refused = [f for f in failures if "authorization violation" in str(f).lower()]
+        if refused:
+            user = options.get("user")
+            raise NatsUnavailable(
+                url,
+                f"the server refused the credentials{f' of user {user!r}' if user else ''} "
+                "(authorization violation): check OOPAV_NATS_CREDS / OOPAV_NATS_USER",
+            ) from None
         raise NatsUnavailable(url, _describe(failures[-1] if failures else exc)) from None
     # Read when a connection drops, so these apply to every later reconnect.
     nc.options["max_reconnect_attempts"] = max_reconnects
@@ -469,7 +490,26 @@ class EventStore:
         self, subject: str, from_seq: int
     ) -> tuple[list[tuple[int, bytes]], int]:
         """One batched direct get: up to ``DIRECT_BATCH`` messages on ``subject`` from
-        ``from_seq``, and how many more are pending after them."""
+        ``from_seq``, and how many more are pending after them.
+
+        On a cluster a read can fall in a leader election (503, or no answer): that is retried
+        with backoff up to ``READ_DEADLINE`` seconds before it becomes an error."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + READ_DEADLINE
+        delay = 0.1
+        while True:
+            try:
+                return await self._direct_batch_once(subject, from_seq, min(5.0, READ_DEADLINE))
+            except _TransientRead as exc:
+                if loop.time() + delay >= deadline:
+                    raise AppendRejected(str(exc)) from None
+                log.debug("read_retry", subject=subject, error=str(exc), delay=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    async def _direct_batch_once(
+        self, subject: str, from_seq: int, timeout: float
+    ) -> tuple[list[tuple[int, bytes]], int]:
         inbox = self.nc.new_inbox()
         got: list[tuple[int, bytes]] = []
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -485,10 +525,9 @@ class EventStore:
                         int(headers.get("Nats-Num-Pending", "0") or 0) if status == "204" else 0
                     )
                 else:
+                    error = AppendRejected if status not in TRANSIENT_STATUS else _TransientRead
                     done.set_exception(
-                        AppendRejected(
-                            f"cannot read {subject}: {status} {headers.get('Description', '')}"
-                        )
+                        error(f"cannot read {subject}: {status} {headers.get('Description', '')}")
                     )
 
         sub = await self.nc.subscribe(inbox, cb=on_msg)
@@ -498,9 +537,9 @@ class EventStore:
                 f"$JS.API.DIRECT.GET.{EVENTS_STREAM}", json.dumps(request).encode(), reply=inbox
             )
             try:
-                pending = await asyncio.wait_for(done, timeout=10)
+                pending = await asyncio.wait_for(done, timeout=timeout)
             except TimeoutError:
-                raise AppendRejected(
+                raise _TransientRead(
                     f"no answer reading {subject} from {EVENTS_STREAM} (is the stream there? `oopav streams init`)"
                 ) from None
         finally:

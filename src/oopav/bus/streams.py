@@ -40,9 +40,12 @@ def dlq_subject(handler: str) -> str:
     return f"{DLQ_PREFIX}.{handler}"
 
 
-def stream_definitions() -> dict[str, dict[str, Any]]:
-    """Stream configs in the server's JSON form (durations in nanoseconds)."""
-    return {
+def stream_definitions(replicas: int = 1) -> dict[str, dict[str, Any]]:
+    """Stream configs in the server's JSON form (durations in nanoseconds). ``replicas`` is
+    1 on one server and 3 on a cluster (R3: a stream survives the loss of one node)."""
+    if replicas not in (1, 3, 5):
+        raise ValueError(f"replicas must be 1, 3 or 5 (an odd number for a quorum), not {replicas}")
+    defs: dict[str, dict[str, Any]] = {
         EVENTS_STREAM: {
             "name": EVENTS_STREAM,
             "description": "oopav events: oopav.ev.<aggregate>.<aggregate_id>.<type>",
@@ -99,18 +102,23 @@ def stream_definitions() -> dict[str, dict[str, Any]]:
             "allow_atomic": False,
         },
     }
+    for raw in defs.values():
+        raw["num_replicas"] = replicas
+    return defs
 
 
 def _to_config(raw: dict[str, Any]) -> StreamConfig:
     return StreamConfig.from_response(dict(raw))
 
 
-async def ensure_streams(js: JetStreamContext) -> list[str]:
+async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> list[str]:
     """Create the streams, or update them in place when their definition changed.
 
-    Returns what was done per stream (``created``, ``updated``, ``unchanged``)."""
+    ``replicas`` None keeps an existing stream's replica count (1 for a new one), so a handler
+    that connects to a cluster never shrinks its R3 streams. Returns what was done per stream
+    (``created``, ``updated``, ``unchanged``)."""
     done: list[str] = []
-    for name, raw in stream_definitions().items():
+    for name, raw in stream_definitions(replicas or 1).items():
         want = _to_config(raw)
         try:
             info = await js.stream_info(name)
@@ -118,6 +126,8 @@ async def ensure_streams(js: JetStreamContext) -> list[str]:
             await js.add_stream(want)
             done.append(f"{name}: created")
             continue
+        if replicas is None:
+            want.num_replicas = info.config.num_replicas
         if _differs(info.config, want):
             await js.update_stream(want)
             done.append(f"{name}: updated")
@@ -136,15 +146,16 @@ def _differs(have: StreamConfig, want: StreamConfig) -> bool:
         "allow_direct",
         "max_age",
         "description",
+        "num_replicas",
     )
     # The server reports unset booleans as False where the client config has None.
     return any((getattr(have, k) or None) != (getattr(want, k) or None) for k in keys)
 
 
-def export_definitions(out_dir: Path) -> list[Path]:
+def export_definitions(out_dir: Path, replicas: int = 1) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, raw in stream_definitions().items():
+    for name, raw in stream_definitions(replicas).items():
         path = out_dir / f"{name}.json"
         path.write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
         written.append(path)

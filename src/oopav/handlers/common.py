@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from oopav import metrics
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
 from oopav.handlers.ports import Ports
@@ -193,6 +194,13 @@ async def call_model(
         return None, called, exc
     called = out.emit(
         ev.ModelCalled, **model_called_fields(request, response, spec), guidance_step=guidance_step
+    )
+    metrics.model_call(
+        called.backend,
+        request.role,
+        called.prompt_tokens,
+        called.completion_tokens,
+        called.latency_ms / 1000,
     )
     return response, called, None
 

@@ -1,0 +1,81 @@
+"""What each handler consumes and emits: the contract least-privilege credentials are cut from.
+
+``subscribes`` comes from the handler classes themselves; ``EMITS`` is declared here and
+checked against what the handlers really emit (``tests/ops/test_contracts.py`` runs sessions
+and fails on any event whose ``actor`` is not allowed its type), so the credentials that
+``oopav ops accounts`` generates can never silently drift from the code.
+"""
+
+from __future__ import annotations
+
+from oopav.handlers.registry import LOOP_HANDLERS, build_loop_handler
+
+# Any loop handler may end a session: a message that fails on its last delivery is parked and
+# its session completed as aborted by the runtime on the handler's behalf.
+_ENDS = ("session_completed", "budget_exceeded")
+
+EMITS: dict[str, tuple[str, ...]] = {
+    "intake": ("task_submitted", "task_rejected"),
+    "grants": ("permission_granted", "permission_denied"),
+    "watchdog": _ENDS,
+    "observer": ("workspace_prepared", "observation_recorded", "replan_triggered", *_ENDS),
+    "orient": ("orient_reported", "replan_triggered", *_ENDS),
+    "planner": ("model_called", "plan_proposed", *_ENDS),
+    "actor": (
+        "model_called",
+        "action_proposed",
+        "action_rejected",
+        "permission_requested",
+        "action_applied",
+        "stuck_detected",
+        "replan_triggered",
+        *_ENDS,
+    ),
+    "verifier": (
+        "gate_evaluated",
+        "verification_completed",
+        "replan_triggered",
+        "critic_verdict",
+        "model_called",
+        *_ENDS,
+    ),
+    # The reflector writes the mission's library and starts holdout sessions of its own.
+    "reflector": (
+        "task_submitted",
+        "mission.experience_library_seeded",
+        "mission.reflection_proposed",
+        "mission.guidance_op_applied",
+        "mission.reflection_rejected",
+        "mission.guidance_rolled_back",
+        "mission.model_called",
+    ),
+}
+
+# Handlers that answer `nats req` besides their durable consumer: the request subject, and
+# where they watch for the outcome to answer with (their own events, or a core subject).
+SERVES: dict[str, tuple[str, ...]] = {
+    "intake": (
+        "oopav.tasks.submit",
+        "oopav.ev.session.*.task_submitted",
+        "oopav.ev.session.*.task_rejected",
+    ),
+    "grants": ("oopav.grants.submit", "oopav.grants_outcome.*"),
+}
+# Core (not stored) subjects a handler publishes besides its events.
+PUBLISHES: dict[str, tuple[str, ...]] = {"grants": ("oopav.grants_outcome.*",)}
+
+
+def subscribes(name: str) -> tuple[str, ...]:
+    """The session event types a loop handler consumes, read from the handler itself."""
+    if name in LOOP_HANDLERS:
+        return tuple(build_loop_handler(name).subscribes)
+    if name == "watchdog":
+        return ("*",)
+    return ()
+
+
+def emits(name: str) -> tuple[str, ...]:
+    try:
+        return EMITS[name]
+    except KeyError:
+        raise KeyError(f"no contract for handler {name!r}; known: {', '.join(EMITS)}") from None

@@ -1,0 +1,172 @@
+"""Least privilege: one NATS user per handler, cut from the handler contracts, enforced by a
+real nats-server. A whole session runs with each handler on its own credential."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loop_harness import (
+    TEST_COMMAND,
+    assert_unique_ids,
+    finish,
+    finish_session,
+    loop,
+    plan_answer,
+    rename_all,
+    start,
+    task,
+)
+
+from oopav.app import open_bus
+from oopav.bus.cluster import LocalCluster
+from oopav.bus.errors import NatsUnavailable
+from oopav.bus.store import connect
+from oopav.bus.streams import ensure_streams
+from oopav.config import Settings
+from oopav.handlers.accounts import generate, user_permissions
+from oopav.handlers.contracts import EMITS
+
+SCRIPT = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[tuple[LocalCluster, Path]]:
+    out = tmp_path / "accounts"
+    generate(out)
+    server = LocalCluster(tmp_path / "srv", 1, extra_config=(out / "accounts.conf").read_text())
+    server.start()
+    try:
+        yield server, out / "creds"
+    finally:
+        server.stop()
+
+
+@contextlib.asynccontextmanager
+async def as_user(url: str, creds: Path, user: str):  # type: ignore[no-untyped-def]
+    errors: list[Exception] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(exc)
+
+    old = os.environ.get("OOPAV_NATS_CREDS")
+    os.environ["OOPAV_NATS_CREDS"] = str(creds / f"{user}.json")
+    try:
+        nc = await connect(url, name=f"test-{user}", error_cb=on_error)
+    finally:
+        if old is None:
+            os.environ.pop("OOPAV_NATS_CREDS", None)
+        else:
+            os.environ["OOPAV_NATS_CREDS"] = old
+    try:
+        nc.test_errors = errors  # type: ignore[attr-defined]
+        yield nc
+    finally:
+        await nc.close()
+
+
+async def _denied(nc: Any, subject: str) -> bool:
+    """Publishing ``subject`` is refused by the server (a permissions violation arrives)."""
+    errors = nc.test_errors
+    before = len(errors)
+    await nc.publish(subject, b"{}")
+    await nc.flush()
+    for _ in range(50):
+        if any("permissions violation" in str(e).lower() for e in errors[before:]):
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+def test_contracts_cover_every_handler() -> None:
+    perms = user_permissions()
+    for handler in ("intake", "grants", "observer", "orient", "planner", "actor", "verifier"):
+        assert handler in perms
+    assert "oopav.ev.session.*.plan_proposed" in perms["planner"]["publish"]["allow"]
+    assert "oopav.ev.session.*.action_applied" not in perms["planner"]["publish"]["allow"]
+    # No handler may create, delete, purge or update a stream.
+    for user, p in perms.items():
+        if user == "admin":
+            continue
+        for subject in p["publish"]["allow"]:
+            assert not subject.startswith(("$JS.API.STREAM.DELETE", "$JS.API.STREAM.PURGE")), user
+            assert subject not in (">", "$JS.API.>"), user
+
+
+async def test_permissions_are_enforced(secured: tuple[LocalCluster, Path]) -> None:
+    server, creds = secured
+    async with as_user(server.url, creds, "admin") as admin:
+        await ensure_streams(admin.jetstream())
+    async with as_user(server.url, creds, "planner") as planner:
+        ack = await planner.jetstream().publish("oopav.ev.session.s1.plan_proposed", b"{}")
+        assert ack.seq >= 1
+        assert await _denied(planner, "oopav.ev.session.s1.action_applied")
+        assert await _denied(planner, "$JS.API.STREAM.DELETE.OOPAV_EVENTS")
+    async with as_user(server.url, creds, "client") as client:
+        for event_type in ("task_submitted", "session_completed", "plan_proposed"):
+            assert await _denied(client, f"oopav.ev.session.s1.{event_type}")
+        assert not await _denied(client, "oopav.tasks.submit")
+    async with as_user(server.url, creds, "learner") as learner:
+        assert await _denied(learner, "oopav.tasks.submit")
+        assert await _denied(learner, "oopav.ev.run.r1.training_started")
+
+
+async def test_wrong_password_is_a_clear_error(
+    secured: tuple[LocalCluster, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, _ = secured
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"user": "planner", "password": "not-it"}))
+    monkeypatch.setenv("OOPAV_NATS_CREDS", str(bad))
+    with pytest.raises(NatsUnavailable, match="refused the credentials of user 'planner'"):
+        await asyncio.wait_for(connect(server.url, name="test-bad"), 15)
+
+
+def test_handler_with_another_handlers_credential_exits_with_one_line(
+    secured: tuple[LocalCluster, Path], data_dir: Path
+) -> None:
+    server, creds = secured
+    env = dict(os.environ, OOPAV_NATS_CREDS=str(creds / "planner.json"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "oopav.cli", "--nats-url", server.url, "handler", "actor"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "credential is for user 'planner'" in last and "'actor'" in last
+
+
+async def test_a_session_runs_with_one_credential_per_handler(
+    secured: tuple[LocalCluster, Path], repo: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, creds = secured
+    async with as_user(server.url, creds, "admin") as admin:
+        await ensure_streams(admin.jetstream())
+    async with contextlib.AsyncExitStack() as stack:
+        buses = {}
+        for name in ("intake", "grants", "observer", "orient", "planner", "actor", "verifier"):
+            # Each handler connects with its own user (credentials are read at connect time).
+            monkeypatch.setenv("OOPAV_NATS_CREDS", str(creds / f"{name}.json"))
+            buses[name] = await stack.enter_async_context(loop(server.url, SCRIPT, names=(name,)))
+        monkeypatch.setenv("OOPAV_NATS_CREDS", str(creds / "client.json"))
+        reader = await stack.enter_async_context(
+            open_bus(Settings(nats_url=server.url), setup=False, name="test-client")
+        )
+        sid = await start(reader, task(repo, test_command=TEST_COMMAND))
+        state, events = await finish_session(reader, sid, timeout=120)
+    assert state.outcome == "success", state.summary
+    assert_unique_ids(events)
+    # Every event was published by the handler allowed to emit it.
+    for e in events:
+        assert e.type in EMITS[e.actor.split("/")[0]], (e.actor, e.type)

@@ -1,0 +1,110 @@
+"""A 3-node JetStream cluster: sessions survive the loss of the stream leader, a restarted node
+catches up, and handlers connected to different nodes run one session together."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loop_harness import (
+    TEST_COMMAND,
+    assert_causal,
+    assert_replays,
+    assert_unique_ids,
+    finish,
+    finish_session,
+    loop,
+    plan_answer,
+    rename_all,
+    start,
+    task,
+    wait_for,
+)
+
+from oopav.bus.cluster import LocalCluster, _monitor
+from oopav.bus.store import connect
+from oopav.bus.streams import EVENTS_STREAM, ensure_streams
+
+pytestmark = pytest.mark.cluster
+
+SCRIPT = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+
+
+async def _streams(url: str) -> None:
+    nc = await connect(url, name="test-setup")
+    try:
+        done = await ensure_streams(nc.jetstream(), replicas=3)
+        assert all(line.endswith("created") for line in done), done
+        info = await nc.jetstream().stream_info(EVENTS_STREAM)
+        assert info.config.num_replicas == 3
+    finally:
+        await nc.close()
+
+
+def _stored(cluster: LocalCluster, node: str) -> int:
+    data = _monitor(cluster.spec(node), "jsz?streams=true") or {}
+    for account in data.get("account_details", []) or []:
+        for s in account.get("stream_detail", []) or []:
+            if s.get("name") == EVENTS_STREAM:
+                return int((s.get("state") or {}).get("messages", 0))
+    return -1
+
+
+async def _until(pred: Any, timeout: float = 30.0) -> None:
+    loop_ = asyncio.get_running_loop()
+    deadline = loop_.time() + timeout
+    while not pred():
+        assert loop_.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.2)
+
+
+async def test_session_survives_killing_the_stream_leader(
+    cluster: LocalCluster, repo: Path, data_dir: Path
+) -> None:
+    await _streams(cluster.url)
+    async with loop(cluster.url, SCRIPT) as bus:
+        sid = await start(bus, task(repo, test_command=TEST_COMMAND))
+        await wait_for(bus, sid, "plan_proposed", timeout=60)
+        leader = cluster.stream_leader(EVENTS_STREAM)
+        assert leader is not None
+        cluster.kill(leader)  # SIGKILL, mid-session
+        state, events = await finish_session(bus, sid, timeout=120)
+    assert state.outcome == "success", state.summary
+    assert_unique_ids(events)
+    assert_causal(events)
+    assert [e.type for e in events].count("session_completed") == 1
+    new_leader = cluster.stream_leader(EVENTS_STREAM)
+    assert new_leader is not None and new_leader != leader
+    await assert_replays(cluster.url, sid)
+    # The killed node comes back and catches up with what was written without it.
+    cluster.restart(leader)
+    others = [s.name for s in cluster.specs if s.name != leader]
+    await _until(lambda: _stored(cluster, leader) == _stored(cluster, others[0]) > 0, 60)
+
+
+async def test_handlers_on_different_nodes_share_one_session(
+    cluster: LocalCluster, repo: Path, data_dir: Path
+) -> None:
+    await _streams(cluster.url)
+    first, second, third = cluster.urls
+    async with (
+        loop(first, SCRIPT, names=("intake", "observer", "orient", "planner")) as bus,
+        loop(second, SCRIPT, names=("actor", "verifier")),
+    ):
+        sid = await start(bus, task(repo, test_command=TEST_COMMAND))
+        state, events = await finish_session(bus, sid, timeout=120)
+    assert state.outcome == "success", state.summary
+    assert_unique_ids(events)
+    actors = {e.actor.split("/")[0] for e in events}
+    assert {"observer", "planner", "actor", "verifier"} <= actors
+    # A reader on the third node sees the same session.
+    nc = await connect(third, name="test-reader")
+    try:
+        from oopav.bus.store import EventStore
+
+        seen = await EventStore(nc).read("session", sid)
+        assert [e.id for _, e in seen] == [e.id for e in events]
+    finally:
+        await nc.close()
