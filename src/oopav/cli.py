@@ -642,11 +642,13 @@ def _register() -> None:
     # Each area owns its commands; keep imports here cheap (no torch, no vllm).
     from oopav.models.commands import register as register_models
     from oopav.sandbox.commands import register as register_sandbox
+    from oopav.synth.commands import register as register_synth
     from oopav.tui.commands import register as register_tui
 
     register_sandbox(cli)
     register_models(cli)
     register_tui(cli)
+    register_synth(cli)
 
 
 _register()

@@ -1,0 +1,222 @@
+"""Where one before/after pair differs, as syntax: the *sites* of an example.
+
+The two sides are tokenised into tree-sitter leaves (through ast-grep-py) and diffed as token
+sequences. Each edit is then lifted to the smallest named node of ``before`` that contains it
+and whose counterpart in ``after`` is also exactly one syntax node, so a site is always a
+balanced rewrite (``foo(a)`` → ``list(foo(a))``, never ``foo`` → ``list(foo``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from ast_grep_py import SgNode, SgRoot
+
+# Nodes that hold a list of items: a site is lifted past them (a bare ``(a, b)`` is no pattern).
+LIST_KINDS = frozenset(
+    {
+        "argument_list",
+        "arguments",
+        "parameters",
+        "formal_parameters",
+        "parameter_list",
+        "type_arguments",
+        "type_parameters",
+        "expression_list",
+        "literal_value",
+        "import_list",
+        "dotted_name",
+    }
+)
+COMMENT_KINDS = frozenset({"comment", "line_comment", "block_comment"})
+
+
+class SiteError(ValueError):
+    """An example whose change cannot be expressed as syntax rewrites (the reason says why)."""
+
+
+@dataclass(frozen=True)
+class Token:
+    start: int
+    end: int
+    text: str
+    node: SgNode
+
+
+@dataclass
+class Site:
+    """One rewrite: the ``before`` node and the text that replaces it."""
+
+    example: int
+    node: SgNode  # in the before tree
+    start: int
+    end: int
+    after_start: int
+    after_end: int
+    after_text: str
+    after_node: SgNode | None = None
+    edits: list[int] = field(default_factory=list)
+
+    @property
+    def before_text(self) -> str:
+        return self.node.text()
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: int  # before offsets (start == end: an insertion point)
+    end: int
+    text: str  # what replaces before[start:end]
+
+
+def leaves(node: SgNode) -> list[Token]:
+    out: list[Token] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kids = n.children()
+        if not kids or n.kind() in ("string", "string_literal", "interpreted_string_literal"):
+            r = n.range()
+            if r.end.index > r.start.index:
+                out.append(Token(r.start.index, r.end.index, n.text(), n))
+            continue
+        stack.extend(reversed(kids))
+    return out
+
+
+def has_error(node: SgNode) -> bool:
+    return node.kind() == "ERROR" or node.find(kind="ERROR") is not None
+
+
+def token_edits(before: str, after: str, btoks: list[Token], atoks: list[Token]) -> list[Edit]:
+    """Token-level edits, each trimmed to the exact characters that change."""
+    sm = difflib.SequenceMatcher(None, [t.text for t in btoks], [t.text for t in atoks], False)
+    edits: list[Edit] = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        # The region between the neighbouring unchanged tokens on both sides.
+        bs = btoks[i1 - 1].end if i1 > 0 else 0
+        be = btoks[i2].start if i2 < len(btoks) else len(before)
+        as_ = atoks[j1 - 1].end if j1 > 0 else 0
+        ae = atoks[j2].start if j2 < len(atoks) else len(after)
+        b, a = before[bs:be], after[as_:ae]
+        pre = 0
+        while pre < min(len(b), len(a)) and b[pre] == a[pre] and b[pre].isspace():
+            pre += 1
+        suf = 0
+        while (
+            suf < min(len(b), len(a)) - pre
+            and b[len(b) - 1 - suf] == a[len(a) - 1 - suf]
+            and b[len(b) - 1 - suf].isspace()
+        ):
+            suf += 1
+        edits.append(Edit(bs + pre, be - suf, a[pre : len(a) - suf]))
+    return edits
+
+
+def _named_ancestors(node: SgNode) -> list[SgNode]:
+    chain = [node, *node.ancestors()]
+    return [n for n in chain if n.is_named() and n.kind() not in LIST_KINDS]
+
+
+def _node_at(root: SgNode, start: int, end: int) -> SgNode | None:
+    """A node of ``root`` spanning exactly [start, end) (the outermost such node)."""
+    node = root
+    while True:
+        r = node.range()
+        if r.start.index == start and r.end.index == end and node.is_named():
+            return node
+        nxt = None
+        for ch in node.children():
+            cr = ch.range()
+            if cr.start.index <= start and end <= cr.end.index:
+                nxt = ch
+                break
+        if nxt is None:
+            return None
+        node = nxt
+
+
+def find_sites(
+    index: int, before: str, after: str, broot: SgNode, aroot: SgNode, where: str
+) -> list[Site]:
+    btoks, atoks = leaves(broot), leaves(aroot)
+    edits = token_edits(before, after, btoks, atoks)
+    if not edits:
+        raise SiteError(
+            f"{where} differs only in whitespace or formatting; formatting is not rewritable"
+        )
+    by_start = sorted(btoks, key=lambda t: t.start)
+
+    def touching(e: Edit) -> list[SgNode]:
+        """Leaves at or next to the edit (an insertion point touches both neighbours)."""
+        hits = [t.node for t in by_start if t.start < e.end and e.start < t.end]
+        if hits:
+            return hits
+        return [t.node for t in by_start if t.end == e.start or t.start == e.end] or [broot]
+
+    def delta(e: Edit) -> int:
+        return len(e.text) - (e.end - e.start)
+
+    def inside(e: Edit, s: int, t: int) -> bool:
+        return s <= e.start and e.end <= t
+
+    def accept(node: SgNode, owned: list[int]) -> Site | None:
+        r = node.range()
+        s, t = r.start.index, r.end.index
+        mine = [i for i in range(len(edits)) if inside(edits[i], s, t)]
+        if not set(owned) <= set(mine):
+            return None
+        for i, e in enumerate(edits):
+            if i not in mine and (s < e.start < t or s < e.end < t):
+                return None  # the node cuts through an edit
+        shift = sum(delta(e) for i, e in enumerate(edits) if i not in mine and e.end <= s)
+        a_s = s + shift
+        a_e = a_s + (t - s) + sum(delta(edits[i]) for i in mine)
+        anode = _node_at(aroot, a_s, a_e)
+        if anode is None:
+            return None
+        return Site(index, node, s, t, a_s, a_e, after[a_s:a_e], anode, mine)
+
+    sites: list[Site] = []
+    for i, e in enumerate(edits):
+        if any(i in s.edits for s in sites):
+            continue
+        candidates: dict[tuple[int, int], SgNode] = {}
+        for leaf in touching(e):
+            for anc in _named_ancestors(leaf):
+                r = anc.range()
+                if r.start.index <= e.start and e.end <= r.end.index:
+                    candidates.setdefault((r.start.index, r.end.index), anc)
+        found = None
+        for _, node in sorted(candidates.items(), key=lambda kv: (kv[0][1] - kv[0][0], kv[0])):
+            found = accept(node, [i])
+            if found is not None:
+                break
+        if found is None:
+            raise SiteError(f"{where}: the change at offset {e.start} is not a syntax rewrite")
+        if found.node.kind() in COMMENT_KINDS:
+            raise SiteError(f"{where} changes a comment; comments are not rewritable")
+        # A larger site swallows the smaller ones it contains.
+        sites = [s for s in sites if not (found.start <= s.start and s.end <= found.end)]
+        sites.append(found)
+    sites.sort(key=lambda s: s.start)
+    # The sites together must account for the whole difference.
+    out, pos = [], 0
+    for s in sites:
+        out.append(before[pos : s.start])
+        out.append(s.after_text)
+        pos = s.end
+    out.append(before[pos:])
+    if "".join(out) != after:
+        raise SiteError(
+            f"{where} also changes whitespace or comments outside the rewritten code; "
+            "formatting is not rewritable"
+        )
+    return sites
+
+
+def parse(source: str, language: str) -> SgNode:
+    return SgRoot(source, language).root()
