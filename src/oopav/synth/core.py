@@ -289,45 +289,8 @@ def synthesize(
     notes: list[str] = []
     ambiguous = False
     while remaining:
-        seed, seed_ex = remaining[0]
-        choices: list[_Choice] = []
-        seen: set[str] = set()
-        order = 0
-
-        def consider(rule: dict[str, Any], fix: str, key: str) -> None:
-            nonlocal order
-            dedupe = yaml.safe_dump([rule, fix])
-            if dedupe in seen:
-                return
-            seen.add(dedupe)
-            order += 1
-            try:
-                covered = _evaluate(Rule(id="c", language=lang, rule=rule, fix=fix), exs)
-            except RuleError:
-                return
-            if covered and id(seed) in covered:
-                choices.append(_Choice(rule, fix, covered, order, key))
-
-        for rule in _rename_candidates(seed, remaining):
-            consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
-        lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining}
-        for level, top in enumerate(lifted[id(seed)]):
-            peers = [
-                lifted[id(s)][level]
-                for s, _ in remaining[1:]
-                if len(lifted[id(s)]) > level
-                and lifted[id(s)][level].node.kind() == top.node.kind()
-            ]
-            groups = [[top, *peers], [top]] if peers else [[top]]
-            for opts in _OPTIONS:
-                for group in groups:
-                    t = abstract_sites(group, opts)
-                    if t is None:
-                        continue
-                    for rule in _pattern_rules(t, lang, top.node.kind()):
-                        consider(rule, t.fix, t.pattern + "\0" + t.fix)
-            if choices and max(len(c.covered) for c in choices) == len(remaining):
-                break
+        seed = remaining[0][0]
+        choices = _search(seed, remaining, exs, lang)
         if not choices:
             raise SynthesisError(
                 f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
@@ -378,3 +341,44 @@ def synthesize(
 
 def _vars(key: str) -> int:
     return len(re.findall(r"\$+[A-Z]", key.split("\0")[0]))
+
+
+def _search(
+    seed: Site, remaining: list[tuple[Site, _Ex]], exs: list[_Ex], lang: str
+) -> list[_Choice]:
+    """Every candidate rule that rewrites ``seed`` and nothing wrongly, in generality order."""
+    choices: list[_Choice] = []
+    seen: set[str] = set()
+
+    def consider(rule: dict[str, Any], fix: str, key: str) -> None:
+        dedupe = yaml.safe_dump([rule, fix])
+        if dedupe in seen:
+            return
+        seen.add(dedupe)
+        try:
+            covered = _evaluate(Rule(id="c", language=lang, rule=rule, fix=fix), exs)
+        except RuleError:
+            return
+        if covered and id(seed) in covered:
+            choices.append(_Choice(rule, fix, covered, len(seen), key))
+
+    for rule in _rename_candidates(seed, remaining):
+        consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
+    lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining}
+    for level, top in enumerate(lifted[id(seed)]):
+        peers = [
+            lifted[id(s)][level]
+            for s, _ in remaining[1:]
+            if len(lifted[id(s)]) > level and lifted[id(s)][level].node.kind() == top.node.kind()
+        ]
+        groups = [[top, *peers], [top]] if peers else [[top]]
+        for opts in _OPTIONS:
+            for group in groups:
+                t = abstract_sites(group, opts)
+                if t is None:
+                    continue
+                for rule in _pattern_rules(t, lang, top.node.kind()):
+                    consider(rule, t.fix, t.pattern + "\0" + t.fix)
+        if choices and max(len(c.covered) for c in choices) == len(remaining):
+            break
+    return choices
