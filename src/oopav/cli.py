@@ -515,6 +515,8 @@ async def run(
     from oopav.runtime import describe_event, run_handlers, submit_task, wait_session
 
     body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
+    if body.get("examples") and not (body.get("model") or c.settings.model):
+        click.echo("model: synth: (the task has examples and no model is configured)", err=True)
     async with open_bus(c.settings, embedded=True, name="oopav-run") as bus:
         stop = asyncio.Event()
         ready = asyncio.Event()

@@ -50,9 +50,19 @@ def test_task_file() -> None:
         ),
         "repo": ".",
         "test_command": ["python", "-m", "pytest", "-q"],
-        "model": "scripted:policy.yaml",
+        "model": "synth:",
+        "examples": task["examples"],
     }
-    assert (EXAMPLE / "policy.yaml").is_file()
+    # The examples teach the rename; the scripted policy lives on as a second example.
+    from oopav.synth import synthesize
+
+    result = synthesize(task["examples"])
+    assert [(r.rule, r.fix) for r in result.rules] == [
+        ({"kind": "identifier", "regex": "^fetch$"}, "fetch_page")
+    ]
+    scripted = EXAMPLE.parent / "rename_fetch_scripted"
+    assert json.loads((scripted / "task.json").read_text())["model"] == "scripted:policy.yaml"
+    assert (scripted / "policy.yaml").is_file()
     assert (EXAMPLE / "README.md").is_file()
     assert "[tool.ruff" in (EXAMPLE / "pyproject.toml").read_text()
 

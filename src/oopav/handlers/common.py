@@ -156,12 +156,10 @@ def _align_scripted(backend: object, role: str, index: int) -> None:
 
 
 def model_spec(state: SessionState, ports: Ports) -> str:
-    return (
-        (state.task.model if state.task else None)
-        or ports.default_model
-        or ports.settings.model
-        or ""
-    )
+    spec = (state.task.model if state.task else None) or ports.default_model or ports.settings.model
+    if not spec and state.task is not None and state.task.examples:
+        return "synth:"  # rules by example: the default for a task with examples and no model
+    return spec or ""
 
 
 async def call_model(out: Emitter, state: SessionState, request, calls_so_far: int):  # type: ignore[no-untyped-def]
@@ -206,6 +204,7 @@ FATAL_MODEL_ERRORS = frozenset(
         "replay_miss",
         "missing_dependency",
         "context_length",
+        "synthesis_failed",
     }
 )
 
@@ -253,6 +252,11 @@ async def ask_model(
         )
         response, called, error = await call_model(out, state, request, attempt)
         if response is None:
+            if error is not None and error.kind == "synthesis_failed":
+                await complete(
+                    out, state, "aborted", f"synthesis failed: {error.message}", reason="synth"
+                )
+                return None
             if error is not None and error.kind in FATAL_MODEL_ERRORS:
                 await complete(out, state, "aborted", f"model unavailable: {error}", reason="model")
                 return None

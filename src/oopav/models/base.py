@@ -29,6 +29,7 @@ ErrorKind = Literal[
     "missing_dependency",  # an optional extra (vllm, transformers, xgrammar) is not installed
     "invalid_spec",  # a backend spec string that cannot be parsed
     "invalid_request",  # a request the backend cannot serve (e.g. a schema it cannot compile)
+    "synthesis_failed",  # synth: no rule reproduces the task's examples
 ]
 
 

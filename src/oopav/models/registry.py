@@ -7,6 +7,7 @@
 | ``openai:<base_url>#<model>``   | :class:`OpenAIBackend`                   |
 | ``vllm:<model path>``           | :class:`VLLMBackend` (``[gpu]`` extra)   |
 | ``hf:<model path>``             | :class:`HFBackend` (``[train]`` extra)   |
+| ``synth:``                      | :class:`SynthBackend` (rules by example) |
 
 Heavy backends are imported only when their spec is loaded.
 """
@@ -19,7 +20,7 @@ from typing import Any
 from oopav.models.base import Backend, ModelError
 from oopav.models.replay import EventLoader
 
-SCHEMES: tuple[str, ...] = ("scripted", "replay", "openai", "vllm", "hf")
+SCHEMES: tuple[str, ...] = ("scripted", "replay", "openai", "vllm", "hf", "synth")
 
 
 def resolve_spec(spec: str | None) -> str:
@@ -38,6 +39,10 @@ def load_backend(
     constructor (e.g. ``max_retries`` for openai, ``device`` for hf, engine kwargs for vllm)."""
     spec = resolve_spec(spec)
     scheme, sep, rest = spec.partition(":")
+    if scheme == "synth" and sep:
+        from oopav.models.synth import SynthBackend
+
+        return SynthBackend(spec)
     if not sep or not rest or scheme not in SCHEMES:
         raise ModelError(
             "invalid_spec",
