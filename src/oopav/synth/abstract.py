@@ -49,6 +49,7 @@ class Options:
     constants: bool = False  # abstract constants too (None, true, ...)
     heads: bool = False  # abstract call heads too
     literal: bool = False  # abstract nothing
+    deep: bool = False  # look inside carried compound nodes instead of abstracting them whole
 
 
 @dataclass
@@ -200,6 +201,8 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
                 or ((is_head and leafish) and not opts.heads)
                 or (is_prop and not opts.heads)
             )
+            if opts.deep and not leafish and col[0].kind() not in ("identifier",):
+                return walk(col, head=is_head or (head and field not in PROPERTY_FIELDS))
             if all_carried and not keep and not (is_head and not opts.heads):
                 mark(col)
                 return True

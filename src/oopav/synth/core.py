@@ -27,6 +27,7 @@ MAX_LEVELS = 4
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
+    Options(deep=True),
     Options(constants=True),
     Options(spread=False),
     Options(heads=True),
