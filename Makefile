@@ -28,3 +28,4 @@ bench:
 	python bench/models.py
 	python bench/context.py
 	python bench/loop.py
+	python bench/synth.py
