@@ -32,6 +32,7 @@ from oopav.models.base import (
 
 EXAMPLES_HEADER = "### Examples (before/after pairs, JSON)"
 _STEP = re.compile(r"^Current step: (\d+) of (\d+)$", re.M)
+_REPLAN = "### Why we are planning again"
 _DECISION = re.compile(r"\btest_decision=(required|recommended|optional|deferred|skip)\b")
 
 
@@ -98,6 +99,16 @@ class SynthBackend:
         except ValueError as exc:
             raise ModelError("synthesis_failed", str(exc)) from None
         context = "\n".join(m.content for m in request.messages if m.role == "user")
+        if request.role == "planner" and _REPLAN in context:
+            # The learned rules were planned (and usually applied) already; a second plan would
+            # only repeat them. Say why the loop came back instead.
+            why = context.split(_REPLAN, 1)[1].split("\n", 2)
+            reason = why[1].strip() if len(why) > 1 else "a replan"
+            raise ModelError(
+                "synthesis_failed",
+                f"the rules learned from the examples did not finish the task ({reason[:300]}); "
+                "synth: has no other plan",
+            )
         if request.role == "planner":
             text = self._plan(result, context, render_answer)
         else:
