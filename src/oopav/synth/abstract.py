@@ -209,13 +209,19 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
             if leafish:
                 return True
             return walk(col, head=is_head or (head and field not in PROPERTY_FIELDS))
-        # The sites disagree here: a variable if every side carries it, else look inside.
-        if all_carried:
+        # The sites disagree here: a variable if every side carries it, else look inside; a
+        # part that differs and is dropped (``timeout=5`` / ``timeout=30`` removed) is a
+        # variable the fix does not use.
+        if all_carried or leafish:
             mark(col)
             return True
-        if leafish:
-            return False
-        return walk(col, head=is_head)
+        saved = [len(x) for x in spans]
+        if walk(col, head=is_head):
+            return True
+        for x, n in zip(spans, saved, strict=True):
+            del x[n:]
+        mark(col)
+        return True
 
     if not walk(roots, head=False):
         return None
