@@ -112,7 +112,19 @@ def token_edits(before: str, after: str, btoks: list[Token], atoks: list[Token])
             and b[len(b) - 1 - suf].isspace()
         ):
             suf += 1
-        edits.append(Edit(bs + pre, be - suf, a[pre : len(a) - suf]))
+        start, end, text = bs + pre, be - suf, a[pre : len(a) - suf]
+        # A deleted or inserted line is ambiguous about which newline goes with it; take the
+        # one before it, so the edit stays inside the enclosing block ("\n    b()", not
+        # "    b()\n").
+        cut = before[start:end] if not text else text
+        if not (text and end > start):
+            tail = len(cut) - len(cut.rstrip())
+            moved = cut[len(cut) - tail :]
+            if "\n" in moved and before[start - tail : start] == moved:
+                if text:
+                    text = cut[len(cut) - tail :] + cut[: len(cut) - tail]
+                start, end = start - tail, end - tail
+        edits.append(Edit(start, end, text))
     return edits
 
 
@@ -195,8 +207,12 @@ def find_sites(
             found = accept(node, [i])
             if found is not None:
                 break
-        if found is None:
-            raise SiteError(f"{where}: the change at offset {e.start} is not a syntax rewrite")
+        line = before.count("\n", 0, e.start) + 1
+        if found is None or found.node.parent() is None:
+            raise SiteError(
+                f"{where}: the change at line {line} is not a rewrite of one syntax node (it "
+                "adds or removes whole statements, which a rule cannot do in place)"
+            )
         if found.node.kind() in COMMENT_KINDS:
             raise SiteError(f"{where} changes a comment; comments are not rewritable")
         # A larger site swallows the smaller ones it contains.
