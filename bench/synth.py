@@ -1,6 +1,6 @@
 """Synth benchmark: rules by example on the evaluation cases (tests/synth/cases/).
 
-    python bench/synth.py [--cases tests/synth/cases] [--repeat 3]
+    python bench/synth.py [--cases tests/synth/cases] [--repeat 3] [--git REPO --commits 25]
 
 Per language and overall: the share of cases whose rule, learned from at most two training
 examples, rewrites every held-out file exactly; site precision (rewrites that are right) and
@@ -8,6 +8,10 @@ recall (expected sites rewritten); the examples needed (the fewest training exam
 exact held-out results); synthesis time (median and p95 of the best of --repeat runs). The
 baseline, measured in the same run, is the literal rule of each training site (its before text
 as the pattern, its after text as the fix): what a search/replace of the example would do.
+
+With ``--git REPO``: ``oopav synth --from-git`` over the last ``--commits`` non-merge commits of
+REPO — hunks, learnable hunks (a rule verified on the parent tree), and rules that reproduce
+more than their own hunk.
 
 Targets (docs/benchmarks.md): >= 90% of cases exact from <= 2 examples, precision >= 0.98,
 median synthesis < 100 ms.
@@ -57,6 +61,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=Path, default=ROOT / "tests" / "synth" / "cases")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--git", type=Path, help="also learn from the history of this repository")
+    ap.add_argument("--commits", type=int, default=25)
     args = ap.parse_args()
     rows: dict[str, list[tuple[CaseScore, int | None, bool]]] = defaultdict(list)
     for path in cases_in(args.cases):
@@ -110,6 +116,40 @@ def main() -> None:
         ("median synthesis < 100 ms", median < 100, f"{median:.1f} ms"),
     ):
         print(f"{'PASS' if ok else 'MISS'}  {label}: {figure}")
+    if args.git is not None:
+        history(args.git, args.commits)
+
+
+def history(repo: Path, commits: int) -> None:
+    import subprocess
+    import time
+
+    from oopav.synth.gitlearn import learn_commit
+
+    revs = subprocess.run(
+        ["git", "-C", str(repo), "log", "--no-merges", "--format=%H", "-n", str(commits)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    hunks = learnable = general = 0
+    t0 = time.perf_counter()
+    for rev in revs:
+        try:
+            results = learn_commit(repo, rev)
+        except ValueError:
+            continue  # a root commit, and such
+        hunks += len(results)
+        learnable += sum(1 for r in results if r.learnable)
+        general += sum(1 for r in results if r.learnable and r.also_rewrites)
+    secs = time.perf_counter() - t0
+    print()
+    print(f"# --from-git over {len(revs)} commits of {repo}")
+    print(
+        f"hunks {hunks}, learnable {learnable} ({learnable / max(hunks, 1):.1%}), "
+        f"rules that reproduce other hunks too {general}, {secs:.1f} s "
+        f"({secs / max(len(revs), 1):.2f} s a commit)"
+    )
 
 
 if __name__ == "__main__":
