@@ -54,3 +54,27 @@ async def test_synthesis_failure_aborts_with_the_reason(
     )
     assert of(events, "model_called")[0].error.startswith("synthesis_failed: ")
     assert not of(events, "action_applied")
+
+
+async def test_a_fallback_model_takes_over_and_the_events_say_so(
+    nc, nats_url: str, data_dir: Path, example_repo: Path, tmp_path: Path
+) -> None:
+    import yaml
+    from loop_harness import finish, plan_answer, rename_all
+
+    script = tmp_path / "policy.yaml"
+    script.write_text(
+        yaml.safe_dump({"planner": [plan_answer()], "actor": [rename_all(), finish()]})
+    )
+    bad = [{"path": "a.py", "before": "# fetch\nx = 1\n", "after": "# fetch_page\nx = 1\n"}]
+    body = task(example_repo, examples=bad, model=f"synth:scripted:{script}", test_command=PYTEST)
+    async with loop(nats_url) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    backends = {c.backend for c in of(events, "model_called")}
+    assert backends == {
+        f"scripted:{script} (fallback of synth: example 1 changes a comment; comments are not "
+        "rewritable)"
+    }
+    await assert_replays(nats_url, sid)

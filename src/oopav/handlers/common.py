@@ -184,7 +184,9 @@ async def call_model(out: Emitter, state: SessionState, request, calls_so_far: i
             ev.ModelCalled, **model_called_fields(request, None, spec or "-", error=exc)
         )
         return None, called, exc
-    called = out.emit(ev.ModelCalled, **model_called_fields(request, response, spec))
+    called = out.emit(
+        ev.ModelCalled, **model_called_fields(request, response, response.backend or spec)
+    )
     return response, called, None
 
 

@@ -92,6 +92,9 @@ class ModelResponse(msgspec.Struct, kw_only=True, frozen=True):
     completion_tokens: int = 0
     latency_ms: float = 0.0
     finish_reason: str = "stop"  # "stop" | "length" | whatever the server says
+    # Which backend answered, when it is not the one asked (``synth:`` handing over to its
+    # fallback); recorded as ``model_called.backend`` instead of the spec.
+    backend: str | None = None
 
 
 @runtime_checkable

@@ -7,7 +7,7 @@
 | ``openai:<base_url>#<model>``   | :class:`OpenAIBackend`                   |
 | ``vllm:<model path>``           | :class:`VLLMBackend` (``[gpu]`` extra)   |
 | ``hf:<model path>``             | :class:`HFBackend` (``[train]`` extra)   |
-| ``synth:``                      | :class:`SynthBackend` (rules by example) |
+| ``synth:[<fallback spec>]``     | :class:`SynthBackend` (rules by example) |
 
 Heavy backends are imported only when their spec is loaded.
 """
@@ -42,7 +42,9 @@ def load_backend(
     if scheme == "synth" and sep:
         from oopav.models.synth import SynthBackend
 
-        return SynthBackend(spec)
+        # ``synth:<spec>``: the model that takes over when no rule fits the examples.
+        fallback = load_backend(rest, replay_loader=replay_loader, **options) if rest else None
+        return SynthBackend(spec, fallback=fallback)
     if not sep or not rest or scheme not in SCHEMES:
         raise ModelError(
             "invalid_spec",

@@ -12,6 +12,9 @@ handler or a replay gets the same answer.
   repository; after that, ``finish``.
 - no rule reproduces the examples (or no examples at all): a ``synthesis_failed`` error, which
   ends the session with the synthesiser's reason.
+- ``synth:<spec>`` names a fallback model (``synth:openai:http://host/v1#qwen``): where synth
+  has no answer (the error above, or a role it does not play, such as the critic) the fallback
+  answers, and ``model_called.backend`` says so: ``<spec> (fallback of synth: <reason>)``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from oopav.models.base import (
+    Backend,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -73,10 +79,29 @@ def examples_from_request(request: ModelRequest) -> list[dict[str, Any]]:
 class SynthBackend:
     """``synth:`` (no argument)."""
 
-    def __init__(self, spec: str = "synth:") -> None:
+    def __init__(self, spec: str = "synth:", *, fallback: Backend | None = None) -> None:
         self.spec = spec
+        self.fallback = fallback
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        try:
+            return await self._complete(request)
+        except ModelError as exc:
+            if self.fallback is None or exc.kind not in ("synthesis_failed", "invalid_request"):
+                raise
+            # Hand over, and say so: the event names the backend that answered and why.
+            response = await self.fallback.complete(request)
+            why = exc.message if len(exc.message) <= 160 else exc.message[:159] + "…"
+            return msgspec.structs.replace(
+                response,
+                backend=f"{response.backend or self.fallback.spec} (fallback of synth: {why})",
+            )
+
+    async def aclose(self) -> None:
+        if self.fallback is not None:
+            await self.fallback.aclose()
+
+    async def _complete(self, request: ModelRequest) -> ModelResponse:
         from oopav.models.prompt import render_answer
         from oopav.synth import SynthesisError, synthesize
 
