@@ -234,10 +234,18 @@ def _submission(
     else:
         base_for_model = base
     spec = body.get("model")
-    if isinstance(spec, str) and spec.startswith("scripted:"):
+    wrapper = "synth:" if isinstance(spec, str) and spec.startswith("synth:scripted:") else ""
+    if isinstance(spec, str) and spec.removeprefix(wrapper).startswith("scripted:"):
         # A script path is read by the handlers: make it absolute like the repo.
-        body["model"] = "scripted:" + str(
-            (base_for_model / Path(spec.removeprefix("scripted:")).expanduser()).resolve()
+        body["model"] = (
+            wrapper
+            + "scripted:"
+            + str(
+                (
+                    base_for_model
+                    / Path(spec.removeprefix(wrapper).removeprefix("scripted:")).expanduser()
+                ).resolve()
+            )
         )
     if test_command:
         body["test_command"] = test_command
