@@ -16,12 +16,22 @@ from oopav.sandbox.astgrep import (
     Rule,
     RuleError,
     expand_fix,
+    indent_at,
     normalize_language,
     parse_template,
+    reindent,
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
-from oopav.synth.sites import LIST_KINDS, Site, SiteError, find_sites, has_error, parse
+from oopav.synth.sites import (
+    LIST_KINDS,
+    Site,
+    SiteError,
+    find_sites,
+    has_error,
+    node_at,
+    parse,
+)
 
 MAX_LEVELS = 4
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -138,6 +148,7 @@ class _Ex:
     before: str
     after: str
     root: SgNode
+    root_after: SgNode
     sites: list[Site]
 
 
@@ -177,8 +188,6 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
             pos = end
             replacement = expand_fix(node, template, ex.before)
             if "\n" in replacement:
-                from oopav.sandbox.astgrep import indent_at, reindent
-
                 replacement = reindent(replacement, 0, indent_at(ex.before, start))
             if replacement == ex.before[start:end]:
                 continue
@@ -210,9 +219,7 @@ def _lift(site: Site, ex: _Ex, levels: int) -> list[Site]:
         )
         a_s = s + shift
         a_e = a_s + (e - s) + sum(len(x.after_text) - (x.end - x.start) for x in inner)
-        from oopav.synth.sites import _node_at
-
-        anode = _node_at(ex.root_after, a_s, a_e)  # type: ignore[attr-defined]
+        anode = node_at(ex.root_after, a_s, a_e)
         if anode is None:
             continue
         out.append(Site(ex.index, anc, s, e, a_s, a_e, ex.after[a_s:a_e], anode))
@@ -280,9 +287,7 @@ def synthesize(
             sites = find_sites(i, e.before, e.after, broot, aroot, where)
         except SiteError as exc:
             raise SynthesisError(str(exc), i) from None
-        ex = _Ex(i, e.before, e.after, broot, sites)
-        ex.root_after = aroot  # type: ignore[attr-defined]
-        exs.append(ex)
+        exs.append(_Ex(i, e.before, e.after, broot, aroot, sites))
 
     all_sites = [(s, ex) for ex in exs for s in ex.sites]
     remaining = list(all_sites)

@@ -133,7 +133,7 @@ def _named_ancestors(node: SgNode) -> list[SgNode]:
     return [n for n in chain if n.is_named() and n.kind() not in LIST_KINDS]
 
 
-def _node_at(root: SgNode, start: int, end: int) -> SgNode | None:
+def node_at(root: SgNode, start: int, end: int) -> SgNode | None:
     """A node of ``root`` spanning exactly [start, end) (the outermost such node)."""
     node = root
     while True:
@@ -187,7 +187,7 @@ def find_sites(
         shift = sum(delta(e) for i, e in enumerate(edits) if i not in mine and e.end <= s)
         a_s = s + shift
         a_e = a_s + (t - s) + sum(delta(edits[i]) for i in mine)
-        anode = _node_at(aroot, a_s, a_e)
+        anode = node_at(aroot, a_s, a_e)
         if anode is None:
             return None
         return Site(index, node, s, t, a_s, a_e, after[a_s:a_e], anode, mine)
