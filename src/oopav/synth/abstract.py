@@ -106,14 +106,14 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
     roots = [s.node for s in sites]
     # spans[i]: (start, end, var key) in site i's before text, relative to its node.
     spans: list[list[tuple[int, int, str]]] = [[] for _ in sites]
-    keys: dict[tuple[str, ...], str] = {}  # texts across sites -> var key
+    keys: dict[tuple[tuple[str, ...], bool], str] = {}  # (texts across sites, multi) -> var
     multi: set[str] = set()
     names = iter(_var_names())
 
     def key_for(texts: tuple[str, ...], is_multi: bool) -> str:
-        k = keys.get(texts)
+        k = keys.get((texts, is_multi))
         if k is None:
-            k = keys[texts] = next(names)
+            k = keys[(texts, is_multi)] = next(names)
         if is_multi:
             multi.add(k)
         return k
