@@ -370,6 +370,8 @@ def _search(
 
     for rule in _rename_candidates(seed, remaining):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
+    if any(len(c.covered) == len(remaining) for c in choices):
+        return choices  # a rename covers every site: nothing more general to find
     lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining}
     for level, top in enumerate(lifted[id(seed)]):
         peers = [

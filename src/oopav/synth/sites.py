@@ -91,11 +91,8 @@ def has_error(node: SgNode) -> bool:
 
 def token_edits(before: str, after: str, btoks: list[Token], atoks: list[Token]) -> list[Edit]:
     """Token-level edits, each trimmed to the exact characters that change."""
-    sm = difflib.SequenceMatcher(None, [t.text for t in btoks], [t.text for t in atoks], False)
     edits: list[Edit] = []
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
-        if tag == "equal":
-            continue
+    for i1, i2, j1, j2 in _token_opcodes(before, after, btoks, atoks):
         # The region between the neighbouring unchanged tokens on both sides.
         bs = btoks[i1 - 1].end if i1 > 0 else 0
         be = btoks[i2].start if i2 < len(btoks) else len(before)
@@ -126,6 +123,56 @@ def token_edits(before: str, after: str, btoks: list[Token], atoks: list[Token])
                 start, end = start - tail, end - tail
         edits.append(Edit(start, end, text))
     return edits
+
+
+def _token_opcodes(
+    before: str, after: str, btoks: list[Token], atoks: list[Token]
+) -> list[tuple[int, int, int, int]]:
+    """Changed token ranges ``(i1, i2, j1, j2)``. Lines are diffed first and tokens only inside
+    changed lines: a token diff of a whole file is quadratic on repetitive code."""
+    lb, la = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    ob, oa = _offsets(lb), _offsets(la)
+    out: list[tuple[int, int, int, int]] = []
+    lines = difflib.SequenceMatcher(None, lb, la, autojunk=False)
+    blocks: list[tuple[int, int, int, int]] = []
+    for tag, l1, l2, k1, k2 in lines.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "replace" and l2 - l1 == k2 - k1:
+            # Line for line (the usual shape of a codemod): diff each pair on its own.
+            blocks += [(l1 + n, l1 + n + 1, k1 + n, k1 + n + 1) for n in range(l2 - l1)]
+        else:
+            blocks.append((l1, l2, k1, k2))
+    for l1, l2, k1, k2 in blocks:
+        i1, i2 = _overlapping(btoks, ob[l1], ob[l2])
+        j1, j2 = _overlapping(atoks, oa[k1], oa[k2])
+        if out and i1 < out[-1][1]:  # a token spanning both chunks: diff them together
+            i1, j1 = out[-1][0], out[-1][2]
+            out.pop()
+        sm = difflib.SequenceMatcher(
+            None, [t.text for t in btoks[i1:i2]], [t.text for t in atoks[j1:j2]], False
+        )
+        for op, a1, a2, b1, b2 in sm.get_opcodes():
+            if op != "equal":
+                out.append((i1 + a1, i1 + a2, j1 + b1, j1 + b2))
+    return out
+
+
+def _offsets(lines: list[str]) -> list[int]:
+    out = [0]
+    for ln in lines:
+        out.append(out[-1] + len(ln))
+    return out
+
+
+def _overlapping(toks: list[Token], start: int, end: int) -> tuple[int, int]:
+    """The index range of the tokens that overlap [start, end) (or the insertion index)."""
+    import bisect
+
+    starts = [t.start for t in toks]
+    lo = bisect.bisect_left([t.end for t in toks], start + 1)
+    hi = bisect.bisect_left(starts, end)
+    return lo, max(lo, hi)
 
 
 def _named_ancestors(node: SgNode) -> list[SgNode]:
