@@ -293,3 +293,17 @@ def test_cli_from_git_reports_learnable_hunks(tmp_path: Path) -> None:
 
 def test_ast_grep_cli_is_there() -> None:
     assert shutil.which(find_cli())
+
+
+def test_ambiguity_is_reported_with_the_wider_rule() -> None:
+    result = synthesize([Example("x = a == None\n", "x = a is None\n", language="python")])
+    assert [(r.rule, r.fix) for r in result.rules] == [({"pattern": "$A == None"}, "$A is None")]
+    assert result.ambiguous
+    assert "'$A == $B' -> '$A is $B'" in result.notes[0]
+    # An example that must stay unchanged settles it: no ambiguity left.
+    settled = synthesize(
+        [Example("x = a == None\ny = b == 1\n", "x = a is None\ny = b == 1\n", language="python")]
+    )
+    assert not settled.ambiguous and settled.notes == []
+    # A rename is the most general rule there is.
+    assert not synthesize([Example("f(1)\n", "g(1)\n", language="python")]).ambiguous

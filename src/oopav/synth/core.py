@@ -259,6 +259,7 @@ class _Choice:
     covered: set[int]
     order: int
     key: str = ""
+    level: int = -1  # -1: an identifier rename; else how far above the site the pattern sits
 
 
 def synthesize(
@@ -307,8 +308,19 @@ def synthesize(
         top_choices = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
         chosen = top_choices[0]
         # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
-        if any(_vars(c.key) > _vars(chosen.key) for c in top_choices):
+        wider = [
+            c
+            for c in top_choices
+            if c.level == chosen.level >= 0 and _vars(c.key) > _vars(chosen.key)
+        ]
+        if wider:
             ambiguous = True
+            alt_pattern, _, alt_fix = max(wider, key=lambda c: _vars(c.key)).key.partition("\0")
+            notes.append(
+                f"synth-{len(rules) + 1}: a more general rule fits the examples as well "
+                f"({alt_pattern!r} -> {alt_fix!r}); the narrower one was kept (call heads, "
+                "definition names and constants stay literal) — add an example that shows which"
+            )
         rules.append(
             SynthRule(
                 id=f"synth-{len(rules) + 1}",
@@ -331,14 +343,10 @@ def synthesize(
             )
         result.examples_reproduced += 1
     if len(rules) > 1:
-        notes.append(
+        notes.insert(
+            0,
             f"the examples hold {len(rules)} different changes: a rule set of {len(rules)} rules, "
-            "applied in order"
-        )
-    if ambiguous:
-        notes.append(
-            "several rules fit the examples equally; the first in generality order was chosen "
-            "(add an example that tells them apart)"
+            "applied in order",
         )
     result.notes = notes
     result.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
@@ -356,7 +364,7 @@ def _search(
     choices: list[_Choice] = []
     seen: set[str] = set()
 
-    def consider(rule: dict[str, Any], fix: str, key: str) -> None:
+    def consider(rule: dict[str, Any], fix: str, key: str, level: int = -1) -> None:
         dedupe = yaml.safe_dump([rule, fix])
         if dedupe in seen:
             return
@@ -366,7 +374,7 @@ def _search(
         except RuleError:
             return
         if covered and id(seed) in covered:
-            choices.append(_Choice(rule, fix, covered, len(seen), key))
+            choices.append(_Choice(rule, fix, covered, len(seen), key, level))
 
     for rule in _rename_candidates(seed, remaining):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
@@ -386,7 +394,7 @@ def _search(
                 if t is None:
                     continue
                 for rule in _pattern_rules(t, lang, top.node.kind()):
-                    consider(rule, t.fix, t.pattern + "\0" + t.fix)
+                    consider(rule, t.fix, t.pattern + "\0" + t.fix, level)
         if choices and max(len(c.covered) for c in choices) == len(remaining):
             break
     return choices
