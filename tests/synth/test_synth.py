@@ -307,3 +307,12 @@ def test_ambiguity_is_reported_with_the_wider_rule() -> None:
     assert not settled.ambiguous and settled.notes == []
     # A rename is the most general rule there is.
     assert not synthesize([Example("f(1)\n", "g(1)\n", language="python")]).ambiguous
+
+
+def test_a_language_is_guessed_when_none_is_named_and_said() -> None:
+    py = synthesize([{"before": "if x == None:\n    pass\n", "after": "if x is None:\n    pass\n"}])
+    assert py.language == "python" and "they parse as python" in py.notes[-1]
+    ts = synthesize([{"before": "let a: number = f(1);\n", "after": "let a: number = g(1);\n"}])
+    assert ts.language == "typescript"
+    with pytest.raises(SynthesisError, match="do not parse as any of"):
+        synthesize([{"before": "x = = 1\n", "after": "y = = 1\n"}])

@@ -139,6 +139,21 @@ def language_of(example: Example, default: str | None = None) -> str:
     raise SynthesisError("no language: give the example a `language` or a `path` with an extension")
 
 
+GUESS_ORDER = ("python", "typescript", "javascript", "go", "rust")
+
+
+def guess_language(examples: list[Example]) -> str:
+    """The first language (in :data:`GUESS_ORDER`) in which every side of every example parses
+    without errors; Go and Rust snippets usually need their file or function around them."""
+    for lang in GUESS_ORDER:
+        if all(not has_error(parse(side, lang)) for e in examples for side in (e.before, e.after)):
+            return lang
+    raise SynthesisError(
+        "no language: the examples name no `language` or `path`, and they do not parse as any of "
+        + ", ".join(GUESS_ORDER)
+    )
+
+
 # --- evaluation of one candidate ---------------------------------------------------------
 
 
@@ -270,6 +285,9 @@ def synthesize(
     exs_in = [e if isinstance(e, Example) else Example(**e) for e in examples]
     if not exs_in:
         raise SynthesisError("no examples: give at least one before/after pair")
+    guessed: str | None = None
+    if not language and not any(e.language or e.path for e in exs_in):
+        guessed = language = guess_language(exs_in)
     langs = {language_of(e, language) for e in exs_in}
     if len(langs) > 1:
         raise SynthesisError(
@@ -347,6 +365,11 @@ def synthesize(
             0,
             f"the examples hold {len(rules)} different changes: a rule set of {len(rules)} rules, "
             "applied in order",
+        )
+    if guessed:
+        notes.append(
+            f"the examples name no language or path; they parse as {guessed} (give `path` or "
+            "`language` to choose)"
         )
     result.notes = notes
     result.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
