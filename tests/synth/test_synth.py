@@ -316,3 +316,17 @@ def test_a_language_is_guessed_when_none_is_named_and_said() -> None:
     assert ts.language == "typescript"
     with pytest.raises(SynthesisError, match="do not parse as any of"):
         synthesize([{"before": "x = = 1\n", "after": "y = = 1\n"}])
+
+
+def test_actions_are_valid_actor_actions() -> None:
+    import msgspec
+
+    from oopav.events.actions import decode_action
+    from oopav.sandbox.astgrep import rule_from_action
+
+    result = synthesize(
+        [Example("x = f(1)\ny = g(2)\n", "x = f2(1)\ny = h(g(2))\n", language="python")]
+    )
+    actions = [decode_action(msgspec.json.encode(a)) for a in result.actions()]
+    assert [a.type for a in actions] == ["ast_grep", "ast_grep"]
+    assert [rule_from_action(a).fix for a in actions] == [r.fix for r in result.rules]

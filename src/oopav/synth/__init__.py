@@ -10,6 +10,7 @@ The API other code uses::
     result.to_yaml()      # a rule file `ast-grep scan --rule FILE --update-all DIR` accepts
     result.to_json()      # {"rules", "examples_reproduced", "ambiguous", "notes"}
     result.apply(source)  # (new source, rewrites): the rules applied in order
+    result.actions()      # one {"type": "ast_grep", "rule": YAML, "paths": ["."]} per rule
 
 ``synthesize(examples, language=None)`` takes :class:`Example` objects or plain dicts
 (``before``, ``after``, optional ``language`` / ``path``; the language comes from the path's
@@ -23,6 +24,10 @@ after side or differing between sites become ``$A`` / ``$$$A``); candidates are 
 general (an identifier rename by kind and regex) to the most specific (the literal node), and the
 one that rewrites the most sites with no wrong rewrite in any example wins. Changes that no single
 rule covers give a rule set, applied in order. See docs/synth.md.
+
+From history: :func:`oopav.synth.gitlearn.learn_commit` (``repo``, ``rev``) gives one
+``HunkResult`` per hunk of a commit (``learnable``, ``reason``, ``rules``), each rule verified on
+the parent tree.
 """
 
 from oopav.synth.core import (

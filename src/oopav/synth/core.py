@@ -86,6 +86,10 @@ class SynthRule:
     def apply(self, source: str) -> tuple[str, int]:
         return rewrite_source(source, self.as_rule())
 
+    def as_action(self, paths: list[str] | None = None) -> dict[str, Any]:
+        """The actor action that applies this rule (``ast_grep``, the loop's wire format)."""
+        return {"type": "ast_grep", "rule": self.to_yaml(), "paths": paths or ["."]}
+
 
 @dataclass
 class SynthResult:
@@ -107,6 +111,10 @@ class SynthResult:
             "ambiguous": self.ambiguous,
             "notes": list(self.notes),
         }
+
+    def actions(self, paths: list[str] | None = None) -> list[dict[str, Any]]:
+        """One ``ast_grep`` action per rule, in order: gold actions for training."""
+        return [r.as_action(paths) for r in self.rules]
 
     def apply(self, source: str) -> tuple[str, int]:
         """Apply the rules in order (as the loop does, one action per rule)."""
