@@ -188,11 +188,7 @@ class SynthBackend:
             )
         if step <= len(result.rules):
             rule = result.rules[step - 1]
-            action: dict[str, Any] = {
-                "type": "ast_grep",
-                "rule": rule.to_yaml(),
-                "paths": ["."],
-            }
+            action: dict[str, Any] = rule.as_action()
             think = f"Step {step}: apply {rule.id} ({describe(rule)})."
             history = f"applied {rule.id}"
         else:
