@@ -29,3 +29,4 @@ bench:
 	python bench/context.py
 	python bench/loop.py
 	python bench/intake.py
+	python bench/synth.py

@@ -758,6 +758,8 @@ async def run(
     log_file = c.log_to_file("run")
     if log_file is not None and not quiet:
         click.echo(f"log: {log_file}", err=True)
+    if body.get("examples") and not (body.get("model") or c.settings.model) and not as_json:
+        click.echo("model: synth: (the task has examples and no model is configured)", err=True)
     async with open_bus(c.settings, embedded=True, name="oopav-run") as bus:
         stop = asyncio.Event()
         ready = asyncio.Event()
@@ -946,6 +948,7 @@ def _register() -> None:
     from oopav.models.commands import register as register_models
     from oopav.sandbox.commands import register as register_sandbox
     from oopav.sandbox.gc_command import register as register_gc
+    from oopav.synth.commands import register as register_synth
     from oopav.tui.commands import register as register_tui
 
     register_bus(cli)
@@ -954,6 +957,7 @@ def _register() -> None:
     register_tui(cli)
     register_doctor(cli)
     register_gc(cli)
+    register_synth(cli)
     from oopav.handlers.reflector_commands import register as register_guidance
 
     register_guidance(cli)

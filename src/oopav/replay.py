@@ -266,7 +266,16 @@ async def verify_session(
             settings=settings,
             sandbox=sandbox,
             model_factory=lambda spec: backend,
-            default_model="replay",
+            # A session that named no model ran on a default (a handler's --model, or synth:
+            # for a task with examples): the recorded spec, so the replayed events name it too.
+            default_model=next(
+                (
+                    e.backend
+                    for e in events_only
+                    if isinstance(e, ev.ModelCalled) and e.backend not in ("", "-")
+                ),
+                "replay",
+            ),
             recorded_ts={e.id: e.ts for e in events_only},
             pinned_base=_pinned_base(session_id, events_only),
             recorded_guidance={

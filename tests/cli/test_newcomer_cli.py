@@ -155,7 +155,9 @@ def test_model_spec_checked_and_resolved_at_the_cli(
         assert "nope.yaml does not exist" in result.output or "bad model spec" in result.output
         assert "cannot reach NATS" not in result.output
     # A relative script path is made absolute against the caller's directory.
-    shutil.copy(EXAMPLE / "policy.yaml", tmp_path / "other.yaml")
+    shutil.copy(
+        ROOT / "examples" / "rename_fetch_scripted" / "policy.yaml", tmp_path / "other.yaml"
+    )
     body = cli_module._submission(None, "x", tmp_path, None, "scripted:other.yaml", None, ())
     assert body["model"] == f"scripted:{tmp_path / 'other.yaml'}"
     # A task file's relative model path is resolved against the task file's directory.
@@ -170,12 +172,12 @@ def test_submit_takes_a_task_file_as_its_argument(
     body = cli_module._submission(
         None, "examples/rename_fetch/task.json", None, None, None, None, ()
     )
-    assert body["repo"] == str(EXAMPLE) and body["model"] == f"scripted:{EXAMPLE / 'policy.yaml'}"
+    assert body["repo"] == str(EXAMPLE) and body["model"] == "synth:"
     assert body["instruction"].startswith("Rename the function `fetch`")
 
 
 def test_models_check_scripted_without_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(EXAMPLE)
+    monkeypatch.chdir(ROOT / "examples" / "rename_fetch_scripted")
     result = CliRunner().invoke(cli, ["models", "check", "scripted:policy.yaml"])
     assert result.exit_code == 0, result.output
     assert '"type": "ast_grep"' in result.output

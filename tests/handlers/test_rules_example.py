@@ -50,9 +50,19 @@ def test_task_file() -> None:
         ),
         "repo": ".",
         "test_command": ["python", "-m", "pytest", "-q"],
-        "model": "scripted:policy.yaml",
+        "model": "synth:",
+        "examples": task["examples"],
     }
-    assert (EXAMPLE / "policy.yaml").is_file()
+    # The examples teach the rename; the scripted policy lives on as a second example.
+    from oopav.synth import synthesize
+
+    result = synthesize(task["examples"])
+    assert [(r.rule, r.fix) for r in result.rules] == [
+        ({"kind": "identifier", "regex": "^fetch$"}, "fetch_page")
+    ]
+    scripted = EXAMPLE.parent / "rename_fetch_scripted"
+    assert json.loads((scripted / "task.json").read_text())["model"] == "scripted:policy.yaml"
+    assert (scripted / "policy.yaml").is_file()
     assert (EXAMPLE / "README.md").is_file()
     assert "[tool.ruff" in (EXAMPLE / "pyproject.toml").read_text()
 
@@ -94,8 +104,8 @@ def test_a_half_done_rename_fails_the_tests(repo: Path) -> None:
 def test_rules_see_a_clean_green_task(repo: Path) -> None:
     stubs, errors, languages, total = scan_tree(repo)
     assert (stubs, errors) == ([], [])
-    assert languages == {"python": 5, "toml": 1, "json": 1, "yaml": 1}
-    assert total == 9  # with README.md
+    assert languages == {"python": 5, "toml": 1, "json": 1}
+    assert total == 8  # with README.md (the scripted policy lives in rename_fetch_scripted)
     instruction = json.loads((repo / "task.json").read_text())["instruction"]
     assert mentioned_paths(instruction) == []
     report = orient(

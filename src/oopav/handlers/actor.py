@@ -334,6 +334,10 @@ def _context(state: SessionState, step: int) -> str:
         files = f" [{', '.join(s.files)}]" if s.files else ""
         lines.append(f"{mark} {s.id}. {s.description}{files}")
     lines.append(f"Current step: {step} of {len(plan.steps)}")
+    if state.task.examples:
+        from oopav.models.synth import examples_block
+
+        lines.append(examples_block(state.task.examples))
     if state.recent:
         limit = state.task.budgets.prompt_output_bytes
         lines.append("### Recent results")

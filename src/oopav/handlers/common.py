@@ -157,12 +157,10 @@ def _align_scripted(backend: object, role: str, index: int) -> None:
 
 
 def model_spec(state: SessionState, ports: Ports) -> str:
-    return (
-        (state.task.model if state.task else None)
-        or ports.default_model
-        or ports.settings.model
-        or ""
-    )
+    spec = (state.task.model if state.task else None) or ports.default_model or ports.settings.model
+    if not spec and state.task is not None and state.task.examples:
+        return "synth:"  # rules by example: the default for a task with examples and no model
+    return spec or ""
 
 
 async def call_model(
@@ -193,7 +191,9 @@ async def call_model(
         )
         return None, called, exc
     called = out.emit(
-        ev.ModelCalled, **model_called_fields(request, response, spec), guidance_step=guidance_step
+        ev.ModelCalled,
+        **model_called_fields(request, response, response.backend or spec),
+        guidance_step=guidance_step,
     )
     metrics.model_call(
         called.backend,
@@ -221,6 +221,7 @@ FATAL_MODEL_ERRORS = frozenset(
         "replay_miss",
         "missing_dependency",
         "context_length",
+        "synthesis_failed",
     }
 )
 
@@ -279,6 +280,11 @@ async def ask_model(
             out, state, request, attempt, guidance_step=guidance_step
         )
         if response is None:
+            if error is not None and error.kind == "synthesis_failed":
+                await complete(
+                    out, state, "aborted", f"synthesis failed: {error.message}", reason="synth"
+                )
+                return None
             if error is not None and error.kind in FATAL_MODEL_ERRORS:
                 await complete(out, state, "aborted", f"model unavailable: {error}", reason="model")
                 return None

@@ -109,10 +109,10 @@ class Planner:
             parts.append("\n".join(lines))
         if task.test_command:
             parts.append("### Test command\n" + " ".join(task.test_command))
-        for i, ex in enumerate(task.examples[:3]):
-            parts.append(
-                f"### Example {i + 1}{' (' + ex.path + ')' if ex.path else ''}\nBefore:\n{ex.before}\nAfter:\n{ex.after}"
-            )
+        if task.examples:
+            from oopav.models.synth import examples_block
+
+            parts.append(examples_block(task.examples))
         r = state.last_replan
         if r is not None and state.plans:
             limit = task.budgets.prompt_output_bytes

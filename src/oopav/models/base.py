@@ -29,6 +29,7 @@ ErrorKind = Literal[
     "missing_dependency",  # an optional extra (vllm, transformers, xgrammar) is not installed
     "invalid_spec",  # a backend spec string that cannot be parsed
     "invalid_request",  # a request the backend cannot serve (e.g. a schema it cannot compile)
+    "synthesis_failed",  # synth: no rule reproduces the task's examples
 ]
 
 
@@ -91,6 +92,9 @@ class ModelResponse(msgspec.Struct, kw_only=True, frozen=True):
     completion_tokens: int = 0
     latency_ms: float = 0.0
     finish_reason: str = "stop"  # "stop" | "length" | whatever the server says
+    # Which backend answered, when it is not the one asked (``synth:`` handing over to its
+    # fallback); recorded as ``model_called.backend`` instead of the spec.
+    backend: str | None = None
 
 
 @runtime_checkable

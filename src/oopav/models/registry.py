@@ -7,6 +7,7 @@
 | ``openai:<base_url>#<model>``   | :class:`OpenAIBackend`                   |
 | ``vllm:<model path>``           | :class:`VLLMBackend` (``[gpu]`` extra)   |
 | ``hf:<model path>``             | :class:`HFBackend` (``[train]`` extra)   |
+| ``synth:[<fallback spec>]``     | :class:`SynthBackend` (rules by example) |
 
 Heavy backends are imported only when their spec is loaded.
 """
@@ -19,7 +20,7 @@ from typing import Any
 from oopav.models.base import Backend, ModelError
 from oopav.models.replay import EventLoader
 
-SCHEMES: tuple[str, ...] = ("scripted", "replay", "openai", "vllm", "hf")
+SCHEMES: tuple[str, ...] = ("scripted", "replay", "openai", "vllm", "hf", "synth")
 
 
 def resolve_spec(spec: str | None) -> str:
@@ -38,6 +39,12 @@ def load_backend(
     constructor (e.g. ``max_retries`` for openai, ``device`` for hf, engine kwargs for vllm)."""
     spec = resolve_spec(spec)
     scheme, sep, rest = spec.partition(":")
+    if scheme == "synth" and sep:
+        from oopav.models.synth import SynthBackend
+
+        # ``synth:<spec>``: the model that takes over when no rule fits the examples.
+        fallback = load_backend(rest, replay_loader=replay_loader, **options) if rest else None
+        return SynthBackend(spec, fallback=fallback)
     if not sep or not rest or scheme not in SCHEMES:
         raise ModelError(
             "invalid_spec",
@@ -87,6 +94,8 @@ def absolute_spec(spec: str, base: str | os.PathLike[str] | None = None) -> str:
     scheme, sep, rest = spec.partition(":")
     if not sep or not rest:
         return spec
+    if scheme == "synth":  # synth:<fallback spec>: the fallback's paths
+        return f"synth:{absolute_spec(rest, base)}"
     root = Path(base) if base is not None else Path.cwd()
     if scheme == "scripted" or (scheme in ("hf", "vllm") and _local_path(rest)):
         p = Path(rest).expanduser()
@@ -104,6 +113,9 @@ def check_spec(spec: str) -> str | None:
     if not isinstance(spec, str) or not spec.strip():
         return "the model spec is empty"
     scheme, sep, rest = spec.partition(":")
+    if scheme == "synth" and sep:
+        # Rules by example needs nothing; a fallback model after it is checked like any spec.
+        return check_spec(rest) if rest else None
     if not sep or not rest or scheme not in SCHEMES:
         return f"bad model spec {spec!r}: expected one of {', '.join(s + ':…' for s in SCHEMES)}"
     if scheme == "scripted":

@@ -83,6 +83,7 @@ class ReplayBackend:
                 completion_tokens=ev.completion_tokens,
                 latency_ms=ev.latency_ms,
                 finish_reason=ev.finish_reason,
+                backend=ev.backend or None,
             )
         if queue is not None:
             raise ModelError(

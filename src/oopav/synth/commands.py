@@ -1,0 +1,187 @@
+"""``oopav synth``: rules by example from the command line (docs/synth.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+EXIT_NO_RULE = 3
+
+
+def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
+    """Examples from a JSON/YAML file: a list of ``{before, after, language?, path?}``, or a
+    mapping with ``examples`` (and optionally ``language``). ``before_file`` / ``after_file``
+    name files relative to the examples file."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise click.ClickException(f"{path} is not valid JSON/YAML: {exc}") from None
+    language = None
+    if isinstance(data, dict):
+        language = data.get("language")
+        data = data.get("examples")
+    if not isinstance(data, list) or not data:
+        raise click.ClickException(
+            f"{path} must hold a non-empty list of examples ({{before, after, language?, path?}}) "
+            "or a mapping with `examples`"
+        )
+    out: list[dict[str, Any]] = []
+    for i, item in enumerate(data, 1):
+        if not isinstance(item, dict):
+            raise click.ClickException(f"{path}: example {i} must be a mapping")
+        item = dict(item)
+        for side in ("before", "after"):
+            ref = item.pop(f"{side}_file", None)
+            if ref is not None and side not in item:
+                try:
+                    item[side] = (path.parent / str(ref)).read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise click.ClickException(
+                        f"{path}: example {i}: cannot read {ref}: {exc.strerror}"
+                    ) from None
+            if not isinstance(item.get(side), str):
+                raise click.ClickException(f"{path}: example {i} needs a string `{side}`")
+        unknown = set(item) - {"before", "after", "language", "path"}
+        if unknown:
+            raise click.ClickException(
+                f"{path}: example {i} has unknown fields: {', '.join(sorted(unknown))}"
+            )
+        out.append(item)
+    return out, language
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("synth")
+    @click.argument("examples", required=False, type=click.Path(path_type=Path))
+    @click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print {rules, examples_reproduced, ambiguous, notes}.",
+    )
+    @click.option(
+        "--language", help="Language of examples that name no path (python, javascript, ...)."
+    )
+    @click.option(
+        "--apply",
+        "apply_dir",
+        type=click.Path(file_okay=False, exists=True, path_type=Path),
+        help="Apply the rules to DIR and print a match report (files, sites, diff).",
+    )
+    @click.option("--write", is_flag=True, help="With --apply: write the rewritten files.")
+    @click.option(
+        "--from-git",
+        "from_git",
+        nargs=2,
+        metavar="REPO REV",
+        help="Learn one rule per hunk of commit REV in REPO, verified on its parent tree.",
+    )
+    def synth(
+        examples: Path | None,
+        as_json: bool,
+        language: str | None,
+        apply_dir: Path | None,
+        write: bool,
+        from_git: tuple[str, str] | None,
+    ) -> None:
+        """Learn ast-grep rewrite rules from before/after EXAMPLES (JSON or YAML).
+
+        Prints a rule file that `ast-grep scan --rule FILE --update-all DIR` accepts. When no
+        rule reproduces every example, exits 3 with one line saying which example and why."""
+        if from_git:
+            _from_git(Path(from_git[0]), from_git[1], as_json)
+            return
+        if examples is None:
+            raise click.UsageError("give an EXAMPLES file, or --from-git REPO REV")
+        if write and apply_dir is None:
+            raise click.UsageError("--write needs --apply DIR")
+        from oopav.synth import SynthesisError, synthesize
+
+        items, file_language = load_examples(examples)
+        try:
+            result = synthesize(items, language=language or file_language)
+        except SynthesisError as exc:
+            click.echo(f"oopav synth: no rule: {exc.reason}", err=True)
+            sys.exit(EXIT_NO_RULE)
+        except ValueError as exc:  # an unknown language, and such
+            click.echo(f"oopav synth: {exc}", err=True)
+            sys.exit(2)
+        report = _apply(result, apply_dir, write) if apply_dir is not None else None
+        if as_json:
+            data = result.to_json()
+            if report is not None:
+                data["apply"] = report
+            click.echo(json.dumps(data, indent=2))
+            return
+        for note in result.notes:
+            click.echo(f"# note: {note}")
+        click.echo(result.to_yaml(), nl=False)
+        if report is not None:
+            click.echo(_format_apply(report, write), err=True)
+
+
+def _apply(result: Any, root: Path, write: bool) -> dict[str, Any]:
+    from oopav.sandbox.apply import FileChange, unified_diff
+    from oopav.sandbox.astgrep import files_for
+
+    files: list[dict[str, Any]] = []
+    changes = []
+    for rel in files_for(root, ["."], result.language):
+        path = root / rel
+        try:
+            before = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        after, sites = result.apply(before)
+        if after == before:
+            continue
+        files.append({"path": rel, "sites": sites})
+        changes.append(FileChange(path=rel, before=before, after=after))
+        if write:
+            path.write_text(after, encoding="utf-8")
+    return {
+        "files": files,
+        "sites": sum(f["sites"] for f in files),
+        "diff": unified_diff(changes),
+        "written": write,
+    }
+
+
+def _format_apply(report: dict[str, Any], write: bool) -> str:
+    lines = [f"{f['path']}: {f['sites']} site(s)" for f in report["files"]]
+    verb = "rewritten" if write else "would be rewritten (dry run; --write to write)"
+    lines.append(f"{len(report['files'])} file(s), {report['sites']} site(s) {verb}")
+    if report["diff"]:
+        lines.append(report["diff"].rstrip("\n"))
+    return "\n".join(lines)
+
+
+def _from_git(repo: Path, rev: str, as_json: bool) -> None:
+    from oopav.synth.gitlearn import format_report, learn_commit
+
+    try:
+        results = learn_commit(repo, rev)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "hunks": [r.to_json() for r in results],
+                    "learnable": sum(1 for r in results if r.learnable),
+                    "total": len(results),
+                },
+                indent=2,
+            )
+        )
+    else:
+        click.echo(format_report(results))

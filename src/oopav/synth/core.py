@@ -1,0 +1,431 @@
+"""The synthesiser: examples in, verified ast-grep rules out (see the package docstring)."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+from ast_grep_py import SgNode
+
+from oopav.sandbox.astgrep import (
+    LANG_EXTENSIONS,
+    Rule,
+    RuleError,
+    expand_fix,
+    indent_at,
+    normalize_language,
+    parse_template,
+    reindent,
+    rewrite_source,
+)
+from oopav.synth.abstract import Options, Template, abstract_sites
+from oopav.synth.sites import (
+    LIST_KINDS,
+    Site,
+    SiteError,
+    find_sites,
+    has_error,
+    node_at,
+    parse,
+)
+
+MAX_LEVELS = 4
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_OPTIONS = (
+    Options(),
+    Options(deep=True),
+    Options(constants=True),
+    Options(spread=False),
+    Options(heads=True),
+    Options(literal=True),
+)
+# Where a pattern snippet that does not parse on its own is put, per language.
+_WRAPPERS: dict[str, tuple[str, ...]] = {
+    "python": ("_ = {}", "_f({})"),
+    "javascript": ("_ = {}", "_f({})"),
+    "typescript": ("_ = {}", "_f({})"),
+    "tsx": ("_ = {}", "_f({})"),
+    "go": ("func _() {{ {} }}", "func _() {{ _ = {} }}", "func _() {{ _f({}) }}"),
+    "rust": ("fn _f() {{ {} }}", "fn _f() {{ let _ = {}; }}", "fn _f() {{ _g({}); }}"),
+}
+
+
+@dataclass(frozen=True)
+class Example:
+    """A before/after pair; ``language`` defaults to the one of ``path``'s extension."""
+
+    before: str
+    after: str
+    language: str | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class SynthRule:
+    """One rewrite rule: ``rule`` is ast-grep's rule object, ``fix`` its template."""
+
+    id: str
+    language: str
+    rule: dict[str, Any]
+    fix: str
+    sites: int = 0  # example sites it rewrites
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "language": self.language, "rule": self.rule, "fix": self.fix}
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    def as_rule(self) -> Rule:
+        return Rule(id=self.id, language=self.language, rule=self.rule, fix=self.fix)
+
+    def apply(self, source: str) -> tuple[str, int]:
+        return rewrite_source(source, self.as_rule())
+
+    def as_action(self, paths: list[str] | None = None) -> dict[str, Any]:
+        """The actor action that applies this rule (``ast_grep``, the loop's wire format)."""
+        return {"type": "ast_grep", "rule": self.to_yaml(), "paths": paths or ["."]}
+
+
+@dataclass
+class SynthResult:
+    rules: list[SynthRule]
+    language: str
+    examples_reproduced: int
+    ambiguous: bool = False
+    notes: list[str] = field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+    def to_yaml(self) -> str:
+        """A rule file for ``ast-grep scan --rule FILE`` (one YAML document per rule)."""
+        return "---\n".join(r.to_yaml() for r in self.rules)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rules": [r.to_dict() for r in self.rules],
+            "examples_reproduced": self.examples_reproduced,
+            "ambiguous": self.ambiguous,
+            "notes": list(self.notes),
+        }
+
+    def actions(self, paths: list[str] | None = None) -> list[dict[str, Any]]:
+        """One ``ast_grep`` action per rule, in order: gold actions for training."""
+        return [r.as_action(paths) for r in self.rules]
+
+    def apply(self, source: str) -> tuple[str, int]:
+        """Apply the rules in order (as the loop does, one action per rule)."""
+        total = 0
+        for r in self.rules:
+            source, n = r.apply(source)
+            total += n
+        return source, total
+
+
+class SynthesisError(ValueError):
+    """No rule reproduces the examples. ``example`` is 1-based (None: not one example's fault)."""
+
+    def __init__(self, reason: str, example: int | None = None) -> None:
+        self.reason = reason
+        self.example = example
+        super().__init__(reason)
+
+
+def language_of(example: Example, default: str | None = None) -> str:
+    if example.language:
+        return normalize_language(example.language)
+    if example.path:
+        suffix = PurePosixPath(example.path).suffix.lower()
+        for lang, exts in LANG_EXTENSIONS.items():
+            if suffix in exts:
+                return lang
+    if default:
+        return normalize_language(default)
+    raise SynthesisError("no language: give the example a `language` or a `path` with an extension")
+
+
+GUESS_ORDER = ("python", "typescript", "javascript", "go", "rust")
+
+
+def guess_language(examples: list[Example]) -> str:
+    """The first language (in :data:`GUESS_ORDER`) in which every side of every example parses
+    without errors; Go and Rust snippets usually need their file or function around them."""
+    for lang in GUESS_ORDER:
+        if all(not has_error(parse(side, lang)) for e in examples for side in (e.before, e.after)):
+            return lang
+    raise SynthesisError(
+        "no language: the examples name no `language` or `path`, and they do not parse as any of "
+        + ", ".join(GUESS_ORDER)
+    )
+
+
+# --- evaluation of one candidate ---------------------------------------------------------
+
+
+@dataclass
+class _Ex:
+    index: int
+    before: str
+    after: str
+    root: SgNode
+    root_after: SgNode
+    sites: list[Site]
+
+
+def _expected(ex: _Ex, start: int, end: int) -> str | None:
+    """The after text of before[start:end], or None when the span cuts through a site."""
+    out, pos = [], start
+    for s in ex.sites:
+        if s.end <= start or s.start >= end:
+            continue
+        if s.start < start or s.end > end:
+            return None
+        out.append(ex.before[pos : s.start])
+        out.append(s.after_text)
+        pos = s.end
+    out.append(ex.before[pos:end])
+    return "".join(out)
+
+
+def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
+    """The ids of the sites ``rule`` rewrites correctly, or None when it rewrites anything
+    wrongly (an over-match, or a wrong result) in any example."""
+    covered: set[int] = set()
+    template = parse_template(rule.fix or "", ())
+    for ex in exs:
+        try:
+            nodes = ex.root.find_all(rule.config())
+        except Exception:
+            return None
+        spans = sorted(
+            ((n.range().start.index, n.range().end.index, n) for n in nodes),
+            key=lambda t: (t[0], -t[1]),
+        )
+        pos = 0
+        for start, end, node in spans:
+            if start < pos:
+                continue
+            pos = end
+            replacement = expand_fix(node, template, ex.before)
+            if "\n" in replacement:
+                replacement = reindent(replacement, 0, indent_at(ex.before, start))
+            if replacement == ex.before[start:end]:
+                continue
+            if replacement != _expected(ex, start, end):
+                return None
+            covered.update(id(s) for s in ex.sites if start <= s.start and s.end <= end)
+    return covered
+
+
+# --- candidates ------------------------------------------------------------------------------
+
+
+def _lift(site: Site, ex: _Ex, levels: int) -> list[Site]:
+    """The site and its named ancestors (up to ``levels``), each with its after text."""
+    out = [site]
+    node = site.node
+    for anc in node.ancestors():
+        if len(out) > levels:
+            break
+        if not anc.is_named() or anc.kind() in LIST_KINDS or anc.parent() is None:
+            continue
+        r = anc.range()
+        s, e = r.start.index, r.end.index
+        inner = [x for x in ex.sites if s <= x.start and x.end <= e]
+        if any(x.start < s < x.end or x.start < e < x.end for x in ex.sites):
+            break
+        shift = sum(
+            len(x.after_text) - (x.end - x.start) for x in ex.sites if x.end <= s and x not in inner
+        )
+        a_s = s + shift
+        a_e = a_s + (e - s) + sum(len(x.after_text) - (x.end - x.start) for x in inner)
+        anode = node_at(ex.root_after, a_s, a_e)
+        if anode is None:
+            continue
+        out.append(Site(ex.index, anc, s, e, a_s, a_e, ex.after[a_s:a_e], anode))
+    return out
+
+
+def _rename_candidates(seed: Site, remaining: list[tuple[Site, _Ex]]) -> list[dict[str, Any]]:
+    old, new = seed.before_text, seed.after_text
+    if seed.node.children() or not _IDENT.match(old) or not _IDENT.match(new):
+        return []
+    kinds = sorted(
+        {
+            s.node.kind()
+            for s, _ in remaining
+            if not s.node.children() and s.before_text == old and s.after_text == new
+        }
+    )
+    regex = "^" + re.escape(old) + "$"
+    out: list[dict[str, Any]] = []
+    if len(kinds) > 1:
+        out.append({"regex": regex, "any": [{"kind": k} for k in kinds]})
+    out.append({"kind": seed.node.kind(), "regex": regex})
+    return out
+
+
+def _pattern_rules(t: Template, language: str, kind: str) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = [{"pattern": t.pattern}]
+    for w in _WRAPPERS.get(language, ()):
+        rules.append({"pattern": {"context": w.format(t.pattern), "selector": kind}})
+    return rules
+
+
+@dataclass
+class _Choice:
+    rule: dict[str, Any]
+    fix: str
+    covered: set[int]
+    order: int
+    key: str = ""
+    level: int = -1  # -1: an identifier rename; else how far above the site the pattern sits
+
+
+def synthesize(
+    examples: list[Example] | list[dict[str, Any]], language: str | None = None
+) -> SynthResult:
+    """Learn the most general rule set that reproduces every example (see the module doc)."""
+    t0 = time.perf_counter()
+    exs_in = [e if isinstance(e, Example) else Example(**e) for e in examples]
+    if not exs_in:
+        raise SynthesisError("no examples: give at least one before/after pair")
+    guessed: str | None = None
+    if not language and not any(e.language or e.path for e in exs_in):
+        guessed = language = guess_language(exs_in)
+    langs = {language_of(e, language) for e in exs_in}
+    if len(langs) > 1:
+        raise SynthesisError(
+            f"examples mix languages ({', '.join(sorted(langs))}); synthesise one language at a time"
+        )
+    lang = langs.pop()
+    exs: list[_Ex] = []
+    for i, e in enumerate(exs_in, 1):
+        where = f"example {i}"
+        if e.before == e.after:
+            raise SynthesisError(f"{where}: before and after are identical", i)
+        broot, aroot = parse(e.before, lang), parse(e.after, lang)
+        if has_error(aroot) and not has_error(broot):
+            raise SynthesisError(f"{where}: the after side does not parse as {lang}", i)
+        try:
+            sites = find_sites(i, e.before, e.after, broot, aroot, where)
+        except SiteError as exc:
+            raise SynthesisError(str(exc), i) from None
+        exs.append(_Ex(i, e.before, e.after, broot, aroot, sites))
+
+    all_sites = [(s, ex) for ex in exs for s in ex.sites]
+    remaining = list(all_sites)
+    rules: list[SynthRule] = []
+    notes: list[str] = []
+    ambiguous = False
+    while remaining:
+        seed = remaining[0][0]
+        choices = _search(seed, remaining, exs, lang)
+        if not choices:
+            raise SynthesisError(
+                f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
+                f"{seed.after_text[:60]!r} without changing something else",
+                seed.example,
+            )
+        best = max(len(c.covered) for c in choices)
+        top_choices = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
+        chosen = top_choices[0]
+        # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
+        wider = [
+            c
+            for c in top_choices
+            if c.level == chosen.level >= 0 and _vars(c.key) > _vars(chosen.key)
+        ]
+        if wider:
+            ambiguous = True
+            alt_pattern, _, alt_fix = max(wider, key=lambda c: _vars(c.key)).key.partition("\0")
+            notes.append(
+                f"synth-{len(rules) + 1}: a more general rule fits the examples as well "
+                f"({alt_pattern!r} -> {alt_fix!r}); the narrower one was kept (call heads, "
+                "definition names and constants stay literal) — add an example that shows which"
+            )
+        rules.append(
+            SynthRule(
+                id=f"synth-{len(rules) + 1}",
+                language=lang,
+                rule=chosen.rule,
+                fix=chosen.fix,
+                sites=len(chosen.covered),
+            )
+        )
+        remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
+
+    result = SynthResult(rules=rules, language=lang, examples_reproduced=0, ambiguous=ambiguous)
+    for ex in exs:
+        got, _ = result.apply(ex.before)
+        if got != ex.after:
+            raise SynthesisError(
+                f"example {ex.index}: the rules learned for each change interfere when applied "
+                "in order; give the changes as separate examples",
+                ex.index,
+            )
+        result.examples_reproduced += 1
+    if len(rules) > 1:
+        notes.insert(
+            0,
+            f"the examples hold {len(rules)} different changes: a rule set of {len(rules)} rules, "
+            "applied in order",
+        )
+    if guessed:
+        notes.append(
+            f"the examples name no language or path; they parse as {guessed} (give `path` or "
+            "`language` to choose)"
+        )
+    result.notes = notes
+    result.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
+    return result
+
+
+def _vars(key: str) -> int:
+    return len(re.findall(r"\$+[A-Z]", key.split("\0")[0]))
+
+
+def _search(
+    seed: Site, remaining: list[tuple[Site, _Ex]], exs: list[_Ex], lang: str
+) -> list[_Choice]:
+    """Every candidate rule that rewrites ``seed`` and nothing wrongly, in generality order."""
+    choices: list[_Choice] = []
+    seen: set[str] = set()
+
+    def consider(rule: dict[str, Any], fix: str, key: str, level: int = -1) -> None:
+        dedupe = yaml.safe_dump([rule, fix])
+        if dedupe in seen:
+            return
+        seen.add(dedupe)
+        try:
+            covered = _evaluate(Rule(id="c", language=lang, rule=rule, fix=fix), exs)
+        except RuleError:
+            return
+        if covered and id(seed) in covered:
+            choices.append(_Choice(rule, fix, covered, len(seen), key, level))
+
+    for rule in _rename_candidates(seed, remaining):
+        consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
+    if any(len(c.covered) == len(remaining) for c in choices):
+        return choices  # a rename covers every site: nothing more general to find
+    lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining}
+    for level, top in enumerate(lifted[id(seed)]):
+        peers = [
+            lifted[id(s)][level]
+            for s, _ in remaining[1:]
+            if len(lifted[id(s)]) > level and lifted[id(s)][level].node.kind() == top.node.kind()
+        ]
+        groups = [[top, *peers], [top]] if peers else [[top]]
+        for opts in _OPTIONS:
+            for group in groups:
+                t = abstract_sites(group, opts)
+                if t is None:
+                    continue
+                for rule in _pattern_rules(t, lang, top.node.kind()):
+                    consider(rule, t.fix, t.pattern + "\0" + t.fix, level)
+        if choices and max(len(c.covered) for c in choices) == len(remaining):
+            break
+    return choices

@@ -1,0 +1,285 @@
+"""Where one before/after pair differs, as syntax: the *sites* of an example.
+
+The two sides are tokenised into tree-sitter leaves (through ast-grep-py) and diffed as token
+sequences. Each edit is then lifted to the smallest named node of ``before`` that contains it
+and whose counterpart in ``after`` is also exactly one syntax node, so a site is always a
+balanced rewrite (``foo(a)`` → ``list(foo(a))``, never ``foo`` → ``list(foo``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from ast_grep_py import SgNode, SgRoot
+
+# Nodes that hold a list of items: a site is lifted past them (a bare ``(a, b)`` is no pattern).
+LIST_KINDS = frozenset(
+    {
+        "argument_list",
+        "arguments",
+        "parameters",
+        "formal_parameters",
+        "parameter_list",
+        "type_arguments",
+        "type_parameters",
+        "expression_list",
+        "literal_value",
+        "import_list",
+        "dotted_name",
+    }
+)
+COMMENT_KINDS = frozenset({"comment", "line_comment", "block_comment"})
+
+
+class SiteError(ValueError):
+    """An example whose change cannot be expressed as syntax rewrites (the reason says why)."""
+
+
+@dataclass(frozen=True)
+class Token:
+    start: int
+    end: int
+    text: str
+    node: SgNode
+
+
+@dataclass
+class Site:
+    """One rewrite: the ``before`` node and the text that replaces it."""
+
+    example: int
+    node: SgNode  # in the before tree
+    start: int
+    end: int
+    after_start: int
+    after_end: int
+    after_text: str
+    after_node: SgNode | None = None
+    edits: list[int] = field(default_factory=list)
+
+    @property
+    def before_text(self) -> str:
+        return self.node.text()
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: int  # before offsets (start == end: an insertion point)
+    end: int
+    text: str  # what replaces before[start:end]
+
+
+def leaves(node: SgNode) -> list[Token]:
+    out: list[Token] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kids = n.children()
+        if not kids or n.kind() in ("string", "string_literal", "interpreted_string_literal"):
+            r = n.range()
+            if r.end.index > r.start.index:
+                out.append(Token(r.start.index, r.end.index, n.text(), n))
+            continue
+        stack.extend(reversed(kids))
+    return out
+
+
+def has_error(node: SgNode) -> bool:
+    return node.kind() == "ERROR" or node.find(kind="ERROR") is not None
+
+
+def token_edits(before: str, after: str, btoks: list[Token], atoks: list[Token]) -> list[Edit]:
+    """Token-level edits, each trimmed to the exact characters that change."""
+    edits: list[Edit] = []
+    for i1, i2, j1, j2 in _token_opcodes(before, after, btoks, atoks):
+        # The region between the neighbouring unchanged tokens on both sides.
+        bs = btoks[i1 - 1].end if i1 > 0 else 0
+        be = btoks[i2].start if i2 < len(btoks) else len(before)
+        as_ = atoks[j1 - 1].end if j1 > 0 else 0
+        ae = atoks[j2].start if j2 < len(atoks) else len(after)
+        b, a = before[bs:be], after[as_:ae]
+        pre = 0
+        while pre < min(len(b), len(a)) and b[pre] == a[pre] and b[pre].isspace():
+            pre += 1
+        suf = 0
+        while (
+            suf < min(len(b), len(a)) - pre
+            and b[len(b) - 1 - suf] == a[len(a) - 1 - suf]
+            and b[len(b) - 1 - suf].isspace()
+        ):
+            suf += 1
+        start, end, text = bs + pre, be - suf, a[pre : len(a) - suf]
+        # A deleted or inserted line is ambiguous about which newline goes with it; take the
+        # one before it, so the edit stays inside the enclosing block ("\n    b()", not
+        # "    b()\n").
+        cut = before[start:end] if not text else text
+        if not (text and end > start):
+            tail = len(cut) - len(cut.rstrip())
+            moved = cut[len(cut) - tail :]
+            if "\n" in moved and before[start - tail : start] == moved:
+                if text:
+                    text = cut[len(cut) - tail :] + cut[: len(cut) - tail]
+                start, end = start - tail, end - tail
+        edits.append(Edit(start, end, text))
+    return edits
+
+
+def _token_opcodes(
+    before: str, after: str, btoks: list[Token], atoks: list[Token]
+) -> list[tuple[int, int, int, int]]:
+    """Changed token ranges ``(i1, i2, j1, j2)``. Lines are diffed first and tokens only inside
+    changed lines: a token diff of a whole file is quadratic on repetitive code."""
+    lb, la = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    ob, oa = _offsets(lb), _offsets(la)
+    out: list[tuple[int, int, int, int]] = []
+    lines = difflib.SequenceMatcher(None, lb, la, autojunk=False)
+    blocks: list[tuple[int, int, int, int]] = []
+    for tag, l1, l2, k1, k2 in lines.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "replace" and l2 - l1 == k2 - k1:
+            # Line for line (the usual shape of a codemod): diff each pair on its own.
+            blocks += [(l1 + n, l1 + n + 1, k1 + n, k1 + n + 1) for n in range(l2 - l1)]
+        else:
+            blocks.append((l1, l2, k1, k2))
+    for l1, l2, k1, k2 in blocks:
+        i1, i2 = _overlapping(btoks, ob[l1], ob[l2])
+        j1, j2 = _overlapping(atoks, oa[k1], oa[k2])
+        if out and i1 < out[-1][1]:  # a token spanning both chunks: diff them together
+            i1, j1 = out[-1][0], out[-1][2]
+            out.pop()
+        sm = difflib.SequenceMatcher(
+            None, [t.text for t in btoks[i1:i2]], [t.text for t in atoks[j1:j2]], False
+        )
+        for op, a1, a2, b1, b2 in sm.get_opcodes():
+            if op != "equal":
+                out.append((i1 + a1, i1 + a2, j1 + b1, j1 + b2))
+    return out
+
+
+def _offsets(lines: list[str]) -> list[int]:
+    out = [0]
+    for ln in lines:
+        out.append(out[-1] + len(ln))
+    return out
+
+
+def _overlapping(toks: list[Token], start: int, end: int) -> tuple[int, int]:
+    """The index range of the tokens that overlap [start, end) (or the insertion index)."""
+    import bisect
+
+    starts = [t.start for t in toks]
+    lo = bisect.bisect_left([t.end for t in toks], start + 1)
+    hi = bisect.bisect_left(starts, end)
+    return lo, max(lo, hi)
+
+
+def _named_ancestors(node: SgNode) -> list[SgNode]:
+    chain = [node, *node.ancestors()]
+    return [n for n in chain if n.is_named() and n.kind() not in LIST_KINDS]
+
+
+def node_at(root: SgNode, start: int, end: int) -> SgNode | None:
+    """A node of ``root`` spanning exactly [start, end) (the outermost such node)."""
+    node = root
+    while True:
+        r = node.range()
+        if r.start.index == start and r.end.index == end and node.is_named():
+            return node
+        nxt = None
+        for ch in node.children():
+            cr = ch.range()
+            if cr.start.index <= start and end <= cr.end.index:
+                nxt = ch
+                break
+        if nxt is None:
+            return None
+        node = nxt
+
+
+def find_sites(
+    index: int, before: str, after: str, broot: SgNode, aroot: SgNode, where: str
+) -> list[Site]:
+    btoks, atoks = leaves(broot), leaves(aroot)
+    edits = token_edits(before, after, btoks, atoks)
+    if not edits:
+        raise SiteError(
+            f"{where} differs only in whitespace or formatting; formatting is not rewritable"
+        )
+    by_start = sorted(btoks, key=lambda t: t.start)
+
+    def touching(e: Edit) -> list[SgNode]:
+        """Leaves at or next to the edit (an insertion point touches both neighbours)."""
+        hits = [t.node for t in by_start if t.start < e.end and e.start < t.end]
+        if hits:
+            return hits
+        return [t.node for t in by_start if t.end == e.start or t.start == e.end] or [broot]
+
+    def delta(e: Edit) -> int:
+        return len(e.text) - (e.end - e.start)
+
+    def inside(e: Edit, s: int, t: int) -> bool:
+        return s <= e.start and e.end <= t
+
+    def accept(node: SgNode, owned: list[int]) -> Site | None:
+        r = node.range()
+        s, t = r.start.index, r.end.index
+        mine = [i for i in range(len(edits)) if inside(edits[i], s, t)]
+        if not set(owned) <= set(mine):
+            return None
+        for i, e in enumerate(edits):
+            if i not in mine and (s < e.start < t or s < e.end < t):
+                return None  # the node cuts through an edit
+        shift = sum(delta(e) for i, e in enumerate(edits) if i not in mine and e.end <= s)
+        a_s = s + shift
+        a_e = a_s + (t - s) + sum(delta(edits[i]) for i in mine)
+        anode = node_at(aroot, a_s, a_e)
+        if anode is None:
+            return None
+        return Site(index, node, s, t, a_s, a_e, after[a_s:a_e], anode, mine)
+
+    sites: list[Site] = []
+    for i, e in enumerate(edits):
+        if any(i in s.edits for s in sites):
+            continue
+        candidates: dict[tuple[int, int], SgNode] = {}
+        for leaf in touching(e):
+            for anc in _named_ancestors(leaf):
+                r = anc.range()
+                if r.start.index <= e.start and e.end <= r.end.index:
+                    candidates.setdefault((r.start.index, r.end.index), anc)
+        found = None
+        for _, node in sorted(candidates.items(), key=lambda kv: (kv[0][1] - kv[0][0], kv[0])):
+            found = accept(node, [i])
+            if found is not None:
+                break
+        line = before.count("\n", 0, e.start) + 1
+        if found is None or found.node.parent() is None:
+            raise SiteError(
+                f"{where}: the change at line {line} is not a rewrite of one syntax node (it "
+                "adds or removes whole statements, which a rule cannot do in place)"
+            )
+        if found.node.kind() in COMMENT_KINDS:
+            raise SiteError(f"{where} changes a comment; comments are not rewritable")
+        # A larger site swallows the smaller ones it contains.
+        sites = [s for s in sites if not (found.start <= s.start and s.end <= found.end)]
+        sites.append(found)
+    sites.sort(key=lambda s: s.start)
+    # The sites together must account for the whole difference.
+    out, pos = [], 0
+    for s in sites:
+        out.append(before[pos : s.start])
+        out.append(s.after_text)
+        pos = s.end
+    out.append(before[pos:])
+    if "".join(out) != after:
+        raise SiteError(
+            f"{where} also changes whitespace or comments outside the rewritten code; "
+            "formatting is not rewritable"
+        )
+    return sites
+
+
+def parse(source: str, language: str) -> SgNode:
+    return SgRoot(source, language).root()

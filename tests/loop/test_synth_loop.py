@@ -1,0 +1,80 @@
+"""The loop on the synth: policy: real NATS, sandbox and git, nothing scripted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from loop_harness import FILES, PYTEST, assert_replays, finish_session, loop, of, start, task
+
+EXAMPLES = [
+    {
+        "path": "webtool/example.py",
+        "before": "from webtool.client import fetch\n\n\ndef fetch(url):\n    return url\n\n\npage = fetch('x')\n",
+        "after": "from webtool.client import fetch_page\n\n\ndef fetch_page(url):\n    return url\n\n\npage = fetch_page('x')\n",
+    }
+]
+
+
+def diff_files(diff: str) -> list[str]:
+    return sorted(
+        line.split(" b/", 1)[1] for line in diff.splitlines() if line.startswith("diff --git ")
+    )
+
+
+async def test_synth_is_the_default_for_a_task_with_examples(
+    nc, nats_url: str, data_dir: Path, example_repo: Path
+) -> None:
+    body = task(example_repo, examples=EXAMPLES, test_command=PYTEST)
+    del body["model"]  # no model anywhere: synth: answers
+    async with loop(nats_url) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    assert diff_files(state.diff) == sorted(FILES)
+    calls = of(events, "model_called")
+    assert {c.backend for c in calls} == {"synth:"}
+    assert [c.role for c in calls] == ["planner", "actor", "actor"]
+    action = of(events, "action_proposed")[0].action
+    assert action.type == "ast_grep" and "regex: ^fetch$" in action.rule
+    await assert_replays(nats_url, sid)
+
+
+async def test_synthesis_failure_aborts_with_the_reason(
+    nc, nats_url: str, data_dir: Path, example_repo: Path
+) -> None:
+    bad = [{"path": "a.py", "before": "# fetch\nx = 1\n", "after": "# fetch_page\nx = 1\n"}]
+    async with loop(nats_url) as bus:
+        sid = await start(bus, task(example_repo, examples=bad, model="synth:"))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "aborted"
+    done = of(events, "session_completed")[0]
+    assert done.reason == "synth"
+    assert done.summary == (
+        "synthesis failed: example 1 changes a comment; comments are not rewritable"
+    )
+    assert of(events, "model_called")[0].error.startswith("synthesis_failed: ")
+    assert not of(events, "action_applied")
+
+
+async def test_a_fallback_model_takes_over_and_the_events_say_so(
+    nc, nats_url: str, data_dir: Path, example_repo: Path, tmp_path: Path
+) -> None:
+    import yaml
+    from loop_harness import finish, plan_answer, rename_all
+
+    script = tmp_path / "policy.yaml"
+    script.write_text(
+        yaml.safe_dump({"planner": [plan_answer()], "actor": [rename_all(), finish()]})
+    )
+    bad = [{"path": "a.py", "before": "# fetch\nx = 1\n", "after": "# fetch_page\nx = 1\n"}]
+    body = task(example_repo, examples=bad, model=f"synth:scripted:{script}", test_command=PYTEST)
+    async with loop(nats_url) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    backends = {c.backend for c in of(events, "model_called")}
+    assert backends == {
+        f"scripted:{script} (fallback of synth: example 1 changes a comment; comments are not "
+        "rewritable)"
+    }
+    await assert_replays(nats_url, sid)
