@@ -18,6 +18,7 @@ from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
 from oopav.events.actions import Action, FinishAction, RunCommandAction, action_hash
 from oopav.events.catalog import Event
+from oopav.handlers.baseline import environment_spec
 from oopav.handlers.common import (
     ask_model,
     cap_diff,
@@ -205,7 +206,7 @@ class Actor:
         await self._apply(action_id, plan, decision.grants_used, state, out)
 
     def _check(self, scopes: list[str], state: SessionState, policy, out: Emitter):  # type: ignore[no-untyped-def]
-        from oopav.sandbox.capabilities import Denial, Grant, GrantState, check
+        from oopav.sandbox.capabilities import Denial, Grant, GrantState, check, exec_scope
 
         grants = tuple(
             Grant(
@@ -224,6 +225,13 @@ class Actor:
             for g in state.grants
             if g.denied
         )
+        # The task's own test command is what the verifier runs anyway: allowed by default
+        # (a policy deny or an explicit denial still wins, as check() orders them).
+        test = state.task.test_command if state.task else None
+        if test and policy is not None:
+            own = str(exec_scope(test))
+            if own not in policy.allow:
+                policy = policy.model_copy(update={"allow": [*policy.allow, own]})
         return check(scopes, GrantState(grants=grants, denials=denials), policy, out.now())
 
     async def _rollback(self, state: SessionState) -> None:
@@ -265,6 +273,7 @@ class Actor:
                 purpose="action",
                 timeout_s=min(plan.action.timeout_s, task.budgets.wall_seconds_per_phase),
                 network=plan.network,
+                environment=environment_spec(task),
             )
             execs.append(rec)
             ok = rec.exit_code == 0 and not rec.timed_out

@@ -51,6 +51,7 @@ class SubmissionIn(BaseModel):
     model: str | None = Field(None, min_length=1, max_length=512)
     test_command: list[str] | str | None = None
     examples: list[ExampleIn] = Field(default_factory=list, max_length=MAX_EXAMPLES)
+    environment: str | dict[str, Any] | None = None
 
     @field_validator("instruction")
     @classmethod
@@ -73,6 +74,7 @@ class Accepted:
     model: str | None
     test_command: list[str] | None
     examples: list[Example]
+    environment: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,23 @@ def parse_submission(payload: bytes, *, check_repo: bool = True) -> Accepted | R
                 f"repo path {repo} is not a directory", "repo", "not_a_directory", excerpt
             )
         repo = str(path.resolve())
+    environment = None
+    if sub.environment is not None:
+        from oopav.sandbox.environment import EnvironmentError_, normalize_spec
+
+        try:
+            environment = normalize_spec(sub.environment) or None
+        except EnvironmentError_ as exc:
+            return Rejected(str(exc), "environment", "invalid", excerpt)
+        python = (environment or {}).get("python")
+        if check_repo and python and not Path(python).expanduser().exists():
+            return Rejected(
+                f"environment.python {python} does not exist on the intake host; give a venv "
+                "directory or an interpreter path",
+                "environment",
+                "not_found",
+                excerpt,
+            )
     budgets = Budgets(**(sub.budgets.model_dump(exclude_none=True) if sub.budgets else {}))
     return Accepted(
         instruction=sub.instruction,
@@ -181,6 +200,7 @@ def parse_submission(payload: bytes, *, check_repo: bool = True) -> Accepted | R
         model=sub.model,
         test_command=test_command,
         examples=[Example(before=e.before, after=e.after, path=e.path) for e in sub.examples],
+        environment=environment,
     )
 
 

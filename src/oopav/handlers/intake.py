@@ -81,6 +81,7 @@ def decide(
         model=result.model,
         test_command=result.test_command,
         examples=result.examples,
+        environment=result.environment,
         source=source,
         **env,
     )
