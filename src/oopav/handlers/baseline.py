@@ -90,6 +90,8 @@ def baseline_unrunnable(rec: ExecRecord) -> str | None:
                 f"without running any test ({len(report.errors)} error(s))\n{tail}"
             )
         return None
+    if "bwrap: execvp " in rec.stderr_tail:
+        return f"the test suite cannot run at baseline: `{argv}` cannot start\n{tail}"
     pytest = any("pytest" in a or "py.test" in a for a in rec.argv)
     if (
         rec.exit_code in (125, 126, 127)

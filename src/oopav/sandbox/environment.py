@@ -514,3 +514,36 @@ def parse_junit(path: Path) -> Any:
         errors=sorted(errors)[:MAX_REPORT_IDS],
         truncated=truncated,
     )
+
+
+def with_environment(
+    body: dict[str, Any],
+    env: str | None,
+    env_vars: tuple[str, ...] = (),
+    *,
+    base: Path | None = None,
+    virtual_env: str | None = None,
+) -> dict[str, Any]:
+    """Fold ``--env`` / ``--env-var`` and the submitting shell's ``$VIRTUAL_ENV`` into a
+    submission body (for ``oopav run`` / ``oopav submit``). Relative paths are made absolute
+    here, because the handlers resolve them on their own host."""
+    raw = body.get("environment")
+    spec: dict[str, Any] = dict(normalize_spec(raw)) if raw is not None else {}
+    if env:
+        spec.pop("python", None)
+        spec.pop("build", None)
+        spec.update(normalize_spec(env if env == "uv" else str(Path(env).expanduser().absolute())))
+    if spec.get("python") and not os.path.isabs(spec["python"]):
+        spec["python"] = str(((base or Path.cwd()) / spec["python"]).absolute())
+    for item in env_vars:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise EnvironmentError_(f"--env-var takes NAME=VALUE, got {item!r}")
+        spec.setdefault("env", {})[key] = value
+    ve = virtual_env if virtual_env is not None else os.environ.get("VIRTUAL_ENV")
+    if ve and "python" not in spec and "build" not in spec:
+        spec["virtual_env"] = ve
+    out = dict(body)
+    if spec:
+        out["environment"] = spec
+    return out
