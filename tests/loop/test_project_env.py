@@ -246,3 +246,38 @@ async def test_lint_blames_only_findings_the_change_introduced(
     assert lint[0].passed and not lint[0].skipped, lint[0].evidence
     assert "finding(s) already in the base version (not blamed)" in lint[0].evidence
     assert state.outcome == "success", state.summary
+
+
+async def test_run_without_a_terminal_fails_fast_with_the_grant_line_or_takes_allow(
+    tmp_path: Path,
+) -> None:
+    """`echo hi` needs `exec:echo hi`: without a terminal `oopav run` stops at the ask with
+    the exact lines; `--allow exec:echo` lets it through. The task's own test command is
+    allowed for the model's actions without asking."""
+    repo = make_repo(tmp_path / "repo", pytest_suite=False)
+    test_cmd = "python -m unittest discover -q -s tests -t ."
+    actions = [
+        action_answer({"type": "run_command", "argv": test_cmd.split()}, "run the tests"),
+        action_answer({"type": "run_command", "argv": ["echo", "hi"]}, "say hi"),
+        rename_all(),
+        finish(),
+    ]
+    model = script_file(tmp_path / "model.json", actions)
+    args = [
+        "run",
+        "--repo",
+        str(repo),
+        "--model",
+        f"scripted:{model}",
+        "--test-command",
+        test_cmd,
+        "Rename fetch to fetch_page",
+    ]
+    rc, out, err = await run_cli(tmp_path / "data", *args)
+    assert rc == 3, (out, err[-2000:])
+    assert "needs a permission nobody can give without a terminal: exec:echo hi" in err
+    assert "rerun with:  --allow 'exec:echo hi'" in err
+    assert "oopav grant " in err and " 'exec:echo hi'" in err
+    rc, out, err = await run_cli(tmp_path / "data2", *args, "--allow", "exec:echo", "--json")
+    assert rc == 0, err[-2000:]
+    assert json.loads(out)["outcome"] == "success"
