@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from loop_harness import (
     PYTEST,
     action_answer,
@@ -168,14 +167,6 @@ async def test_a_suite_that_cannot_run_at_baseline_is_its_own_outcome(
     assert not of(events, "plan_proposed")
 
 
-def _host_has_pytest() -> bool:
-    proc = subprocess.run(
-        [str(host_interpreter()), "-c", "import pytest"], capture_output=True, check=False
-    )
-    return proc.returncode == 0
-
-
-@pytest.mark.skipif(not _host_has_pytest(), reason="the host's base python has no pytest")
 async def test_pre_existing_failures_are_reported_not_blamed(nats_url: str, tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", pytest_suite=True, git_repo=False)
     (repo / "tests" / "test_old_bug.py").write_text("def test_old_bug():\n    assert 1 == 2\n")
@@ -194,7 +185,6 @@ async def test_pre_existing_failures_are_reported_not_blamed(nats_url: str, tmp_
     assert rec.report is not None and rec.report.failed == ["tests.test_old_bug::test_old_bug"]
 
 
-@pytest.mark.skipif(not _host_has_pytest(), reason="the host's base python has no pytest")
 async def test_a_test_that_passed_at_baseline_and_fails_after_fails_the_gate(
     nats_url: str, tmp_path: Path
 ) -> None:
