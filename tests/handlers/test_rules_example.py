@@ -51,6 +51,8 @@ def test_task_file() -> None:
         "repo": ".",
         "test_command": ["python", "-m", "pytest", "-q"],
         "model": "scripted:policy.yaml",
+        # The project's own env (pytest in it), built by uv: never oopav's env.
+        "environment": {"build": "uv", "packages": ["pytest"]},
     }
     assert (EXAMPLE / "policy.yaml").is_file()
     assert (EXAMPLE / "README.md").is_file()

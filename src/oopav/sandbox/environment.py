@@ -260,7 +260,21 @@ def build_uv(repo: Path, spec: Mapping[str, Any], cache_root: Path, timeout_s: f
         cache_root.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
         env.setdefault("UV_CACHE_DIR", str(cache_root / "uv-cache"))
-        target = str(repo)
+        # Build from a snapshot beside the env: an editable build writes into its source tree
+        # (egg-info, build/), and the user's repository is never written. Imports resolve to
+        # the session's workspace anyway (it comes first on PYTHONPATH).
+        snapshot = cache_root / f"{key}.src"
+        if snapshot.exists():
+            shutil.rmtree(snapshot)
+        shutil.copytree(
+            repo,
+            snapshot,
+            symlinks=True,
+            ignore=shutil.ignore_patterns(
+                ".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox"
+            ),
+        )
+        target = str(snapshot)
         extras = spec.get("extras") or []
         if extras:
             target += "[" + ",".join(extras) + "]"
