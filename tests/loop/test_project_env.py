@@ -271,3 +271,36 @@ async def test_run_without_a_terminal_fails_fast_with_the_grant_line_or_takes_al
     rc, out, err = await run_cli(tmp_path / "data2", *args, "--allow", "exec:echo", "--json")
     assert rc == 0, err[-2000:]
     assert json.loads(out)["outcome"] == "success"
+
+
+async def test_inline_answers_to_permission_asks_become_grant_events(
+    nats_url: str, tmp_path: Path
+) -> None:
+    """What `oopav run` does on a terminal: each ask is answered inline (here by a function
+    standing in for the prompt) and recorded like `oopav grant` / `oopav deny`."""
+    from oopav.sandbox.asks import PermissionAsks
+
+    repo = make_repo(tmp_path / "repo", pytest_suite=False)
+    asked: list[str] = []
+
+    def answer(scope: str, reason: str) -> str:
+        asked.append(scope)
+        return "once" if scope == "exec:echo hi" else "deny"
+
+    say = action_answer({"type": "run_command", "argv": ["echo", "hi"]}, "say hi")
+    nope = action_answer({"type": "run_command", "argv": ["touch", "x"]}, "touch")
+    script = {"planner": [plan_answer(steps=3)], "actor": [say, nope, rename_all(), finish()]}
+    async with loop(nats_url, script) as bus:
+        from oopav.runtime import wait_session
+
+        sid = await start(bus, task(repo))
+        asks = PermissionAsks(bus, sid, interactive=True, ask=answer)
+        await asks.start()
+        state = await asks.race(wait_session(bus, sid, 90))
+        await asks.stop()
+        events = [e for _, e in await bus.events.read("session", sid)]
+    assert state is not None and state.outcome == "success", state and state.summary
+    assert asked == ["exec:echo hi", "exec:touch x"]
+    granted = of(events, "permission_granted")
+    assert [(g.scope, g.max_uses) for g in granted] == [("exec:echo hi", 1)]
+    assert [d.scope for d in of(events, "permission_denied")] == ["exec:touch x"]
