@@ -67,6 +67,9 @@ async def test_the_actor_sees_what_it_edits_and_hears_the_fix(
     third = _user(actor_calls[2])
     assert "### Last applied change" in third
     assert "- webtool/client.py: +" in third and "+def fetch_page(" in third
+    assert (
+        "rule matched 8 site(s) in 4 file(s): tests/test_webtool.py 3, webtool/client.py 1" in third
+    )
     # Every role, the critic included, shares one byte-identical static prefix.
     roles = {c.role for c in calls}
     assert roles == {"planner", "actor", "critic"}

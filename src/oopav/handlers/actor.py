@@ -286,6 +286,8 @@ class Actor:
             nbytes = rec.stdout_bytes + rec.stderr_bytes
         else:
             await asyncio.to_thread(apply_plan, root, plan)
+            # What a file action did, where: the actor's next prompt shows it.
+            stdout = await asyncio.to_thread(_sites_report, plan)
         before = (await asyncio.to_thread(git, root, "rev-parse", "HEAD")).strip()
         commit = await asyncio.to_thread(
             checkpoint, info, f"oopav: {plan.action.type} {action_id[:8]}"
@@ -472,6 +474,31 @@ def _repo_map(root: Path, focus: list[str], instruction: str, settings: Any) -> 
         ).text
     except Exception as exc:  # an aid, never a blocker
         return f"(unavailable: {exc})"
+
+
+def _sites_report(plan: Any) -> str:
+    """``rule matched 7 site(s) in 2 file(s): a.py 3, b.py 4`` for an ast-grep rewrite (the
+    rule re-run on each file's old text: milliseconds), edits per file for search/replace."""
+    from oopav.events.actions import AstGrepAction, SearchReplaceAction
+
+    action = plan.action
+    if isinstance(action, AstGrepAction):
+        from oopav.sandbox.astgrep import RuleError, rewrite_source, rule_from_action
+
+        try:
+            rule = rule_from_action(action)
+            counts = [(c.path, rewrite_source(c.before or "", rule)[1]) for c in plan.changes]
+        except RuleError:
+            return ""
+        total = sum(n for _, n in counts)
+        per = ", ".join(f"{p} {n}" for p, n in counts)
+        return f"rule matched {total} site(s) in {len(counts)} file(s): {per}"
+    if isinstance(action, SearchReplaceAction):
+        per_file: dict[str, int] = {}
+        for e in action.edits:
+            per_file[e.path] = per_file.get(e.path, 0) + 1
+        return "edits applied: " + ", ".join(f"{p} {n}" for p, n in per_file.items())
+    return ""
 
 
 def _feedback(plan: Any) -> str:
