@@ -208,3 +208,24 @@ def test_cli_folds_env_options_into_the_submission(tmp_path: Path) -> None:
     assert body["environment"] == {"virtual_env": "/opt/ve"}
     with pytest.raises(EnvironmentError_, match="--env-var takes NAME=VALUE"):
         with_environment({}, None, ("nope",), virtual_env="")
+
+
+def test_the_intake_rejects_bad_environments_with_the_field(tmp_path: Path) -> None:
+    import json
+
+    from oopav.handlers.contract import Accepted, Rejected, parse_submission
+
+    def submit(env: object) -> Accepted | Rejected:
+        body = {"instruction": "x", "repo": str(tmp_path), "environment": env}
+        return parse_submission(json.dumps(body).encode())
+
+    rel = submit("venv")
+    assert isinstance(rel, Rejected) and rel.field == "environment"
+    assert "environment.python must be an absolute path, got 'venv'" in rel.error
+    missing = submit({"python": str(tmp_path / "nope")})
+    assert isinstance(missing, Rejected) and missing.code == "not_found"
+    typo = submit({"bulid": "uv"})
+    assert isinstance(typo, Rejected) and "unknown environment key(s) bulid" in typo.error
+    ok = submit({"build": "uv", "packages": ["pytest"], "env": {"A": "1"}})
+    assert isinstance(ok, Accepted)
+    assert ok.environment == {"build": "uv", "packages": ["pytest"], "env": {"A": "1"}}

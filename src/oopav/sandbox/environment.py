@@ -87,7 +87,7 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
             raise EnvironmentError_("environment is blank; give a venv/interpreter path or 'uv'")
         if raw.strip() == "uv":
             return {"build": "uv"}
-        return {"python": raw.strip()}
+        raw = {"python": raw.strip()}
     if not isinstance(raw, dict):
         raise EnvironmentError_(
             f"environment must be a path, 'uv' or an object, got {type(raw).__name__}"
@@ -542,13 +542,16 @@ def with_environment(
     submission body (for ``oopav run`` / ``oopav submit``). Relative paths are made absolute
     here, because the handlers resolve them on their own host."""
     raw = body.get("environment")
+    here = base or Path.cwd()
+    if isinstance(raw, str) and raw.strip() not in ("", "uv"):
+        raw = str((here / Path(raw.strip()).expanduser()).absolute())
+    elif isinstance(raw, dict) and isinstance(raw.get("python"), str):
+        raw = {**raw, "python": str((here / Path(raw["python"]).expanduser()).absolute())}
     spec: dict[str, Any] = dict(normalize_spec(raw)) if raw is not None else {}
     if env:
         spec.pop("python", None)
         spec.pop("build", None)
         spec.update(normalize_spec(env if env == "uv" else str(Path(env).expanduser().absolute())))
-    if spec.get("python") and not os.path.isabs(spec["python"]):
-        spec["python"] = str(((base or Path.cwd()) / spec["python"]).absolute())
     for item in env_vars:
         key, sep, value = item.partition("=")
         if not sep or not key:
