@@ -93,3 +93,20 @@ def test_sections_over_the_budget_are_cut_with_explicit_markers() -> None:
     assert text.startswith("### Plan\nstep 1\n### File a.py\n1 | line 1")
     assert "lines of File a.py not shown (the actor's context budget is 300 tokens) ...]" in text
     assert "[... not shown (context budget of 300 tokens spent): Repository map ...]" in text
+
+
+def test_a_long_file_in_focus_shows_the_lines_around_the_tasks_identifiers(
+    tmp_path: Path,
+) -> None:
+    from oopav.handlers.actor import _numbered_file
+
+    rows = [f"x{i} = {i}" for i in range(1, 1001)]
+    rows[599] = "def target_name(a):"
+    (tmp_path / "big.py").write_text("\n".join(rows) + "\n")
+    text = _numbered_file(tmp_path, "big.py", ("target_name",))
+    assert text.startswith("[... lines 1-587 not shown ...]\n 588 | x588 = 588")
+    assert " 600 | def target_name(a):" in text
+    assert text.endswith("[... lines 613-1000 not shown (1000 lines in all) ...]")
+    short = _numbered_file(tmp_path, "big.py", ())
+    assert short.splitlines()[0] == "   1 | x1 = 1" and "lines 241-1000 not shown" in short
+    assert _numbered_file(tmp_path, "../etc/passwd").startswith("(not shown:")

@@ -394,8 +394,9 @@ def _context(state: SessionState, step: int, settings: Any = None) -> str:
             )
     if root is not None:
         focus = list(current.files if current is not None and current.files else plan.files)
+        idents = _quoted_idents(state.task.instruction)
         for rel in focus[:FOCUS_FILES]:
-            sections.append((f"File {rel}", _numbered_file(root, rel)))
+            sections.append((f"File {rel}", _numbered_file(root, rel, idents)))
         if len(focus) > FOCUS_FILES:
             sections.append(
                 (
@@ -409,7 +410,40 @@ def _context(state: SessionState, step: int, settings: Any = None) -> str:
     return fit_sections(sections, CONTEXT_BUDGET_TOKENS["actor"], role="actor")
 
 
-def _numbered_file(root: Path, rel: str) -> str:
+FILE_LINES = 240
+WINDOW = 12
+
+
+def _windows(rows: list[str], idents: tuple[str, ...]) -> list[tuple[int, int]]:
+    """0-based [start, end) spans to show of a long file: around the lines that name the
+    task's identifiers (±WINDOW), merged, at most FILE_LINES in all; the head without hits."""
+    import re
+
+    if len(rows) <= FILE_LINES:
+        return [(0, len(rows))]
+    names = [re.compile(r"\b" + re.escape(i.split(".")[-1]) + r"\b") for i in idents if i]
+    hits = [n for n, line in enumerate(rows) if any(p.search(line) for p in names)]
+    if not hits:
+        return [(0, FILE_LINES)]
+    spans: list[tuple[int, int]] = []
+    budget = FILE_LINES
+    for h in hits:
+        start, end = max(0, h - WINDOW), min(len(rows), h + WINDOW + 1)
+        if spans and start <= spans[-1][1]:
+            grown = end - spans[-1][1]
+            if grown > budget:
+                break
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+            budget -= max(0, grown)
+        else:
+            if end - start > budget:
+                break
+            spans.append((start, end))
+            budget -= end - start
+    return spans
+
+
+def _numbered_file(root: Path, rel: str, idents: tuple[str, ...] = ()) -> str:
     from oopav.sandbox.validate import PathRejected, resolve_in_workspace
 
     try:
@@ -426,7 +460,16 @@ def _numbered_file(root: Path, rel: str) -> str:
     if rows and rows[-1] == "":
         rows.pop()
     width = len(str(len(rows)))
-    return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(rows, 1))
+    out: list[str] = []
+    shown = 0
+    for start, end in _windows(rows, idents):
+        if start > shown:
+            out.append(f"[... lines {shown + 1}-{start} not shown ...]")
+        out += [f"{i + 1:>{width}} | {rows[i]}" for i in range(start, end)]
+        shown = end
+    if shown < len(rows):
+        out.append(f"[... lines {shown + 1}-{len(rows)} not shown ({len(rows)} lines in all) ...]")
+    return "\n".join(out)
 
 
 def _last_change(state: SessionState, root: Path) -> str:
@@ -457,12 +500,16 @@ def _last_change(state: SessionState, root: Path) -> str:
     return f"{head}\nDiff preview:\n{preview}" if preview else head
 
 
-def _repo_map(root: Path, focus: list[str], instruction: str, settings: Any) -> str:
+def _quoted_idents(instruction: str) -> tuple[str, ...]:
     import re
 
+    return tuple(dict.fromkeys(re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", instruction)))
+
+
+def _repo_map(root: Path, focus: list[str], instruction: str, settings: Any) -> str:
     from oopav.context.repomap import build_repo_map
 
-    idents = tuple(dict.fromkeys(re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", instruction)))
+    idents = _quoted_idents(instruction)
     cache = settings.data_dir / "cache" / "repomap" if settings is not None else None
     try:
         return build_repo_map(
