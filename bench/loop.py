@@ -54,6 +54,9 @@ class NoopSandbox:
         purpose: str,
         timeout_s: float,
         network: bool = False,
+        environment: dict[str, Any] | None = None,
+        report: bool = False,
+        stdin: bytes | None = None,
     ) -> ExecRecord:
         return ExecRecord(key=key, purpose=purpose, argv=list(argv), exit_code=0, duration_ms=0.0)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 from nats.aio.client import Client as NATS
@@ -18,6 +18,21 @@ from oopav.projections.store import SnapshotStore
 
 class NoServer(RuntimeError):
     pass
+
+
+@contextlib.contextmanager
+def structlog_quiet() -> Iterator[None]:
+    """Silence the embedded server's start-up line for a command that only reads."""
+    import logging
+
+    import structlog
+
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
 
 
 @dataclass
@@ -48,14 +63,21 @@ async def open_bus(
     """Connect to the configured server; with ``embedded``, start one when none is configured."""
     url = server_url(settings)
     server: EmbeddedServer | None = None
+    # After `oopav run` exits, its store is still there: read commands (show, sessions,
+    # replay) start the embedded server on demand instead of asking for `oopav up`.
+    on_demand = url is None and not embedded and (settings.nats_store_dir / "jetstream").is_dir()
     if url is None:
-        if not embedded:
+        if not embedded and not on_demand:
             raise NoServer(
                 "no NATS server: start one with `oopav up` (embedded) or pass --nats-url / "
                 "OOPAV_NATS_URL for an existing server"
             )
         server = EmbeddedServer(settings.nats_store_dir)
-        url = server.start()
+        if on_demand:
+            with structlog_quiet():
+                url = server.start()
+        else:
+            url = server.start()
     try:
         try:
             nc = await connect(url, name=name)
@@ -73,4 +95,5 @@ async def open_bus(
                 bus._snapshots.close()
     finally:
         if server is not None:
-            server.stop()
+            with structlog_quiet() if on_demand else contextlib.nullcontext():
+                server.stop()

@@ -367,6 +367,19 @@ def task_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             metavar="NAME=VALUE",
             help="Override a budget, e.g. iterations=10.",
         ),
+        click.option(
+            "--env",
+            "env",
+            metavar="PATH|uv",
+            help="The project's environment: a venv or interpreter path, or 'uv' to build one "
+            "(default: the repo's .venv/venv, else $VIRTUAL_ENV; docs/sandbox.md).",
+        ),
+        click.option(
+            "--env-var",
+            multiple=True,
+            metavar="NAME=VALUE",
+            help="An extra variable for the project's commands.",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -473,6 +486,8 @@ async def submit(
     model: str | None,
     test_command: str | None,
     budget: tuple[str, ...],
+    env: str | None,
+    env_var: tuple[str, ...],
     wait: bool,
     timeout: float,
     as_json: bool,
@@ -484,6 +499,7 @@ async def submit(
     from oopav.runtime import submit_task, wait_session
 
     body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
+    body = _environment(body, env, env_var, task_file)
     async with open_bus(c.settings, name="oopav-submit") as bus:
         reply = await submit_task(bus, body)
         if "error" in reply:
@@ -532,6 +548,18 @@ def _print_outcome(state: Any, as_json: bool) -> None:
 
 
 # -- sessions / show / replay --------------------------------------------------------------
+
+
+def _environment(
+    body: dict[str, Any], env: str | None, env_var: tuple[str, ...], task_file: Path | None
+) -> dict[str, Any]:
+    from oopav.sandbox.environment import EnvironmentError_, with_environment
+
+    base = task_file.resolve().parent if task_file is not None else None
+    try:
+        return with_environment(body, env, env_var, base=base)
+    except EnvironmentError_ as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 @cli.command()
@@ -727,6 +755,12 @@ async def _fork(
     help="Keep the session's worktree and oopav/<id> branch after it completes (default: "
     "removed; `oopav apply` still works from the kept result).",
 )
+@click.option(
+    "--allow",
+    multiple=True,
+    metavar="SCOPE",
+    help="Allow a capability up front, e.g. 'exec:make test' (for runs without a terminal).",
+)
 @pass_ctx
 @run_async
 async def run(
@@ -738,6 +772,9 @@ async def run(
     test_command: str | None,
     mission: str | None,
     budget: tuple[str, ...],
+    env: str | None,
+    env_var: tuple[str, ...],
+    allow: tuple[str, ...],
     timeout: float,
     as_json: bool,
     quiet: bool,
@@ -754,6 +791,10 @@ async def run(
     from oopav.runtime import describe_event, run_handlers, submit_task, wait_session
 
     body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
+    body = _environment(body, env, env_var, task_file)
+    if allow:
+        policy = body.setdefault("policy", {})
+        policy["allow"] = [*policy.get("allow", []), *allow]
     model = body.get("model") if model else None
     log_file = c.log_to_file("run")
     if log_file is not None and not quiet:
@@ -792,7 +833,15 @@ async def run(
                     click.echo(f"  {e.type:24} {describe_event(e)}", err=True)
 
                 progress = await bus.nc.subscribe(f"oopav.ev.session.{sid}.>", cb=show)
-            state = await wait_session(bus, sid, timeout)
+            from oopav.sandbox.asks import PermissionAsks
+
+            asks = PermissionAsks(bus, sid, interactive=sys.stdin.isatty() and not as_json)
+            await asks.start()
+            state = await asks.race(wait_session(bus, sid, timeout))
+            await asks.stop()
+            if state is None:
+                click.echo(f"error: {asks.failed}", err=True)
+                sys.exit(3)
         finally:
             if progress is not None:
                 await progress.unsubscribe()

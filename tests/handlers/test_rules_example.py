@@ -52,6 +52,8 @@ def test_task_file() -> None:
         "test_command": ["python", "-m", "pytest", "-q"],
         "model": "synth:",
         "examples": task["examples"],
+        # The project's own env (pytest in it), built by uv: never oopav's env.
+        "environment": {"build": "uv", "packages": ["pytest"]},
     }
     # The examples teach the rename; the scripted policy lives on as a second example.
     from oopav.synth import synthesize

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import shutil
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,10 @@ def task(repo: Path, **extra: Any) -> dict[str, Any]:
         "model": "scripted:test",
     }
     body.update(extra)
+    if "pytest" in " ".join(body.get("test_command") or []):
+        # The project's env must have pytest (oopav's own env is never used implicitly):
+        # name this interpreter's env explicitly, as a user names their project's venv.
+        body.setdefault("environment", {"python": sys.executable})
     return body
 
 

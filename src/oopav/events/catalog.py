@@ -101,6 +101,18 @@ class Finding(msgspec.Struct, kw_only=True, frozen=True):
     message: str = ""
 
 
+class TestReport(msgspec.Struct, kw_only=True, frozen=True):
+    """Per-test results of a pytest run (from its junit XML): the ids that did not pass, so a
+    gate can compare with the baseline. Lists are capped; ``truncated`` says when."""
+
+    total: int = 0
+    passed: int = 0
+    skipped: int = 0
+    failed: list[str] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
+    truncated: bool = False
+
+
 class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
     """One sandbox execution as recorded, so replay can serve it back instead of running it.
     ``key`` is derived from the causing event, the purpose and the argv."""
@@ -118,6 +130,7 @@ class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
     truncated: bool = False
     duration_ms: float = 0.0
     artifact: str | None = None
+    report: TestReport | None = None
 
 
 class TestRun(msgspec.Struct, kw_only=True, frozen=True):
@@ -177,6 +190,8 @@ class TaskSubmitted(Event, tag="task_submitted", frozen=True):
     parent_session: str | None = None
     fork_sequence: int | None = None
     group: GroupInfo | None = None
+    # The project's environment (docs/sandbox.md): python / build / env / pythonpath / ...
+    environment: dict[str, Any] | None = None
 
 
 class TaskRejected(Event, tag="task_rejected", frozen=True):

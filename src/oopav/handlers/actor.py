@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -18,6 +19,7 @@ from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
 from oopav.events.actions import Action, FinishAction, RunCommandAction, action_hash
 from oopav.events.catalog import Event
+from oopav.handlers.baseline import environment_spec
 from oopav.handlers.common import (
     ask_model,
     cap_diff,
@@ -148,7 +150,8 @@ class Actor:
     async def _ask(
         self, state: SessionState, out: Emitter, step: int
     ) -> tuple[Action | None, str | None, str, dict | None]:
-        answer = await ask_model(out, state, "actor", _context(state, step), "acting")
+        context = await asyncio.to_thread(_context, state, step, out.ports.settings)
+        answer = await ask_model(out, state, "actor", context, "acting")
         if answer is None:
             return None, None, "", None
         parsed, call_id = answer
@@ -179,7 +182,7 @@ class Actor:
                 ev.ActionRejected,
                 action_id=action_id,
                 reason=plan.reason,
-                message=plan.message,
+                message=_feedback(plan),
                 details=_jsonable(plan.details),
             )
             return
@@ -205,7 +208,7 @@ class Actor:
         await self._apply(action_id, plan, decision.grants_used, state, out)
 
     def _check(self, scopes: list[str], state: SessionState, policy, out: Emitter):  # type: ignore[no-untyped-def]
-        from oopav.sandbox.capabilities import Denial, Grant, GrantState, check
+        from oopav.sandbox.capabilities import Denial, Grant, GrantState, check, exec_scope
 
         grants = tuple(
             Grant(
@@ -224,6 +227,13 @@ class Actor:
             for g in state.grants
             if g.denied
         )
+        # The task's own test command is what the verifier runs anyway: allowed by default
+        # (a policy deny or an explicit denial still wins, as check() orders them).
+        test = state.task.test_command if state.task else None
+        if test and policy is not None:
+            own = str(exec_scope(test))
+            if own not in policy.allow:
+                policy = policy.model_copy(update={"allow": [*policy.allow, own]})
         return check(scopes, GrantState(grants=grants, denials=denials), policy, out.now())
 
     async def _rollback(self, state: SessionState) -> None:
@@ -265,6 +275,7 @@ class Actor:
                 purpose="action",
                 timeout_s=min(plan.action.timeout_s, task.budgets.wall_seconds_per_phase),
                 network=plan.network,
+                environment=environment_spec(task),
             )
             execs.append(rec)
             ok = rec.exit_code == 0 and not rec.timed_out
@@ -275,6 +286,8 @@ class Actor:
             nbytes = rec.stdout_bytes + rec.stderr_bytes
         else:
             await asyncio.to_thread(apply_plan, root, plan)
+            # What a file action did, where: the actor's next prompt shows it.
+            stdout = await asyncio.to_thread(_sites_report, plan)
         before = (await asyncio.to_thread(git, root, "rev-parse", "HEAD")).strip()
         commit = await asyncio.to_thread(
             checkpoint, info, f"oopav: {plan.action.type} {action_id[:8]}"
@@ -325,35 +338,239 @@ class Actor:
         await self._validate_and_apply(rec.id, rec.action, state, out, resumed=True)
 
 
-def _context(state: SessionState, step: int) -> str:
+# --- what the actor sees (realproj, issue 16 §3) --------------------------------------------
+
+FOCUS_FILES = 3
+REPO_MAP_TOKENS = 512
+DIFF_PREVIEW_LINES = 40
+
+
+def _context(state: SessionState, step: int, settings: Any = None) -> str:
+    """The actor's context pack: the plan with the current step, the results of earlier actions
+    (files and lines changed per file, a diff preview, rejections with their feedback), the
+    files in focus with line numbers, and the repo map; within the actor's token budget, cut
+    with explicit markers. Everything is read from the workspace at its last checkpoint, so a
+    replay (same actions on the same base) builds the same text."""
+    from oopav.models.prompt import CONTEXT_BUDGET_TOKENS, fit_sections
+
     plan = state.plan
     assert plan is not None and state.task is not None
-    lines = ["### Plan"]
-    for s in plan.steps:
-        mark = "->" if s.id == step or (plan.steps.index(s) + 1 == step) else "  "
+    lines = []
+    current = None
+    for i, s in enumerate(plan.steps):
+        is_current = s.id == step or i + 1 == step
+        current = s if is_current and current is None else current
+        mark = "->" if is_current else "  "
         files = f" [{', '.join(s.files)}]" if s.files else ""
         lines.append(f"{mark} {s.id}. {s.description}{files}")
     lines.append(f"Current step: {step} of {len(plan.steps)}")
+    if current is not None:
+        lines.append(f"Do now: {current.description}")
+    sections: list[tuple[str, str]] = [("Plan", "\n".join(lines))]
     if state.task.examples:
         from oopav.models.synth import examples_block
 
-        lines.append(examples_block(state.task.examples))
+        sections.append(("Examples", examples_block(state.task.examples)))
+    root = Path(state.workspace.path) if state.workspace else None
     if state.recent:
         limit = state.task.budgets.prompt_output_bytes
-        lines.append("### Recent results")
+        rec_lines = []
         for r in state.recent[-3:]:
-            lines.append(f"- {r.type}: {r.summary}")
+            rec_lines.append(f"- {r.type}: {r.summary}")
             if r.output:
-                lines.append(clip(r.output, max(256, limit // 3)))
+                rec_lines.append(clip(r.output, max(256, limit // 3)))
+        sections.append(("Results of earlier actions", "\n".join(rec_lines)))
+    if root is not None:
+        changes = _last_change(state, root)
+        if changes:
+            sections.append(("Last applied change", changes))
     if state.last_observation is not None and state.last_observation.phase == "change":
         o = state.last_observation
         if o.parse_errors or o.stubs:
-            lines.append("### Observer")
-            lines += [
-                f"- {f.path}:{f.line} {f.kind}: {f.message}"
-                for f in (o.parse_errors + o.stubs)[:10]
-            ]
-    return "\n".join(lines)
+            sections.append(
+                (
+                    "Observer",
+                    "\n".join(
+                        f"- {f.path}:{f.line} {f.kind}: {f.message}"
+                        for f in (o.parse_errors + o.stubs)[:10]
+                    ),
+                )
+            )
+    if root is not None:
+        focus = list(current.files if current is not None and current.files else plan.files)
+        idents = _quoted_idents(state.task.instruction)
+        for rel in focus[:FOCUS_FILES]:
+            sections.append((f"File {rel}", _numbered_file(root, rel, idents)))
+        if len(focus) > FOCUS_FILES:
+            sections.append(
+                (
+                    "Other files in focus",
+                    ", ".join(focus[FOCUS_FILES:]) + " (not shown; name one in a step to see it)",
+                )
+            )
+        rmap = _repo_map(root, focus, state.task.instruction, settings)
+        if rmap:
+            sections.append(("Repository map", rmap))
+    return fit_sections(sections, CONTEXT_BUDGET_TOKENS["actor"], role="actor")
+
+
+FILE_LINES = 240
+WINDOW = 12
+
+
+def _windows(rows: list[str], idents: tuple[str, ...]) -> list[tuple[int, int]]:
+    """0-based [start, end) spans to show of a long file: around the lines that name the
+    task's identifiers (±WINDOW), merged, at most FILE_LINES in all; the head without hits."""
+    import re
+
+    if len(rows) <= FILE_LINES:
+        return [(0, len(rows))]
+    names = [re.compile(r"\b" + re.escape(i.split(".")[-1]) + r"\b") for i in idents if i]
+    hits = [n for n, line in enumerate(rows) if any(p.search(line) for p in names)]
+    if not hits:
+        return [(0, FILE_LINES)]
+    spans: list[tuple[int, int]] = []
+    budget = FILE_LINES
+    for h in hits:
+        start, end = max(0, h - WINDOW), min(len(rows), h + WINDOW + 1)
+        if spans and start <= spans[-1][1]:
+            grown = end - spans[-1][1]
+            if grown > budget:
+                break
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+            budget -= max(0, grown)
+        else:
+            if end - start > budget:
+                break
+            spans.append((start, end))
+            budget -= end - start
+    return spans
+
+
+def _numbered_file(root: Path, rel: str, idents: tuple[str, ...] = ()) -> str:
+    from oopav.sandbox.validate import PathRejected, resolve_in_workspace
+
+    try:
+        _, path = resolve_in_workspace(root, rel)
+    except PathRejected as exc:
+        return f"(not shown: {exc.message})"
+    if not path.is_file():
+        return "(does not exist yet)"
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"(not shown: {exc})"
+    rows = text.split("\n")
+    if rows and rows[-1] == "":
+        rows.pop()
+    width = len(str(len(rows)))
+    out: list[str] = []
+    shown = 0
+    for start, end in _windows(rows, idents):
+        if start > shown:
+            out.append(f"[... lines {shown + 1}-{start} not shown ...]")
+        out += [f"{i + 1:>{width}} | {rows[i]}" for i in range(start, end)]
+        shown = end
+    if shown < len(rows):
+        out.append(f"[... lines {shown + 1}-{len(rows)} not shown ({len(rows)} lines in all) ...]")
+    return "\n".join(out)
+
+
+def _last_change(state: SessionState, root: Path) -> str:
+    """Files and changed lines per file of the last applied action, and a bounded preview of
+    its diff (from the workspace's checkpoints)."""
+    from oopav.sandbox.workspace import git
+
+    applied = [a for a in state.actions if a.status == "applied" and a.checkpoint]
+    if not applied:
+        return ""
+    last = applied[-1]
+    before = applied[-2].checkpoint if len(applied) > 1 else state.workspace.base_commit  # type: ignore[union-attr]
+    try:
+        numstat = git(root, "diff", "--numstat", f"{before}", f"{last.checkpoint}")
+        diff = git(root, "diff", "-U1", f"{before}", f"{last.checkpoint}")
+    except Exception:
+        return ""
+    rows = []
+    for line in numstat.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3:
+            rows.append(f"- {parts[2]}: +{parts[0]} -{parts[1]} lines")
+    head = f"{last.type} changed {len(rows)} file(s):\n" + "\n".join(rows)
+    dl = diff.splitlines()
+    preview = "\n".join(dl[:DIFF_PREVIEW_LINES])
+    if len(dl) > DIFF_PREVIEW_LINES:
+        preview += f"\n[... truncated: {len(dl) - DIFF_PREVIEW_LINES} more diff lines ...]"
+    return f"{head}\nDiff preview:\n{preview}" if preview else head
+
+
+def _quoted_idents(instruction: str) -> tuple[str, ...]:
+    import re
+
+    return tuple(dict.fromkeys(re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", instruction)))
+
+
+def _repo_map(root: Path, focus: list[str], instruction: str, settings: Any) -> str:
+    from oopav.context.repomap import build_repo_map
+
+    idents = _quoted_idents(instruction)
+    cache = settings.data_dir / "cache" / "repomap" if settings is not None else None
+    try:
+        return build_repo_map(
+            root,
+            mentioned_files=tuple(focus),
+            mentioned_idents=idents,
+            token_budget=REPO_MAP_TOKENS,
+            cache_dir=cache,
+        ).text
+    except Exception as exc:  # an aid, never a blocker
+        return f"(unavailable: {exc})"
+
+
+def _sites_report(plan: Any) -> str:
+    """``rule matched 7 site(s) in 2 file(s): a.py 3, b.py 4`` for an ast-grep rewrite (the
+    rule re-run on each file's old text: milliseconds), edits per file for search/replace."""
+    from oopav.events.actions import AstGrepAction, SearchReplaceAction
+
+    action = plan.action
+    if isinstance(action, AstGrepAction):
+        from oopav.sandbox.astgrep import RuleError, rewrite_source, rule_from_action
+
+        try:
+            rule = rule_from_action(action)
+            counts = [(c.path, rewrite_source(c.before or "", rule)[1]) for c in plan.changes]
+        except RuleError:
+            return ""
+        total = sum(n for _, n in counts)
+        per = ", ".join(f"{p} {n}" for p, n in counts)
+        return f"rule matched {total} site(s) in {len(counts)} file(s): {per}"
+    if isinstance(action, SearchReplaceAction):
+        per_file: dict[str, int] = {}
+        for e in action.edits:
+            per_file[e.path] = per_file.get(e.path, 0) + 1
+        return "edits applied: " + ", ".join(f"{p} {n}" for p, n in per_file.items())
+    return ""
+
+
+def _feedback(plan: Any) -> str:
+    """A rejection's message, sharpened so it names the fix: a parse error shows where, with
+    the line and a caret (from the validator's findings); a rule that matched nothing says so
+    in numbers, distinct from a pattern that is not valid code."""
+    details = plan.details or {}
+    if plan.reason == "parse_error" and details.get("errors"):
+        first = details["errors"][0]
+        where = first.get("message", "")
+        more = len(details["errors"]) - 1
+        tail = f"\n({more} more error(s) after this one)" if more > 0 else ""
+        return f"{details.get('path')} would not parse after this change; nothing was written.\n{where}{tail}"
+    if plan.reason == "no_match" and "files_searched" in details:
+        n = details["files_searched"]
+        return (
+            f"pattern matched 0 sites in {n} file(s) (the pattern is valid code; no code has "
+            f"that shape). {plan.message}. Fix: loosen the pattern (metavariables, `kind`, "
+            "`regex`) or check the names against the files shown"
+        )
+    return str(plan.message)
 
 
 def _recent_text(state: SessionState) -> str:

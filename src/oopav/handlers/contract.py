@@ -114,6 +114,7 @@ class SubmissionIn(BaseModel):
     test_command: list[str] | str | None = None
     examples: list[ExampleIn] = Field(default_factory=list, max_length=MAX_EXAMPLES)
     group: GroupIn | None = None
+    environment: str | dict[str, Any] | None = None
 
     @field_validator("instruction")
     @classmethod
@@ -147,6 +148,7 @@ class Accepted:
     test_command: list[str] | None
     examples: list[Example]
     group: GroupIn | None = None
+    environment: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -304,6 +306,22 @@ def _parse(payload: bytes, check_repo: bool) -> Accepted:
         too_long = path_length_problem(repo, "repo path")
         if too_long is not None:
             raise _Refused(str(too_long), "repo", too_long.code)
+    environment = None
+    if sub.environment is not None:
+        from oopav.sandbox.environment import EnvironmentError_, normalize_spec
+
+        try:
+            environment = normalize_spec(sub.environment) or None
+        except EnvironmentError_ as exc:
+            raise _Refused(str(exc), "environment", "invalid") from None
+        python = (environment or {}).get("python")
+        if check_repo and python and not Path(python).expanduser().exists():
+            raise _Refused(
+                f"environment.python {python} does not exist on the intake host; give a venv "
+                "directory or an interpreter path",
+                "environment",
+                "not_found",
+            )
     budgets = Budgets(**(sub.budgets.model_dump(exclude_none=True) if sub.budgets else {}))
     return Accepted(
         instruction=sub.instruction,
@@ -315,6 +333,7 @@ def _parse(payload: bytes, check_repo: bool) -> Accepted:
         test_command=test_command,
         examples=examples,
         group=sub.group,
+        environment=environment,
     )
 
 

@@ -113,6 +113,7 @@ def decide_all(
         model=result.model,
         test_command=result.test_command,
         examples=result.examples,
+        environment=result.environment,
         source=source,
         group=group,
         **env,

@@ -12,6 +12,7 @@ from pathlib import Path
 from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event, Finding, TestRun
+from oopav.handlers.baseline import baseline_unrunnable, environment_spec, probe_environment
 from oopav.handlers.common import complete
 from oopav.handlers.ports import Ports, exec_key
 from oopav.handlers.rules import ObserverFacts, decide_observer_action, new_findings, scan_tree
@@ -92,7 +93,12 @@ class Observer:
         execs = []
         task = state.task or cause
         test_command = getattr(task, "test_command", None)
-        if test_command:
+        # realproj (issue 16): the project's env must import the workspace; the suite must run.
+        stop: str | None = None
+        if round_ == 0:
+            probe, stop = await probe_environment(state, task, root, ports, cause.id)
+            execs += [probe] if probe is not None else []
+        if test_command and stop is None:
             key = exec_key(cause.id, "baseline_tests", test_command)
             rec = await ports.sandbox.run(  # type: ignore[union-attr]
                 test_command,
@@ -101,7 +107,10 @@ class Observer:
                 key=key,
                 purpose="baseline_tests",
                 timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),  # type: ignore[union-attr]
+                environment=environment_spec(task),
+                report=True,
             )
+            stop = baseline_unrunnable(rec)
             execs.append(rec)
             tests = TestRun(
                 argv=list(test_command),
@@ -127,6 +136,8 @@ class Observer:
             source_event=cause.id,
             execs=execs,
         )
+        if stop is not None:
+            await complete(out, state, "failed", stop, reason="environment")
 
     async def _more_evidence(
         self, event: ev.OrientReported, state: SessionState, out: Emitter

@@ -36,15 +36,39 @@ class Sandbox(Protocol):
         purpose: str,
         timeout_s: float,
         network: bool = False,
+        environment: dict[str, Any] | None = None,
+        report: bool = False,
+        stdin: bytes | None = None,
     ) -> ExecRecord: ...
 
 
 class BwrapSandbox:
-    """Runs commands with the bwrap runner (in a worker thread: it blocks)."""
+    """Runs commands with the bwrap runner (in a worker thread: it blocks), in the project's
+    environment (``environment``: the task's spec plus its ``repo``; see
+    sandbox/environment.py), never in oopav's own. ``report``: collect pytest's junit XML
+    into ``ExecRecord.report``."""
 
     def __init__(self, settings: Settings, config: Any = None) -> None:
         self.settings = settings
         self.config = config
+        self._envs: dict[str, Any] = {}
+
+    def project_env(self, environment: dict[str, Any] | None) -> Any:
+        """The resolved ProjectEnv for a spec, cached per process (a uv build runs once)."""
+        import json
+
+        from oopav.sandbox.environment import resolve
+
+        spec = dict(environment or {})
+        repo = spec.pop("repo", None)
+        key = json.dumps([spec, repo], sort_keys=True, default=str)
+        if key not in self._envs:
+            self._envs[key] = resolve(
+                spec,
+                Path(repo) if repo else None,
+                cache_root=self.settings.data_dir / "envs",
+            )
+        return self._envs[key]
 
     async def run(
         self,
@@ -56,20 +80,43 @@ class BwrapSandbox:
         purpose: str,
         timeout_s: float,
         network: bool = False,
+        environment: dict[str, Any] | None = None,
+        report: bool = False,
+        stdin: bytes | None = None,
     ) -> ExecRecord:
+        from oopav.sandbox.environment import EnvironmentError_, parse_junit, sandbox_config_for
         from oopav.sandbox.runner import default_config, run_sandboxed
 
-        config = self.config or default_config(self.settings)
+        base = self.config or default_config(self.settings)
+        artifacts = self.settings.artifacts_for(session_id)
+        out_dir = artifacts / "reports" / key if report else None
+        try:
+            penv = await asyncio.to_thread(self.project_env, environment)
+        except (EnvironmentError_, OSError, ValueError) as exc:
+            return ExecRecord(
+                key=key,
+                purpose=purpose,
+                argv=list(argv),
+                exit_code=125,
+                stderr_tail=f"oopav: cannot use the project environment: {exc}",
+            )
+        config = sandbox_config_for(base, penv, workspace, out_dir=out_dir)
+        if out_dir is not None:
+            stale = out_dir / "junit.xml"
+            if stale.exists():
+                stale.unlink()
         result = await asyncio.to_thread(
             run_sandboxed,
             argv,
             workspace=workspace,
-            artifacts_dir=self.settings.artifacts_for(session_id),
+            artifacts_dir=artifacts,
             config=config,
             timeout_s=timeout_s,
             network=network,
             run_id=key,
+            stdin=stdin,
         )
+        parsed = parse_junit(out_dir / "junit.xml") if out_dir is not None else None
         return ExecRecord(
             key=key,
             purpose=purpose,
@@ -84,6 +131,7 @@ class BwrapSandbox:
             truncated=result.truncated,
             duration_ms=result.duration_ms,
             artifact=result.artifact,
+            report=parsed,
         )
 
 
@@ -112,6 +160,9 @@ class RecordedSandbox:
         purpose: str,
         timeout_s: float,
         network: bool = False,
+        environment: dict[str, Any] | None = None,
+        report: bool = False,
+        stdin: bytes | None = None,
     ) -> ExecRecord:
         rec = self.records.get(key)
         if rec is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
-from oopav.handlers.common import call_model, complete, loop_policy
+from oopav.handlers.common import call_model, complete, loop_policy, sandbox_policy
 from oopav.handlers.gates import (
     GateOutcome,
     _changed,
@@ -134,7 +134,12 @@ class Verifier:
         )
         context = f"### Plan\n{plan}\n\n### Diff\n{diff[: task.budgets.prompt_output_bytes]}"
         request = build_request(
-            "critic", prefix=static_prefix(None), context=context, task=task.instruction, seed=0
+            "critic",
+            # The same static prefix as the planner's and the actor's (prefix caching).
+            prefix=static_prefix(sandbox_policy(state).model_dump(mode="json")),
+            context=context,
+            task=task.instruction,
+            seed=0,
         )
         response, called, error = await call_model(out, state, request, 0)
         if response is None:

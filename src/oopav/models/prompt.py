@@ -340,6 +340,56 @@ def retry_messages(answer: str, error: AnswerError) -> list[Message]:
     ]
 
 
+# --- context budgets (realproj, issue 16 §3) -----------------------------------------------
+
+# Tokens of the per-call context pack per role (the static prefix, the task and the state
+# block come on top). Sections past the budget are cut with an explicit marker, never silently.
+CONTEXT_BUDGET_TOKENS: dict[str, int] = {"planner": 6000, "actor": 6000, "critic": 6000}
+
+
+def fit_sections(
+    sections: Sequence[tuple[str, str]], budget_tokens: int, *, role: str = "actor"
+) -> str:
+    """``### title`` sections in order within ``budget_tokens``. A section that does not fit is
+    cut at a line boundary and says so (``[... truncated: N of M lines ... ]``); the ones after
+    a budget is spent are named in a final marker so the model knows what it is not seeing."""
+    out: list[str] = []
+    left = budget_tokens
+    dropped: list[str] = []
+    for title, body in sections:
+        block = f"### {title}\n{body}"
+        need = estimate_tokens(block)
+        if need <= left:
+            out.append(block)
+            left -= need
+            continue
+        if left < 64:
+            dropped.append(title)
+            continue
+        lines = body.split("\n")
+        kept: list[str] = []
+        used = estimate_tokens(f"### {title}\n") + 40
+        for line in lines:
+            cost = estimate_tokens(line + "\n")
+            if used + cost > left:
+                break
+            kept.append(line)
+            used += cost
+        marker = (
+            f"[... truncated: {len(lines) - len(kept)} of {len(lines)} lines of {title} not "
+            f"shown (the {role}'s context budget is {budget_tokens} tokens) ...]"
+        )
+        out.append(f"### {title}\n" + "\n".join([*kept, marker]))
+        left = 0
+    if dropped:
+        out.append(
+            f"[... not shown (context budget of {budget_tokens} tokens spent): "
+            + ", ".join(dropped)
+            + " ...]"
+        )
+    return "\n".join(out)
+
+
 # --- strict parsing ------------------------------------------------------------------------
 
 ParseReason = Literal[

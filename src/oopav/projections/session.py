@@ -295,7 +295,7 @@ def _action_rejected(s: SessionState, e: ev.ActionRejected) -> None:
             action_id=e.action_id,
             type=rec.type if rec else "",
             ok=False,
-            summary=f"rejected ({e.reason}): {e.message}"[:600],
+            summary=f"rejected ({e.reason}): {e.message}"[:2400],
         ),
     )
 

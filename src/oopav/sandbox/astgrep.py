@@ -172,6 +172,8 @@ def rule_from_action(action: AstGrepAction) -> Rule:
         )
     if not action.pattern or action.rewrite is None or not action.language:
         raise RuleError("bad_rule", "short form needs `pattern`, `rewrite` and `language`")
+    # The short form too: `f($B)` → `f()` at every site is never what was meant.
+    _check_fix_vars(action.rewrite, {"rule": {"pattern": action.pattern}}, where="rewrite")
     return Rule(
         id="short",
         language=normalize_language(action.language),
@@ -180,18 +182,22 @@ def rule_from_action(action: AstGrepAction) -> Rule:
     )
 
 
-def _check_fix_vars(fix: str, data: dict[str, Any]) -> None:
-    """The CLI refuses a fix that names a metavariable the rule never binds; so do we,
-    instead of silently substituting nothing."""
+def _check_fix_vars(fix: str, data: dict[str, Any], where: str = "fix") -> None:
+    """The CLI refuses a fix that names a metavariable the rule never binds; so do we, in the
+    YAML and the short form alike, instead of silently substituting nothing."""
     transforms = set((data.get("transform") or {}).keys())
     bound_text = yaml.safe_dump({k: data.get(k) for k in ("rule", "utils", "constraints")})
+    bound = sorted(set(re.findall(r"\$+([A-Z_][A-Z0-9_]*)", bound_text)))
     for piece in parse_template(fix, transforms):
         if isinstance(piece, tuple) and piece[0] != "transformed":
             name = piece[1]
             if not re.search(r"\$" + re.escape(name) + r"(?![A-Z0-9_])", bound_text):
+                have = ", ".join(f"${b}" for b in bound) or "none"
                 raise RuleError(
                     "rule_invalid",
-                    f"undefined meta variable `${name}` used in `fix`; bind it in the rule's pattern",
+                    f"metavariable `${name}` is used in `{where}` but the pattern does not bind "
+                    f"it (the pattern binds: {have}); it would be replaced by nothing. Fix: "
+                    f"add `${name}` to the pattern, or use one of the bound names",
                 )
 
 
@@ -307,11 +313,63 @@ def rewrite_source(source: str, rule: Rule) -> tuple[str, int]:
 
 
 def check_rule(rule: Rule) -> None:
-    """Compile the rule against an empty document so errors surface before any file is read."""
+    """Compile the rule against an empty document so errors surface before any file is read,
+    and check each pattern is valid code of the language: ast-grep accepts a broken pattern
+    silently and it then matches nothing, which reads like "no such code" to the model."""
+    for pattern in _patterns(rule.rule):
+        problem = pattern_problem(pattern, rule.language)
+        if problem:
+            raise RuleError(
+                "pattern_invalid",
+                f"pattern is not valid {rule.language}: {problem}. A pattern is a piece of code "
+                "with $NAME / $$$NAME standing for nodes; fix the code, or use `kind` / `regex`",
+            )
     try:
         SgRoot("", rule.language).root().find_all(rule.config())
     except Exception as exc:
         raise RuleError("rule_invalid", _clean_error(exc)) from exc
+
+
+def _patterns(node: Any) -> list[str]:
+    """Every pattern string in a rule (``pattern: str`` or ``pattern: {context: str}``)."""
+    out: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "pattern" and isinstance(value, str):
+                out.append(value)
+            elif key == "pattern" and isinstance(value, dict) and "selector" not in value:
+                if isinstance(value.get("context"), str):
+                    out.append(value["context"])
+            else:
+                out += _patterns(value)
+    elif isinstance(node, list):
+        for item in node:
+            out += _patterns(item)
+    return out
+
+
+_METAVAR = re.compile(r"\$\$\$([A-Z_][A-Z0-9_]*)?|\$\$?([A-Z_][A-Z0-9_]*)")
+
+
+def pattern_problem(pattern: str, language: str) -> str | None:
+    """Where a pattern fails to parse (with the line and a caret), or None. Metavariables are
+    replaced by identifiers first, as ast-grep does. Only languages oopav parses are checked."""
+    from oopav.context.parsing import EXTENSIONS, error_nodes
+
+    if language not in set(EXTENSIONS.values()):
+        return None
+    code = _METAVAR.sub(lambda m: "µ" + (m.group(1) or m.group(2) or "_"), pattern)
+    code = code.replace("µ", "__m_")
+    try:
+        errors = error_nodes(code.encode(), language, limit=1)
+    except Exception:
+        return None
+    if not errors:
+        return None
+    line, col, kind = errors[0]
+    lines = pattern.split("\n")
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return f"{kind} at line {line}, column {col + 1}\n  {text}\n  {' ' * col}^"
 
 
 def _clean_error(exc: BaseException) -> str:

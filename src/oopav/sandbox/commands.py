@@ -54,6 +54,13 @@ def sandbox_group() -> None:
     show_default=True,
     help="'none' runs WITHOUT isolation (logged as a warning).",
 )
+@click.option(
+    "--env",
+    "env",
+    metavar="PATH|uv",
+    help="The project's environment (default: as the agent finds it: the workspace's "
+    ".venv/venv, $VIRTUAL_ENV, the host python; never oopav's own).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result struct as JSON.")
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_cmd(
@@ -62,6 +69,7 @@ def exec_cmd(
     timeout: float,
     artifacts: Path | None,
     backend: str,
+    env: str | None,
     as_json: bool,
     argv: tuple[str, ...],
 ) -> None:
@@ -77,7 +85,21 @@ def exec_cmd(
         raise click.BadParameter(str(exc), param_hint="--grant") from exc
     network = any(s.kind.startswith("net") for s in scopes)
     art = artifacts or Path(tempfile.mkdtemp(prefix="oopav-exec-"))
+    from oopav.config import Settings
+    from oopav.sandbox.environment import (
+        EnvironmentError_,
+        resolve,
+        sandbox_config_for,
+        with_environment,
+    )
+
     cfg = default_config(backend=backend, limits=Limits())
+    try:
+        spec = with_environment({}, env).get("environment", {})
+        penv = resolve(spec, workspace.resolve(), cache_root=Settings().data_dir / "envs")
+    except EnvironmentError_ as exc:
+        raise click.BadParameter(str(exc), param_hint="--env") from exc
+    cfg = sandbox_config_for(cfg, penv, workspace.resolve())
     try:
         result = run_sandboxed(
             list(argv),

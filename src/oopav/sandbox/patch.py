@@ -104,20 +104,71 @@ def similar_lines(text: str, search: str, limit: int = 3) -> list[Hint]:
     ranked.sort(key=lambda p: (-p[0], p[1]))
     # Edit distance only for the best candidates, and a cheap upper bound first.
     scored: list[Hint] = []
+    want_tokens = set(_TOKEN.findall(block)) or {""}
     matcher = difflib.SequenceMatcher(None, autojunk=False)
     matcher.set_seq2(block)
     for _, i in ranked[:_MAX_SCORED]:
         window = "\n".join(lines[i : i + n])
         matcher.set_seq1(window)
-        if len(scored) >= limit and matcher.real_quick_ratio() < min(h.similarity for h in scored):
+        bound = (matcher.real_quick_ratio() + 1.0) / 2
+        if len(scored) >= limit and bound < min(h.similarity for h in scored):
             continue
-        ratio = matcher.ratio()
+        # Characters and words together: a short unrelated line can share many characters
+        # with a SEARCH line, but rarely its words (`def name(` should find `def other(`).
+        have = set(_TOKEN.findall(window))
+        recall = sum(1 for t in want_tokens if t in have) / len(want_tokens)
+        ratio = (matcher.ratio() + recall) / 2
         note = ""
         if lines[i].strip() == stripped_first and lines[i] != first:
             note = f"same text, indentation {_indent(lines[i])} instead of {indent}"
         scored.append(Hint(line=i + 1, text=window, similarity=round(ratio, 3), note=note))
     scored.sort(key=lambda h: (-h.similarity, h.line))
     return scored[:limit]
+
+
+MAX_QUOTED_LINES = 12
+MAX_LINE_CHARS = 200
+
+
+def _numbered(start: int, lines: list[str]) -> str:
+    width = len(str(start + len(lines) - 1))
+    out = []
+    for i, line in enumerate(lines[:MAX_QUOTED_LINES]):
+        clipped = line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " [...]"
+        out.append(f"{start + i:>{width}} | {clipped}")
+    if len(lines) > MAX_QUOTED_LINES:
+        out.append(f"[... {len(lines) - MAX_QUOTED_LINES} more line(s) not shown ...]")
+    return "\n".join(out)
+
+
+def no_match_message(search: str, hints: list[Hint]) -> str:
+    """What a model needs to fix a missed SEARCH block: the nearest candidate lines quoted
+    verbatim with their numbers, and a diff from the SEARCH text to them."""
+    msg = "SEARCH block matches nothing (it must match whole lines, indentation exact)."
+    if not hints:
+        return msg + " No line of the file resembles its first line; read the file again."
+    best = hints[0]
+    cand = best.text.split("\n")
+    end = best.line + len(cand) - 1
+    msg += f"\nNearest candidate, lines {best.line}-{end} (similarity {best.similarity:.2f})"
+    msg += f", verbatim:\n{_numbered(best.line, cand)}"
+    if best.note:
+        msg += f"\nNote: {best.note}."
+    want = search.rstrip("\n").split("\n")
+    diff = list(
+        difflib.unified_diff(
+            want, cand, "your SEARCH", f"file lines {best.line}-{end}", n=1, lineterm=""
+        )
+    )
+    if diff:
+        shown = diff[: MAX_QUOTED_LINES * 2]
+        msg += "\nDiff from your SEARCH to those lines:\n" + "\n".join(shown)
+        if len(diff) > len(shown):
+            msg += f"\n[... {len(diff) - len(shown)} more diff line(s) not shown ...]"
+    others = [f"lines {h.line}-{h.line + h.text.count(chr(10))}" for h in hints[1:]]
+    if others:
+        msg += "\nOther similar places: " + ", ".join(others)
+    return msg + "\nCopy the lines exactly as quoted (without the `N | ` prefix)."
 
 
 def apply_edit(text: str, search: str, replace: str) -> str:
@@ -131,10 +182,7 @@ def apply_edit(text: str, search: str, replace: str) -> str:
     matches = find_matches(text, search)
     if not matches:
         hints = similar_lines(text, search)
-        msg = "SEARCH block matches nothing (it must match whole lines, indentation exact)"
-        if hints:
-            msg += "; most similar: " + ", ".join(f"line {h.line}" for h in hints)
-        raise SearchFailure("no_match", msg, hints=hints)
+        raise SearchFailure("no_match", no_match_message(search, hints), hints=hints)
     if len(matches) > 1:
         lines = [text.count("\n", 0, m) + 1 for m in matches]
         raise SearchFailure(

@@ -123,6 +123,11 @@ class SandboxConfig(msgspec.Struct, kw_only=True, frozen=True):
     bin_dirs: tuple[str, ...] = msgspec.field(default_factory=default_bin_dirs)
     # Only for hosts where neither a pids cgroup nor a non-root uid can cap processes.
     allow_unlimited_processes: bool = False
+    # Extra mounts laid over the sandbox after the workspace: (host path, sandbox path,
+    # writable). A per-run report folder, single tool binaries (ruff) for project commands.
+    binds: tuple[tuple[str, str, bool], ...] = ()
+    # Appended to the sandbox PATH (after the project's own bin and the host's PATH).
+    path_append: tuple[str, ...] = ()
 
 
 def default_config(settings: Settings | None = None, **overrides: object) -> SandboxConfig:
@@ -301,6 +306,8 @@ def bwrap_argv(
     for target, exists in protected:
         src = str(target) if exists else str(placeholder)
         cmd += ["--ro-bind", src, str(target)]
+    for host, inside, writable in config.binds:
+        cmd += ["--bind" if writable else "--ro-bind", host, inside]
     cmd += ["--chdir", ws, "--unshare-all"]
     if network:
         cmd.append("--share-net")
@@ -333,9 +340,16 @@ def sandbox_env(config: SandboxConfig, source: Mapping[str, str] | None = None) 
     src = os.environ if source is None else source
     env = {k: src[k] for k in config.env_allowlist if k in src}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    if config.bin_dirs:
-        rest = [p for p in env["PATH"].split(os.pathsep) if p and p not in config.bin_dirs]
-        env["PATH"] = os.pathsep.join((*config.bin_dirs, *rest))
+    hidden = [os.path.realpath(_expand(h)) for h in config.hidden_paths]
+    # A PATH entry inside a hidden tree (oopav's own venv) would only shadow the project's.
+    rest = [
+        p
+        for p in env["PATH"].split(os.pathsep)
+        if p
+        and p not in config.bin_dirs
+        and not any(_inside(os.path.realpath(p), h) for h in hidden)
+    ]
+    env["PATH"] = os.pathsep.join(dict.fromkeys((*config.bin_dirs, *rest, *config.path_append)))
     env.update(SANDBOX_ENV)
     env.update(config.env)
     return env
@@ -451,9 +465,11 @@ def run_sandboxed(
     timeout_s: float = 60.0,
     network: bool = False,
     run_id: str | None = None,
+    stdin: bytes | None = None,
 ) -> RunResult:
     """Run ``argv`` in ``workspace`` under the configured backend. Raises SandboxUnavailable
-    when the sandbox cannot be set up (never runs the command unsandboxed instead)."""
+    when the sandbox cannot be set up (never runs the command unsandboxed instead).
+    ``stdin``: bytes fed to the command (e.g. a file's base version for ``ruff --stdin``)."""
     cfg = config or default_config()
     if not argv:
         raise ValueError("argv must not be empty")
@@ -514,13 +530,20 @@ def run_sandboxed(
             popen_env = {"PATH": env["PATH"]}
             cwd = None
         out_path, err_path = run_dir / "stdout", run_dir / "stderr"
+        in_path = run_dir / "stdin"
+        if stdin is not None:
+            in_path.write_bytes(stdin)
         start = time.monotonic()
         timed_out = False
-        with out_path.open("wb") as fout, err_path.open("wb") as ferr:
+        with (
+            out_path.open("wb") as fout,
+            err_path.open("wb") as ferr,
+            in_path.open("rb") if stdin is not None else open(os.devnull, "rb") as fin,
+        ):
             try:
                 proc = subprocess.Popen(
                     cmd,
-                    stdin=subprocess.DEVNULL,
+                    stdin=fin,
                     stdout=fout,
                     stderr=ferr,
                     cwd=cwd,

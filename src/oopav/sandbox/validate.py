@@ -79,6 +79,46 @@ def new_parse_errors(path: str, before: str | None, after: str) -> list[Finding]
     if len(after_errs) <= before_count:
         return []
     return [
-        Finding(path=path, line=line, kind="parse_error", message=f"{kind} at column {col}")
+        Finding(
+            path=path,
+            line=line,
+            kind="parse_error",
+            message=describe_parse_error(path, after, line, col, kind, lang),
+        )
         for line, col, kind in after_errs
     ]
+
+
+def describe_parse_error(path: str, source: str, line: int, col: int, kind: str, lang: str) -> str:
+    """``path:line:col: kind (parser node ...)`` with the line and a caret under the column:
+    enough for a model to see what it broke without reading the file again."""
+    node = _node_at(source, line, col, lang)
+    lines = source.split("\n")
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    shown = text if len(text) <= 200 else text[:200] + " [...]"
+    caret = " " * min(col, 200) + "^"
+    where = f" (parser node: {node})" if node else ""
+    return f"{path}:{line}:{col + 1}: {kind}{where}\n{line:>5} | {shown}\n      | {caret}"
+
+
+def _node_at(source: str, line: int, col: int, lang: str) -> str:
+    """The tree-sitter node at the error and what it sits in, e.g. ``ERROR in argument_list``."""
+    from oopav.context.parsing import parse
+
+    try:
+        tree = parse(source.encode(), lang)
+        node = tree.root_node.descendant_for_point_range((line - 1, col), (line - 1, col))
+    except Exception:
+        return ""
+    if node is None:
+        return ""
+    while node is not None and node.type != "ERROR" and not node.is_missing and node.parent:
+        if node.parent.type == "ERROR":
+            node = node.parent
+            break
+        node = node.parent if node.parent.has_error and node.parent.type != "module" else None
+    if node is None:
+        return ""
+    parent = node.parent.type if node.parent is not None else ""
+    name = f"MISSING {node.type}" if node.is_missing else node.type
+    return f"{name} in {parent}" if parent else name
