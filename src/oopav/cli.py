@@ -194,10 +194,17 @@ def task_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             metavar="NAME=VALUE",
             help="Override a budget, e.g. iterations=10.",
         ),
+        *_decision_options(),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def _decision_options() -> list[Callable[..., Any]]:
+    from oopav.handlers.commands import decision_options
+
+    return decision_options()
 
 
 def _submission(
@@ -248,7 +255,9 @@ def _submission(
         body.setdefault("budgets", {})[key] = float(value) if "." in value else int(value)
     if "instruction" not in body:
         raise click.UsageError("give an INSTRUCTION or --task FILE")
-    return body
+    from oopav.handlers.commands import apply_decision_options
+
+    return apply_decision_options(body)
 
 
 @cli.command()
@@ -301,7 +310,13 @@ async def submit(
             return
         state = await wait_session(bus, reply["session_id"], timeout)
         _print_outcome(state, as_json)
-        sys.exit(0 if state.outcome == "success" else 1)
+        sys.exit(_exit_status(state.outcome))
+
+
+def _exit_status(outcome: str | None) -> int:
+    from oopav.handlers.commands import exit_status
+
+    return exit_status(outcome)
 
 
 def _print_outcome(state: Any, as_json: bool) -> None:
@@ -470,7 +485,7 @@ async def _fork(
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(handlers, 15)
     _print_outcome(state, as_json)
-    sys.exit(0 if state.outcome == "success" else 1)
+    sys.exit(_exit_status(state.outcome))
 
 
 # -- run / handler -------------------------------------------------------------------------
@@ -555,7 +570,7 @@ async def run(
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(handlers, 15)
         _print_outcome(state, as_json)
-        sys.exit(0 if state.outcome == "success" else 1)
+        sys.exit(_exit_status(state.outcome))
 
 
 @cli.command("handler")
@@ -640,6 +655,7 @@ def events_docs(out: Path, check: bool) -> None:
 
 def _register() -> None:
     # Each area owns its commands; keep imports here cheap (no torch, no vllm).
+    from oopav.handlers.commands import register as register_decision
     from oopav.models.commands import register as register_models
     from oopav.sandbox.commands import register as register_sandbox
     from oopav.tui.commands import register as register_tui
@@ -647,6 +663,7 @@ def _register() -> None:
     register_sandbox(cli)
     register_models(cli)
     register_tui(cli)
+    register_decision(cli)
 
 
 _register()

@@ -214,6 +214,8 @@ def outcome_dict(state: SessionState) -> dict[str, Any]:
         "bounces": state.budgets_used.bounces,
         "replans": state.budgets_used.replans,
         "verified": state.verified,
+        "unverified": state.outcome == "success_unverified",
+        "reason": state.end_reason,
         "gates": [msgspec.to_builtins(g) for g in state.gates],
     }
 

@@ -136,7 +136,13 @@ async def test_bounce_budget_fails_a_session_whose_tests_keep_failing(
 ) -> None:
     script = {
         "planner": [plan_answer("a"), plan_answer("b")],
-        "actor": [rename_definition_only(), finish("half"), finish("still half")],
+        # The failed gate rolls the workspace back, so the second attempt does the half again.
+        "actor": [
+            rename_definition_only(),
+            finish("half"),
+            rename_definition_only(),
+            finish("still half"),
+        ],
     }
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, budgets={"bounces": 1}))
@@ -184,7 +190,8 @@ async def test_critic_reject_then_revise_then_approve(
 ) -> None:
     script = {
         "planner": [plan_answer("first"), plan_answer("revised")],
-        "actor": [rename_all(), finish(), finish("reviewed")],
+        # The rejected change is rolled back: the revised plan applies it again.
+        "actor": [rename_all(), finish(), rename_all(), finish("reviewed")],
         "critic": [verdict("reject", "the docstring still says fetch"), verdict("approve", "ok")],
     }
     async with loop(nats_url, script) as bus:

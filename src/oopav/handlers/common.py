@@ -11,15 +11,19 @@ from typing import Any
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
 from oopav.handlers.ports import Ports
+from oopav.handlers.rules.policy import LOOP_POLICY_KEYS, LoopPolicy, parse_loop_policy
 from oopav.handlers.runtime import Emitter
 from oopav.projections.session import SessionState
-
-LOOP_POLICY_KEYS = ("critic", "lint")
 
 
 def loop_policy(state: SessionState) -> dict[str, object]:
     policy = (state.task.policy if state.task else None) or {}
     return {k: policy[k] for k in LOOP_POLICY_KEYS if k in policy}
+
+
+def decision_policy(state: SessionState) -> LoopPolicy:
+    """The task's loop policy (tiers, rollback, test policy, replans), defaults filled in."""
+    return parse_loop_policy(state.task.policy if state.task else None)
 
 
 def sandbox_policy(state: SessionState):  # type: ignore[no-untyped-def]

@@ -249,6 +249,11 @@ def _policy_problem(policy: dict[str, Any]) -> str | None:
     for key in ("critic", "lint"):
         if key in policy and not isinstance(policy[key], bool):
             return f"policy.{key} must be true or false"
+    from oopav.handlers.rules.policy import loop_policy_problem
+
+    problem = loop_policy_problem(policy)
+    if problem is not None:
+        return problem
     rest = {k: v for k, v in policy.items() if k not in LOOP_POLICY_KEYS}
     try:
         policy_from(rest)

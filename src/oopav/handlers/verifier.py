@@ -1,9 +1,16 @@
-"""verifier: the done-gate chain when the actor finishes (DESIGN step 6).
+"""verifier: the done-gate chain when the actor finishes (DESIGN step 6, issue 17 §8).
 
-no stubs → changed files parse → tests → lint → critic. Each gate emits ``gate_evaluated``;
-the first failure emits ``verification_completed`` (failed) and ``replan_triggered`` with a
-reflective message and the evidence, while bounces remain (all gates share one budget).
-When every gate passes: ``verification_completed`` and ``session_completed`` (success)."""
+The chain is per task, by victory tier (``decide.TIER_GATES``): stubs → parse → compile/type
+check → doc tests → unit tests → lint → critic; ``compile_only`` stops after the compile check,
+``tests`` after the unit tests, ``full`` runs everything. The tier comes from the policy, else
+from orient. The task's test command always runs, whatever the tier.
+
+Each gate emits ``gate_evaluated``; the first failure emits ``verification_completed``
+(failed), rolls the workspace back to the last good state (unless the policy says
+``build_on``) and emits ``replan_triggered`` with the evidence, while bounces remain (all
+gates share one budget). When every gate passes: ``verification_completed`` and
+``session_completed`` — ``success``, or ``success_unverified`` when the tests the task needed
+could not run (no test command given, none detected)."""
 
 from __future__ import annotations
 
@@ -13,7 +20,9 @@ from pathlib import Path
 from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
-from oopav.handlers.common import call_model, complete, loop_policy
+from oopav.handlers.checks import gate_compile, gate_doctest
+from oopav.handlers.common import call_model, complete, decision_policy, loop_policy
+from oopav.handlers.decide import TIER_GATES, choose_tests, tier_of
 from oopav.handlers.gates import (
     GateOutcome,
     _changed,
@@ -44,15 +53,25 @@ class Verifier:
         root = Path(state.workspace.path)
         changed = await asyncio.to_thread(_changed, state, root)
         bounce = state.budgets_used.bounces
+        tier, _why_tier = tier_of(state)
+        chain = list(TIER_GATES[tier])
+        if state.task.test_command and "tests" not in chain:
+            # The user's test command always runs before success, whatever the tier.
+            chain.append("tests")
+        selection = await asyncio.to_thread(choose_tests, state, root, changed)
         outcomes: list[GateOutcome] = []
         failed: GateOutcome | None = None
-        for gate in ("stubs", "parse", "tests", "lint", "critic"):
+        for gate in chain:
             if gate == "stubs":
                 result = await gate_stubs(state, root, changed)
             elif gate == "parse":
                 result = await gate_parse(state, root, changed)
+            elif gate == "compile":
+                result = await gate_compile(state, root, changed, ports, event.id)
+            elif gate == "doctest":
+                result = await gate_doctest(state, root, changed, ports, event.id)
             elif gate == "tests":
-                result = await gate_tests(state, root, ports, event.id)
+                result = await gate_tests(state, root, ports, event.id, selection)
             elif gate == "lint":
                 result = await gate_lint(state, root, changed, ports, event.id)
             else:
@@ -75,7 +94,16 @@ class Verifier:
         if failed is None:
             out.emit(ev.VerificationCompleted, passed=True, gates=names, bounce=bounce)
             summary = event.action.summary  # type: ignore[union-attr]
-            await complete(out, state, "success", summary)
+            if "tests" in chain and selection.unverified:
+                await complete(
+                    out,
+                    state,
+                    "success_unverified",
+                    f"{summary} (unverified: {selection.why})",
+                    reason="tests_unverified",
+                )
+            else:
+                await complete(out, state, "success", summary)
             return out.events
         out.emit(
             ev.VerificationCompleted,
@@ -86,12 +114,15 @@ class Verifier:
         )
         limit = state.task.budgets.bounces
         if bounce < limit:
+            restart = ""
+            if decision_policy(state).rollback == "restart":
+                restart = await _roll_back_to_good(state, out, failed.gate)
             out.emit(
                 ev.ReplanTriggered,
                 source=NAME,
                 reason=(
                     f"The {failed.gate} gate failed after the change. Reflect on why the plan did not satisfy it, "
-                    "then revise the plan so that it does."
+                    "then revise the plan so that it does." + (f" {restart}" if restart else "")
                 ),
                 evidence=failed.evidence[:4000],
                 attempt=state.plans + 1,
@@ -133,6 +164,9 @@ class Verifier:
             f"{s.id}. {s.description}" for s in (state.plan.steps if state.plan else [])
         )
         context = f"### Plan\n{plan}\n\n### Diff\n{diff[: task.budgets.prompt_output_bytes]}"
+        extra = decision_policy(state).critic_instructions
+        if extra:
+            context += "\n\n### Reviewer instructions\n" + extra
         request = build_request(
             "critic", prefix=static_prefix(None), context=context, task=task.instruction, seed=0
         )
@@ -175,3 +209,23 @@ class Verifier:
         return GateOutcome(
             "critic", False, evidence="critic rejects: " + "; ".join(verdict.reasons)
         )
+
+
+async def _roll_back_to_good(state: SessionState, out: Emitter, gate: str) -> str:
+    """Reset the workspace to the last checkpoint whose gates passed (the baseline when none
+    did), record it as ``workspace_rolled_back``, and say so for the replan's reason."""
+    from oopav.handlers.decide import roll_back
+
+    target = state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]
+    undone = [a for a in state.actions if a.status == "applied"]
+    if not undone:
+        return ""
+    await roll_back(
+        out,
+        state,
+        target,
+        undone,
+        reason=f"the {gate} gate failed: the replan starts from the last good state",
+    )
+    where = "the last checkpoint whose gates passed" if state.good_checkpoint else "the baseline"
+    return f"The workspace was rolled back to {where}; the previous attempt's changes are gone."

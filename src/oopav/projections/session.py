@@ -16,7 +16,7 @@ from oopav.events import catalog as ev
 from oopav.events.actions import Action
 from oopav.events.catalog import Event
 
-SCHEMA = 1  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
+SCHEMA = 2  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
 
 PHASE_BY_EVENT: dict[str, str] = {
     "task_submitted": "submitted",
@@ -117,6 +117,16 @@ class SessionState(msgspec.Struct, kw_only=True):
     awaiting_permission: str | None = None
     recent: list[StepResult] = msgspec.field(default_factory=list)
     plan_actions_start: int = 0
+    # decision core (issue 17)
+    good_checkpoint: str | None = None
+    rejected_actions: list[str] = msgspec.field(default_factory=list)
+    evidence: list[ev.EvidenceGathered] = msgspec.field(default_factory=list)
+    human_request: ev.HumanInputRequested | None = None
+    human_answers: list[ev.HumanInputProvided] = msgspec.field(default_factory=list)
+    phase_before_human: str = ""
+    end_reason: str = ""
+    observer_replans: int = 0
+    last_observer_replan_at: int = -1
 
     def action(self, action_id: str) -> ActionRecord | None:
         for rec in reversed(self.actions):
@@ -335,6 +345,11 @@ def _gate(s: SessionState, e: ev.GateEvaluated) -> None:
 
 def _verification(s: SessionState, e: ev.VerificationCompleted) -> None:
     s.verified = e.passed
+    if e.passed:
+        s.good_checkpoint = next(
+            (a.checkpoint for a in reversed(s.actions) if a.status == "applied" and a.checkpoint),
+            s.good_checkpoint,
+        )
     s.verdicts.append("passed" if e.passed else f"failed:{e.failed_gate}")
 
 
@@ -342,6 +357,9 @@ def _replan(s: SessionState, e: ev.ReplanTriggered) -> None:
     s.last_replan = e
     b = s.budgets_used
     b.replans += 1
+    if e.source == "observer":
+        s.observer_replans += 1
+        s.last_observer_replan_at = len(s.actions)
     if e.source == "verifier":
         b.bounces += 1
 
@@ -362,7 +380,34 @@ def _completed(s: SessionState, e: ev.SessionCompleted) -> None:
     s.outcome = e.outcome
     s.summary = e.summary
     s.diff = e.diff
+    s.end_reason = e.reason
     s.phase = "completed"
+
+
+def _evidence(s: SessionState, e: ev.EvidenceGathered) -> None:
+    s.evidence.append(e)
+
+
+def _rolled_back(s: SessionState, e: ev.WorkspaceRolledBack) -> None:
+    undone = set(e.actions)
+    for a in s.actions:
+        if a.id in undone and a.status == "applied":
+            a.status = "rolled_back"
+    s.rejected_actions = (s.rejected_actions + list(e.rejected))[-5:]
+
+
+def _human_requested(s: SessionState, e: ev.HumanInputRequested) -> None:
+    s.human_request = e
+    if s.phase != "completed":
+        s.phase_before_human = s.phase
+        s.phase = "waiting_for_human"
+
+
+def _human_provided(s: SessionState, e: ev.HumanInputProvided) -> None:
+    s.human_answers.append(e)
+    if s.phase == "waiting_for_human":
+        s.phase = s.phase_before_human or "orienting"
+    s.human_request = None
 
 
 _APPLY: dict[type, Any] = {
@@ -386,4 +431,8 @@ _APPLY: dict[type, Any] = {
     ev.StuckDetected: _stuck,
     ev.CriticVerdict: _critic,
     ev.SessionCompleted: _completed,
+    ev.EvidenceGathered: _evidence,
+    ev.WorkspaceRolledBack: _rolled_back,
+    ev.HumanInputRequested: _human_requested,
+    ev.HumanInputProvided: _human_provided,
 }
