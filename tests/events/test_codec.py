@@ -123,6 +123,26 @@ FIELDS: dict[type[ev.Event], dict[str, Any]] = {
         "diff": "d",
         "metrics": {"n": 1},
     },
+    ev.EvidenceGathered: {
+        "round": 1,
+        "reason": "red",
+        "items": [ev.EvidenceItem(kind="file", target="a.py", found=True, summary="a.py: 3")],
+        "trigger": "orient",
+    },
+    ev.WorkspaceRolledBack: {
+        "to_checkpoint": "c0ffee",
+        "reason": "negative example",
+        "actions": ["a1"],
+        "rejected": ["write_file a.py"],
+        "source": "observer",
+    },
+    ev.HumanInputRequested: {
+        "question": "Proceed?",
+        "options": ["abort", "proceed"],
+        "deadline": datetime(2026, 1, 1, 1, tzinfo=UTC),
+        "kind": "black_risk",
+    },
+    ev.HumanInputProvided: {"answer": "proceed", "answered_by": "me", "request_id": "r1"},
 }
 
 

@@ -34,6 +34,7 @@ from oopav.handlers.runtime import Emitter
 from oopav.projections.session import SessionState
 
 NAME = "actor"
+MISSED = ("no_match", "file_not_found", "no_files")  # decision core: see observer.MISSED
 CONTINUE = ("continue", "more_evidence", "negative_example")
 
 
@@ -45,6 +46,7 @@ class Actor:
         "action_rejected",
         "permission_granted",
         "permission_denied",
+        "evidence_gathered",  # decision core: acting resumes once the evidence is in
     )
 
     async def handle(
@@ -60,6 +62,15 @@ class Actor:
         if isinstance(event, ev.ObservationRecorded):
             if event.phase != "change" or event.observer_action not in CONTINUE:
                 return []
+            # decision core: more_evidence waits for the observer's evidence_gathered.
+            if event.observer_action == "more_evidence":
+                return []
+        if isinstance(event, ev.EvidenceGathered) and event.trigger != "observer":
+            return []
+        if isinstance(event, ev.ActionRejected) and event.reason in MISSED:
+            return []  # the observer gathers evidence first (rule 6); its event resumes us
+        if state.phase == "waiting_for_human":
+            return []
         if state.awaiting_permission or state.phase in ("verifying",):
             return []
         await self._step(state, out)
@@ -86,7 +97,7 @@ class Actor:
             )  # type: ignore[attr-defined]
             return
         since = state.actions[state.plan_actions_start :]
-        done = [a for a in since if a.status in ("applied", "failed", "rejected")]
+        done = [a for a in since if a.status in ("applied", "failed", "rejected", "rolled_back")]
         stuck = detect_stuck([a.hash for a in done], [a.status == "applied" for a in done])
         if stuck is not None:
             response, perturbation = next_response(state.stuck)
@@ -341,6 +352,15 @@ def _context(state: SessionState, step: int) -> str:
             lines.append(f"- {r.type}: {r.summary}")
             if r.output:
                 lines.append(clip(r.output, max(256, limit // 3)))
+    # -- decision core (issue 17): what was rolled back, and evidence the observer gathered.
+    if state.rejected_actions:
+        lines.append("### Rejected attempts (rolled back; do not repeat them)")
+        lines += [f"- {r}" for r in state.rejected_actions[-5:]]
+    observed = [g for g in state.evidence if g.trigger == "observer"]
+    if observed:
+        lines.append("### Evidence")
+        lines += [f"- {i.summary} {' '.join(i.locations[:5])}".rstrip() for i in observed[-1].items]
+    # -- end decision core
     if state.last_observation is not None and state.last_observation.phase == "change":
         o = state.last_observation
         if o.parse_errors or o.stubs:

@@ -129,7 +129,7 @@ async def publish_answer(bus: Any, session: str, answer: str, by: str) -> dict[s
     if state.phase == "completed":
         return {"error": f"session {sid} is already completed ({state.outcome})"}
     asked = state.human_request
-    if asked is None:
+    if asked is None or not state.human_pending:
         return {"error": f"session {sid} is not waiting for an answer (phase {state.phase})"}
     if asked.options and answer not in asked.options:
         return {"error": f"answer one of {', '.join(asked.options)} (got {answer!r})"}

@@ -100,6 +100,21 @@ class Planner:
             )
         task = state.task
         assert task is not None
+        if state.evidence:
+            lines = ["### Evidence gathered"]
+            for g in state.evidence[-2:]:
+                lines += [f"- {i.summary} {' '.join(i.locations[:5])}".rstrip() for i in g.items]
+                if g.tests is not None:
+                    lines.append(
+                        f"- tests `{' '.join(g.tests.argv)}`: "
+                        + ("pass" if g.tests.passed else f"fail (exit {g.tests.exit_code})")
+                    )
+            parts.append("\n".join(lines))
+        if state.rejected_actions:
+            parts.append(
+                "### Rejected attempts (rolled back)\n"
+                + "\n".join(f"- {r}" for r in state.rejected_actions[-5:])
+            )
         if o is not None and o.memory_examples:
             lines = ["### Similar successful sessions"]
             for x in o.memory_examples[:3]:

@@ -122,6 +122,7 @@ class SessionState(msgspec.Struct, kw_only=True):
     rejected_actions: list[str] = msgspec.field(default_factory=list)
     evidence: list[ev.EvidenceGathered] = msgspec.field(default_factory=list)
     human_request: ev.HumanInputRequested | None = None
+    human_pending: bool = False
     human_answers: list[ev.HumanInputProvided] = msgspec.field(default_factory=list)
     phase_before_human: str = ""
     end_reason: str = ""
@@ -398,6 +399,7 @@ def _rolled_back(s: SessionState, e: ev.WorkspaceRolledBack) -> None:
 
 def _human_requested(s: SessionState, e: ev.HumanInputRequested) -> None:
     s.human_request = e
+    s.human_pending = True
     if s.phase != "completed":
         s.phase_before_human = s.phase
         s.phase = "waiting_for_human"
@@ -407,7 +409,7 @@ def _human_provided(s: SessionState, e: ev.HumanInputProvided) -> None:
     s.human_answers.append(e)
     if s.phase == "waiting_for_human":
         s.phase = s.phase_before_human or "orienting"
-    s.human_request = None
+    s.human_pending = False
 
 
 _APPLY: dict[type, Any] = {
