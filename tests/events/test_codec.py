@@ -143,6 +143,14 @@ FIELDS: dict[type[ev.Event], dict[str, Any]] = {
         "kind": "black_risk",
     },
     ev.HumanInputProvided: {"answer": "proceed", "answered_by": "me", "request_id": "r1"},
+    ev.ReplanScored: {
+        "replan_id": "r1",
+        "source": "verifier",
+        "before": {"stubs": True, "tests": False},
+        "after": {"stubs": True, "tests": True},
+        "score_before": 0.5,
+        "score_after": 1.0,
+    },
 }
 
 

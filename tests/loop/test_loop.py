@@ -100,6 +100,15 @@ async def test_failing_gate_replans_and_then_succeeds(
     assert [p.attempt for p in plans] == [1, 2]
     assert plans[1].causation_id == replans[0].id
     assert [v.passed for v in of(events, "verification_completed")] == [False, True]
+    # The replan's gate scores before and after, and the rollback to the baseline it started from.
+    scored = of(events, "replan_scored")
+    assert len(scored) == 1 and scored[0].replan_id == replans[0].id
+    assert scored[0].before["tests"] is False and scored[0].after["tests"] is True
+    assert scored[0].score_after > scored[0].score_before
+    rolled = of(events, "workspace_rolled_back")
+    assert len(rolled) == 1 and rolled[0].source == "verifier"
+    order = [e.id for e in events]
+    assert order.index(rolled[0].id) < order.index(replans[0].id)
     assert state.budgets_used.bounces == 1
     assert of(events, "session_completed")[0].metrics["bounces"] == 1
     assert sorted(diff_files(state.diff)) == sorted(FILES)

@@ -451,6 +451,19 @@ class HumanInputProvided(Event, tag="human_input_provided", frozen=True):
     request_id: str | None = None
 
 
+class ReplanScored(Event, tag="replan_scored", frozen=True):
+    """What a replan bought: the gate results of the verification before it and of the first
+    one after it (gate → passed; a gate not reached is absent), and a score for each (the share
+    of the tier's gates that passed)."""
+
+    replan_id: str
+    source: str
+    before: dict[str, bool] = msgspec.field(default_factory=dict)
+    after: dict[str, bool] = msgspec.field(default_factory=dict)
+    score_before: float = 0.0
+    score_after: float = 0.0
+
+
 SESSION_EVENTS: tuple[type[Event], ...] = (
     TaskSubmitted,
     TaskRejected,
@@ -476,4 +489,5 @@ SESSION_EVENTS: tuple[type[Event], ...] = (
     WorkspaceRolledBack,
     HumanInputRequested,
     HumanInputProvided,
+    ReplanScored,
 )

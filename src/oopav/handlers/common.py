@@ -194,6 +194,26 @@ async def call_model(out: Emitter, state: SessionState, request, calls_so_far: i
     return response, called, None
 
 
+def cap_context(
+    out: Emitter, state: SessionState, role: str, context: str, limit: int | None = None
+) -> str:
+    """``context`` within the role's cap (``policy.context_caps``): a larger one is kept whole
+    as an artifact and summarised (``rules.budgets.summarise_context``) with a pointer to it."""
+    from oopav.handlers.rules.budgets import context_digest, summarise_context
+
+    cap = limit or decision_policy(state).context_caps.get(role)
+    if not cap or len(context.encode()) <= cap:
+        return context
+    name = f"context-{role}-{context_digest(context)}.md"
+    try:
+        path = out.ports.settings.artifacts_for(state.session_id) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(context)
+    except OSError:
+        pass  # the summary still says what was cut; the artifact is a convenience
+    return summarise_context(context, cap, f"artifact {name} of this session")
+
+
 def clip(text: str, limit: int, pointer: str = "") -> str:
     from oopav.handlers.rules import clip_output
 
@@ -245,7 +265,14 @@ async def ask_model(
     agent_state = msgspec.convert(state.agent_state, AgentState) if state.agent_state else None
     extra: list[Any] = []
     retries = task.budgets.retries_per_phase
-    for attempt in range(retries + 1):
+    # Retries are counted per phase (all of a phase's requests together), from the stream.
+    used = state.budgets_used.retries.get(phase, 0)
+    context = cap_context(out, state, role, context)
+    shrunk = False
+    attempts = 0
+    while True:
+        if attempts > 0 and used + attempts > retries:
+            break
         request = build_request(
             role,
             prefix=prefix,
@@ -255,8 +282,16 @@ async def ask_model(
             extra=extra,
             seed=0,
         )
-        response, called, error = await call_model(out, state, request, attempt)
+        response, called, error = await call_model(out, state, request, attempts)
+        attempts += 1
         if response is None:
+            if error is not None and error.kind == "context_length" and not shrunk:
+                # An overflow summarises the context to half and retries once, not abort.
+                shrunk = True
+                context = cap_context(
+                    out, state, role, context, limit=max(1024, len(context.encode()) // 2)
+                )
+                continue
             if error is not None and error.kind in FATAL_MODEL_ERRORS:
                 await complete(out, state, "aborted", f"model unavailable: {error}", reason="model")
                 return None
@@ -274,7 +309,7 @@ async def ask_model(
         ev.BudgetExceeded,
         budget="retries_per_phase",
         limit=retries,
-        used=retries + 1,
+        used=used + attempts,
         phase=phase,
         response="abort",
     )

@@ -171,7 +171,7 @@ def parse_submission(payload: bytes, *, check_repo: bool = True) -> Accepted | R
                 f"repo path {repo} is not a directory", "repo", "not_a_directory", excerpt
             )
         repo = str(path.resolve())
-    budgets = Budgets(**(sub.budgets.model_dump(exclude_none=True) if sub.budgets else {}))
+    budgets = _capped_budgets(sub.budgets.model_dump(exclude_none=True) if sub.budgets else {})
     return Accepted(
         instruction=sub.instruction,
         repo=repo,
@@ -262,3 +262,23 @@ def _policy_problem(policy: dict[str, Any]) -> str | None:
         loc = ".".join(str(p) for p in err["loc"])
         return f"policy.{loc}: {err['msg'].removeprefix('Value error, ')}"
     return None
+
+
+def _capped_budgets(wanted: dict[str, Any]) -> Budgets:
+    """The submission's budgets within this deployment's caps (``OOPAV_DEPLOYMENT``, see
+    ``rules.budgets.deployment_caps``): above a cap, the cap applies."""
+    from oopav.handlers.rules.budgets import deployment_caps, merge_budgets
+
+    caps = deployment_caps()
+    if not caps:
+        return Budgets(**wanted)
+    limits = {name: field.metadata for name, field in BudgetsIn.model_fields.items()}
+    ceiling: dict[str, Any] = {}
+    for name in Budgets.__struct_fields__:
+        top = next(
+            (getattr(m, "le", None) for m in limits.get(name, []) if getattr(m, "le", None)), None
+        )
+        ceiling[name] = caps.get(name, top if top is not None else getattr(Budgets(), name))
+    defaults = Budgets()
+    start = {n: min(getattr(defaults, n), ceiling[n]) for n in Budgets.__struct_fields__}
+    return merge_budgets(Budgets(**start), ceiling, wanted or None)

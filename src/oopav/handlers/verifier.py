@@ -91,8 +91,10 @@ class Verifier:
                 failed = result
                 break
         names = [o.gate for o in outcomes]
+        after = {o.gate: o.passed for o in outcomes}
         if failed is None:
             out.emit(ev.VerificationCompleted, passed=True, gates=names, bounce=bounce)
+            _score_replan(state, out, after, len(chain))
             summary = event.action.summary  # type: ignore[union-attr]
             if "tests" in chain and selection.unverified:
                 await complete(
@@ -112,6 +114,7 @@ class Verifier:
             failed_gate=failed.gate,
             bounce=bounce,
         )
+        _score_replan(state, out, after, len(chain))
         limit = state.task.budgets.bounces
         if bounce < limit:
             restart = ""
@@ -209,6 +212,27 @@ class Verifier:
         return GateOutcome(
             "critic", False, evidence="critic rejects: " + "; ".join(verdict.reasons)
         )
+
+
+def _score_replan(
+    state: SessionState, out: Emitter, after: dict[str, bool], chain_length: int
+) -> None:
+    """``replan_scored`` for the first verification after a replan: the gate results before
+    the replan and now, each scored as the share of the tier's gates that passed."""
+    replan = state.unscored_replan
+    if replan is None:
+        return
+    before = dict(state.replan_scores_before)
+    n = max(1, chain_length)
+    out.emit(
+        ev.ReplanScored,
+        replan_id=replan.id,
+        source=replan.source,
+        before=before,
+        after=after,
+        score_before=round(sum(before.values()) / n, 4),
+        score_after=round(sum(after.values()) / n, 4),
+    )
 
 
 async def _roll_back_to_good(state: SessionState, out: Emitter, gate: str) -> str:

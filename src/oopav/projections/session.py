@@ -126,6 +126,10 @@ class SessionState(msgspec.Struct, kw_only=True):
     human_answers: list[ev.HumanInputProvided] = msgspec.field(default_factory=list)
     phase_before_human: str = ""
     end_reason: str = ""
+    pending_gates: dict[str, bool] = msgspec.field(default_factory=dict)
+    last_gate_results: dict[str, bool] = msgspec.field(default_factory=dict)
+    unscored_replan: ev.ReplanTriggered | None = None
+    replan_scores_before: dict[str, bool] = msgspec.field(default_factory=dict)
     observer_replans: int = 0
     last_observer_replan_at: int = -1
 
@@ -216,6 +220,9 @@ def _orient(s: SessionState, e: ev.OrientReported) -> None:
 def _plan(s: SessionState, e: ev.PlanProposed) -> None:
     s.plan = e
     s.plans += 1
+    # A plan closes its planning phase and opens a new acting phase.
+    s.budgets_used.retries["planning"] = 0
+    s.budgets_used.retries["acting"] = 0
     s.plan_actions_start = len(s.actions)
     s.recent = []
     _merge_agent_state(s, e.state_update)
@@ -239,8 +246,15 @@ def _remember(s: SessionState, result: StepResult) -> None:
     del s.recent[:-5]
 
 
+ROLE_PHASE = {"planner": "planning", "actor": "acting"}
+
+
 def _model_called(s: SessionState, e: ev.ModelCalled) -> None:
     b = s.budgets_used
+    phase = ROLE_PHASE.get(e.role)
+    if phase is not None:
+        # Every call counts as a retry until an answer it produced is accepted (below).
+        b.retries[phase] = b.retries.get(phase, 0) + 1
     b.model_calls += 1
     b.model_calls_by_role[e.role] = b.model_calls_by_role.get(e.role, 0) + 1
     b.model_tokens += e.prompt_tokens + e.completion_tokens
@@ -248,6 +262,9 @@ def _model_called(s: SessionState, e: ev.ModelCalled) -> None:
 
 def _action_proposed(s: SessionState, e: ev.ActionProposed) -> None:
     s.budgets_used.iterations += 1
+    if e.model_call_id is not None:
+        acting = s.budgets_used.retries.get("acting", 0)
+        s.budgets_used.retries["acting"] = max(0, acting - 1)
     s.actions.append(
         ActionRecord(id=e.id, type=e.action.type, hash=e.action_hash, step=e.step, action=e.action)  # type: ignore[union-attr]
     )
@@ -342,6 +359,7 @@ def _gate(s: SessionState, e: ev.GateEvaluated) -> None:
         )
     )
     s.phase = "verifying"
+    s.pending_gates[e.gate] = e.passed
 
 
 def _verification(s: SessionState, e: ev.VerificationCompleted) -> None:
@@ -352,12 +370,17 @@ def _verification(s: SessionState, e: ev.VerificationCompleted) -> None:
             s.good_checkpoint,
         )
     s.verdicts.append("passed" if e.passed else f"failed:{e.failed_gate}")
+    s.last_gate_results = s.pending_gates
+    s.pending_gates = {}
 
 
 def _replan(s: SessionState, e: ev.ReplanTriggered) -> None:
     s.last_replan = e
     b = s.budgets_used
     b.replans += 1
+    if s.unscored_replan is None:
+        s.unscored_replan = e
+        s.replan_scores_before = dict(s.last_gate_results)
     if e.source == "observer":
         s.observer_replans += 1
         s.last_observer_replan_at = len(s.actions)
@@ -383,6 +406,11 @@ def _completed(s: SessionState, e: ev.SessionCompleted) -> None:
     s.diff = e.diff
     s.end_reason = e.reason
     s.phase = "completed"
+
+
+def _replan_scored(s: SessionState, e: ev.ReplanScored) -> None:
+    s.unscored_replan = None
+    s.replan_scores_before = {}
 
 
 def _evidence(s: SessionState, e: ev.EvidenceGathered) -> None:
@@ -437,4 +465,5 @@ _APPLY: dict[type, Any] = {
     ev.WorkspaceRolledBack: _rolled_back,
     ev.HumanInputRequested: _human_requested,
     ev.HumanInputProvided: _human_provided,
+    ev.ReplanScored: _replan_scored,
 }

@@ -62,6 +62,10 @@ class LoopPolicy(BaseModel):
     tests: TestPolicy = Field(default_factory=TestPolicy)
     compile_command: list[str] | None = None
     doctest: bool = True
+    context_caps: dict[str, int] = Field(
+        default_factory=lambda: {"planner": 48_000, "actor": 32_000, "critic": 32_000},
+        description="bytes of context per role; a larger context is summarised",
+    )
 
 
 LOOP_POLICY_KEYS: tuple[str, ...] = tuple(LoopPolicy.model_fields)
