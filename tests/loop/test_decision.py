@@ -387,3 +387,129 @@ async def test_tier_from_the_policy_and_the_full_chain_order(
     ]
     assert "session_completed" == types(events)[-1]
     assert INSTRUCTION  # the default instruction is the rename
+
+
+# -- §6 budgets as named --------------------------------------------------------------------------
+
+
+async def test_retries_are_counted_per_phase_not_per_request(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer(steps=3)],
+        "actor": ["no tags", rename_all(), "still no tags", "<action>{}</action>", finish()],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, budgets={"retries_per_phase": 2}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "failed", state.summary
+    over = of(events, "budget_exceeded")
+    # One retry for the first action and two for the second: three in the acting phase.
+    assert [(b.budget, b.limit, b.used, b.phase) for b in over] == [
+        ("retries_per_phase", 2, 3, "acting")
+    ]
+    assert len([c for c in of(events, "model_called") if c.role == "actor"]) == 4
+    assert len(of(events, "action_applied")) == 1
+
+
+async def test_a_context_over_the_role_cap_is_summarised_with_its_artifact(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    policy = {"context_caps": {"planner": 900}}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy=policy))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    call = next(c for c in of(events, "model_called") if c.role == "planner")
+    text = str(call.request["messages"])
+    assert "context summarised to fit 900 bytes" in text
+    kept = list((data_dir / "artifacts" / sid).glob("context-planner-*.md"))
+    assert len(kept) == 1 and "### Repository map" in kept[0].read_text()
+    assert kept[0].name in text
+    await assert_replays(nats_url, sid)
+
+
+async def test_a_context_overflow_summarises_and_retries_once(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [{"error": "context_length: prompt too long"}, plan_answer()],
+        "actor": [rename_all(), finish()],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    calls = [c for c in of(events, "model_called") if c.role == "planner"]
+    assert [c.error is not None for c in calls] == [True, False]
+    assert "context summarised" in str(calls[1].request["messages"])
+    assert "context summarised" not in str(calls[0].request["messages"])
+
+
+# -- §2 the test decision reads the real change ---------------------------------------------------
+
+
+async def test_a_change_larger_than_expected_gets_detected_tests(
+    nc, nats_url: str, data_dir: Path, example_repo: Path
+) -> None:
+    big = "\n".join(f"# note {i}" for i in range(40)) + "\n"
+    write = action_answer({"type": "write_file", "path": "webtool/notes.py", "content": big})
+    plan = plan_answer(files=["webtool/notes.py"]).replace('"required"', '"optional"')
+    script = {"planner": [plan], "actor": [write, finish()]}
+    body = task(
+        example_repo, instruction="Put release notes in webtool/notes.py.", test_command=None
+    )
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    assert of(events, "orient_reported")[0].test_decision not in ("required", "recommended")
+    tests_gate = next(g for g in of(events, "gate_evaluated") if g.gate == "tests")
+    assert not tests_gate.skipped and "40 changed lines > 20" in tests_gate.evidence
+    assert tests_gate.execs and tests_gate.execs[0].argv[:3] == ["python", "-m", "pytest"]
+
+
+# -- §8 the compile and doc-test tiers ------------------------------------------------------------
+
+
+async def test_a_failing_compile_check_bounces_before_the_tests(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer("a"), plan_answer("b")],
+        "actor": [rename_definition_only(), finish(), rename_all(), finish()],
+    }
+    policy = {"compile_command": ["python", "-c", "import webtool.crawler, webtool.report"]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy=policy))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    gates = [(g.gate, g.passed, g.skipped) for g in of(events, "gate_evaluated")]
+    # The import check fails the half rename before any test runs.
+    assert gates[:3] == [("stubs", True, False), ("parse", True, False), ("compile", False, False)]
+    assert of(events, "verification_completed")[0].failed_gate == "compile"
+    assert "ImportError" in of(events, "gate_evaluated")[2].evidence
+    assert [g for g in gates[3:] if g[0] in ("compile", "tests")] == [
+        ("compile", True, False),
+        ("tests", True, False),
+    ]
+
+
+async def test_a_broken_doctest_fails_its_gate_and_the_tests_never_run(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    doc = (
+        '"""Sums.\n\n>>> add(1, 2)\n4\n"""\n\n\ndef add(a: int, b: int) -> int:\n    return a + b\n'
+    )
+    write = action_answer({"type": "write_file", "path": "webtool/sums.py", "content": doc})
+    script = {"planner": [plan_answer()], "actor": [write, finish()]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, budgets={"bounces": 0}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "failed", state.summary
+    gates = [g.gate for g in of(events, "gate_evaluated")]
+    assert gates == ["stubs", "parse", "compile", "doctest"]
+    failed = of(events, "gate_evaluated")[-1]
+    assert not failed.passed and "add(1, 2)" in failed.evidence
+    assert of(events, "verification_completed")[0].failed_gate == "doctest"

@@ -171,7 +171,12 @@ def parse_submission(payload: bytes, *, check_repo: bool = True) -> Accepted | R
                 f"repo path {repo} is not a directory", "repo", "not_a_directory", excerpt
             )
         repo = str(path.resolve())
-    budgets = _capped_budgets(sub.budgets.model_dump(exclude_none=True) if sub.budgets else {})
+    try:
+        budgets = _capped_budgets(sub.budgets.model_dump(exclude_none=True) if sub.budgets else {})
+    except ValueError as exc:  # the deployment's caps are broken: say so, do not run uncapped
+        return Rejected(
+            f"this deployment's budget caps are unusable: {exc}", "budgets", "deployment", excerpt
+        )
     return Accepted(
         instruction=sub.instruction,
         repo=repo,

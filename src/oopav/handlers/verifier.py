@@ -72,6 +72,9 @@ class Verifier:
                 result = await gate_doctest(state, root, changed, ports, event.id)
             elif gate == "tests":
                 result = await gate_tests(state, root, ports, event.id, selection)
+                if not result.skipped:
+                    # Say why these tests ran (the task's command, or detected, and the decision).
+                    result.evidence = f"{selection.why}\n{result.evidence}"
             elif gate == "lint":
                 result = await gate_lint(state, root, changed, ports, event.id)
             else:

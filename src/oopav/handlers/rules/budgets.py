@@ -186,6 +186,8 @@ def summarise_context(text: str, max_bytes: int, pointer: str) -> str:
         out = "".join(parts)
         if len(out.encode()) <= max_bytes:
             return out
+    if max_bytes > 2 * len(note.encode()):
+        return note + clip_output(text, max_bytes - len(note.encode()), pointer)
     return clip_output(text, max_bytes, pointer)
 
 
