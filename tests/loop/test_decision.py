@@ -513,3 +513,37 @@ async def test_a_broken_doctest_fails_its_gate_and_the_tests_never_run(
     failed = of(events, "gate_evaluated")[-1]
     assert not failed.passed and "add(1, 2)" in failed.evidence
     assert of(events, "verification_completed")[0].failed_gate == "doctest"
+
+
+async def test_read_only_retrieval_needs_no_grant_and_feeds_the_next_prompt(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    read = action_answer(
+        {"type": "read_file", "path": "webtool/client.py", "start_line": 22, "end_line": 23}
+    )
+    search = action_answer({"type": "search", "pattern": "fetch(", "paths": ["webtool"]})
+    outside = action_answer({"type": "read_file", "path": "../etc/passwd"})
+    script = {"planner": [plan_answer()], "actor": [read, search, outside, rename_all(), finish()]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    assert not of(events, "permission_requested")
+    applied = of(events, "action_applied")
+    assert [a.ok for a in applied] == [True, True, False, True]
+    assert "webtool/client.py lines 22-23" in applied[0].stdout_tail
+    assert "22: def fetch(url: str" in applied[0].stdout_tail
+    assert "webtool/crawler.py:" in applied[1].stdout_tail
+    assert "contains '..'" in applied[2].stdout_tail
+    assert all(not a.files_changed and a.checkpoint is None for a in applied[:3])
+    calls = [c for c in of(events, "model_called") if c.role == "actor"]
+    assert "22: def fetch(url: str" in str(calls[1].request["messages"])
+    # Reads complete no plan step: the rename is still asked for, then finish.
+    assert [a.action.type for a in of(events, "action_proposed")] == [
+        "read_file",
+        "search",
+        "read_file",
+        "ast_grep",
+        "finish",
+    ]
+    await assert_replays(nats_url, sid)

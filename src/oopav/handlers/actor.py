@@ -16,7 +16,13 @@ import msgspec
 
 from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
-from oopav.events.actions import Action, FinishAction, RunCommandAction, action_hash
+from oopav.events.actions import (
+    READ_ONLY_ACTIONS,
+    Action,
+    FinishAction,
+    RunCommandAction,
+    action_hash,
+)
 from oopav.events.catalog import Event
 from oopav.handlers.common import (
     ask_model,
@@ -126,7 +132,8 @@ class Actor:
                     reason="stuck",
                 )
             return
-        applied = sum(1 for a in since if a.status == "applied")
+        # Read-only retrieval informs a step; it does not complete one.
+        applied = sum(1 for a in since if a.status == "applied" and a.type not in READ_ONLY_ACTIONS)
         step = min(applied + 1, len(state.plan.steps))
         if applied >= len(state.plan.steps):
             # Every step has an applied action: hand over to the verifier without asking.
@@ -184,6 +191,11 @@ class Actor:
         root = Path(state.workspace.path)  # type: ignore[union-attr]
         policy = sandbox_policy(state)
         await self._rollback(state)
+        # -- decision core: read-only retrieval needs no grant and no sandbox (retrieval.py).
+        if action.type in READ_ONLY_ACTIONS:
+            await self._read_only(action_id, action, state, out)
+            return
+        # -- end decision core
         plan = await asyncio.to_thread(plan_action, root, action, policy=policy)
         if isinstance(plan, Rejection):
             out.emit(
@@ -317,6 +329,23 @@ class Actor:
             duration_ms=round((out.ports.clock.monotonic() - t0) * 1000, 3),
             grants_used=grants_used,
             execs=execs,
+        )
+
+    async def _read_only(
+        self, action_id: str, action: Action, state: SessionState, out: Emitter
+    ) -> None:
+        from oopav.handlers.retrieval import read_only
+
+        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]
+        limit = state.task.budgets.prompt_output_bytes  # type: ignore[union-attr]
+        out.emit(
+            ev.ActionApplied,
+            action_id=action_id,
+            ok=ok,
+            exit_code=0 if ok else 1,
+            stdout_tail=clip(text, limit, "the workspace file itself"),
+            output_bytes=len(text.encode()),
         )
 
     async def _resume(self, event: Event, state: SessionState, out: Emitter) -> None:
