@@ -7,7 +7,7 @@ policy is parsed."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -18,6 +18,7 @@ class TestPolicy(BaseModel):
     """The test-decision rules' vocabulary and thresholds (``rules.orient.decide_tests``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    __test__: ClassVar[bool] = False  # not a pytest class, despite the name
 
     required_words: list[str] = Field(
         default_factory=list,
