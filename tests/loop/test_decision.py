@@ -547,3 +547,70 @@ async def test_read_only_retrieval_needs_no_grant_and_feeds_the_next_prompt(
         "finish",
     ]
     await assert_replays(nats_url, sid)
+
+
+# -- §10 fuzzy repetition -------------------------------------------------------------------------
+
+
+async def test_near_identical_actions_are_a_loop_and_replan_with_a_perturbation(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    drafts = [
+        action_answer(
+            {
+                "type": "write_file",
+                "path": "webtool/notes.txt",
+                "content": f"release notes, draft {i}\n",
+            }
+        )
+        for i in range(1, 4)
+    ]
+    script = {
+        "planner": [plan_answer("notes", steps=6), plan_answer("rename instead")],
+        "actor": [*drafts, rename_all(), finish()],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    stuck = of(events, "stuck_detected")
+    assert [(s.pattern, s.count, s.response) for s in stuck] == [("similar", 3, "replan")]
+    hashes = [a.action_hash for a in of(events, "action_proposed")[:3]]
+    assert len(set(hashes)) == 3 and stuck[0].action_hashes == hashes
+    replans = of(events, "replan_triggered")
+    assert len(replans) == 1 and replans[0].perturbation and replans[0].source == "actor"
+
+
+async def test_a_third_plan_like_the_two_before_is_replaced_by_a_perturbed_replan(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    different = plan_answer(
+        "one structural rule over the whole tree, then the tests",
+        files=["webtool/client.py"],
+        steps=3,
+    )
+    script = {
+        "planner": [plan_answer("a"), plan_answer("b"), plan_answer("c"), different],
+        "actor": [
+            rename_definition_only(),
+            finish("half"),
+            rename_definition_only(),
+            finish("half again"),
+            rename_all(),
+            finish(),
+        ],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    stuck = of(events, "stuck_detected")
+    assert [(s.pattern, s.response) for s in stuck] == [("similar", "replan")]
+    plans = of(events, "plan_proposed")
+    assert len(plans) == 3 and [p.rationale for p in plans[:2]] == ["a", "b"]
+    assert "one structural rule" in plans[2].rationale
+    replans = of(events, "replan_triggered")
+    assert [r.source for r in replans] == ["verifier", "verifier", "planner"]
+    assert replans[-1].perturbation and "90% alike" in replans[-1].reason
+    calls = [c for c in of(events, "model_called") if c.role == "planner"]
+    assert "Change of approach" in str(calls[-1].request["messages"])

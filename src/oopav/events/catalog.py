@@ -363,9 +363,10 @@ class BudgetExceeded(Event, tag="budget_exceeded", frozen=True):
 
 
 class StuckDetected(Event, tag="stuck_detected", frozen=True):
-    """The actor repeats itself (same action, A/B alternation, consecutive errors)."""
+    """The actor repeats itself (same action, A/B alternation, consecutive errors) or its last
+    outputs — actions that failed, or plans — are more than 90% alike (``similar``)."""
 
-    pattern: Literal["repeat", "alternation", "errors"]
+    pattern: Literal["repeat", "alternation", "errors", "similar"]
     action_hashes: list[str] = msgspec.field(default_factory=list)
     count: int = 0
     response: Literal["replan", "abort"] = "replan"

@@ -105,6 +105,9 @@ class Actor:
         since = state.actions[state.plan_actions_start :]
         done = [a for a in since if a.status in ("applied", "failed", "rejected", "rolled_back")]
         stuck = detect_stuck([a.hash for a in done], [a.status == "applied" for a in done])
+        if stuck is None:
+            # decision core: near-identical failing attempts are a loop too (fuzzy repetition).
+            stuck = _similar_actions(done)
         if stuck is not None:
             response, perturbation = next_response(state.stuck)
             out.emit(
@@ -399,6 +402,32 @@ def _context(state: SessionState, step: int) -> str:
                 for f in (o.parse_errors + o.stubs)[:10]
             ]
     return "\n".join(lines)
+
+
+def _similar_actions(done: list) -> object | None:  # type: ignore[type-arg]
+    """Fuzzy repetition (issue 17 §10): the last three actions touch the same targets and are
+    each more than 90% like the one before — a loop exact hashes miss (a patch retried with a
+    tweak, a file rewritten back and forth)."""
+    from oopav.handlers.rules.stuck import SIMILAR_RUN, detect_similar
+
+    tail = done[-SIMILAR_RUN:]
+    if len(tail) < SIMILAR_RUN or any(a.action is None for a in tail):
+        return None
+    if len({_targets(a.action) for a in tail}) != 1:
+        return None
+    texts = [
+        msgspec.json.encode(msgspec.to_builtins(a.action), order="sorted").decode() for a in tail
+    ]
+    return detect_similar(texts, [a.hash for a in tail])
+
+
+def _targets(action: object) -> tuple[str, ...]:
+    paths = [e.path for e in getattr(action, "edits", []) or []]
+    if getattr(action, "path", None):
+        paths.append(action.path)  # type: ignore[attr-defined]
+    paths += list(getattr(action, "paths", []) or [])
+    paths += list(getattr(action, "argv", [])[:1])
+    return (getattr(action, "type", ""), *sorted(paths))
 
 
 def _recent_text(state: SessionState) -> str:

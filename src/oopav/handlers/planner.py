@@ -154,6 +154,8 @@ class Planner:
             return
         parsed, call_id = answer
         plan = parsed.payload
+        if await self._repeats_itself(plan, decision, state, out):
+            return
         out.emit(
             ev.PlanProposed,
             steps=[
@@ -169,6 +171,57 @@ class Planner:
             state_update=msgspec.to_builtins(parsed.state_update) if parsed.state_update else None,
             think=parsed.think,
         )
+
+    async def _repeats_itself(
+        self, plan: object, decision: str, state: SessionState, out: Emitter
+    ) -> bool:
+        """Fuzzy repetition of plans: a third plan more than 90% like the two before it is
+        not proposed; the planner replans with a perturbation (then, a second time, aborts)."""
+        from oopav.handlers.rules import next_response
+        from oopav.handlers.rules.stuck import SIMILAR_RUN, detect_similar
+        from oopav.projections.session import plan_text
+
+        if len(state.plan_texts) < SIMILAR_RUN - 1:
+            return False
+        candidate = ev.PlanProposed(
+            id="-",
+            aggregate_id=state.session_id,
+            correlation_id="-",
+            actor="-",
+            ts=out.now(),
+            steps=[
+                PlanStep(id=s.id, description=s.description, files=list(s.files))
+                for s in plan.steps  # type: ignore[attr-defined]
+            ],
+            files=list(plan.files),  # type: ignore[attr-defined]
+            test_decision=plan.test_decision if decision != "required" else "required",  # type: ignore[attr-defined]
+        )
+        texts = [*state.plan_texts[-(SIMILAR_RUN - 1) :], plan_text(candidate)]
+        match = detect_similar(texts)
+        if match is None:
+            return False
+        response, perturbation = next_response(state.stuck)
+        out.emit(
+            ev.StuckDetected,
+            pattern="similar",
+            action_hashes=[],
+            count=match.count,
+            response=response,
+        )
+        if response == "replan":
+            out.emit(
+                ev.ReplanTriggered,
+                source=NAME,
+                reason=f"the last {match.count} plans are more than 90% alike",
+                evidence=texts[-1][:2000],
+                attempt=state.plans + 1,
+                perturbation=perturbation,
+            )
+        else:
+            await complete(
+                out, state, "aborted", "the planner keeps proposing the same plan", reason="stuck"
+            )
+        return True
 
 
 def _idents(text: str) -> list[str]:

@@ -126,6 +126,7 @@ class SessionState(msgspec.Struct, kw_only=True):
     human_answers: list[ev.HumanInputProvided] = msgspec.field(default_factory=list)
     phase_before_human: str = ""
     end_reason: str = ""
+    plan_texts: list[str] = msgspec.field(default_factory=list)
     pending_gates: dict[str, bool] = msgspec.field(default_factory=dict)
     last_gate_results: dict[str, bool] = msgspec.field(default_factory=dict)
     unscored_replan: ev.ReplanTriggered | None = None
@@ -220,12 +221,19 @@ def _orient(s: SessionState, e: ev.OrientReported) -> None:
 def _plan(s: SessionState, e: ev.PlanProposed) -> None:
     s.plan = e
     s.plans += 1
+    s.plan_texts = [*s.plan_texts, plan_text(e)][-3:]
     # A plan closes its planning phase and opens a new acting phase.
     s.budgets_used.retries["planning"] = 0
     s.budgets_used.retries["acting"] = 0
     s.plan_actions_start = len(s.actions)
     s.recent = []
     _merge_agent_state(s, e.state_update)
+
+
+def plan_text(plan: ev.PlanProposed) -> str:
+    """A plan's canonical text for fuzzy repetition: its steps and files, nothing volatile."""
+    steps = "\n".join(f"{st.id}. {st.description} [{', '.join(st.files)}]" for st in plan.steps)
+    return f"{steps}\nfiles: {', '.join(plan.files)}\ntests: {plan.test_decision}"
 
 
 def _merge_agent_state(s: SessionState, update: dict[str, Any] | None) -> None:
