@@ -539,7 +539,7 @@ async def run(
         )
         if handlers.done():
             handlers.result()  # set-up failed: raise its error
-        progress = None
+        progress = asking = None
         try:
             reply = await submit_task(bus, body)
             if "error" in reply:
@@ -562,8 +562,14 @@ async def run(
                     click.echo(f"  {e.type:24} {describe_event(e)}", err=True)
 
                 progress = await bus.nc.subscribe(f"oopav.ev.session.{sid}.>", cb=show)
+            if sys.stdin.isatty() and not as_json:
+                from oopav.handlers.commands import ask_inline
+
+                asking = await ask_inline(bus, sid)  # questions to a person, asked right here
             state = await wait_session(bus, sid, timeout)
         finally:
+            if asking is not None:
+                await asking.unsubscribe()
             if progress is not None:
                 await progress.unsubscribe()
             stop.set()

@@ -614,3 +614,29 @@ async def test_a_third_plan_like_the_two_before_is_replaced_by_a_perturbed_repla
     assert replans[-1].perturbation and "90% alike" in replans[-1].reason
     calls = [c for c in of(events, "model_called") if c.role == "planner"]
     assert "Change of approach" in str(calls[-1].request["messages"])
+
+
+async def test_oopav_run_asks_the_question_inline_and_publishes_the_answer(
+    nc, nats_url: str, data_dir: Path, repo: Path, monkeypatch
+) -> None:
+    import click
+
+    from oopav.handlers.commands import ask_inline
+
+    asked: list[str] = []
+
+    def prompt(text: str, **_: object) -> str:
+        asked.append(text)
+        return "abort"
+
+    monkeypatch.setattr(click, "prompt", prompt)
+    async with loop(nats_url, {"planner": [plan_answer()], "actor": [finish()]}) as bus:
+        sid = await start(bus, task(repo, instruction="Delete the whole repository."))
+        sub = await ask_inline(bus, sid)
+        try:
+            state, events = await finish_session(bus, sid)
+        finally:
+            await sub.unsubscribe()
+    assert len(asked) == 1 and "black" in asked[0] and "[abort/proceed]" in asked[0]
+    assert state.outcome == "aborted" and state.end_reason == "human"
+    assert of(events, "human_input_provided")[0].answer == "abort"

@@ -183,3 +183,36 @@ def answer_cmd(ctx: click.Context, session: str, text: str, by: str | None, as_j
 
 def register(cli: click.Group) -> None:
     cli.add_command(answer_cmd)
+
+
+async def ask_inline(bus: Any, session_id: str) -> Any:
+    """For ``oopav run`` on a terminal: when the session asks a person, ask on this terminal
+    and publish the answer (the session also takes ``oopav answer`` from elsewhere). Returns
+    the subscription, to be unsubscribed by the caller."""
+    from oopav.events.codec import decode as decode_event
+
+    async def on_msg(msg: Any) -> None:
+        try:
+            event = decode_event(msg.data)
+        except Exception:
+            return
+        if event.type != "human_input_requested":
+            return
+        options = list(getattr(event, "options", []) or [])
+        prompt = f"\n{event.question}" + (f" [{'/'.join(options)}]" if options else "")
+
+        def ask() -> str:
+            choice = click.Choice(options) if options else None
+            return str(click.prompt(prompt, type=choice, err=True))
+
+        try:
+            answer = await asyncio.to_thread(ask)
+        except (click.Abort, EOFError):
+            return
+        import getpass
+
+        reply = await publish_answer(bus, session_id, answer, getpass.getuser())
+        if "error" in reply:
+            click.echo(f"not sent: {reply['error']}", err=True)
+
+    return await bus.nc.subscribe(f"oopav.ev.session.{session_id}.human_input_requested", cb=on_msg)
