@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from oopav.events import catalog as ev
-from oopav.events.actions import SearchReplaceAction, SearchReplaceEdit
+from oopav.events.actions import SearchReplaceAction, SearchReplaceEdit, WriteFileAction
 from oopav.events.codec import (
     REGISTRY,
     EventDecodeError,
@@ -151,6 +151,15 @@ FIELDS: dict[type[ev.Event], dict[str, Any]] = {
         "score_before": 0.5,
         "score_after": 1.0,
     },
+    ev.CandidateEvaluated: {
+        "candidate_id": "c1",
+        "position": 0,
+        "action": WriteFileAction(path="a.py", content="x = 1\n"),
+        "action_hash": "h1",
+        "score": 3.5,
+        "components": {"valid": 1.0, "clean": 1.0},
+    },
+    ev.CandidateSelected: {"candidate_id": "c1", "ranking": [("c1", 3.5), ("c2", 0.0)]},
 }
 
 

@@ -640,3 +640,56 @@ async def test_oopav_run_asks_the_question_inline_and_publishes_the_answer(
     assert len(asked) == 1 and "black" in asked[0] and "[abort/proceed]" in asked[0]
     assert state.outcome == "aborted" and state.end_reason == "human"
     assert of(events, "human_input_provided")[0].answer == "abort"
+
+
+# -- §9 competing candidates -----------------------------------------------------------------------
+
+
+async def test_competing_candidates_are_graded_and_the_best_is_applied(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer()],
+        "actor": [
+            rename_definition_only(),
+            never_matches(),
+            rename_all(),
+            finish("one"),
+            finish("two"),
+            finish("three"),
+        ],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy={"candidates": 3}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", (
+        state.summary,
+        types(events),
+        of(events, "candidate_evaluated"),
+    )
+    evaluated = of(events, "candidate_evaluated")
+    assert len(evaluated) == 6 and [c.position for c in evaluated] == [0, 1, 2, 0, 1, 2]
+    first = evaluated[:3]
+    assert [c.action.type for c in first] == ["search_replace", "search_replace", "ast_grep"]
+    assert [c.valid for c in first] == [True, False, True]
+    assert first[0].components.get("tests") == 0.0, (first[0].components, first[0].reason)
+    assert first[2].components.get("tests") == 1.0, (first[2].components, first[2].reason)
+    assert first[1].score == 0.0 and "no_match" in first[1].reason
+    selected = of(events, "candidate_selected")
+    assert selected[0].candidate_id == first[2].candidate_id
+    assert [cid for cid, _ in selected[0].ranking] == [
+        first[2].candidate_id,
+        first[0].candidate_id,
+        first[1].candidate_id,
+    ]
+    proposed = of(events, "action_proposed")
+    assert proposed[0].action == first[2].action
+    assert proposed[0].model_call_id == first[2].model_call_id
+    # Equal finishes: the smallest candidate id wins.
+    finishes = evaluated[3:]
+    assert len({c.score for c in finishes}) == 1
+    assert selected[1].candidate_id == min(c.candidate_id for c in finishes)
+    # Only the winner touched the workspace: the trials were rolled back.
+    assert len(of(events, "action_applied")) == 1
+    assert "+def fetch_page(" in state.diff and "this_does_not_exist" not in state.diff
+    await assert_replays(nats_url, sid)

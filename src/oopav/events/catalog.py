@@ -465,6 +465,32 @@ class ReplanScored(Event, tag="replan_scored", frozen=True):
     score_after: float = 0.0
 
 
+class CandidateEvaluated(Event, tag="candidate_evaluated", frozen=True):
+    """One of N competing actions, sampled with a fixed candidate id before any was tried,
+    applied in its own trial checkpoint and graded by the composite judge (validity, new parse
+    errors or stubs, the tests when the task has a command, diff size)."""
+
+    candidate_id: str
+    position: int
+    action: Action
+    action_hash: str
+    model_call_id: str | None = None
+    valid: bool = True
+    score: float = 0.0
+    components: dict[str, float] = msgspec.field(default_factory=dict)
+    reason: str = ""
+    execs: list[ExecRecord] = msgspec.field(default_factory=list)
+
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"execs"})
+
+
+class CandidateSelected(Event, tag="candidate_selected", frozen=True):
+    """The winner among the candidates, by (score, candidate id); the ranking, best first."""
+
+    candidate_id: str
+    ranking: list[tuple[str, float]] = msgspec.field(default_factory=list)
+
+
 SESSION_EVENTS: tuple[type[Event], ...] = (
     TaskSubmitted,
     TaskRejected,
@@ -491,4 +517,6 @@ SESSION_EVENTS: tuple[type[Event], ...] = (
     HumanInputRequested,
     HumanInputProvided,
     ReplanScored,
+    CandidateEvaluated,
+    CandidateSelected,
 )

@@ -149,7 +149,17 @@ class Actor:
                 iteration=state.budgets_used.iterations + 1,
             )
             return
-        action, called, think, update = await self._ask(state, out, step)
+        # -- decision core: competing candidates (candidates.py) when the policy asks for them.
+        from oopav.handlers.common import decision_policy
+
+        n = decision_policy(state).candidates
+        if n > 1:
+            from oopav.handlers.candidates import choose
+
+            action, called, think, update = await choose(self, state, out, step, n)
+        else:
+            action, called, think, update = await self._ask(state, out, step)
+        # -- end decision core
         if action is None:
             return
         proposed = out.emit(

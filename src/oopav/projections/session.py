@@ -421,6 +421,13 @@ def _replan_scored(s: SessionState, e: ev.ReplanScored) -> None:
     s.replan_scores_before = {}
 
 
+def _candidate(s: SessionState, e: ev.CandidateEvaluated) -> None:
+    # A sampled candidate is an accepted answer, not a retry.
+    if e.model_call_id is not None:
+        acting = s.budgets_used.retries.get("acting", 0)
+        s.budgets_used.retries["acting"] = max(0, acting - 1)
+
+
 def _evidence(s: SessionState, e: ev.EvidenceGathered) -> None:
     s.evidence.append(e)
 
@@ -474,4 +481,5 @@ _APPLY: dict[type, Any] = {
     ev.HumanInputRequested: _human_requested,
     ev.HumanInputProvided: _human_provided,
     ev.ReplanScored: _replan_scored,
+    ev.CandidateEvaluated: _candidate,
 }

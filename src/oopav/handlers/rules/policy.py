@@ -63,6 +63,9 @@ class LoopPolicy(BaseModel):
     tests: TestPolicy = Field(default_factory=TestPolicy)
     compile_command: list[str] | None = None
     doctest: bool = True
+    candidates: int = Field(
+        1, ge=1, le=8, description="competing actions sampled and graded per step (1: off)"
+    )
     context_caps: dict[str, int] = Field(
         default_factory=lambda: {"planner": 48_000, "actor": 32_000, "critic": 32_000},
         description="bytes of context per role; a larger context is summarised",
