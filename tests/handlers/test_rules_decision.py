@@ -122,3 +122,46 @@ def test_summarise_context_keeps_every_section_header_and_fits() -> None:
     assert all(f"### Part {i}" in out for i in range(4))
     assert "artifact ctx.md" in out and out.startswith("[context summarised")
     assert summarise_context("short", 100, "x") == "short"
+
+
+async def test_orient_records_the_embedder_and_query_of_each_memory_hit(tmp_path: Path) -> None:
+    from oopav.config import Settings
+    from oopav.context.memory import Hit
+    from oopav.events import catalog as ev
+    from oopav.events.clock import ManualClock
+    from oopav.events.factory import caused_event, root_event
+    from oopav.handlers.orient import Orient
+    from oopav.handlers.ports import Ports
+    from oopav.projections.session import fold
+
+    class Embedder:
+        name = "hashing-256"
+
+    class Memory:
+        embedder = Embedder()
+
+        def query(self, text: str, k: int, only_successful: bool) -> list[Hit]:
+            return [
+                Hit(
+                    session_id="s-old",
+                    score=0.91,
+                    instruction="rename x",
+                    plan_summary="1. x",
+                    outcome="success",
+                )
+            ]
+
+    clock = ManualClock()
+    task = root_event(
+        ev.TaskSubmitted, handler="intake", clock=clock, instruction="Rename `x` to `y`.", repo="/r"
+    )
+    base = caused_event(
+        ev.ObservationRecorded, task, handler="observer", clock=clock, files_total=3
+    )
+    state = fold([task, base])
+    ports = Ports(settings=Settings(data_dir=tmp_path), clock=clock)
+    [report] = await Orient(memory=Memory()).handle(base, state, ports, None)
+    assert isinstance(report, ev.OrientReported)
+    [example] = report.memory_examples
+    assert example["embedder"] == "hashing-256" and example["query"] == "Rename `x` to `y`."
+    assert example["session_id"] == "s-old" and report.memory_hits == [("s-old", 0.91)]

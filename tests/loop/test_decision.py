@@ -693,3 +693,46 @@ async def test_competing_candidates_are_graded_and_the_best_is_applied(
     assert len(of(events, "action_applied")) == 1
     assert "+def fetch_page(" in state.diff and "this_does_not_exist" not in state.diff
     await assert_replays(nats_url, sid)
+
+
+# -- §11 forks and the repo-map cache -----------------------------------------------------------
+
+
+async def test_fork_at_a_plan_replays_the_parent_then_continues_live(
+    nc, nats_url: str, data_dir: Path, repo: Path, tmp_path: Path, monkeypatch
+) -> None:
+    import yaml
+
+    from oopav.replay import fork_session
+
+    monkeypatch.setenv("OOPAV_NATS_URL", nats_url)  # the fork reads its parent from here
+    parent_script = tmp_path / "parent.yaml"
+    parent_script.write_text(
+        yaml.safe_dump(
+            {"planner": [plan_answer()], "actor": [rename_definition_only(), finish("half")]}
+        )
+    )
+    live = tmp_path / "live.yaml"
+    live.write_text(yaml.safe_dump({"actor": [rename_all(), finish("all")]}))
+    async with loop(nats_url) as bus:
+        sid = await start(
+            bus, task(repo, model=f"scripted:{parent_script}", budgets={"bounces": 0})
+        )
+        parent, parent_events = await finish_session(bus, sid)
+        assert parent.outcome == "failed"
+        recorded = await bus.events.read("session", sid)
+        at = next(seq for seq, e in recorded if e.type == "plan_proposed")
+        child_id = await fork_session(bus, sid, at, f"scripted:{live}")
+        child, events = await finish_session(bus, child_id)
+    assert child.outcome == "success", child.summary
+    assert child.task.parent_session == sid and child.task.fork_sequence == at
+    planner = [c for c in of(events, "model_called") if c.role == "planner"]
+    parent_planner = [c for c in of(parent_events, "model_called") if c.role == "planner"]
+    assert [c.response for c in planner] == [c.response for c in parent_planner]
+    actor = [c.response for c in of(events, "model_called") if c.role == "actor"]
+    assert actor == [rename_all(), finish("all")]
+    assert (
+        "+def fetch_page(" in child.diff and "+from webtool.client import fetch_page" in child.diff
+    )
+    # The planner's repository map came through the disposable cache.
+    assert list((data_dir / "cache" / "repomap").rglob("*.json"))

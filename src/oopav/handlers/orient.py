@@ -111,6 +111,9 @@ class Orient:
                     "score": round(float(h.score), 6),
                     "instruction": str(getattr(h, "instruction", ""))[:500],
                     "plan": str(getattr(h, "plan_summary", ""))[:1000],
+                    # Which embedder and query found it, so a hit can be audited and re-run.
+                    "embedder": self._embedder_name(),
+                    "query": task.instruction[:500],
                 }
                 for h in found
             ],
@@ -178,6 +181,11 @@ class Orient:
                 reason="human",
             )
         return out.events
+
+    def _embedder_name(self) -> str:
+        embedder = getattr(self.memory, "embedder", None)
+        name = getattr(embedder, "name", None)
+        return str(name() if callable(name) else name or type(embedder).__name__)
 
     def _memory_hits(self, instruction: str, session_id: str) -> list:  # type: ignore[type-arg]
         if self.memory is None:

@@ -47,8 +47,9 @@ class Planner:
     name = NAME
     subscribes = ("orient_reported", "replan_triggered")
 
-    def __init__(self, repo_map_budget: int = 1024) -> None:
+    def __init__(self, repo_map_budget: int = 1024, cache_dir: Path | None = None) -> None:
         self.repo_map_budget = repo_map_budget
+        self._cache_dir = cache_dir
 
     async def handle(
         self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
@@ -58,6 +59,8 @@ class Planner:
         if not isinstance(event, ev.OrientReported | ev.ReplanTriggered) or state.task is None:
             return []
         out = Emitter(event, NAME, ports)
+        if self._cache_dir is None:
+            self._cache_dir = ports.settings.data_dir / "cache" / "repomap"
         over = over_wall_budget(out, state, "planning") or tokens_exceeded(out, state)
         if over is not None:
             await complete(
@@ -66,6 +69,9 @@ class Planner:
             return out.events
         await self._plan(event, state, out)
         return out.events
+
+    def settings_cache(self, state: SessionState) -> Path | None:
+        return self._cache_dir
 
     async def _context(self, state: SessionState) -> tuple[str, str | None]:
         parts: list[str] = []
@@ -78,7 +84,8 @@ class Planner:
                     build_repo_map,
                     Path(state.workspace.path),
                     token_budget=self.repo_map_budget,
-                    cache_dir=None,
+                    # The map cache is disposable (keyed by the tree): a rebuild costs time only.
+                    cache_dir=self.settings_cache(state),
                     mentioned_idents=tuple(_idents(state.task.instruction)),  # type: ignore[union-attr]
                 )
                 parts.append("### Repository map\n" + rmap.text)
