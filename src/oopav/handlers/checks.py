@@ -6,7 +6,6 @@ back; a check the project does not configure is skipped with the reason, never i
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 
@@ -110,7 +109,3 @@ async def gate_doctest(
             "doctest", True, skipped=True, evidence="no doc tests in the changed files"
         )
     return await _run("doctest", ["python", "-m", "doctest", *files], state, root, ports, cause_id)
-
-
-def describe(argv: list[str]) -> str:
-    return json.dumps(argv)

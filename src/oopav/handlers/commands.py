@@ -116,16 +116,26 @@ def apply_decision_options(body: dict[str, Any]) -> dict[str, Any]:
 # -- oopav answer ------------------------------------------------------------------------------
 
 
-async def publish_answer(bus: Any, session: str, answer: str, by: str) -> dict[str, Any]:
-    """Append ``human_input_provided`` to a session that waits for a person."""
+async def publish_answer(
+    bus: Any, session: str, answer: str, by: str, *, request_id: str | None = None
+) -> dict[str, Any]:
+    """Append ``human_input_provided`` to a session that waits for a person. ``request_id``:
+    the question being answered, when the caller saw it arrive (its read waits up to 5 s for the
+    stream to show it, since a live notification can precede a read of the stored batch)."""
     from oopav.events import catalog as ev
     from oopav.events.factory import root_event
     from oopav.projections.session import fold
     from oopav.runtime import resolve_session
 
     sid = await resolve_session(bus, session)
-    recorded = await bus.events.read("session", sid)
-    state = fold(recorded)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5.0
+    while True:
+        state = fold(await bus.events.read("session", sid))
+        seen = state.human_request is not None and state.human_request.id == request_id
+        if request_id is None or seen or loop.time() >= deadline:
+            break
+        await asyncio.sleep(0.1)
     if state.phase == "completed":
         return {"error": f"session {sid} is already completed ({state.outcome})"}
     asked = state.human_request
@@ -211,7 +221,9 @@ async def ask_inline(bus: Any, session_id: str) -> Any:
             return
         import getpass
 
-        reply = await publish_answer(bus, session_id, answer, getpass.getuser())
+        reply = await publish_answer(
+            bus, session_id, answer, getpass.getuser(), request_id=event.id
+        )
         if "error" in reply:
             click.echo(f"not sent: {reply['error']}", err=True)
 

@@ -244,7 +244,11 @@ async def _roll_back_to_good(state: SessionState, out: Emitter, gate: str) -> st
     from oopav.handlers.decide import roll_back
 
     target = state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]
-    undone = [a for a in state.actions if a.status == "applied"]
+    start = 0
+    if state.good_checkpoint:
+        marks = [i for i, a in enumerate(state.actions) if a.checkpoint == state.good_checkpoint]
+        start = marks[-1] + 1 if marks else 0
+    undone = [a for a in state.actions[start:] if a.status == "applied"]
     if not undone:
         return ""
     await roll_back(
