@@ -380,6 +380,7 @@ def task_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             metavar="NAME=VALUE",
             help="An extra variable for the project's commands.",
         ),
+        *_decision_options(),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -401,6 +402,12 @@ def cli_model_spec(
     if problem is not None:
         raise click.BadParameter(problem, param_hint=param)
     return spec
+
+
+def _decision_options() -> list[Callable[..., Any]]:
+    from oopav.handlers.commands import decision_options
+
+    return decision_options()
 
 
 def _submission(
@@ -461,7 +468,9 @@ def _submission(
         body.setdefault("budgets", {})[key] = float(value) if "." in value else int(value)
     if "instruction" not in body:
         raise click.UsageError("give an INSTRUCTION or --task FILE")
-    return body
+    from oopav.handlers.commands import apply_decision_options
+
+    return apply_decision_options(body)
 
 
 @cli.command()
@@ -521,11 +530,9 @@ async def submit(
 
 
 def _exit_status(outcome: str | None) -> int:
-    """0 only for ``success``; any other outcome (``success_unverified``, ``failed``, a
-    session still running at the timeout, ...) is 1."""
-    from oopav.display import is_success
+    from oopav.handlers.commands import exit_status
 
-    return 0 if is_success(outcome) else 1
+    return exit_status(outcome)
 
 
 def _print_outcome(state: Any, as_json: bool) -> None:
@@ -810,7 +817,7 @@ async def run(
         )
         if handlers.done():
             handlers.result()  # set-up failed: raise its error
-        progress = None
+        progress = asking = None
         try:
             reply = await submit_task(bus, body)
             if "error" in reply:
@@ -835,6 +842,10 @@ async def run(
                 progress = await bus.nc.subscribe(f"oopav.ev.session.{sid}.>", cb=show)
             from oopav.sandbox.asks import PermissionAsks
 
+            if sys.stdin.isatty() and not as_json:
+                from oopav.handlers.commands import ask_inline
+
+                asking = await ask_inline(bus, sid)  # questions to a person, asked right here
             asks = PermissionAsks(bus, sid, interactive=sys.stdin.isatty() and not as_json)
             await asks.start()
             state = await asks.race(wait_session(bus, sid, timeout))
@@ -843,6 +854,8 @@ async def run(
                 click.echo(f"error: {asks.failed}", err=True)
                 sys.exit(3)
         finally:
+            if asking is not None:
+                await asking.unsubscribe()
             if progress is not None:
                 await progress.unsubscribe()
             stop.set()
@@ -994,6 +1007,7 @@ def _register() -> None:
     # Each area owns its commands; keep imports here cheap (no torch, no vllm).
     from oopav.bus.commands import register as register_bus
     from oopav.doctor import register as register_doctor
+    from oopav.handlers.commands import register as register_decision
     from oopav.models.commands import register as register_models
     from oopav.sandbox.commands import register as register_sandbox
     from oopav.sandbox.gc_command import register as register_gc
@@ -1010,6 +1024,7 @@ def _register() -> None:
     from oopav.handlers.reflector_commands import register as register_guidance
 
     register_guidance(cli)
+    register_decision(cli)
 
 
 _register()

@@ -229,6 +229,8 @@ def outcome_dict(state: SessionState) -> dict[str, Any]:
         "bounces": state.budgets_used.bounces,
         "replans": state.budgets_used.replans,
         "verified": state.verified,
+        "unverified": state.outcome == "success_unverified",
+        "reason": state.end_reason,
         "gates": [msgspec.to_builtins(g) for g in state.gates],
     }
 
@@ -337,6 +339,24 @@ def describe_event(e: Event) -> str:
             )
         case ev.PermissionRequested() | ev.PermissionDenied():
             return e.scope
+        # decision core (docs/loop.md)
+        case ev.HumanInputRequested():
+            return f"{e.question[:90]} [{'/'.join(e.options)}] until {e.deadline}"
+        case ev.HumanInputProvided():
+            return f"{e.answer!r} by {e.answered_by or '-'}"
+        case ev.EvidenceGathered():
+            found = sum(1 for i in e.items if i.found)
+            return f"round {e.round} ({e.trigger}): {found}/{len(e.items)} found" + (
+                "" if e.tests is None else f", tests {'pass' if e.tests.passed else 'fail'}"
+            )
+        case ev.WorkspaceRolledBack():
+            return f"{len(e.actions)} action(s) undone: {e.reason[:70]}"
+        case ev.ReplanScored():
+            return f"{e.source} replan: score {e.score_before:g} -> {e.score_after:g}"
+        case ev.CandidateEvaluated():
+            return f"#{e.position} {e.action.type} score={e.score:g} {e.reason[:50]}"  # type: ignore[union-attr]
+        case ev.CandidateSelected():
+            return f"winner {e.candidate_id[:8]} of {len(e.ranking)}"
     return ""
 
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from oopav.events import catalog as ev
-from oopav.events.actions import SearchReplaceAction, SearchReplaceEdit
+from oopav.events.actions import SearchReplaceAction, SearchReplaceEdit, WriteFileAction
 from oopav.events.codec import (
     REGISTRY,
     EventDecodeError,
@@ -123,6 +123,43 @@ FIELDS: dict[type[ev.Event], dict[str, Any]] = {
         "diff": "d",
         "metrics": {"n": 1},
     },
+    ev.EvidenceGathered: {
+        "round": 1,
+        "reason": "red",
+        "items": [ev.EvidenceItem(kind="file", target="a.py", found=True, summary="a.py: 3")],
+        "trigger": "orient",
+    },
+    ev.WorkspaceRolledBack: {
+        "to_checkpoint": "c0ffee",
+        "reason": "negative example",
+        "actions": ["a1"],
+        "rejected": ["write_file a.py"],
+        "source": "observer",
+    },
+    ev.HumanInputRequested: {
+        "question": "Proceed?",
+        "options": ["abort", "proceed"],
+        "deadline": datetime(2026, 1, 1, 1, tzinfo=UTC),
+        "kind": "black_risk",
+    },
+    ev.HumanInputProvided: {"answer": "proceed", "answered_by": "me", "request_id": "r1"},
+    ev.ReplanScored: {
+        "replan_id": "r1",
+        "source": "verifier",
+        "before": {"stubs": True, "tests": False},
+        "after": {"stubs": True, "tests": True},
+        "score_before": 0.5,
+        "score_after": 1.0,
+    },
+    ev.CandidateEvaluated: {
+        "candidate_id": "c1",
+        "position": 0,
+        "action": WriteFileAction(path="a.py", content="x = 1\n"),
+        "action_hash": "h1",
+        "score": 3.5,
+        "components": {"valid": 1.0, "clean": 1.0},
+    },
+    ev.CandidateSelected: {"candidate_id": "c1", "ranking": [("c1", 3.5), ("c2", 0.0)]},
 }
 
 

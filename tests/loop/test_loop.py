@@ -100,6 +100,15 @@ async def test_failing_gate_replans_and_then_succeeds(
     assert [p.attempt for p in plans] == [1, 2]
     assert plans[1].causation_id == replans[0].id
     assert [v.passed for v in of(events, "verification_completed")] == [False, True]
+    # The replan's gate scores before and after, and the rollback to the baseline it started from.
+    scored = of(events, "replan_scored")
+    assert len(scored) == 1 and scored[0].replan_id == replans[0].id
+    assert scored[0].before["tests"] is False and scored[0].after["tests"] is True
+    assert scored[0].score_after > scored[0].score_before
+    rolled = of(events, "workspace_rolled_back")
+    assert len(rolled) == 1 and rolled[0].source == "verifier"
+    order = [e.id for e in events]
+    assert order.index(rolled[0].id) < order.index(replans[0].id)
     assert state.budgets_used.bounces == 1
     assert of(events, "session_completed")[0].metrics["bounces"] == 1
     assert sorted(diff_files(state.diff)) == sorted(FILES)
@@ -136,7 +145,13 @@ async def test_bounce_budget_fails_a_session_whose_tests_keep_failing(
 ) -> None:
     script = {
         "planner": [plan_answer("a"), plan_answer("b")],
-        "actor": [rename_definition_only(), finish("half"), finish("still half")],
+        # The failed gate rolls the workspace back, so the second attempt does the half again.
+        "actor": [
+            rename_definition_only(),
+            finish("half"),
+            rename_definition_only(),
+            finish("still half"),
+        ],
     }
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, budgets={"bounces": 1}))
@@ -184,7 +199,8 @@ async def test_critic_reject_then_revise_then_approve(
 ) -> None:
     script = {
         "planner": [plan_answer("first"), plan_answer("revised")],
-        "actor": [rename_all(), finish(), finish("reviewed")],
+        # The rejected change is rolled back: the revised plan applies it again.
+        "actor": [rename_all(), finish(), rename_all(), finish("reviewed")],
         "critic": [verdict("reject", "the docstring still says fetch"), verdict("approve", "ok")],
     }
     async with loop(nats_url, script) as bus:

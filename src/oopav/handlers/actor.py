@@ -17,7 +17,13 @@ import msgspec
 
 from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
-from oopav.events.actions import Action, FinishAction, RunCommandAction, action_hash
+from oopav.events.actions import (
+    READ_ONLY_ACTIONS,
+    Action,
+    FinishAction,
+    RunCommandAction,
+    action_hash,
+)
 from oopav.events.catalog import Event
 from oopav.handlers.baseline import environment_spec
 from oopav.handlers.common import (
@@ -36,6 +42,7 @@ from oopav.handlers.runtime import Emitter
 from oopav.projections.session import SessionState
 
 NAME = "actor"
+MISSED = ("no_match", "file_not_found", "no_files")  # decision core: see observer.MISSED
 CONTINUE = ("continue", "more_evidence", "negative_example")
 
 
@@ -47,6 +54,7 @@ class Actor:
         "action_rejected",
         "permission_granted",
         "permission_denied",
+        "evidence_gathered",  # decision core: acting resumes once the evidence is in
     )
 
     async def handle(
@@ -62,6 +70,15 @@ class Actor:
         if isinstance(event, ev.ObservationRecorded):
             if event.phase != "change" or event.observer_action not in CONTINUE:
                 return []
+            # decision core: more_evidence waits for the observer's evidence_gathered.
+            if event.observer_action == "more_evidence":
+                return []
+        if isinstance(event, ev.EvidenceGathered) and event.trigger != "observer":
+            return []
+        if isinstance(event, ev.ActionRejected) and event.reason in MISSED:
+            return []  # the observer gathers evidence first (rule 6); its event resumes us
+        if state.phase == "waiting_for_human":
+            return []
         if state.awaiting_permission or state.phase in ("verifying",):
             return []
         await self._step(state, out)
@@ -88,8 +105,11 @@ class Actor:
             )  # type: ignore[attr-defined]
             return
         since = state.actions[state.plan_actions_start :]
-        done = [a for a in since if a.status in ("applied", "failed", "rejected")]
+        done = [a for a in since if a.status in ("applied", "failed", "rejected", "rolled_back")]
         stuck = detect_stuck([a.hash for a in done], [a.status == "applied" for a in done])
+        if stuck is None:
+            # decision core: near-identical failing attempts are a loop too (fuzzy repetition).
+            stuck = _similar_actions(done)
         if stuck is not None:
             response, perturbation = next_response(state.stuck)
             out.emit(
@@ -117,7 +137,8 @@ class Actor:
                     reason="stuck",
                 )
             return
-        applied = sum(1 for a in since if a.status == "applied")
+        # Read-only retrieval informs a step; it does not complete one.
+        applied = sum(1 for a in since if a.status == "applied" and a.type not in READ_ONLY_ACTIONS)
         step = min(applied + 1, len(state.plan.steps))
         if applied >= len(state.plan.steps):
             # Every step has an applied action: hand over to the verifier without asking.
@@ -130,7 +151,17 @@ class Actor:
                 iteration=state.budgets_used.iterations + 1,
             )
             return
-        action, called, think, update = await self._ask(state, out, step)
+        # -- decision core: competing candidates (candidates.py) when the policy asks for them.
+        from oopav.handlers.common import decision_policy
+
+        n = decision_policy(state).candidates
+        if n > 1:
+            from oopav.handlers.candidates import choose
+
+            action, called, think, update = await choose(self, state, out, step, n)
+        else:
+            action, called, think, update = await self._ask(state, out, step)
+        # -- end decision core
         if action is None:
             return
         proposed = out.emit(
@@ -176,6 +207,11 @@ class Actor:
         root = Path(state.workspace.path)  # type: ignore[union-attr]
         policy = sandbox_policy(state)
         await self._rollback(state)
+        # -- decision core: read-only retrieval needs no grant and no sandbox (retrieval.py).
+        if action.type in READ_ONLY_ACTIONS:
+            await self._read_only(action_id, action, state, out)
+            return
+        # -- end decision core
         plan = await asyncio.to_thread(plan_action, root, action, policy=policy)
         if isinstance(plan, Rejection):
             out.emit(
@@ -321,6 +357,23 @@ class Actor:
             execs=execs,
         )
 
+    async def _read_only(
+        self, action_id: str, action: Action, state: SessionState, out: Emitter
+    ) -> None:
+        from oopav.handlers.retrieval import read_only
+
+        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]
+        limit = state.task.budgets.prompt_output_bytes  # type: ignore[union-attr]
+        out.emit(
+            ev.ActionApplied,
+            action_id=action_id,
+            ok=ok,
+            exit_code=0 if ok else 1,
+            stdout_tail=clip(text, limit, "the workspace file itself"),
+            output_bytes=len(text.encode()),
+        )
+
     async def _resume(self, event: Event, state: SessionState, out: Emitter) -> None:
         """A grant or denial arrived for the action waiting on it."""
         rec = state.action(state.awaiting_permission or "")
@@ -384,6 +437,26 @@ def _context(state: SessionState, step: int, settings: Any = None) -> str:
         changes = _last_change(state, root)
         if changes:
             sections.append(("Last applied change", changes))
+    # -- decision core (issue 17): what was rolled back, and evidence the observer gathered.
+    if state.rejected_actions:
+        sections.append(
+            (
+                "Rejected attempts (rolled back; do not repeat them)",
+                "\n".join(f"- {r}" for r in state.rejected_actions[-5:]),
+            )
+        )
+    observed = [g for g in state.evidence if g.trigger == "observer"]
+    if observed:
+        sections.append(
+            (
+                "Evidence",
+                "\n".join(
+                    f"- {i.summary} {' '.join(i.locations[:5])}".rstrip()
+                    for i in observed[-1].items
+                ),
+            )
+        )
+    # -- end decision core
     if state.last_observation is not None and state.last_observation.phase == "change":
         o = state.last_observation
         if o.parse_errors or o.stubs:
@@ -571,6 +644,32 @@ def _feedback(plan: Any) -> str:
             "`regex`) or check the names against the files shown"
         )
     return str(plan.message)
+
+
+def _similar_actions(done: list) -> object | None:  # type: ignore[type-arg]
+    """Fuzzy repetition (issue 17 §10): the last three actions touch the same targets and are
+    each more than 90% like the one before — a loop exact hashes miss (a patch retried with a
+    tweak, a file rewritten back and forth)."""
+    from oopav.handlers.rules.stuck import SIMILAR_RUN, detect_similar
+
+    tail = done[-SIMILAR_RUN:]
+    if len(tail) < SIMILAR_RUN or any(a.action is None for a in tail):
+        return None
+    if len({_targets(a.action) for a in tail}) != 1:
+        return None
+    texts = [
+        msgspec.json.encode(msgspec.to_builtins(a.action), order="sorted").decode() for a in tail
+    ]
+    return detect_similar(texts, [a.hash for a in tail])
+
+
+def _targets(action: object) -> tuple[str, ...]:
+    paths = [e.path for e in getattr(action, "edits", []) or []]
+    if getattr(action, "path", None):
+        paths.append(action.path)  # type: ignore[attr-defined]
+    paths += list(getattr(action, "paths", []) or [])
+    paths += list(getattr(action, "argv", [])[:1])
+    return (getattr(action, "type", ""), *sorted(paths))
 
 
 def _recent_text(state: SessionState) -> str:

@@ -12,15 +12,19 @@ from oopav import metrics
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
 from oopav.handlers.ports import Ports
+from oopav.handlers.rules.policy import LOOP_POLICY_KEYS, LoopPolicy, parse_loop_policy
 from oopav.handlers.runtime import Emitter
 from oopav.projections.session import SessionState
-
-LOOP_POLICY_KEYS = ("critic", "lint")
 
 
 def loop_policy(state: SessionState) -> dict[str, object]:
     policy = (state.task.policy if state.task else None) or {}
     return {k: policy[k] for k in LOOP_POLICY_KEYS if k in policy}
+
+
+def decision_policy(state: SessionState) -> LoopPolicy:
+    """The task's loop policy (tiers, rollback, test policy, replans), defaults filled in."""
+    return parse_loop_policy(state.task.policy if state.task else None)
 
 
 def sandbox_policy(state: SessionState):  # type: ignore[no-untyped-def]
@@ -205,6 +209,26 @@ async def call_model(
     return response, called, None
 
 
+def cap_context(
+    out: Emitter, state: SessionState, role: str, context: str, limit: int | None = None
+) -> str:
+    """``context`` within the role's cap (``policy.context_caps``): a larger one is kept whole
+    as an artifact and summarised (``rules.budgets.summarise_context``) with a pointer to it."""
+    from oopav.handlers.rules.budgets import context_digest, summarise_context
+
+    cap = limit or decision_policy(state).context_caps.get(role)
+    if not cap or len(context.encode()) <= cap:
+        return context
+    name = f"context-{role}-{context_digest(context)}.md"
+    try:
+        path = out.ports.settings.artifacts_for(state.session_id) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(context)
+    except OSError:
+        pass  # the summary still says what was cut; the artifact is a convenience
+    return summarise_context(context, cap, f"artifact {name} of this session")
+
+
 def clip(text: str, limit: int, pointer: str = "") -> str:
     from oopav.handlers.rules import clip_output
 
@@ -263,7 +287,14 @@ async def ask_model(
 
     sampling, seed = sampling_of(task)
     # --- end reflector ---
-    for attempt in range(retries + 1):
+    # Retries are counted per phase (all of a phase's requests together), from the stream.
+    used = state.budgets_used.retries.get(phase, 0)
+    context = cap_context(out, state, role, context)
+    shrunk = False
+    attempts = 0
+    while True:
+        if attempts > 0 and used + attempts > retries:
+            break
         guidance_step, guidance = await session_guidance(out, state)
         request = build_request(
             role,
@@ -277,14 +308,22 @@ async def ask_model(
             seed=seed,
         )
         response, called, error = await call_model(
-            out, state, request, attempt, guidance_step=guidance_step
+            out, state, request, attempts, guidance_step=guidance_step
         )
+        attempts += 1
         if response is None:
             if error is not None and error.kind == "synthesis_failed":
                 await complete(
                     out, state, "aborted", f"synthesis failed: {error.message}", reason="synth"
                 )
                 return None
+            if error is not None and error.kind == "context_length" and not shrunk:
+                # An overflow summarises the context to half and retries once, not abort.
+                shrunk = True
+                context = cap_context(
+                    out, state, role, context, limit=max(1024, len(context.encode()) // 2)
+                )
+                continue
             if error is not None and error.kind in FATAL_MODEL_ERRORS:
                 await complete(out, state, "aborted", f"model unavailable: {error}", reason="model")
                 return None
@@ -302,7 +341,7 @@ async def ask_model(
         ev.BudgetExceeded,
         budget="retries_per_phase",
         limit=retries,
-        used=retries + 1,
+        used=used + attempts,
         phase=phase,
         response="abort",
     )

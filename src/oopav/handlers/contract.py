@@ -322,7 +322,12 @@ def _parse(payload: bytes, check_repo: bool) -> Accepted:
                 "environment",
                 "not_found",
             )
-    budgets = Budgets(**(sub.budgets.model_dump(exclude_none=True) if sub.budgets else {}))
+    try:
+        budgets = _capped_budgets(sub.budgets.model_dump(exclude_none=True) if sub.budgets else {})
+    except ValueError as exc:  # the deployment's caps are broken: say so, do not run uncapped
+        raise _Refused(
+            f"this deployment's budget caps are unusable: {exc}", "budgets", "deployment"
+        ) from None
     return Accepted(
         instruction=sub.instruction,
         repo=repo,
@@ -605,13 +610,25 @@ def _check_policy(policy: dict[str, Any]) -> None:
     from oopav.handlers.common import LOOP_POLICY_KEYS
     from oopav.sandbox.policy import Policy
 
-    for key in LOOP_POLICY_KEYS:
+    for key in ("lint", "doctest", "tests_per_action"):
         if key in policy and not isinstance(policy[key], bool):
             raise _Refused(
                 f"policy.{key} must be true or false, got {_got(policy[key])}",
                 f"policy.{key}",
                 "wrong_type",
             )
+    if "critic" in policy:
+        from oopav.handlers.critique import critic_config
+
+        try:
+            critic_config(policy)
+        except ValueError as exc:
+            raise _Refused(str(exc), "policy.critic", "invalid") from None
+    from oopav.handlers.rules.policy import loop_policy_problem
+
+    problem = loop_policy_problem(policy)
+    if problem is not None:
+        raise _Refused(problem, "policy", "invalid")
     rest = {k: v for k, v in policy.items() if k not in LOOP_POLICY_KEYS}
     for key, value in rest.items():
         if isinstance(value, list) and len(value) > MAX_POLICY_ENTRIES:
@@ -639,3 +656,23 @@ def _check_policy(policy: dict[str, Any]) -> None:
             ) from None
         detail = err["msg"].removeprefix("Value error, ")
         raise _Refused(f"{loc}: {detail}", field, "invalid") from None
+
+
+def _capped_budgets(wanted: dict[str, Any]) -> Budgets:
+    """The submission's budgets within this deployment's caps (``OOPAV_DEPLOYMENT``, see
+    ``rules.budgets.deployment_caps``): above a cap, the cap applies."""
+    from oopav.handlers.rules.budgets import deployment_caps, merge_budgets
+
+    caps = deployment_caps()
+    if not caps:
+        return Budgets(**wanted)
+    limits = {name: field.metadata for name, field in BudgetsIn.model_fields.items()}
+    ceiling: dict[str, Any] = {}
+    for name in Budgets.__struct_fields__:
+        top = next(
+            (getattr(m, "le", None) for m in limits.get(name, []) if getattr(m, "le", None)), None
+        )
+        ceiling[name] = caps.get(name, top if top is not None else getattr(Budgets(), name))
+    defaults = Budgets()
+    start = {n: min(getattr(defaults, n), ceiling[n]) for n in Budgets.__struct_fields__}
+    return merge_budgets(Budgets(**start), ceiling, wanted or None)

@@ -141,24 +141,23 @@ def compare_tests(rec: ExecRecord, base: ExecRecord | None) -> tuple[bool, str]:
     return False, f"`{argv}` exited {rec.exit_code}\n{tail}"
 
 
-async def gate_tests(state: SessionState, root: Path, ports: Ports, cause_id: str) -> GateOutcome:
+async def gate_tests(
+    state: SessionState, root: Path, ports: Ports, cause_id: str, selection=None
+) -> GateOutcome:  # type: ignore[no-untyped-def]
     from oopav.handlers.baseline import environment_spec
 
     task = state.task
     assert task is not None
-    decision = test_decision(state)
-    if decision not in ("required", "recommended"):
-        return GateOutcome("tests", True, skipped=True, evidence=f"test decision is {decision}")
-    if not task.test_command:
-        if decision == "required":
-            return GateOutcome(
-                "tests",
-                True,
-                skipped=True,
-                evidence="tests are required but the task has no test command",
-            )
-        return GateOutcome("tests", True, skipped=True, evidence="no test command")
-    argv = list(task.test_command)
+    # -- decision core (issue 17): what runs is chosen by handlers/decide.choose_tests: the
+    # task's test command always, a detected one when tests are needed, never silently none.
+    if selection is None:
+        from oopav.handlers.decide import choose_tests
+
+        selection = choose_tests(state, root, _changed(state, root))
+    if selection.argv is None:
+        return GateOutcome("tests", True, skipped=True, evidence=selection.why)
+    argv = list(selection.argv)
+    # -- end decision core
     rec = await ports.sandbox.run(  # type: ignore[union-attr]
         argv,
         workspace=root,

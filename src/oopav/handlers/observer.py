@@ -1,7 +1,17 @@
 """observer: prepares the workspace, records the baseline, and after every applied action
 records what changed and what should happen next (DESIGN "The loop", step 2).
 
-The decisions are explicit rules (``rules.observer``); this module gathers the facts."""
+The decisions are explicit rules (``rules.observer``); this module gathers the facts and makes
+the decision act (issue 17 §3):
+
+- ``negative_example``: the workspace goes back to the checkpoint before the action
+  (``workspace_rolled_back``, the action named as rejected for the next prompt);
+- ``more_evidence``: targeted evidence is gathered (``evidence_gathered``), then acting goes on;
+- ``replan``: ``replan_triggered``, within the policy's replan cap and cooldown;
+- ``escalate``: a person is asked (``human_input_requested``).
+
+Red orient reports ask it for evidence as well; with red risk (or ``policy.tests_per_action``)
+the tests run after every file change, so "tests passed before, fail after" can fire."""
 
 from __future__ import annotations
 
@@ -13,7 +23,8 @@ from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event, Finding, TestRun
 from oopav.handlers.baseline import baseline_unrunnable, environment_spec, probe_environment
-from oopav.handlers.common import complete
+from oopav.handlers.common import complete, decision_policy
+from oopav.handlers.decide import ask_person, describe_action, roll_back
 from oopav.handlers.ports import Ports, exec_key
 from oopav.handlers.rules import ObserverFacts, decide_observer_action, new_findings, scan_tree
 from oopav.handlers.runtime import Emitter
@@ -21,11 +32,13 @@ from oopav.projections.session import SessionState
 
 NAME = "observer"
 FILE_ACTIONS = ("ast_grep", "search_replace", "write_file")
+# Rejections that mean the action's target was not where the actor thought (rule 6).
+MISSED = ("no_match", "file_not_found", "no_files")
 
 
 class Observer:
     name = NAME
-    subscribes = ("task_submitted", "action_applied", "orient_reported")
+    subscribes = ("task_submitted", "action_applied", "orient_reported", "action_rejected")
 
     async def handle(
         self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
@@ -37,7 +50,35 @@ class Observer:
             await self._after_action(event, state, out)
         elif isinstance(event, ev.OrientReported) and event.gate == "gather_evidence":
             await self._more_evidence(event, state, out)
+        elif isinstance(event, ev.ActionRejected) and event.reason in MISSED:
+            await self._missed(event, state, out)
         return out.events
+
+    async def _missed(self, event: ev.ActionRejected, state: SessionState, out: Emitter) -> None:
+        """Rule 6 for an action whose target was not there (a pattern that matched nothing, a
+        file that does not exist): the actor's picture of the code is wrong, so look again
+        (``more_evidence``) before it acts on it."""
+        if state.workspace is None or state.task is None or state.phase == "completed":
+            return
+        rec = state.action(event.action_id)
+        reasons = [f"rule 6: the action's target was not found ({event.reason}): look again"]
+        out.emit(
+            ev.ObservationRecorded,
+            phase="change",
+            files_total=state.baseline.files_total if state.baseline else 0,
+            observer_action="more_evidence",
+            reasons=reasons,
+            source_event=event.id,
+        )
+        await self._gather(
+            event,
+            state,
+            out,
+            round_=len(state.evidence) + 1,
+            reason=reasons[0],
+            trigger="observer",
+            extra_text=_action_text(rec.action) if rec is not None else "",
+        )
 
     async def _baseline(
         self, event: ev.TaskSubmitted, state: SessionState, out: Emitter, delivery: Delivery | None
@@ -142,9 +183,93 @@ class Observer:
     async def _more_evidence(
         self, event: ev.OrientReported, state: SessionState, out: Emitter
     ) -> None:
-        if state.workspace is None:
+        if state.workspace is None or state.task is None:
             return
-        await self._observe_baseline(event, state, out, round_=event.evidence_rounds + 1)
+        round_ = event.evidence_rounds + 1
+        await self._gather(
+            event,
+            state,
+            out,
+            round_=round_,
+            reason=f"orient rated the task {event.risk_band}: evidence round {round_}",
+            trigger="orient",
+        )
+
+    async def _gather(
+        self,
+        cause: Event,
+        state: SessionState,
+        out: Emitter,
+        *,
+        round_: int,
+        reason: str,
+        trigger: str,
+        extra_text: str = "",
+    ) -> None:
+        """Targeted evidence (``rules.evidence``) and, when no test result exists yet, one
+        test run (the task's command, else a detected one)."""
+        from oopav.handlers.rules.evidence import gather
+        from oopav.handlers.rules.tests import detect_test_command
+
+        task = state.task
+        assert task is not None
+        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        text = task.instruction + ("\n" + extra_text if extra_text else "")
+        items = await asyncio.to_thread(gather, root, text, round_)
+        tests: TestRun | None = None
+        execs = []
+        known = (state.baseline is not None and state.baseline.tests is not None) or any(
+            g.tests is not None for g in state.evidence
+        )
+        if trigger == "orient" and not known:
+            argv = list(task.test_command or [])
+            if not argv:
+                detected, _ = await asyncio.to_thread(detect_test_command, root)
+                argv = detected or []
+            if argv:
+                tests, rec = await self._run_tests(cause, state, out, root, argv, "evidence_tests")
+                execs.append(rec)
+        out.emit(
+            ev.EvidenceGathered,
+            round=round_,
+            reason=reason,
+            items=items,
+            tests=tests,
+            execs=execs,
+            source_event=cause.id,
+            trigger=trigger,
+        )
+
+    async def _run_tests(
+        self,
+        cause: Event,
+        state: SessionState,
+        out: Emitter,
+        root: Path,
+        argv: list[str],
+        purpose: str,
+    ) -> tuple[TestRun, ev.ExecRecord]:
+        task = state.task
+        assert task is not None
+        rec = await out.ports.sandbox.run(  # type: ignore[union-attr]
+            argv,
+            workspace=root,
+            session_id=state.session_id,
+            key=exec_key(cause.id, purpose, argv),
+            purpose=purpose,
+            timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),
+        )
+        return (
+            TestRun(
+                argv=argv,
+                exit_code=rec.exit_code if rec.exit_code is not None else -1,
+                passed=rec.exit_code == 0 and not rec.timed_out,
+                timed_out=rec.timed_out,
+                output_tail=(rec.stdout_tail + rec.stderr_tail)[-2000:],
+                duration_ms=rec.duration_ms,
+            ),
+            rec,
+        )
 
     async def _after_action(
         self, event: ev.ActionApplied, state: SessionState, out: Emitter
@@ -153,6 +278,8 @@ class Observer:
         kind = rec.type if rec else ""
         if kind == "finish":
             return
+        task = state.task
+        policy = decision_policy(state)
         root = Path(state.workspace.path) if state.workspace else None
         new_stubs: list[Finding] = []
         new_errors: list[Finding] = []
@@ -167,55 +294,158 @@ class Observer:
             new_stubs = new_findings(before_stubs, stubs)
             new_errors = new_findings(before_errors, errors)
         failures = 0
-        for a in reversed(state.actions):
+        # Failures of the current plan only: a (perturbed) replan starts the count again.
+        for a in reversed(state.actions[state.plan_actions_start :]):
             if a.status in ("failed", "rejected"):
                 failures += 1
             elif a.status == "applied":
                 break
         if not event.ok:
             failures = max(failures, 1)
-        baseline_tests = (
-            state.baseline.tests.passed if state.baseline and state.baseline.tests else None
-        )
+        tests_before = _tests_before(state)
+        tests_after: TestRun | None = None
+        execs = []
+        if root is not None and task is not None and event.ok and event.files_changed:
+            if _tests_per_action(state, policy.tests_per_action) and tests_before is not None:
+                argv = _test_argv(state)
+                if argv:
+                    tests_after, test_rec = await self._run_tests(
+                        event, state, out, root, argv, "action_tests"
+                    )
+                    execs.append(test_rec)
         decision = decide_observer_action(
             ObserverFacts(
                 phase="change",
                 new_parse_errors=new_errors,
                 new_stubs=new_stubs,
-                tests_before=baseline_tests,
+                tests_before=tests_before,
+                tests_after=tests_after.passed if tests_after is not None else None,
                 changed_files=list(event.files_changed),
                 expected_change=kind in FILE_ACTIONS,
                 consecutive_failures=failures,
                 touched_paths=list(event.files_changed),
+                perturbed=state.stuck > 0,
             )
         )
+        action, reasons = decision.action, list(decision.reasons)
+        if action == "replan":
+            cap = policy.replans.cap
+            since = len(state.actions) - state.last_observer_replan_at
+            if state.observer_replans >= cap:
+                action = "escalate"
+                reasons.append(f"replan cap: {state.observer_replans} observer replans (cap {cap})")
+            elif state.last_observer_replan_at >= 0 and since <= policy.replans.cooldown_actions:
+                action = "negative_example"
+                reasons.append(
+                    f"replan cooldown: {since} action(s) since the last replan "
+                    f"(cooldown {policy.replans.cooldown_actions}); rolling the step back instead"
+                )
         out.emit(
             ev.ObservationRecorded,
             phase="change",
             files_total=state.baseline.files_total if state.baseline else 0,
             parse_errors=new_errors,
             stubs=new_stubs,
+            tests=tests_after,
             changed_files=list(event.files_changed),
-            observer_action=decision.action,
-            reasons=decision.reasons,
+            observer_action=action,
+            reasons=reasons,
             source_event=event.id,
+            execs=execs,
         )
-        if decision.action == "replan":
+        if action == "negative_example" and rec is not None and rec.status == "applied":
+            await roll_back(
+                out,
+                state,
+                _checkpoint_before(state, rec.id),
+                [rec],
+                reason="; ".join(reasons),
+                rejected=[f"{describe_action(rec.action)}: " + "; ".join(r for r in reasons)[:300]],
+            )
+        elif action == "more_evidence" and state.workspace is not None and task is not None:
+            await self._gather(
+                event,
+                state,
+                out,
+                round_=len(state.evidence) + 1,
+                reason="; ".join(reasons),
+                trigger="observer",
+                extra_text=_action_text(rec.action) if rec is not None else "",
+            )
+        elif action == "replan":
+            evidence = _findings_text(new_errors + new_stubs)
+            if tests_after is not None and not tests_after.passed:
+                evidence = (evidence + "\n" + tests_after.output_tail).strip()
             out.emit(
                 ev.ReplanTriggered,
                 source=NAME,
-                reason="; ".join(decision.reasons) or "the observer asks for a new plan",
-                evidence=_findings_text(new_errors + new_stubs),
+                reason="; ".join(reasons) or "the observer asks for a new plan",
+                evidence=evidence,
                 attempt=state.plans + 1,
             )
-        elif decision.action == "escalate":
-            await complete(
+        elif action == "escalate":
+            ask_person(
                 out,
                 state,
-                "aborted",
-                "escalated to a human: " + "; ".join(decision.reasons),
-                reason="escalate",
+                question="The observer escalates: "
+                + "; ".join(reasons)
+                + ". Replan, or abort the session?",
+                options=["replan", "abort"],
+                kind="escalation",
+                context="\n".join(reasons),
             )
+
+
+def _tests_before(state: SessionState) -> bool | None:
+    if state.baseline is not None and state.baseline.tests is not None:
+        return state.baseline.tests.passed
+    for g in reversed(state.evidence):
+        if g.tests is not None:
+            return g.tests.passed
+    return None
+
+
+def _test_argv(state: SessionState) -> list[str]:
+    if state.task is not None and state.task.test_command:
+        return list(state.task.test_command)
+    for g in reversed(state.evidence):
+        if g.tests is not None:
+            return list(g.tests.argv)
+    return []
+
+
+def _tests_per_action(state: SessionState, switch: bool | None) -> bool:
+    """Tests after every file change: when the policy says so, else when risk is red."""
+    if switch is not None:
+        return switch
+    return state.orient is not None and state.orient.risk_band in ("red", "black")
+
+
+def _checkpoint_before(state: SessionState, action_id: str) -> str:
+    prior = None
+    for a in state.actions:
+        if a.id == action_id:
+            break
+        if a.status == "applied" and a.checkpoint:
+            prior = a.checkpoint
+    return prior or state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]
+
+
+def _action_text(action: object) -> str:
+    """The names an action worked on, for the evidence search (paths and quoted text)."""
+    parts: list[str] = []
+    for e in getattr(action, "edits", []) or []:
+        parts.append(f"{e.path} `{_first_ident(e.search)}`")
+    if getattr(action, "path", None):
+        parts.append(str(action.path))  # type: ignore[attr-defined]
+    return " ".join(parts)
+
+
+def _first_ident(text: str) -> str:
+    import re
+
+    m = re.search(r"[A-Za-z_][A-Za-z0-9_]{2,}", text.replace("def ", " ").replace("class ", " "))
+    return m.group(0) if m else ""
 
 
 def _findings_text(findings: list[Finding]) -> str:

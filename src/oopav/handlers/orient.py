@@ -1,7 +1,11 @@
 """orient: turns the baseline observation into a report — risk band, evidence gap, category,
 complexity and the test decision — by the explicit rules of ``rules.orient`` (DESIGN step 3).
 
-Red blocks acting until one more round of evidence is gathered; black stops the session."""
+The band gates what follows (``rules.orient.decide_gate``): red waits for new, targeted
+evidence (``evidence_gathered``, gathered by the observer) and orient runs again on it; a gap
+that does not close within the policy's rounds, and any black task, halt and ask a person
+(``human_input_requested``). A person's answer (``human_input_provided``) is decided here too:
+``proceed`` lets planning start, ``replan`` asks for a new plan, ``abort`` ends the session."""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from pathlib import Path
 from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
-from oopav.handlers.common import complete
+from oopav.handlers.common import complete, decision_policy
+from oopav.handlers.decide import ask_person
 from oopav.handlers.ports import Ports
 from oopav.handlers.rules import OrientInput, mentioned_paths, orient
 from oopav.handlers.runtime import Emitter
@@ -40,7 +45,7 @@ def locate(root: Path, mentioned: str) -> Path | None:
 
 class Orient:
     name = NAME
-    subscribes = ("observation_recorded",)
+    subscribes = ("observation_recorded", "evidence_gathered", "human_input_provided")
 
     def __init__(self, memory: object | None = None) -> None:
         # A SessionMemory (context.memory) kept as a projection of the stream, or None.
@@ -49,35 +54,66 @@ class Orient:
     async def handle(
         self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
     ) -> list[Event]:
-        if (
-            not isinstance(event, ev.ObservationRecorded)
-            or event.phase != "baseline"
-            or state.task is None
-        ):
+        if state.task is None:
+            return []
+        if isinstance(event, ev.HumanInputProvided):
+            return await self._answered(event, state, ports)
+        if isinstance(event, ev.EvidenceGathered):
+            if event.trigger != "orient":
+                return []
+        elif not isinstance(event, ev.ObservationRecorded) or event.phase != "baseline":
+            return []
+        base = state.baseline
+        if base is None:
             return []
         out = Emitter(event, NAME, ports)
         task = state.task
+        policy = decision_policy(state)
         root = Path(state.workspace.path) if state.workspace else None
         mentioned = mentioned_paths(task.instruction)
-        existing = [m for m in mentioned if root is not None and locate(root, m) is not None]
+        found_files: set[str] = set()
+        symbols_missing: list[str] = []
+        tests_run = base.tests
+        # Later rounds override earlier ones target by target.
+        latest: dict[tuple[str, str], ev.EvidenceItem] = {}
+        for gathered in state.evidence:
+            if gathered.trigger != "orient":
+                continue
+            for item in gathered.items:
+                latest[(item.kind, item.target)] = item
+            if tests_run is None and gathered.tests is not None:
+                tests_run = gathered.tests
+        for (kind, target), item in latest.items():
+            if kind == "file" and item.found:
+                found_files.add(target)
+            elif kind == "symbol" and not item.found:
+                symbols_missing.append(target)
+        existing = [
+            m
+            for m in mentioned
+            if (root is not None and locate(root, m) is not None) or m in found_files
+        ]
         missing = [m for m in mentioned if m not in existing]
-        rounds = state.orient.evidence_rounds + 1 if state.orient is not None else 0
+        rounds = event.round if isinstance(event, ev.EvidenceGathered) else 0
         found = self._memory_hits(task.instruction, state.session_id)
         hits = [(h.session_id, round(float(h.score), 6)) for h in found]
-        tests = "unknown" if event.tests is None else ("pass" if event.tests.passed else "fail")
+        tests = "unknown" if tests_run is None else ("pass" if tests_run.passed else "fail")
         report = orient(
             OrientInput(
                 instruction=task.instruction,
-                files_total=event.files_total,
-                parse_errors=len(event.parse_errors),
-                stubs=len(event.stubs),
+                files_total=base.files_total,
+                parse_errors=len(base.parse_errors),
+                stubs=len(base.stubs),
                 tests_baseline=tests,
-                languages=event.languages,
+                languages=base.languages,
                 mentioned_existing=existing,
                 mentioned_missing=missing,
                 memory_hits=hits,
                 evidence_rounds=rounds,
-            )
+                symbols_missing=sorted(symbols_missing),
+                max_evidence_rounds=policy.evidence_rounds,
+            ),
+            policy.tests,
         )
         out.emit(
             ev.OrientReported,
@@ -96,19 +132,81 @@ class Orient:
                     "score": round(float(h.score), 6),
                     "instruction": str(getattr(h, "instruction", ""))[:500],
                     "plan": str(getattr(h, "plan_summary", ""))[:1000],
+                    # Which embedder and query found it, so a hit can be audited and re-run.
+                    "embedder": self._embedder_name(),
+                    "query": task.instruction[:500],
                 }
                 for h in found
             ],
         )
         if report.gate == "stop":
+            black = report.risk_band == "black"
+            why = [r for r in report.reasons if r.startswith(("risk black", "gate stop"))]
+            ask_person(
+                out,
+                state,
+                question=(
+                    "This task was rated black (destructive or exfiltrating). Proceed anyway?"
+                    if black
+                    else f"The evidence gap ({report.evidence_gap:.2f}) of this red task did not "
+                    f"close after {rounds} evidence round(s). Proceed anyway?"
+                ),
+                options=["abort", "proceed"],
+                kind="black_risk" if black else "evidence_gap",
+                context="\n".join(why),
+            )
+        return out.events
+
+    async def _answered(
+        self, event: ev.HumanInputProvided, state: SessionState, ports: Ports
+    ) -> list[Event]:
+        """A person answered: ``proceed`` (planning starts), ``replan``, or anything else
+        (``abort``): the session ends ``aborted`` with the answer as the reason."""
+        out = Emitter(event, NAME, ports)
+        answer = event.answer.strip().lower()
+        asked = state.human_request
+        kind = asked.kind if asked is not None else "escalation"
+        if answer == "proceed" and kind in ("black_risk", "evidence_gap") and state.orient:
+            o = state.orient
+            out.emit(
+                ev.OrientReported,
+                risk_band=o.risk_band,
+                evidence_gap=o.evidence_gap,
+                category=o.category,
+                complexity=o.complexity,
+                test_decision="required" if o.risk_band in ("red", "black") else o.test_decision,
+                reasons=[
+                    *o.reasons,
+                    f"gate proceed: {event.answered_by or 'a person'} said proceed",
+                ],
+                memory_hits=list(o.memory_hits),
+                gate="proceed",
+                evidence_rounds=o.evidence_rounds,
+                memory_examples=list(o.memory_examples),
+            )
+        elif answer in ("replan", "continue", "proceed") and kind == "escalation":
+            out.emit(
+                ev.ReplanTriggered,
+                source="human",
+                reason=f"{event.answered_by or 'a person'} asked for a new plan after an escalation",
+                evidence=asked.context if asked is not None else "",
+                attempt=state.plans + 1,
+            )
+        else:
             await complete(
                 out,
                 state,
                 "aborted",
-                "orient rated the task black: escalated to a human",
-                reason="black_risk",
+                f"{event.answered_by or 'a person'} answered {event.answer!r}"
+                + (f" to: {asked.question}" if asked is not None else ""),
+                reason="human",
             )
         return out.events
+
+    def _embedder_name(self) -> str:
+        embedder = getattr(self.memory, "embedder", None)
+        name = getattr(embedder, "name", None)
+        return str(name() if callable(name) else name or type(embedder).__name__)
 
     def _memory_hits(self, instruction: str, session_id: str) -> list:  # type: ignore[type-arg]
         if self.memory is None:

@@ -47,8 +47,9 @@ class Planner:
     name = NAME
     subscribes = ("orient_reported", "replan_triggered")
 
-    def __init__(self, repo_map_budget: int = 1024) -> None:
+    def __init__(self, repo_map_budget: int = 1024, cache_dir: Path | None = None) -> None:
         self.repo_map_budget = repo_map_budget
+        self._cache_dir = cache_dir
 
     async def handle(
         self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
@@ -58,6 +59,8 @@ class Planner:
         if not isinstance(event, ev.OrientReported | ev.ReplanTriggered) or state.task is None:
             return []
         out = Emitter(event, NAME, ports)
+        if self._cache_dir is None:
+            self._cache_dir = ports.settings.data_dir / "cache" / "repomap"
         over = over_wall_budget(out, state, "planning") or tokens_exceeded(out, state)
         if over is not None:
             await complete(
@@ -66,6 +69,9 @@ class Planner:
             return out.events
         await self._plan(event, state, out)
         return out.events
+
+    def settings_cache(self, state: SessionState) -> Path | None:
+        return self._cache_dir
 
     async def _context(self, state: SessionState) -> tuple[str, str | None]:
         parts: list[str] = []
@@ -78,7 +84,8 @@ class Planner:
                     build_repo_map,
                     Path(state.workspace.path),
                     token_budget=self.repo_map_budget,
-                    cache_dir=None,
+                    # The map cache is disposable (keyed by the tree): a rebuild costs time only.
+                    cache_dir=self.settings_cache(state),
                     mentioned_idents=tuple(_idents(state.task.instruction)),  # type: ignore[union-attr]
                 )
                 parts.append("### Repository map\n" + rmap.text)
@@ -100,6 +107,21 @@ class Planner:
             )
         task = state.task
         assert task is not None
+        if state.evidence:
+            lines = ["### Evidence gathered"]
+            for g in state.evidence[-2:]:
+                lines += [f"- {i.summary} {' '.join(i.locations[:5])}".rstrip() for i in g.items]
+                if g.tests is not None:
+                    lines.append(
+                        f"- tests `{' '.join(g.tests.argv)}`: "
+                        + ("pass" if g.tests.passed else f"fail (exit {g.tests.exit_code})")
+                    )
+            parts.append("\n".join(lines))
+        if state.rejected_actions:
+            parts.append(
+                "### Rejected attempts (rolled back)\n"
+                + "\n".join(f"- {r}" for r in state.rejected_actions[-5:])
+            )
         if o is not None and o.memory_examples:
             lines = ["### Similar successful sessions"]
             for x in o.memory_examples[:3]:
@@ -139,6 +161,8 @@ class Planner:
             return
         parsed, call_id = answer
         plan = parsed.payload
+        if await self._repeats_itself(plan, decision, state, out):
+            return
         out.emit(
             ev.PlanProposed,
             steps=[
@@ -154,6 +178,57 @@ class Planner:
             state_update=msgspec.to_builtins(parsed.state_update) if parsed.state_update else None,
             think=parsed.think,
         )
+
+    async def _repeats_itself(
+        self, plan: object, decision: str, state: SessionState, out: Emitter
+    ) -> bool:
+        """Fuzzy repetition of plans: a third plan more than 90% like the two before it is
+        not proposed; the planner replans with a perturbation (then, a second time, aborts)."""
+        from oopav.handlers.rules import next_response
+        from oopav.handlers.rules.stuck import SIMILAR_RUN, detect_similar
+        from oopav.projections.session import plan_text
+
+        if len(state.plan_texts) < SIMILAR_RUN - 1:
+            return False
+        candidate = ev.PlanProposed(
+            id="-",
+            aggregate_id=state.session_id,
+            correlation_id="-",
+            actor="-",
+            ts=out.now(),
+            steps=[
+                PlanStep(id=s.id, description=s.description, files=list(s.files))
+                for s in plan.steps  # type: ignore[attr-defined]
+            ],
+            files=list(plan.files),  # type: ignore[attr-defined]
+            test_decision=plan.test_decision if decision != "required" else "required",  # type: ignore[attr-defined]
+        )
+        texts = [*state.plan_texts[-(SIMILAR_RUN - 1) :], plan_text(candidate)]
+        match = detect_similar(texts)
+        if match is None:
+            return False
+        response, perturbation = next_response(state.stuck)
+        out.emit(
+            ev.StuckDetected,
+            pattern="similar",
+            action_hashes=[],
+            count=match.count,
+            response=response,
+        )
+        if response == "replan":
+            out.emit(
+                ev.ReplanTriggered,
+                source=NAME,
+                reason=f"the last {match.count} plans are more than 90% alike",
+                evidence=texts[-1][:2000],
+                attempt=state.plans + 1,
+                perturbation=perturbation,
+            )
+        else:
+            await complete(
+                out, state, "aborted", "the planner keeps proposing the same plan", reason="stuck"
+            )
+        return True
 
 
 def _idents(text: str) -> list[str]:

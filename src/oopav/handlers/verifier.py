@@ -1,9 +1,16 @@
-"""verifier: the done-gate chain when the actor finishes (DESIGN step 6).
+"""verifier: the done-gate chain when the actor finishes (DESIGN step 6, issue 17 §8).
 
-no stubs → changed files parse → tests → lint → critic. Each gate emits ``gate_evaluated``;
-the first failure emits ``verification_completed`` (failed) and ``replan_triggered`` with a
-reflective message and the evidence, while bounces remain (all gates share one budget).
-When every gate passes: ``verification_completed`` and ``session_completed`` (success)."""
+The chain is per task, by victory tier (``decide.TIER_GATES``): stubs → parse → compile/type
+check → doc tests → unit tests → lint → critic; ``compile_only`` stops after the compile check,
+``tests`` after the unit tests, ``full`` runs everything. The tier comes from the policy, else
+from orient. The task's test command always runs, whatever the tier.
+
+Each gate emits ``gate_evaluated``; the first failure emits ``verification_completed``
+(failed), rolls the workspace back to the last good state (unless the policy says
+``build_on``) and emits ``replan_triggered`` with the evidence, while bounces remain (all
+gates share one budget). When every gate passes: ``verification_completed`` and
+``session_completed`` — ``success``, or ``success_unverified`` when the tests the task needed
+could not run (no test command given, none detected)."""
 
 from __future__ import annotations
 
@@ -13,7 +20,15 @@ from pathlib import Path
 from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
-from oopav.handlers.common import call_model, complete, loop_policy, sandbox_policy
+from oopav.handlers.checks import gate_compile, gate_doctest
+from oopav.handlers.common import (
+    call_model,
+    complete,
+    decision_policy,
+    loop_policy,
+    sandbox_policy,
+)
+from oopav.handlers.decide import TIER_GATES, choose_tests, tier_of
 from oopav.handlers.gates import (
     GateOutcome,
     _changed,
@@ -44,15 +59,28 @@ class Verifier:
         root = Path(state.workspace.path)
         changed = await asyncio.to_thread(_changed, state, root)
         bounce = state.budgets_used.bounces
+        tier, _why_tier = tier_of(state)
+        chain = list(TIER_GATES[tier])
+        if state.task.test_command and "tests" not in chain:
+            # The user's test command always runs before success, whatever the tier.
+            chain.append("tests")
+        selection = await asyncio.to_thread(choose_tests, state, root, changed)
         outcomes: list[GateOutcome] = []
         failed: GateOutcome | None = None
-        for gate in ("stubs", "parse", "tests", "lint", "critic"):
+        for gate in chain:
             if gate == "stubs":
                 result = await gate_stubs(state, root, changed)
             elif gate == "parse":
                 result = await gate_parse(state, root, changed)
+            elif gate == "compile":
+                result = await gate_compile(state, root, changed, ports, event.id)
+            elif gate == "doctest":
+                result = await gate_doctest(state, root, changed, ports, event.id)
             elif gate == "tests":
-                result = await gate_tests(state, root, ports, event.id)
+                result = await gate_tests(state, root, ports, event.id, selection)
+                if not result.skipped:
+                    # Say why these tests ran (the task's command, or detected, and the decision).
+                    result.evidence = f"{selection.why}\n{result.evidence}"
             elif gate == "lint":
                 result = await gate_lint(state, root, changed, ports, event.id)
             else:
@@ -72,10 +100,21 @@ class Verifier:
                 failed = result
                 break
         names = [o.gate for o in outcomes]
+        after = {o.gate: o.passed for o in outcomes}
         if failed is None:
             out.emit(ev.VerificationCompleted, passed=True, gates=names, bounce=bounce)
+            _score_replan(state, out, after, len(chain))
             summary = event.action.summary  # type: ignore[union-attr]
-            await complete(out, state, "success", summary)
+            if "tests" in chain and selection.unverified:
+                await complete(
+                    out,
+                    state,
+                    "success_unverified",
+                    f"{summary} (unverified: {selection.why})",
+                    reason="tests_unverified",
+                )
+            else:
+                await complete(out, state, "success", summary)
             return out.events
         out.emit(
             ev.VerificationCompleted,
@@ -84,14 +123,18 @@ class Verifier:
             failed_gate=failed.gate,
             bounce=bounce,
         )
+        _score_replan(state, out, after, len(chain))
         limit = state.task.budgets.bounces
         if bounce < limit:
+            restart = ""
+            if decision_policy(state).rollback == "restart":
+                restart = await _roll_back_to_good(state, out, failed.gate)
             out.emit(
                 ev.ReplanTriggered,
                 source=NAME,
                 reason=(
                     f"The {failed.gate} gate failed after the change. Reflect on why the plan did not satisfy it, "
-                    "then revise the plan so that it does."
+                    "then revise the plan so that it does." + (f" {restart}" if restart else "")
                 ),
                 evidence=failed.evidence[:4000],
                 attempt=state.plans + 1,
@@ -133,6 +176,9 @@ class Verifier:
             f"{s.id}. {s.description}" for s in (state.plan.steps if state.plan else [])
         )
         context = f"### Plan\n{plan}\n\n### Diff\n{diff[: task.budgets.prompt_output_bytes]}"
+        extra = decision_policy(state).critic_instructions
+        if extra:
+            context += "\n\n### Reviewer instructions\n" + extra
         request = build_request(
             "critic",
             # The same static prefix as the planner's and the actor's (prefix caching).
@@ -180,3 +226,48 @@ class Verifier:
         return GateOutcome(
             "critic", False, evidence="critic rejects: " + "; ".join(verdict.reasons)
         )
+
+
+def _score_replan(
+    state: SessionState, out: Emitter, after: dict[str, bool], chain_length: int
+) -> None:
+    """``replan_scored`` for the first verification after a replan: the gate results before
+    the replan and now, each scored as the share of the tier's gates that passed."""
+    replan = state.unscored_replan
+    if replan is None:
+        return
+    before = dict(state.replan_scores_before)
+    n = max(1, chain_length)
+    out.emit(
+        ev.ReplanScored,
+        replan_id=replan.id,
+        source=replan.source,
+        before=before,
+        after=after,
+        score_before=round(sum(before.values()) / n, 4),
+        score_after=round(sum(after.values()) / n, 4),
+    )
+
+
+async def _roll_back_to_good(state: SessionState, out: Emitter, gate: str) -> str:
+    """Reset the workspace to the last checkpoint whose gates passed (the baseline when none
+    did), record it as ``workspace_rolled_back``, and say so for the replan's reason."""
+    from oopav.handlers.decide import roll_back
+
+    target = state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]
+    start = 0
+    if state.good_checkpoint:
+        marks = [i for i, a in enumerate(state.actions) if a.checkpoint == state.good_checkpoint]
+        start = marks[-1] + 1 if marks else 0
+    undone = [a for a in state.actions[start:] if a.status == "applied"]
+    if not undone:
+        return ""
+    await roll_back(
+        out,
+        state,
+        target,
+        undone,
+        reason=f"the {gate} gate failed: the replan starts from the last good state",
+    )
+    where = "the last checkpoint whose gates passed" if state.good_checkpoint else "the baseline"
+    return f"The workspace was rolled back to {where}; the previous attempt's changes are gone."

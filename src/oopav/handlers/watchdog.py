@@ -1,4 +1,5 @@
-"""watchdog: ends sessions that wait on a person longer than their wall budget allows.
+"""watchdog: ends sessions that wait on a person longer than their wall budget allows, or past
+the deadline of a question put to a person (``human_input_requested``).
 
 Handlers are driven by events, so a session waiting for a grant (``permission_requested``)
 has nothing to wake it if nobody answers. The watchdog follows the session projection and, once
@@ -35,9 +36,22 @@ NAME = "watchdog"
 log = get_logger("oopav.handlers.watchdog", handler=NAME)
 
 
+WAITING = ("waiting_permission", "waiting_for_human")
+
+
 def overdue(state: SessionState, now: datetime) -> tuple[float, float] | None:
-    """(waited seconds, limit) when ``state`` waits on a person beyond its wall budget."""
-    if state.phase != "waiting_permission" or state.task is None:
+    """(waited seconds, limit) when ``state`` waits on a person beyond its wall budget, or
+    beyond the deadline of the question it asked."""
+    if state.task is None:
+        return None
+    if state.phase == "waiting_for_human":
+        asked = state.human_request
+        if asked is None or asked.deadline is None:
+            return None
+        waited = (now - asked.ts).total_seconds()
+        limit = (asked.deadline - asked.ts).total_seconds()
+        return (waited, limit) if now > asked.deadline else None
+    if state.phase != "waiting_permission":
         return None
     started = state.phase_started.get("waiting_permission")
     if started is None:
@@ -53,6 +67,21 @@ def expire(state: SessionState, last: Event, now: datetime, clock: Clock) -> lis
     if due is None:
         return []
     waited, limit = due
+    if state.phase == "waiting_for_human":
+        asked = state.human_request
+        assert asked is not None
+        return [
+            caused_event(
+                ev.SessionCompleted,
+                last,
+                handler=NAME,
+                index=0,
+                clock=clock,
+                outcome="aborted",
+                summary=f"no answer to {asked.question!r} before its deadline ({limit:g} s)",
+                reason="human_timeout",
+            )
+        ]
     exceeded = caused_event(
         ev.BudgetExceeded,
         last,
@@ -95,7 +124,7 @@ class Watchdog:
     def listener(self, seq: int, event: Event, state: SessionState) -> None:
         """For ``ProjectionRunner(listeners=[...])``: remember sessions that wait, and events
         the projection refused."""
-        if state.phase == "waiting_permission":
+        if state.phase in WAITING:
             self.waiting[state.session_id] = (state, event)
         else:
             self.waiting.pop(state.session_id, None)

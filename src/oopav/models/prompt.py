@@ -173,7 +173,8 @@ ROLE_DIRECTIVES: dict[str, str] = {
     ),
     "actor": (
         "Role: actor. Propose exactly one next action for the current step (ast_grep, "
-        "search_replace, write_file, run_command, or finish when the plan is done). "
+        "search_replace, write_file, run_command, or finish when the plan is done; read_file "
+        "and search look at the code without changing it and need no permission). "
         "Answer with <think>, <action> and <state_update>."
     ),
     "critic": (

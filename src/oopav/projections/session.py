@@ -18,7 +18,7 @@ from oopav.events.actions import Action
 from oopav.events.catalog import Event
 from oopav.events.chain import TERMINAL_TYPES, event_hash, link_problem
 
-SCHEMA = 2  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
+SCHEMA = 3  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
 
 PHASE_BY_EVENT: dict[str, str] = {
     "task_submitted": "submitted",
@@ -127,6 +127,22 @@ class SessionState(msgspec.Struct, kw_only=True):
     chain_hash: str | None = None
     chain_break: str | None = None
     late_terminals: list[str] = msgspec.field(default_factory=list)
+    # decision core (issue 17)
+    good_checkpoint: str | None = None
+    rejected_actions: list[str] = msgspec.field(default_factory=list)
+    evidence: list[ev.EvidenceGathered] = msgspec.field(default_factory=list)
+    human_request: ev.HumanInputRequested | None = None
+    human_pending: bool = False
+    human_answers: list[ev.HumanInputProvided] = msgspec.field(default_factory=list)
+    phase_before_human: str = ""
+    end_reason: str = ""
+    plan_texts: list[str] = msgspec.field(default_factory=list)
+    pending_gates: dict[str, bool] = msgspec.field(default_factory=dict)
+    last_gate_results: dict[str, bool] = msgspec.field(default_factory=dict)
+    unscored_replan: ev.ReplanTriggered | None = None
+    replan_scores_before: dict[str, bool] = msgspec.field(default_factory=dict)
+    observer_replans: int = 0
+    last_observer_replan_at: int = -1
 
     def action(self, action_id: str) -> ActionRecord | None:
         for rec in reversed(self.actions):
@@ -242,9 +258,19 @@ def _orient(s: SessionState, e: ev.OrientReported) -> None:
 def _plan(s: SessionState, e: ev.PlanProposed) -> None:
     s.plan = e
     s.plans += 1
+    s.plan_texts = [*s.plan_texts, plan_text(e)][-3:]
+    # A plan closes its planning phase and opens a new acting phase.
+    s.budgets_used.retries["planning"] = 0
+    s.budgets_used.retries["acting"] = 0
     s.plan_actions_start = len(s.actions)
     s.recent = []
     _merge_agent_state(s, e.state_update)
+
+
+def plan_text(plan: ev.PlanProposed) -> str:
+    """A plan's canonical text for fuzzy repetition: its steps and files, nothing volatile."""
+    steps = "\n".join(f"{st.id}. {st.description} [{', '.join(st.files)}]" for st in plan.steps)
+    return f"{steps}\nfiles: {', '.join(plan.files)}\ntests: {plan.test_decision}"
 
 
 def _merge_agent_state(s: SessionState, update: dict[str, Any] | None) -> None:
@@ -265,8 +291,15 @@ def _remember(s: SessionState, result: StepResult) -> None:
     del s.recent[:-5]
 
 
+ROLE_PHASE = {"planner": "planning", "actor": "acting"}
+
+
 def _model_called(s: SessionState, e: ev.ModelCalled) -> None:
     b = s.budgets_used
+    phase = ROLE_PHASE.get(e.role)
+    if phase is not None:
+        # Every call counts as a retry until an answer it produced is accepted (below).
+        b.retries[phase] = b.retries.get(phase, 0) + 1
     b.model_calls += 1
     b.model_calls_by_role[e.role] = b.model_calls_by_role.get(e.role, 0) + 1
     b.model_tokens += e.prompt_tokens + e.completion_tokens
@@ -274,6 +307,9 @@ def _model_called(s: SessionState, e: ev.ModelCalled) -> None:
 
 def _action_proposed(s: SessionState, e: ev.ActionProposed) -> None:
     s.budgets_used.iterations += 1
+    if e.model_call_id is not None:
+        acting = s.budgets_used.retries.get("acting", 0)
+        s.budgets_used.retries["acting"] = max(0, acting - 1)
     s.actions.append(
         ActionRecord(id=e.id, type=e.action.type, hash=e.action_hash, step=e.step, action=e.action)  # type: ignore[union-attr]
     )
@@ -369,17 +405,31 @@ def _gate(s: SessionState, e: ev.GateEvaluated) -> None:
         )
     )
     s.phase = "verifying"
+    s.pending_gates[e.gate] = e.passed
 
 
 def _verification(s: SessionState, e: ev.VerificationCompleted) -> None:
     s.verified = e.passed
+    if e.passed:
+        s.good_checkpoint = next(
+            (a.checkpoint for a in reversed(s.actions) if a.status == "applied" and a.checkpoint),
+            s.good_checkpoint,
+        )
     s.verdicts.append("passed" if e.passed else f"failed:{e.failed_gate}")
+    s.last_gate_results = s.pending_gates
+    s.pending_gates = {}
 
 
 def _replan(s: SessionState, e: ev.ReplanTriggered) -> None:
     s.last_replan = e
     b = s.budgets_used
     b.replans += 1
+    if s.unscored_replan is None:
+        s.unscored_replan = e
+        s.replan_scores_before = dict(s.last_gate_results)
+    if e.source == "observer":
+        s.observer_replans += 1
+        s.last_observer_replan_at = len(s.actions)
     if e.source == "verifier":
         b.bounces += 1
 
@@ -400,7 +450,47 @@ def _completed(s: SessionState, e: ev.SessionCompleted) -> None:
     s.outcome = e.outcome
     s.summary = e.summary
     s.diff = e.diff
+    s.end_reason = e.reason
     s.phase = "completed"
+
+
+def _replan_scored(s: SessionState, e: ev.ReplanScored) -> None:
+    s.unscored_replan = None
+    s.replan_scores_before = {}
+
+
+def _candidate(s: SessionState, e: ev.CandidateEvaluated) -> None:
+    # A sampled candidate is an accepted answer, not a retry.
+    if e.model_call_id is not None:
+        acting = s.budgets_used.retries.get("acting", 0)
+        s.budgets_used.retries["acting"] = max(0, acting - 1)
+
+
+def _evidence(s: SessionState, e: ev.EvidenceGathered) -> None:
+    s.evidence.append(e)
+
+
+def _rolled_back(s: SessionState, e: ev.WorkspaceRolledBack) -> None:
+    undone = set(e.actions)
+    for a in s.actions:
+        if a.id in undone and a.status == "applied":
+            a.status = "rolled_back"
+    s.rejected_actions = (s.rejected_actions + list(e.rejected))[-5:]
+
+
+def _human_requested(s: SessionState, e: ev.HumanInputRequested) -> None:
+    s.human_request = e
+    s.human_pending = True
+    if s.phase != "completed":
+        s.phase_before_human = s.phase
+        s.phase = "waiting_for_human"
+
+
+def _human_provided(s: SessionState, e: ev.HumanInputProvided) -> None:
+    s.human_answers.append(e)
+    if s.phase == "waiting_for_human":
+        s.phase = s.phase_before_human or "orienting"
+    s.human_pending = False
 
 
 _APPLY: dict[type, Any] = {
@@ -424,4 +514,10 @@ _APPLY: dict[type, Any] = {
     ev.StuckDetected: _stuck,
     ev.CriticVerdict: _critic,
     ev.SessionCompleted: _completed,
+    ev.EvidenceGathered: _evidence,
+    ev.WorkspaceRolledBack: _rolled_back,
+    ev.HumanInputRequested: _human_requested,
+    ev.HumanInputProvided: _human_provided,
+    ev.ReplanScored: _replan_scored,
+    ev.CandidateEvaluated: _candidate,
 }

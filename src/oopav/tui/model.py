@@ -351,6 +351,7 @@ def summary_lines(state: SessionState, now: datetime | None = None) -> list[Line
 
 OUTCOME_STYLE = {
     "success": "bold green",
+    "success_unverified": "bold yellow",
     "failed": "bold red",
     "aborted": "bold red",
     "rejected": "red",

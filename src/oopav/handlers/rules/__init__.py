@@ -3,18 +3,10 @@ detection and budget accounting. No I/O here except ``scan_tree`` reading the fi
 handlers feed these functions facts from events and publish what they decide."""
 
 from oopav.handlers.rules.budgets import (
-    CHECK_ORDER,
-    BudgetOverrun,
-    BudgetUsage,
-    charge_bounce,
-    charge_iteration,
-    charge_prompt_output,
-    charge_retry,
-    charge_tokens,
-    charge_wall,
     clip_output,
-    exceeded,
+    deployment_caps,
     merge_budgets,
+    summarise_context,
 )
 from oopav.handlers.rules.observer import (
     ObserverAction,
@@ -39,10 +31,7 @@ from oopav.handlers.rules.stubs import finding_key, new_findings, scan_stubs, sc
 from oopav.handlers.rules.stuck import PERTURBATIONS, StuckMatch, detect_stuck, next_response
 
 __all__ = [
-    "CHECK_ORDER",
     "PERTURBATIONS",
-    "BudgetOverrun",
-    "BudgetUsage",
     "Category",
     "ObserverAction",
     "ObserverDecision",
@@ -50,19 +39,13 @@ __all__ = [
     "OrientInput",
     "OrientReport",
     "StuckMatch",
-    "charge_bounce",
-    "charge_iteration",
-    "charge_prompt_output",
-    "charge_retry",
-    "charge_tokens",
-    "charge_wall",
     "classify_category",
     "clip_output",
     "decide_observer_action",
     "decide_risk",
     "decide_tests",
+    "deployment_caps",
     "detect_stuck",
-    "exceeded",
     "finding_key",
     "is_secret_path",
     "mentioned_paths",
@@ -74,4 +57,5 @@ __all__ = [
     "scan_tree",
     "score_complexity",
     "score_evidence_gap",
+    "summarise_context",
 ]

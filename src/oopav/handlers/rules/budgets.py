@@ -1,118 +1,56 @@
-"""Budget accounting (DESIGN invariant 8): pure, immutable usage counters, the check against
-``Budgets`` in a fixed order, the merge of defaults, policy caps and a submission's request,
-and the clipping of tool output before it goes into a prompt.
+"""Budgets (DESIGN invariant 8): the merge of defaults, deployment caps and a submission's
+request, the deployment's caps themselves, and the clipping and summarising of what goes into
+a prompt (tool output; a role's whole context when it outgrows the role's cap).
 
-Usage is charged *before* the work it pays for and checked right after: a limit of 3 retries
-allows three retries, and charging the fourth makes ``exceeded`` report it, so the handler emits
-``budget_exceeded`` instead of doing the work.
+Usage itself is counted by the session projection (``BudgetsUsed``) from the events, and the
+handlers check it where the work is (``handlers.common``); the former pure usage counters here
+were called by nothing and are gone.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
-
-import msgspec
+from pathlib import Path
+from typing import Any
 
 from oopav.events.catalog import Budgets
 
 BUDGET_FIELDS: tuple[str, ...] = tuple(Budgets.__struct_fields__)
-
-CHECK_ORDER: tuple[str, ...] = (
-    "iterations",
-    "model_tokens",
-    "retries_per_phase",
-    "wall_seconds_per_phase",
-    "bounces",
-    "prompt_output_bytes",
-)
-"""The order ``exceeded`` checks budgets in: session-wide totals first (they end the session
-whatever phase it is in), then per-phase limits (phases by name), then the gate bounces and the
-per-prompt output size. A fixed order makes the reported budget deterministic when several are
-over at once."""
+# Budgets for which zero is a meaningful request ("no retries", "no bounces").
+ZERO_OK: frozenset[str] = frozenset({"retries_per_phase", "bounces"})
 
 
-class BudgetUsage(msgspec.Struct, kw_only=True, frozen=True):
-    """What a session has used so far. Never mutated: every ``charge_*`` returns a new value
-    (the dicts are copied, so an older value stays as it was)."""
+def deployment_caps(env: Mapping[str, str] | None = None) -> dict[str, float | int]:
+    """This deployment's caps on what a submission may ask for: ``budget_caps`` of the YAML or
+    JSON file named by ``OOPAV_DEPLOYMENT`` (e.g. ``{budget_caps: {iterations: 50}}``), or
+    ``OOPAV_BUDGET_CAPS`` as inline JSON. Empty when neither is set; a broken file is an error
+    that names it (a deployment must not silently run uncapped)."""
+    environ = os.environ if env is None else env
+    inline = environ.get("OOPAV_BUDGET_CAPS")
+    path = environ.get("OOPAV_DEPLOYMENT")
+    raw: Any = {}
+    if path:
+        import yaml
 
-    retries: dict[str, int] = msgspec.field(default_factory=dict)
-    iterations: int = 0
-    model_tokens: int = 0
-    wall_seconds: dict[str, float] = msgspec.field(default_factory=dict)
-    prompt_output_bytes: int = 0
-    """The largest amount of tool output put into one prompt (the budget is per prompt)."""
-    bounces: int = 0
-
-
-class BudgetOverrun(NamedTuple):
-    budget: str
-    limit: float
-    used: float
-    phase: str | None = None
-    """The phase for the per-phase budgets, else None (``BudgetExceeded.phase``)."""
-
-
-def _check_amount(name: str, amount: float) -> None:
-    if isinstance(amount, bool) or not math.isfinite(amount) or amount < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {amount!r}")
-
-
-def charge_retry(usage: BudgetUsage, phase: str, n: int = 1) -> BudgetUsage:
-    _check_amount("retries", n)
-    retries = {**usage.retries, phase: usage.retries.get(phase, 0) + n}
-    return msgspec.structs.replace(usage, retries=retries)
-
-
-def charge_iteration(usage: BudgetUsage, n: int = 1) -> BudgetUsage:
-    _check_amount("iterations", n)
-    return msgspec.structs.replace(usage, iterations=usage.iterations + n)
-
-
-def charge_tokens(usage: BudgetUsage, tokens: int) -> BudgetUsage:
-    _check_amount("model_tokens", tokens)
-    return msgspec.structs.replace(usage, model_tokens=usage.model_tokens + tokens)
-
-
-def charge_wall(usage: BudgetUsage, phase: str, seconds: float) -> BudgetUsage:
-    _check_amount("wall_seconds", seconds)
-    wall = {**usage.wall_seconds, phase: usage.wall_seconds.get(phase, 0.0) + seconds}
-    return msgspec.structs.replace(usage, wall_seconds=wall)
-
-
-def charge_prompt_output(usage: BudgetUsage, nbytes: int) -> BudgetUsage:
-    """Record one prompt's tool-output bytes; usage keeps the largest, since the budget caps
-    each prompt rather than a session total."""
-    _check_amount("prompt_output_bytes", nbytes)
-    return msgspec.structs.replace(
-        usage, prompt_output_bytes=max(usage.prompt_output_bytes, nbytes)
-    )
-
-
-def charge_bounce(usage: BudgetUsage, n: int = 1) -> BudgetUsage:
-    _check_amount("bounces", n)
-    return msgspec.structs.replace(usage, bounces=usage.bounces + n)
-
-
-def exceeded(budgets: Budgets, usage: BudgetUsage) -> BudgetOverrun | None:
-    """The first budget (in ``CHECK_ORDER``) whose usage is above its limit, else None.
-    "Above", not "at": the limit is the amount allowed."""
-    for name in CHECK_ORDER:
-        limit = getattr(budgets, name)
-        if name == "retries_per_phase":
-            for phase in sorted(usage.retries):
-                if usage.retries[phase] > limit:
-                    return BudgetOverrun(name, limit, usage.retries[phase], phase)
-        elif name == "wall_seconds_per_phase":
-            for phase in sorted(usage.wall_seconds):
-                if usage.wall_seconds[phase] > limit:
-                    return BudgetOverrun(name, limit, usage.wall_seconds[phase], phase)
-        else:
-            used = getattr(usage, name)
-            if used > limit:
-                return BudgetOverrun(name, limit, used)
-    return None
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"cannot read OOPAV_DEPLOYMENT {path}: {exc}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"OOPAV_DEPLOYMENT {path} must hold a mapping")
+        raw = data.get("budget_caps") or {}
+    elif inline:
+        try:
+            raw = json.loads(inline)
+        except ValueError as exc:
+            raise ValueError(f"OOPAV_BUDGET_CAPS is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ValueError("budget_caps must be a mapping of budget name to number")
+    return _values(raw, "deployment caps")
 
 
 def _values(source: Budgets | Mapping[str, Any] | None, what: str) -> dict[str, float | int]:
@@ -130,10 +68,12 @@ def _values(source: Budgets | Mapping[str, Any] | None, what: str) -> dict[str, 
             isinstance(value, bool)
             or not isinstance(value, int | float)
             or not math.isfinite(value)
-            or value <= 0
+            or value < 0
+            or (value == 0 and name not in ZERO_OK)
         ):
+            floor = ">= 0" if name in ZERO_OK else "> 0"
             raise ValueError(
-                f"budget {name!r} in {what} must be a finite number > 0, got {value!r}"
+                f"budget {name!r} in {what} must be a finite number {floor}, got {value!r}"
             )
         out[name] = value
     return out
@@ -155,7 +95,7 @@ def merge_budgets(
     - effective = min(submission's value, cap) when the submission sets one, else start.
 
     Raises ``ValueError`` naming the budget for unknown names or values that are not finite
-    numbers > 0.
+    numbers > 0 (>= 0 for retries and bounces).
     """
     base = _values(defaults, "defaults")
     caps = {**base, **_values(policy, "policy")}
@@ -214,3 +154,44 @@ def clip_output(text: str, max_bytes: int, artifact_path: str) -> str:
     tail = _cut_tail(data, room - len(head))
     omitted = len(data) - len(head) - len(tail)
     return head.decode("utf-8") + _marker(omitted, artifact_path) + tail.decode("utf-8")
+
+
+def summarise_context(text: str, max_bytes: int, pointer: str) -> str:
+    """A prompt context cut to ``max_bytes`` (UTF-8) that keeps its shape: every ``### ``
+    section keeps its header and a head-and-tail of its body, each section's room in
+    proportion to its size, with ``pointer`` naming where the whole context is kept. The
+    result fits in ``max_bytes`` (it falls back to one ``clip_output`` of the whole text)."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    note = f"[context summarised to fit {max_bytes} bytes; the full context: {pointer}]\n"
+    sections: list[tuple[str, str]] = []
+    head, body = "", []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("### "):
+            if head or body:
+                sections.append((head, "".join(body)))
+            head, body = line, []
+        else:
+            body.append(line)
+    sections.append((head, "".join(body)))
+    fixed = len(note.encode()) + sum(len(h.encode()) + 1 for h, _ in sections)
+    room = max_bytes - fixed
+    total = sum(len(b.encode()) for _, b in sections) or 1
+    if room > 64 * len(sections):
+        parts = [note]
+        for h, b in sections:
+            share = int(room * len(b.encode()) / total)
+            parts.append(h + clip_output(b, share, pointer) + "\n")
+        out = "".join(parts)
+        if len(out.encode()) <= max_bytes:
+            return out
+    if max_bytes > 2 * len(note.encode()):
+        return note + clip_output(text, max_bytes - len(note.encode()), pointer)
+    return clip_output(text, max_bytes, pointer)
+
+
+def context_digest(text: str) -> str:
+    """A short content hash that names a context artifact (the same context, the same name,
+    so a replayed prompt is byte-identical)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

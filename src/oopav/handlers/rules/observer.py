@@ -105,6 +105,9 @@ class ObserverFacts(msgspec.Struct, kw_only=True, frozen=True):
     expected_change: bool = False
     consecutive_failures: int = 0
     touched_paths: list[str] = msgspec.field(default_factory=list)
+    perturbed: bool = True
+    """Whether a stuck replan with a perturbation already happened in this session. Rule 2
+    escalates only then: the stuck detector's perturbed replan comes first."""
 
 
 class ObserverDecision(msgspec.Struct, kw_only=True, frozen=True):
@@ -119,8 +122,9 @@ def decide_observer_action(
 
     1. A secret-looking path (``is_secret_path``) was touched → ``escalate``: credentials are
        never the agent's business, a person must look (DESIGN invariant 7, deny by default).
-    2. ``consecutive_failures >= failure_limit`` (default 3) → ``escalate``: retrying more of the
-       same will not help, and budgets must not be burnt on it.
+    2. ``consecutive_failures >= failure_limit`` (default 3) after a perturbed replan
+       (``perturbed``) → ``escalate``: retrying more of the same will not help. Before any
+       perturbation the rule stays quiet: the actor's stuck detector replans with one first.
     3. The change introduced parse errors → ``negative_example``: the step is recorded as a
        counter-example for training and must be rolled back; the planner replans from the
        last checkpoint.
@@ -142,7 +146,7 @@ def decide_observer_action(
     secrets = [p for p in touched if is_secret_path(p)]
     if secrets:
         fired.append(("escalate", f"rule 1: secret-looking path touched: {', '.join(secrets)}"))
-    if facts.consecutive_failures >= failure_limit:
+    if facts.consecutive_failures >= failure_limit and facts.perturbed:
         fired.append(
             (
                 "escalate",

@@ -13,8 +13,10 @@ Precedence, written down once:
 * **risk band**: the most severe band whose rule fires: black > red > yellow > green.
 * **test decision**: first matching rule of ``TEST RULES`` (``decide_tests``), so a
   required-rule always beats skip, e.g. a docs-only change with security words is required.
-* **gate**: black → ``stop`` (the session ends and escalates); red → ``gather_evidence`` until
-  at least one evidence round has been recorded; otherwise ``proceed``.
+* **gate**: black → ``stop`` (the session halts and asks a person); red → ``gather_evidence``
+  until at least one round of new, targeted evidence is recorded, then ``proceed`` once the
+  evidence gap is at most 0.4, another round while rounds remain, else ``stop`` (ask a person);
+  otherwise ``proceed``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Literal
 import msgspec
 
 from oopav.events.catalog import RiskBand, TestDecision
+from oopav.handlers.rules.policy import TestPolicy
 
 Category = Literal["refactor", "bugfix", "feature", "docs", "config", "tests", "security", "other"]
 TestsBaseline = Literal["pass", "fail", "unknown"]
@@ -341,6 +344,9 @@ class OrientInput(msgspec.Struct, kw_only=True, frozen=True):
     expected_files: int | None = None
     expected_changed_lines: int | None = None
     evidence_rounds: int = 0
+    symbols_missing: list[str] = msgspec.field(default_factory=list)
+    """Identifiers the instruction names that targeted evidence found nowhere in the tree."""
+    max_evidence_rounds: int = 2
 
 
 class OrientReport(msgspec.Struct, kw_only=True, frozen=True):
@@ -463,6 +469,7 @@ def score_evidence_gap(inp: OrientInput) -> tuple[float, list[str]]:
     - vague instruction: +0.2 under 5 words, +0.15 with no concrete anchor (no quoted or
       backticked name, path or identifier), +0.1 with vague words ("somehow", "better", …);
       at most +0.3 together;
+    - symbols the instruction names that evidence found nowhere: +0.15 each, at most +0.3;
     - an empty repository (no files observed): +0.3;
     - memory: the best similar successful session lowers the gap by 0.2 when its score is at
       least 0.8 (strong), by 0.1 when at least 0.6.
@@ -497,6 +504,12 @@ def score_evidence_gap(inp: OrientInput) -> tuple[float, list[str]]:
         vague = min(vague, 0.3)
         gap += vague
         reasons.append(f"gap +{vague:.2f}: vague instruction ({', '.join(vague_why)})")
+    if inp.symbols_missing:
+        add = min(0.3, 0.15 * len(inp.symbols_missing))
+        gap += add
+        reasons.append(
+            f"gap +{add:.2f}: named symbols found nowhere: {', '.join(inp.symbols_missing[:5])}"
+        )
     if inp.files_total == 0:
         gap += 0.3
         reasons.append("gap +0.30: no files observed")
@@ -558,6 +571,7 @@ def decide_tests(
     complexity: int,
     evidence_gap: float,
     risk_band: RiskBand,
+    policy: TestPolicy | None = None,
 ) -> tuple[TestDecision, str]:
     """The test decision. TEST RULES, first match wins (the issue's order, plus rule 4):
 
@@ -572,14 +586,21 @@ def decide_tests(
        mentioned) → skip;
     7. evidence gap above 0.4 → deferred;
     8. otherwise optional.
+
+    ``policy`` (the task's ``policy.tests``) adds required words and sets the thresholds
+    (``required_complexity``, ``required_files``, ``large_change_lines``, ``skip_suffixes``).
     """
+    pol = policy or TestPolicy()
     text = inp.instruction
     files = inp.expected_files
     if files is None:
         files = len(inp.mentioned_existing) + len(inp.mentioned_missing)
     if SECURITY_RE.search(text) or AUTH_RE.search(text) or SCHEMA_RE.search(text):
         return "required", "tests required (rule 1): security, auth or schema words"
-    if complexity >= 7 and files > 2:
+    extra = [w for w in pol.required_words if re.search(rf"\b{re.escape(w)}\b", text, re.I)]
+    if extra:
+        return "required", f"tests required (rule 1): policy words {', '.join(extra)}"
+    if complexity >= pol.required_complexity and files > pol.required_files:
         return "required", f"tests required (rule 2): complexity {complexity} with {files} files"
     if risk_band in ("red", "black"):
         return "required", f"tests required (rule 3): {risk_band} risk"
@@ -588,12 +609,16 @@ def decide_tests(
     if NEW_SYMBOL_RE.search(text):
         return "recommended", "tests recommended (rule 5): a new function or type"
     lines = inp.expected_changed_lines
-    if (lines is not None and lines > LARGE_CHANGE_LINES) or (lines is None and complexity >= 5):
+    if (lines is not None and lines > pol.large_change_lines) or (
+        lines is None and complexity >= 5
+    ):
         why = f"{lines} changed lines expected" if lines is not None else f"complexity {complexity}"
         return "recommended", f"tests recommended (rule 5): large change ({why})"
     mentioned = [*inp.mentioned_existing, *inp.mentioned_missing]
+    skip_suffixes = {x.lower() for x in pol.skip_suffixes}
     if category in ("docs", "config") and all(
-        _file_class(f) in ("doc", "config") for f in mentioned
+        _file_class(f) in ("doc", "config") or PurePosixPath(f).suffix.lower() in skip_suffixes
+        for f in mentioned
     ):
         return "skip", f"tests skipped (rule 6): {category} only"
     if evidence_gap > GAP_HIGH:
@@ -601,7 +626,37 @@ def decide_tests(
     return "optional", "tests optional (rule 8): no other rule fired"
 
 
-def orient(inp: OrientInput) -> OrientReport:
+def decide_gate(band: RiskBand, gap: float, rounds: int, max_rounds: int) -> tuple[Gate, str]:
+    """What the band lets the session do next:
+
+    - black → ``stop``: halt and ask a person;
+    - red, no evidence round yet → ``gather_evidence``: acting waits for new, targeted evidence;
+    - red, gap ≤ 0.4 after a round → ``proceed``: the evidence closed the gap;
+    - red, gap still > 0.4 and fewer than ``max_rounds`` rounds → ``gather_evidence`` again;
+    - red, gap still open after ``max_rounds`` → ``stop``: escalate to a person;
+    - green / yellow → ``proceed``.
+    """
+    if band == "black":
+        return "stop", "gate stop: black risk halts the session and asks a person"
+    if band != "red":
+        return "proceed", "gate proceed"
+    if rounds < 1:
+        return "gather_evidence", "gate gather_evidence: red risk waits for new evidence"
+    if gap <= GAP_HIGH:
+        return "proceed", (
+            f"gate proceed: evidence gap {gap:.2f} <= {GAP_HIGH} after {rounds} evidence round(s)"
+        )
+    if rounds < max_rounds:
+        return "gather_evidence", (
+            f"gate gather_evidence: evidence gap {gap:.2f} > {GAP_HIGH} after round {rounds}"
+        )
+    return "stop", (
+        f"gate stop: evidence gap {gap:.2f} did not close within {max_rounds} rounds; "
+        "a person decides"
+    )
+
+
+def orient(inp: OrientInput, policy: TestPolicy | None = None) -> OrientReport:
     """The orient report: category → complexity → evidence gap → risk → test decision → gate,
     with the reasons of every step in that order."""
     mentioned = [*inp.mentioned_existing, *inp.mentioned_missing]
@@ -610,15 +665,14 @@ def orient(inp: OrientInput) -> OrientReport:
     gap, why_gap = score_evidence_gap(inp)
     band, why_risk = decide_risk(inp, complexity, gap)
     decision, why_tests = decide_tests(
-        inp, category=category, complexity=complexity, evidence_gap=gap, risk_band=band
+        inp,
+        category=category,
+        complexity=complexity,
+        evidence_gap=gap,
+        risk_band=band,
+        policy=policy,
     )
-    gate: Gate
-    if band == "black":
-        gate, why_gate = "stop", "gate stop: black risk ends the session and escalates"
-    elif band == "red" and inp.evidence_rounds < 1:
-        gate, why_gate = "gather_evidence", "gate gather_evidence: red risk blocks acting"
-    else:
-        gate, why_gate = "proceed", "gate proceed"
+    gate, why_gate = decide_gate(band, gap, inp.evidence_rounds, inp.max_evidence_rounds)
     return OrientReport(
         risk_band=band,
         evidence_gap=gap,

@@ -8,10 +8,11 @@ step); the second time it aborts, so that nothing loops forever (DESIGN invarian
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-StuckPattern = Literal["repeat", "alternation", "errors"]
+StuckPattern = Literal["repeat", "alternation", "errors", "similar"]
 
 DEFAULT_REPEAT = 3
 DEFAULT_ALTERNATION = 4
@@ -114,3 +115,40 @@ def next_response(
     if previous_stuck_count < max_replans:
         return "replan", PERTURBATIONS[previous_stuck_count % len(PERTURBATIONS)]
     return "abort", None
+
+
+SIMILARITY = 0.9
+SIMILAR_RUN = 3
+
+
+def similarity(a: str, b: str) -> float:
+    """How alike two outputs are, 0..1 (difflib's ratio on the texts; deterministic)."""
+    import difflib
+
+    if a == b:
+        return 1.0
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def detect_similar(
+    texts: Sequence[str],
+    ids: Sequence[str] | None = None,
+    *,
+    threshold: float = SIMILARITY,
+    run: int = SIMILAR_RUN,
+) -> StuckMatch | None:
+    """Fuzzy repetition: the last ``run`` outputs (canonical actions or plans, oldest first)
+    are each more than ``threshold`` similar to the one before — a loop that exact hashes miss
+    (a patch retried with a changed comment, a plan reworded). ``ids`` name them in the match
+    (default: their positions)."""
+    if len(texts) < run:
+        return None
+    tail = list(texts[-run:])
+    if all(similarity(x, y) > threshold for x, y in itertools.pairwise(tail)):
+        names = (
+            list(ids[-run:])
+            if ids is not None
+            else [str(i) for i in range(len(texts) - run, len(texts))]
+        )
+        return StuckMatch("similar", names, run)
+    return None
