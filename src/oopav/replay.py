@@ -112,6 +112,7 @@ class RecordedMemory:
                 score=x["score"],
                 instruction=x.get("instruction", ""),
                 plan_summary=x.get("plan", ""),
+                embedder=x.get("embedder"),
             )
             for x in self.examples[:k]
         ]

@@ -234,7 +234,7 @@ def test_only_success_is_success(capsys: pytest.CaptureFixture[str]) -> None:
         outcome="success_unverified",
         summary="tests denied by policy",
     )
-    assert cli_module._exit_status("success_unverified") == 1
+    assert cli_module._exit_status("success_unverified") == 4
     assert cli_module._exit_status("success") == 0
     assert cli_module._exit_status(None) == 1
     cli_module._print_outcome(state, as_json=False)

@@ -133,7 +133,7 @@ class Orient:
                     "instruction": str(getattr(h, "instruction", ""))[:500],
                     "plan": str(getattr(h, "plan_summary", ""))[:1000],
                     # Which embedder and query found it, so a hit can be audited and re-run.
-                    "embedder": self._embedder_name(),
+                    "embedder": getattr(h, "embedder", None) or self._embedder_name(),
                     "query": task.instruction[:500],
                 }
                 for h in found
