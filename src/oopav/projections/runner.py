@@ -24,6 +24,8 @@ from oopav.projections import session as session_fold
 from oopav.projections.store import Snapshots, SnapshotStore
 
 S = TypeVar("S")
+_HIGH_WATER = 20_000  # buffered deliveries before the callback waits for the folder
+_YIELD_EVERY = 2_000  # folded events between yields to the event loop
 log = get_logger("oopav.projections")
 
 
@@ -77,6 +79,7 @@ class ProjectionRunner(Generic[S]):
         self.listeners = listeners or []
         self._cache: dict[str, S] = {}
         self._dirty: dict[str, S] = {}
+        self._pending = 0  # folded since the last commit
         self._cond = asyncio.Condition()
         self._stop = asyncio.Event()
         self._sub: Any = None
@@ -124,56 +127,46 @@ class ProjectionRunner(Generic[S]):
         self._stop.set()
 
     async def _consume(self, follow: bool) -> None:
-        # Events are folded in the subscription's callback, as nats-py delivers them: no queue
-        # hand-off and no timer per message (that cost ~40% of a rebuild). The states changed
-        # since the last commit are written with the position in one LMDB transaction, every
-        # ``commit_every`` events and whenever the runner reaches the head of the stream.
+        # nats-py answers the server's flow control only once the callback has taken the data
+        # message before it, so folding inside the callback stalls delivery while we decode
+        # and fold. The callback only buffers (reply subject, payload); a folding task drains
+        # the buffer in stream order, so the server keeps sending while we fold. The buffer
+        # is bounded: past ``_HIGH_WATER`` messages the callback waits for the folder, which
+        # holds back flow control and so the server. The states changed since the last commit
+        # are written with the position in one LMDB transaction, every ``commit_every`` events
+        # and whenever the runner reaches the head of the stream.
         js = self.nc.jetstream()
-        decode = self.registry.decode
-        key_of = self.projection.key
-        evolve = self.projection.evolve
-        initial = self.projection.initial
-        snapshot_of = self.snapshots.get
-        cache = self._cache
-        listeners = self.listeners
         caught_up = asyncio.Event()
         failure: list[BaseException] = []
-        pending = 0
+        buf: list[tuple[str, bytes]] = []
+        ready = asyncio.Event()
+        drained = asyncio.Event()
+        drained.set()
 
         async def on_msg(msg: Any) -> None:
-            nonlocal pending
             if failure:
                 return
-            try:
-                seq, num_pending = _position(msg)
-                try:
-                    event = decode(msg.data)
-                except EventDecodeError as exc:
-                    self.skipped += 1
-                    log.warning("projection_skipped_event", seq=seq, reason=exc.reason)
-                    event = None
-                if event is not None:
-                    key = key_of(event)
-                    if key is not None:
-                        state = cache.get(key)
-                        if state is None:
-                            state = snapshot_of(key) or initial(key)
-                        state = evolve(state, event, seq)
-                        cache[key] = state
-                        self._dirty[key] = state
-                        for listener in listeners:
-                            listener(seq, event, state)
-                self.position = seq
-                pending += 1
-                at_head = num_pending == 0
-                if pending >= self.commit_every or at_head:
-                    pending = 0
-                    await self._commit()
-                if at_head:
-                    caught_up.set()
-            except Exception as exc:  # surface it in the runner, not nats-py's error callback
-                failure.append(exc)
-                caught_up.set()
+            buf.append((msg.reply, msg.data))
+            ready.set()
+            if len(buf) >= _HIGH_WATER:
+                drained.clear()
+                await drained.wait()
+
+        async def folder() -> None:
+            while True:
+                await ready.wait()
+                ready.clear()
+                while buf:
+                    chunk = buf[:]
+                    buf.clear()
+                    drained.set()
+                    try:
+                        await self._fold_chunk(chunk, caught_up)
+                    except Exception as exc:  # surface it in the runner
+                        failure.append(exc)
+                        caught_up.set()
+                        drained.set()
+                        return
 
         sub = await js.subscribe(
             self.projection.subject,
@@ -182,6 +175,7 @@ class ProjectionRunner(Generic[S]):
             config=ConsumerConfig(opt_start_seq=self.position + 1),
             cb=on_msg,
         )
+        fold_task = asyncio.create_task(folder())
         try:
             info = await sub.consumer_info()
             if info.num_pending == 0 and not (info.delivered and info.delivered.consumer_seq):
@@ -203,12 +197,60 @@ class ProjectionRunner(Generic[S]):
                 if waiter is not None:
                     waiter.cancel()
         finally:
+            fold_task.cancel()
+            drained.set()
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
+            with contextlib.suppress(asyncio.CancelledError):
+                await fold_task
             if self._dirty:
                 await self._commit()
         if failure:
             raise failure[0]
+
+    async def _fold_chunk(self, chunk: list[tuple[str, bytes]], caught_up: asyncio.Event) -> None:
+        """Decode and fold buffered deliveries in order; commit at the head of the stream
+        and every ``commit_every`` events."""
+        decode = self.registry.decode
+        key_of = self.projection.key
+        evolve = self.projection.evolve
+        initial = self.projection.initial
+        snapshot_of = self.snapshots.get
+        cache = self._cache
+        dirty = self._dirty
+        listeners = self.listeners
+        for n, (reply, data) in enumerate(chunk, start=1):
+            seq, num_pending = _position(reply)
+            if seq <= self.position:
+                continue  # an ordered consumer's reset redelivered what we folded already
+            try:
+                event = decode(data)
+            except EventDecodeError as exc:
+                self.skipped += 1
+                log.warning("projection_skipped_event", seq=seq, reason=exc.reason)
+                event = None
+            if event is not None:
+                key = key_of(event)
+                if key is not None:
+                    state = cache.get(key)
+                    if state is None:
+                        state = snapshot_of(key) or initial(key)
+                    state = evolve(state, event, seq)
+                    cache[key] = state
+                    dirty[key] = state
+                    for listener in listeners:
+                        listener(seq, event, state)
+            self.position = seq
+            self._pending += 1
+            at_head = num_pending == 0
+            if self._pending >= self.commit_every or at_head:
+                self._pending = 0
+                await self._commit()
+                dirty = self._dirty
+            if at_head:
+                caught_up.set()
+            elif n % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # let deliveries (and flow control) through
 
     async def _commit(self) -> None:
         version = self.projection.version
@@ -227,16 +269,15 @@ class ProjectionRunner(Generic[S]):
             self._cond.notify_all()
 
 
-def _position(msg: Any) -> tuple[int, int]:
+def _position(reply: str) -> tuple[int, int]:
     """(stream sequence, messages pending) from a JetStream delivery's reply subject, without
     building nats-py's full metadata object (a tenth of a rebuild's time)."""
-    tokens = msg.reply.split(".")
+    tokens = reply.split(".")
     if len(tokens) == 9:  # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
         return int(tokens[5]), int(tokens[8])
     if len(tokens) >= 12:  # with domain and account hash first
         return int(tokens[7]), int(tokens[10])
-    meta = msg.metadata
-    return meta.sequence.stream, meta.num_pending
+    raise ValueError(f"not a JetStream delivery reply subject: {reply!r}")
 
 
 async def load_session(
