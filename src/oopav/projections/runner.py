@@ -20,6 +20,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from oopav.events.catalog import Event
 from oopav.events.codec import REGISTRY, EventDecodeError, Registry
 from oopav.logging import get_logger
+from oopav.projections import ordered
 from oopav.projections import session as session_fold
 from oopav.projections.store import Snapshots, SnapshotStore
 
@@ -127,21 +128,34 @@ class ProjectionRunner(Generic[S]):
         self._stop.set()
 
     async def _consume(self, follow: bool) -> None:
-        # nats-py answers the server's flow control only once the callback has taken the data
-        # message before it, so folding inside the callback stalls delivery while we decode
-        # and fold. The callback only buffers (reply subject, payload); a folding task drains
-        # the buffer in stream order, so the server keeps sending while we fold. The buffer
-        # is bounded: past ``_HIGH_WATER`` messages the callback waits for the folder, which
-        # holds back flow control and so the server. The states changed since the last commit
-        # are written with the position in one LMDB transaction, every ``commit_every`` events
-        # and whenever the runner reaches the head of the stream.
-        js = self.nc.jetstream()
+        # Deliveries are only buffered as (reply subject, payload) when they arrive; a folding
+        # task drains the buffer in stream order, so the server keeps sending while we decode
+        # and fold (nats-py answers flow control only once its callback has taken the message
+        # before, so folding inside the callback stalled delivery). With ``ordered.OrderedReader``
+        # deliveries also skip nats-py's per-message header parsing and Msg objects (half of
+        # the client time); a client without the internals it needs gets nats-py's ordered
+        # consumer. The buffer is bounded: past ``_HIGH_WATER`` messages flow control is held
+        # back, and so is the server. The states changed since the last commit are written with
+        # the position in one LMDB transaction, every ``commit_every`` events and whenever the
+        # runner reaches the head of the stream.
         caught_up = asyncio.Event()
         failure: list[BaseException] = []
         buf: list[tuple[str, bytes]] = []
         ready = asyncio.Event()
         drained = asyncio.Event()
         drained.set()
+        reader: ordered.OrderedReader | None = None
+
+        def fail(exc: BaseException) -> None:
+            failure.append(exc)
+            caught_up.set()
+            drained.set()
+
+        def on_data(reply: str, data: bytes) -> None:
+            buf.append((reply, data))
+            ready.set()
+            if len(buf) >= _HIGH_WATER and reader is not None:
+                reader.pause()
 
         async def on_msg(msg: Any) -> None:
             if failure:
@@ -160,26 +174,40 @@ class ProjectionRunner(Generic[S]):
                     chunk = buf[:]
                     buf.clear()
                     drained.set()
+                    if reader is not None and reader._paused:
+                        await reader.resume()
                     try:
                         await self._fold_chunk(chunk, caught_up)
                     except Exception as exc:  # surface it in the runner
-                        failure.append(exc)
-                        caught_up.set()
-                        drained.set()
+                        fail(exc)
                         return
 
-        sub = await js.subscribe(
-            self.projection.subject,
-            ordered_consumer=True,
-            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-            config=ConsumerConfig(opt_start_seq=self.position + 1),
-            cb=on_msg,
-        )
+        sub: Any = None
+        if ordered.available(self.nc):
+            # Deliveries below nats-py's message objects (see projections/ordered.py).
+            reader = ordered.OrderedReader(
+                self.nc, self.projection.subject, self.position + 1, on_data, fail
+            )
+            try:
+                if await reader.start() == 0:
+                    caught_up.set()
+            except BaseException:
+                await reader.stop()
+                raise
+        else:
+            sub = await self.nc.jetstream().subscribe(
+                self.projection.subject,
+                ordered_consumer=True,
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                config=ConsumerConfig(opt_start_seq=self.position + 1),
+                cb=on_msg,
+            )
         fold_task = asyncio.create_task(folder())
         try:
-            info = await sub.consumer_info()
-            if info.num_pending == 0 and not (info.delivered and info.delivered.consumer_seq):
-                caught_up.set()
+            if sub is not None:
+                info = await sub.consumer_info()
+                if info.num_pending == 0 and not (info.delivered and info.delivered.consumer_seq):
+                    caught_up.set()
             stop = asyncio.create_task(self._stop.wait())
             waiter: asyncio.Task[bool] | None = None
             try:
@@ -199,8 +227,11 @@ class ProjectionRunner(Generic[S]):
         finally:
             fold_task.cancel()
             drained.set()
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+            if reader is not None:
+                await reader.stop()
+            if sub is not None:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
             with contextlib.suppress(asyncio.CancelledError):
                 await fold_task
             if self._dirty:
