@@ -285,17 +285,61 @@ def checkpoint(info: WorkspaceInfo, message: str) -> str:
         proc.returncode != 1 or git(path, "status", "--porcelain").strip()
     ):
         raise WorkspaceError(f"git commit failed in {path}: {proc.stderr.strip()}")
-    return git(path, "rev-parse", "HEAD").strip()
+    return head_commit(path)
+
+
+def head_commit(path: Path) -> str:
+    """The workspace's HEAD commit, like `git rev-parse HEAD`.
+
+    Read from the files when HEAD is a loose ref (as a session branch is while its session
+    runs): one git process fewer on every step. Anything else (a packed ref, reftable, an
+    unexpected layout) asks git."""
+    try:
+        gitdir = _gitdir_of(Path(path))
+        head = (gitdir / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = head[5:].strip()
+            common = gitdir
+            commondir = gitdir / "commondir"
+            if commondir.is_file():
+                common = (gitdir / commondir.read_text().strip()).resolve()
+            for base in (gitdir, common):
+                value = _hash_in(base / ref)
+                if value:
+                    return value
+        elif _is_hash(head):
+            return head
+    except OSError:
+        pass
+    return git(Path(path), "rev-parse", "HEAD").strip()
+
+
+def _gitdir_of(path: Path) -> Path:
+    dotgit = path / ".git"
+    if dotgit.is_dir():
+        return dotgit
+    text = dotgit.read_text().strip()
+    if not text.startswith("gitdir: "):
+        raise OSError(f"unexpected {dotgit}")
+    return (path / text[8:].strip()).resolve()
+
+
+def _is_hash(value: str) -> bool:
+    return len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value)
+
+
+def _hash_in(ref_file: Path) -> str | None:
+    try:
+        value = ref_file.read_text().strip()
+    except OSError:
+        return None
+    return value if _is_hash(value) else None
 
 
 def _fresh_ref(gitdir: Path, branch: str) -> str | None:
     """The commit of ``branch`` read from its loose ref file in a repository just created
     (no packed refs yet), sparing a `rev-parse` process; None when it is not there."""
-    try:
-        value = (gitdir / "refs" / "heads" / branch).read_text().strip()
-    except OSError:
-        return None
-    return value if len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value) else None
+    return _hash_in(gitdir / "refs" / "heads" / branch)
 
 
 def rollback(info: WorkspaceInfo, commit: str | None = None) -> str:
