@@ -84,3 +84,38 @@ async def test_fallback_to_nats_py_ordered_consumer(
     assert await runner.catch_up() == len(events)
     want = fold([(i + 1, e) for i, e in enumerate(events) if e.aggregate_id == "s1"])
     assert runner.get("s1") == want
+
+
+async def test_a_lost_consumer_is_recreated_from_the_last_sequence(
+    nc: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ordered, "_HEARTBEAT", 0.2)
+    store = EventStore(nc)
+    events = session_events("s1", 20)
+    await store.append_batch(events[:10])
+    got: list[int] = []
+    failures: list[BaseException] = []
+    reader = ordered.OrderedReader(
+        nc, SESSIONS.subject, 1, lambda r, d: got.append(int(r.split(".")[5])), failures.append
+    )
+    await reader.start()
+    try:
+        for _ in range(100):
+            if len(got) == 10:
+                break
+            await asyncio.sleep(0.05)
+        lost = reader.consumer
+        await nc.jetstream().delete_consumer(reader.stream, lost)  # e.g. a server restart
+        for _ in range(100):  # three missed heartbeats, then a new consumer
+            if reader.consumer not in ("", lost):
+                break
+            await asyncio.sleep(0.05)
+        await store.append_batch(events[10:])
+        for _ in range(100):
+            if len(got) == 20:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await reader.stop()
+    assert not failures
+    assert got == list(range(1, 21))

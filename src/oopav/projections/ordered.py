@@ -34,6 +34,7 @@ log = get_logger("oopav.projections")
 
 OnData = Callable[[str, bytes], None]
 _STATUS_100 = b"NATS/1.0 100"
+_HEARTBEAT = 5.0  # seconds between the server's idle heartbeats
 
 
 def available(nc: Any) -> bool:
@@ -91,13 +92,29 @@ class OrderedReader:
         self._held_fc: list[str] = []
         self._paused = False
         self._resetting: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
+        self._last_seen = 0.0
 
     async def start(self) -> int:
         """Create the consumer; returns the number of messages pending at its start."""
         self.stream = await self.js.find_stream_name_by_subject(self.subject)
         self._sub = await self.nc.subscribe(self.nc.new_inbox())
         _route(self.nc, self._sub._id, self._on_msg)
-        return await self._create()
+        pending = await self._create()
+        self._last_seen = asyncio.get_running_loop().time()
+        self._watchdog = asyncio.get_running_loop().create_task(self._watch())
+        return pending
+
+    async def _watch(self) -> None:
+        """Heartbeats come every ``_HEARTBEAT`` s when idle: three missed ones mean the
+        consumer is gone (a server restart, a reconnect), so it is created again from the last
+        stream sequence taken; a failure is retried at the next check."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(_HEARTBEAT)
+            if loop.time() - self._last_seen > 3 * _HEARTBEAT:
+                self._last_seen = loop.time()
+                self._reset("no heartbeat", fatal=False)
 
     async def _create(self) -> int:
         old = self._created
@@ -118,7 +135,7 @@ class OrderedReader:
                 filter_subject=self.subject,
                 ack_policy=AckPolicy.NONE,
                 flow_control=True,
-                idle_heartbeat=5.0,
+                idle_heartbeat=_HEARTBEAT,
                 mem_storage=True,
                 inactive_threshold=300.0,
                 max_deliver=1,
@@ -127,6 +144,8 @@ class OrderedReader:
         return int(info.num_pending or 0)
 
     async def stop(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         if self._resetting is not None:
             self._resetting.cancel()
         if self._sub is not None:
@@ -152,6 +171,7 @@ class OrderedReader:
     # -- deliveries -----------------------------------------------------------------------
 
     async def _on_msg(self, reply: bytes, data: bytes, headers: bytes) -> None:
+        self._last_seen = asyncio.get_running_loop().time()
         if headers and not data and headers.startswith(_STATUS_100):
             await self._on_control(reply, headers)
             return
@@ -197,7 +217,7 @@ class OrderedReader:
         if last is not None and self.consumer and int(last) != self._next_dseq - 1:
             self._reset("heartbeat shows a missed delivery")
 
-    def _reset(self, why: str) -> None:
+    def _reset(self, why: str, fatal: bool = True) -> None:
         if self._resetting is not None and not self._resetting.done():
             return
         log.info("projection_consumer_reset", reason=why, from_seq=self.last_stream_seq + 1)
@@ -206,7 +226,10 @@ class OrderedReader:
         async def again() -> None:
             try:
                 await self._create()
-            except Exception as exc:  # the runner raises it
-                self.on_failure(exc)
+            except Exception as exc:
+                if fatal:
+                    self.on_failure(exc)  # the runner raises it
+                else:
+                    log.warning("projection_consumer_reset_failed", error=str(exc))
 
         self._resetting = asyncio.get_running_loop().create_task(again())
