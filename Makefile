@@ -1,4 +1,4 @@
-.PHONY: install test lint format docs run bench
+.PHONY: install test lint format docs run bench bench-quick
 
 install:
 	python -m pip install -e ".[dev,train]"
@@ -22,11 +22,17 @@ docs:
 run:
 	oopav run --task examples/rename_fetch/task.json
 
+# Every figure as the median of 5 runs with its spread, target and PASS/MISS (bench/_harness.py).
+# BENCH_ARGS="--runs 3" to change the runs; `make bench-quick` is the smoke run CI does.
+BENCH_ARGS ?=
 bench:
-	python bench/bus.py
-	python bench/sandbox.py
-	python bench/models.py
-	python bench/context.py
-	python bench/loop.py
+	python bench/bus.py $(BENCH_ARGS)
+	python bench/sandbox.py $(BENCH_ARGS)
+	python bench/models.py --skip-context $(BENCH_ARGS)
+	python bench/context.py $(BENCH_ARGS)
+	python bench/loop.py $(BENCH_ARGS)
 	python bench/intake.py
 	python bench/synth.py
+
+bench-quick:
+	$(MAKE) bench BENCH_ARGS=--quick

@@ -2,7 +2,7 @@
 warm tags, cached lookup) and the session memory with 10k finished sessions (rebuild from the
 stream, query latency against a brute-force numpy baseline, save and load).
 
-    python bench/context.py            # prints the figures
+    python bench/context.py [--runs 5] [--quick]   # prints the figures
     from bench.context import run      # the same figures as a dict
 """
 
@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import Figure, conclude, parser, repeat, report, runs_of
 from oopav.context.memory import SessionMemory
 from oopav.context.repomap import build_repo_map
 from oopav.context.synthetic import generate_repo, session_events
@@ -142,11 +144,46 @@ def run(n_files: int = 1000, n_sessions: int = 10_000) -> dict[str, float]:
     return out
 
 
+FIGURES = [
+    Figure("repomap_files", "repo map: files", "", fmt=",.0f"),
+    Figure("repomap_cold_build_s", "repo map: cold build", "s", fmt=".3f"),
+    Figure("repomap_build_no_cache_s", "repo map: build without cache", "s", fmt=".3f"),
+    Figure("repomap_warm_tags_build_s", "repo map: other mentions, tags cached", "s", fmt=".3f"),
+    Figure("repomap_cached_lookup_git_ms", "repo map: cached lookup, clean git", "ms"),
+    Figure("repomap_cached_lookup_fs_ms", "repo map: cached lookup, plain directory", "ms"),
+    Figure("repomap_cold_over_cached_ratio", "repo map: cold build / cached lookup", "x"),
+    Figure(
+        "repomap_tokens", "repo map: size (budget 2,048)", "tok", 2048, higher=False, fmt=",.0f"
+    ),
+    Figure("memory_sessions", "memory: sessions", "", fmt=",.0f"),
+    Figure("memory_fold_events_s", "memory: fold the events", "s", fmt=".3f"),
+    Figure("memory_embed_and_index_s", "memory: embed and index", "s", fmt=".3f"),
+    Figure("memory_query_p50_ms", "memory: query k=5, p50", "ms"),
+    Figure("memory_query_p95_ms", "memory: query k=5, p95", "ms"),
+    Figure("memory_query_numpy_baseline_p50_ms", "numpy brute force, same query, p50", "ms"),
+    Figure("memory_query_numpy_over_faiss_ratio", "faiss vs numpy brute force", "x", 1.0),
+    Figure("memory_save_s", "memory: save", "s", fmt=".3f"),
+    Figure("memory_load_s", "memory: load", "s", fmt=".3f"),
+]
+
+
 def main() -> None:
-    figures = run()
-    width = max(len(k) for k in figures)
-    for key, value in figures.items():
-        print(f"{key:<{width}}  {value:,.4f}")
+    ap = parser(__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=1000, help="files in the generated repository")
+    ap.add_argument("--sessions", type=int, default=10_000, help="finished sessions in memory")
+    args = ap.parse_args()
+    if args.quick:
+        args.files, args.sessions = 100, 500
+    runs = runs_of(args)
+
+    def measure(_: int) -> dict[str, float]:
+        out = run(args.files, args.sessions)
+        out["repomap_cached_lookup_git_ms"] = out["repomap_cached_lookup_git_s"] * 1000
+        out["repomap_cached_lookup_fs_ms"] = out["repomap_cached_lookup_fs_s"] * 1000
+        return out
+
+    print(f"context: repo map of {args.files:,} files, memory of {args.sessions:,} sessions")
+    conclude(report("context", FIGURES, repeat(measure, runs, label="context run")))
     sys.stdout.flush()
 
 

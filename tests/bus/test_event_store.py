@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+import msgspec
 import pytest
 
 from oopav.bus.errors import ConcurrencyConflict
@@ -162,3 +163,36 @@ async def test_upcast_a_stored_event(nc: Any) -> None:
     with pytest.raises(EventDecodeError) as info:
         await EventStore(nc, future).read("session", "s1")
     assert info.value.reason == "schema_from_future"
+
+
+@pytest.mark.parametrize("fast", [True, False])
+async def test_append_frame_and_js_publish_paths_agree(
+    nc: Any, fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import oopav.bus.store as store_mod
+
+    if not fast:
+        monkeypatch.setattr(store_mod, "_fast_request_ok", lambda nc: False)
+    else:
+        assert store_mod._fast_request_ok(nc)  # the default path on nats-py
+    store = EventStore(nc)
+    a = await store.append(verdict("s9", 0), expected=0)
+    dup = await store.append(verdict("s9", 0), expected=0)
+    assert (a.sequence, a.duplicate) == (1, False) and (dup.sequence, dup.duplicate) == (1, True)
+    with pytest.raises(ConcurrencyConflict):
+        await store.append(verdict("s9", 1), expected=0)
+    b = await store.append(verdict("s9", 1), expected=a.sequence)
+    assert b.sequence == 2
+    ((_, stored),) = await store.read("session", "s9", from_seq=2)
+    # Both paths chain the event to the one before it (tamper evidence).
+    assert stored.prev_hash and len(stored.prev_hash) == 64
+    assert msgspec.structs.replace(stored, prev_hash=None) == verdict("s9", 1)
+
+
+async def test_append_without_streams_says_what_to_do(nc: Any) -> None:
+    from oopav.bus.errors import AppendRejected
+
+    await nc.jetstream().delete_stream(EVENTS_STREAM)
+    with pytest.raises(AppendRejected, match="oopav streams init"):
+        await EventStore(nc).append(verdict("s1", 0))
+    await ensure_streams(nc.jetstream())

@@ -151,3 +151,27 @@ def test_sandbox_exec_cli(tmp_path: Path, settings: Settings) -> None:
         cli, ["sandbox", "exec", "--workspace", str(ws), "--grant", "net.bogus", "--", "true"]
     )
     assert res.exit_code == 2 and "unknown scope kind" in res.output
+
+
+@pytest.mark.parametrize("kind", ["worktree", "copy"])
+def test_head_commit_matches_git_also_after_refs_are_packed(
+    tmp_path: Path, settings: Settings, kind: str
+) -> None:
+    from oopav.sandbox.workspace import git, head_commit
+
+    if kind == "worktree":
+        src = make_repo(tmp_path / "repo")
+    else:
+        src = tmp_path / "plain"
+        src.mkdir()
+        (src / "app.py").write_text("x = 1\n")
+    info = prepare_workspace(src, f"head-{kind}", settings)
+    assert info.kind == kind
+    ws = Path(info.path)
+    assert head_commit(ws) == info.base_commit == git(ws, "rev-parse", "HEAD").strip()
+    write(ws, "b.py", "y = 2\n")
+    first = checkpoint(info, "step 1")
+    assert first != info.base_commit and first == git(ws, "rev-parse", "HEAD").strip()
+    assert checkpoint(info, "nothing changed") == first  # no empty commit
+    git(ws, "pack-refs", "--all")  # the loose ref is gone: git is asked instead
+    assert head_commit(ws) == first

@@ -292,7 +292,7 @@ class Actor:
         self, action_id: str, plan, grants_used: list[str], state: SessionState, out: Emitter
     ) -> None:  # type: ignore[no-untyped-def]
         from oopav.sandbox.apply import apply_plan
-        from oopav.sandbox.workspace import checkpoint, git
+        from oopav.sandbox.workspace import checkpoint, git, head_commit
 
         info = workspace_info(state, None)
         root = Path(info.path)
@@ -324,7 +324,7 @@ class Actor:
             await asyncio.to_thread(apply_plan, root, plan)
             # What a file action did, where: the actor's next prompt shows it.
             stdout = await asyncio.to_thread(_sites_report, plan)
-        before = (await asyncio.to_thread(git, root, "rev-parse", "HEAD")).strip()
+        before = await asyncio.to_thread(head_commit, root)
         commit = await asyncio.to_thread(
             checkpoint, info, f"oopav: {plan.action.type} {action_id[:8]}"
         )

@@ -24,6 +24,7 @@ from oopav.events.actions import (
     SearchReplaceAction,
     WriteFileAction,
 )
+from oopav.sandbox import treecache
 from oopav.sandbox.astgrep import RuleError, check_rule, files_for, rewrite_source, rule_from_action
 from oopav.sandbox.capabilities import Decision, ScopeError, exec_scope, parse_scope
 from oopav.sandbox.patch import SearchFailure, apply_edit, normalize, restore_newlines
@@ -238,13 +239,14 @@ def _plan_ast_grep(
         )
     changes: list[FileChange] = []
     total = 0
+    trees = treecache.for_workspace(workspace)
     for rel in files:
         norm, target = _guard(workspace, rel)
         before = _read(target)
         if before is None:
             continue
         try:
-            after, n = rewrite_source(before, rule)
+            after, n = rewrite_source(before, rule, trees=trees, path=norm)
         except RuleError as exc:
             return Rejection(reason=exc.code, message=exc.message)
         total += n
@@ -287,6 +289,9 @@ def apply_plan(workspace: Path, plan: ActionPlan) -> list[str]:
             Path(tmp).unlink(missing_ok=True)
             raise
         written.append(c.path)
+    trees = treecache.for_workspace(workspace)
+    for path in written:
+        trees.forget(path)
     return written
 
 

@@ -23,6 +23,7 @@ import yaml
 from ast_grep_py import SgNode, SgRoot
 
 from oopav.events.actions import AstGrepAction
+from oopav.sandbox.treecache import TreeCache
 
 LANG_ALIASES: dict[str, str] = {
     "py": "python",
@@ -279,9 +280,16 @@ def expand_fix(node: SgNode, template: list[str | tuple[str, str, int]], source:
     return "".join(parts)
 
 
-def rewrite_source(source: str, rule: Rule) -> tuple[str, int]:
-    """(new source, number of rewrites). Raises RuleError when the rule does not compile."""
-    root = SgRoot(source, rule.language).root()
+def rewrite_source(
+    source: str, rule: Rule, *, trees: TreeCache | None = None, path: str | None = None
+) -> tuple[str, int]:
+    """(new source, number of rewrites). Raises RuleError when the rule does not compile.
+    ``trees``: a workspace's parsed-tree cache (``path`` names the file in it)."""
+    root = (
+        trees.root(source, rule.language, path)
+        if trees is not None
+        else SgRoot(source, rule.language).root()
+    )
     try:
         nodes = root.find_all(rule.config())
     except Exception as exc:  # ast-grep-py raises RuntimeError/Exception with the cause chain

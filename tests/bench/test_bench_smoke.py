@@ -1,0 +1,79 @@
+"""Every bench script runs end to end in its ``--quick`` form and reports its targets.
+
+No timing is asserted (the figures of a quick run mean nothing); what would break is a bench
+that crashes, or one that stops printing a verdict per target."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+VERDICT = re.compile(r"\s(PASS|MISS)$", re.M)
+
+sys.path.insert(0, str(BENCH))
+from _harness import Figure, report  # noqa: E402
+
+
+def run_quick(script: str, *extra: str, timeout: float = 240) -> str:
+    env = {
+        **os.environ,
+        "OOPAV_LOG_LEVEL": "WARNING",
+        "PYTHONPATH": os.pathsep.join(
+            [str(BENCH.parent / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), "--quick", *extra],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("script", "needs"),
+    [
+        ("bus.py", None),
+        ("sandbox.py", None),
+        ("loop.py", None),
+        ("context.py", None),
+        ("models.py", "xgrammar"),
+    ],
+)
+def test_bench_quick_prints_verdicts(script: str, needs: str | None) -> None:
+    if needs and importlib.util.find_spec(needs) is None:
+        pytest.skip(f"{needs} is not installed (the [train] extra)")
+    out = run_quick(script)
+    assert "(median of 1 run, spread min-max)" in out
+    assert VERDICT.search(out), out[-2000:]
+    assert re.search(r"^targets: \d+/\d+ PASS$", out, re.M), out[-2000:]
+
+
+def test_verdict_is_taken_on_the_median_not_the_best_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fig = Figure("x", "ratio", "x", 2.5)
+    summary = report(
+        "t",
+        [fig, Figure("ms", "latency", "ms", 50.0, higher=False)],
+        [
+            {"x": 3.0, "ms": 10.0},
+            {"x": 2.0, "ms": 60.0},
+            {"x": 2.1, "ms": 70.0},
+        ],
+    )
+    out = capsys.readouterr().out
+    assert summary.missed == ["ratio", "latency"]  # one lucky run of three is not a pass
+    assert "(2.00-3.00)" in out and "target >= 2.50x  MISS" in out
+    assert "target <= 50.00 ms  MISS" in out
