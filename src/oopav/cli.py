@@ -561,7 +561,9 @@ async def run(
 @cli.command("handler")
 @click.argument(
     "name",
-    type=click.Choice(["intake", "grants", "observer", "orient", "planner", "actor", "verifier"]),
+    type=click.Choice(
+        ["intake", "grants", "observer", "orient", "planner", "actor", "verifier", "learner"]
+    ),
 )
 @click.option(
     "--model", help="Default model spec for sessions that name none (planner, actor, verifier)."
@@ -642,11 +644,13 @@ def _register() -> None:
     # Each area owns its commands; keep imports here cheap (no torch, no vllm).
     from oopav.models.commands import register as register_models
     from oopav.sandbox.commands import register as register_sandbox
+    from oopav.trainer.commands import register as register_trainer
     from oopav.tui.commands import register as register_tui
 
     register_sandbox(cli)
     register_models(cli)
     register_tui(cli)
+    register_trainer(cli)
 
 
 _register()

@@ -70,6 +70,10 @@ async def run_handlers(
     for name in chosen:
         if name in LOOP_HANDLERS:
             services.append(HandlerRunner(bus.nc, build_loop_handler(name, memory=memory), ports))
+    if "learner" in chosen:
+        from oopav.handlers.registry import build_learner
+
+        services.append(build_learner(bus.nc, bus.settings.data_dir))
     if ready is not None:
         ready.set()
     try:

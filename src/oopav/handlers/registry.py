@@ -6,6 +6,16 @@ from oopav.handlers.runtime import Handler
 
 LOOP_HANDLERS = ("observer", "orient", "planner", "actor", "verifier")
 ALL_HANDLERS = ("intake", "grants", *LOOP_HANDLERS)
+# Not part of the loop, and not started by `oopav up`: `oopav handler learner` runs it.
+EXTRA_HANDLERS = ("learner",)
+
+
+def build_learner(nc: object, data_dir: object) -> object:
+    from pathlib import Path
+
+    from oopav.handlers.learner import Learner
+
+    return Learner(nc, Path(str(data_dir)) / "datasets")  # type: ignore[arg-type]
 
 
 def build_loop_handler(name: str, memory: object | None = None) -> Handler:
