@@ -469,9 +469,15 @@ def task_messages(instruction: str, pre: str, language: str = "python") -> list[
 
 
 def target_text(action: AstGrepAction | dict[str, Any]) -> str:
-    """The answer the policy should give: the prompt-contract envelope, minimal think."""
-    from oopav.models.prompt import render_answer
+    """The answer the policy should give: the prompt-contract envelope with an empty think and
+    the action without its default fields (shorter targets, same parsed action)."""
+    import msgspec
 
-    if isinstance(action, dict):
-        action = decode_action(json.dumps(action))  # type: ignore[assignment]
-    return render_answer("action", action, state_update={})
+    data = msgspec.to_builtins(action) if isinstance(action, AstGrepAction) else dict(action)
+    defaults = {"rule": None, "paths": ["."]}
+    body = {k: v for k, v in data.items() if k not in defaults or v != defaults[k]}
+    return (
+        "<think></think>\n<action>"
+        + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        + "</action>\n<state_update>{}</state_update>"
+    )
