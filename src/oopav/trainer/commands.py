@@ -175,11 +175,17 @@ def train(ctx: click.Context, recipe: str, config_path: Path) -> None:
     """Train a policy with TRL (SFTTrainer / GRPOTrainer) from a YAML config. The run is an
     aggregate on the stream: training_started, training_step_completed, checkpoint_saved,
     evaluation_completed, training_completed (`oopav runs`)."""
+    from oopav.trainer.config import ConfigError
     from oopav.trainer.runs import run_training
 
     settings = _settings(ctx)
-    result = _run(lambda: run_training(settings, recipe, config_path))
+    try:
+        result = _run(lambda: run_training(settings, recipe, config_path))
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(result, sort_keys=True))
+    if result["status"] != "completed":
+        raise click.ClickException(f"training failed: {result['error']}")
 
 
 @click.command("runs")
@@ -245,10 +251,14 @@ def eval_cmd(
 ) -> None:
     """Evaluate a policy on a task suite: format validity, apply success, exact and AST match,
     mean reward — validity and correctness reported apart."""
+    from oopav.models.base import ModelError
     from oopav.trainer.evaluate import evaluate_spec, load_suite
 
-    items = load_suite(suite, split=split, n=n)
-    report = evaluate_spec(spec, items, max_new_tokens=max_new_tokens)
+    try:
+        items = load_suite(suite, split=split, n=n)
+        report = evaluate_spec(spec, items, max_new_tokens=max_new_tokens, suite=suite)
+    except (FileNotFoundError, ModelError) as exc:
+        raise click.ClickException(str(exc)) from None
     if record:
         from oopav.trainer.runs import record_evaluation
 

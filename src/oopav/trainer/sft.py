@@ -33,6 +33,7 @@ class SFTRecipe:
     max_seconds: float = 0.0  # stop after this much training time (0: no limit)
     batch_size: int = 16
     learning_rate: float = 2e-3
+    lr_scheduler: str = "cosine"
     warmup_ratio: float = 0.05
     max_length: int = 512
     seed: int = 0
@@ -155,7 +156,7 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.batch_size,
         learning_rate=cfg.learning_rate,
-        lr_scheduler_type="cosine",
+        lr_scheduler_type=cfg.lr_scheduler,
         warmup_steps=max(0, int(cfg.warmup_ratio * cfg.max_steps)),
         max_length=cfg.max_length,
         logging_steps=cfg.logging_steps,
