@@ -33,6 +33,8 @@ class SFTRecipe:
     max_seconds: float = 0.0  # stop after this much training time (0: no limit)
     batch_size: int = 16
     learning_rate: float = 2e-3
+    # "cosine", "linear", "constant_with_warmup", ... (transformers' names), or "time_cosine":
+    # warm-up then cosine decay over max_seconds of wall time, so a time-boxed run anneals.
     lr_scheduler: str = "cosine"
     warmup_ratio: float = 0.05
     max_length: int = 512
@@ -156,7 +158,7 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.batch_size,
         learning_rate=cfg.learning_rate,
-        lr_scheduler_type=cfg.lr_scheduler,
+        lr_scheduler_type="constant" if cfg.lr_scheduler == "time_cosine" else cfg.lr_scheduler,
         warmup_steps=max(0, int(cfg.warmup_ratio * cfg.max_steps)),
         max_length=cfg.max_length,
         logging_steps=cfg.logging_steps,
@@ -173,6 +175,11 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
     callbacks: list[Any] = [callback]
     if cfg.max_seconds:
         callbacks.append(_deadline(TrainerCallback, cfg.max_seconds))
+    optimizers: Any = (None, None)
+    if cfg.lr_scheduler == "time_cosine":
+        if not cfg.max_seconds:
+            raise ValueError("lr_scheduler time_cosine needs max_seconds")
+        optimizers = time_cosine(model, cfg.learning_rate, cfg.max_seconds, cfg.warmup_ratio)
     trainer = SFTTrainer(
         model=model,
         args=args,
@@ -180,6 +187,7 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         processing_class=tokenizer,
         callbacks=callbacks,
         peft_config=peft_config,
+        optimizers=optimizers,
     )
     t0 = time.perf_counter()
     trainer.train()
@@ -221,6 +229,27 @@ def evaluate_after(
         },
     )
     return summary
+
+
+def time_cosine(model: Any, lr: float, seconds: float, warmup: float) -> tuple[Any, Any]:
+    """AdamW with a learning rate that follows wall time: linear warm-up for ``warmup`` of the
+    budget, then cosine decay to 0 at ``seconds``."""
+    import math
+
+    import torch
+
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    start: list[float] = []
+
+    def factor(_step: int) -> float:
+        if not start:
+            start.append(time.perf_counter())
+        frac = min(1.0, (time.perf_counter() - start[0]) / seconds)
+        if frac < warmup:
+            return max(0.05, frac / max(warmup, 1e-9))
+        return 0.5 * (1 + math.cos(math.pi * (frac - warmup) / max(1e-9, 1 - warmup)))
+
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
 
 def _deadline(base: type, seconds: float) -> Any:

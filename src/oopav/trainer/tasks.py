@@ -36,6 +36,7 @@ FAMILIES = (
     "wrap_call",
     "replace_api",
     "optional_chaining",
+    "migrate_api",
 )
 _SUFFIXES = ("_v2", "_new", "_safe", "_impl", "_fast", "_checked")
 _WRAPPERS = ("list", "tuple", "sorted", "repr", "str", "len")
@@ -296,6 +297,80 @@ def _optional_chaining(s: Site, rng: random.Random, lang: str) -> tuple[str, Ast
     return text, AstGrepAction(pattern="$A && $A.$B", rewrite="$A?.$B", language=lang)
 
 
+# Fixed API migrations found in real code: (site kind, receiver, name, nargs or -1 for any) ->
+# (pattern, rewrite, how the instruction names them).
+_MIGRATIONS: tuple[tuple[str, str, str, int, str, str, str], ...] = (
+    ("call", "", "len", 1, "len($X)", "size($X)", "`len(x)` with `size(x)`"),
+    (
+        "call",
+        "",
+        "isinstance",
+        2,
+        "isinstance($A, $B)",
+        "is_a($A, $B)",
+        "`isinstance(a, b)` with `is_a(a, b)`",
+    ),
+    ("call", "", "print", -1, "print($$$ARGS)", "log($$$ARGS)", "`print(...)` with `log(...)`"),
+    (
+        "module",
+        "os",
+        "join",
+        -1,
+        "os.path.join($$$ARGS)",
+        "join_path($$$ARGS)",
+        "`os.path.join(...)` with `join_path(...)`",
+    ),
+    (
+        "method",
+        "",
+        "startswith",
+        1,
+        "$S.startswith($P)",
+        "starts_with($S, $P)",
+        "`s.startswith(p)` with `starts_with(s, p)`",
+    ),
+    (
+        "method",
+        "",
+        "endswith",
+        1,
+        "$S.endswith($P)",
+        "ends_with($S, $P)",
+        "`s.endswith(p)` with `ends_with(s, p)`",
+    ),
+    (
+        "call",
+        "",
+        "getattr",
+        3,
+        "getattr($O, $N, $D)",
+        "get_attr($O, $N, default=$D)",
+        "`getattr(o, n, d)` with `get_attr(o, n, default=d)`",
+    ),
+    ("method", "", "items", 0, "$D.items()", "iter_items($D)", "`d.items()` with `iter_items(d)`"),
+)
+
+
+def _migrate_api(s: Site, rng: random.Random, lang: str) -> tuple[str, AstGrepAction] | None:
+    if lang != "python":
+        return None
+    for kind, receiver, name, nargs, pattern, rewrite, words in _MIGRATIONS:
+        if s.name != name or (nargs >= 0 and s.nargs != nargs):
+            continue
+        if kind == "call" and s.kind != "call":
+            continue
+        if kind == "method" and s.kind not in ("method", "module"):
+            continue
+        if kind == "module" and not (s.kind == "method" and s.receiver == receiver):
+            continue
+        text = _pick(
+            rng,
+            (f"Replace {words}.", f"Migrate the API: replace {words} everywhere here."),
+        )
+        return text, AstGrepAction(pattern=pattern, rewrite=rewrite, language=lang)
+    return None
+
+
 TEMPLATES: dict[str, Template] = {
     "rename_call": _rename_call,
     "rename_method": _rename_method,
@@ -304,6 +379,7 @@ TEMPLATES: dict[str, Template] = {
     "wrap_call": _wrap_call,
     "replace_api": _replace_api,
     "optional_chaining": _optional_chaining,
+    "migrate_api": _migrate_api,
 }
 
 
