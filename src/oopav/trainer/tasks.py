@@ -313,7 +313,7 @@ _MIGRATIONS: tuple[tuple[str, str, str, int, str, str, str], ...] = (
     ("call", "", "print", -1, "print($$$ARGS)", "log($$$ARGS)", "`print(...)` with `log(...)`"),
     (
         "module",
-        "os",
+        "os.path",
         "join",
         -1,
         "os.path.join($$$ARGS)",
