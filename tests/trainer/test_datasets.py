@@ -186,3 +186,24 @@ def test_export_cli_needs_a_format(tmp_path: Path) -> None:
         from oopav.trainer.commands import parse_since
 
         parse_since("yesterday-ish")
+
+
+async def test_learner_runs_as_a_named_handler(nc, nats_url: str, tmp_path: Path) -> None:
+    from oopav.app import open_bus
+    from oopav.config import Settings
+    from oopav.runtime import run_handlers
+
+    await _append(nc, session(S1))
+    settings = Settings(nats_url=nats_url, data_dir=tmp_path)
+    stop = asyncio.Event()
+    async with open_bus(settings) as bus:
+        task = asyncio.create_task(run_handlers(bus, stop, names=("learner",), projection=False))
+        manifest = tmp_path / "datasets" / "sft" / "manifest.json"
+        try:
+            await _until(
+                lambda: manifest.exists() and json.loads(manifest.read_text())["count"] == 3
+            )
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 15)
+    assert [s["session_id"] for s in json.loads(manifest.read_text())["sessions"]] == [S1]

@@ -162,3 +162,16 @@ def test_grpo_trains_from_rewards(
     # Reward and validity are separate fields of every step.
     assert all(s.reward_mean is not None and s.validity is not None for s in steps)
     assert all(s.zero_std_fraction is not None for s in steps)
+
+
+def test_example_configs_load() -> None:
+    from oopav.trainer.config import load_config
+    from oopav.trainer.grpo import GRPORecipe, check
+    from oopav.trainer.sft import SFTRecipe
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "training"
+    sft = load_config(SFTRecipe, root / "sft.yaml")
+    grpo = load_config(GRPORecipe, root / "grpo.yaml")
+    assert sft.model == "new" and sft.tasks == "tasks"
+    check(grpo)
+    assert grpo.batch_size % grpo.num_generations == 0 and grpo.learning_rate > 1e-6
