@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 import pytest
-from sessions import numbered, session
+from trainer_sessions import numbered, session
 
 from oopav.bus.store import EventStore
 from oopav.events.ids import derive_id
