@@ -207,3 +207,30 @@ async def test_learner_runs_as_a_named_handler(nc, nats_url: str, tmp_path: Path
             stop.set()
             await asyncio.wait_for(task, 15)
     assert [s["session_id"] for s in json.loads(manifest.read_text())["sessions"]] == [S1]
+
+
+def test_export_cli_writes_a_dataset(nats_url: str, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from oopav.bus.store import connect
+    from oopav.cli import cli
+
+    async def seed() -> None:
+        nc = await connect(nats_url, name="test")
+        try:
+            from oopav.bus.streams import ensure_streams
+
+            await ensure_streams(nc.jetstream())
+            await _append(nc, session(derive_id("cli", "test", 0), mission="cli-mission"))
+        finally:
+            await nc.close()
+
+    asyncio.run(seed())
+    out = tmp_path / "out"
+    args = ["--nats-url", nats_url, "--data-dir", str(tmp_path), "export", "--format", "srl"]
+    r = CliRunner().invoke(
+        cli, [*args, "--mission", "cli-mission", "--since", "3650d", "--out", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    assert "srl: 2 records from 1 sessions" in r.output
+    assert read_manifest(out)["filters"]["mission"] == "cli-mission"
