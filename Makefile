@@ -28,3 +28,5 @@ bench:
 	python bench/models.py
 	python bench/context.py
 	python bench/loop.py
+	python bench/rewards.py
+	python bench/learning.py --short
