@@ -68,6 +68,7 @@ async def run(
     heldout_family: str = "swap_args",
     seed: int = 0,
     workdir: Path | None = None,
+    snippet_chars: int = 560,
 ) -> dict[str, Any]:
     from oopav.bus.server import EmbeddedServer
     from oopav.bus.store import EventStore, connect
@@ -93,12 +94,18 @@ async def run(
     await ensure_streams(nc.jetstream())
     store = EventStore(nc)
     t_start = time.perf_counter()
-    figures: dict[str, Any] = {"short": short, "parts": parts}
+    figures: dict[str, Any] = {"short": short, "parts": parts, "snippet_chars": snippet_chars}
     try:
         # The short form teaches one family whose rules come from a fixed API table: learnable
         # in seconds. Families that copy names out of the instruction take minutes.
         families = ("migrate_api",) if short else FAMILIES
-        got = generate(n_tasks, seed=seed, families=families)
+        got = generate(
+            n_tasks,
+            seed=seed,
+            families=families,
+            max_chars=snippet_chars,
+            max_lines=max(4, snippet_chars // 40),
+        )
         tasks_dir = work / "tasks"
         write_tasks(got, tasks_dir)
         train = [t for t in got.tasks if t.split == "train"]
@@ -191,7 +198,7 @@ async def run(
                 model=a["checkpoint"],
                 tasks=str(tasks_dir),
                 families=[heldout_family],
-                max_steps=max(5, int(grpo_seconds / 6.0)),
+                max_steps=100_000,
                 max_seconds=grpo_seconds,
                 num_generations=8,
                 batch_size=16,
@@ -310,6 +317,7 @@ def main() -> None:
     ap.add_argument("--eval-n", type=int, default=200)
     ap.add_argument("--heldout-family", default="swap_args")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--snippet-chars", type=int, default=560, help="Longest pre snippet.")
     ap.add_argument(
         "--json", dest="json_out", type=Path, help="Also write the figures as JSON here."
     )
@@ -324,6 +332,7 @@ def main() -> None:
             eval_n=args.eval_n,
             heldout_family=args.heldout_family,
             seed=args.seed,
+            snippet_chars=args.snippet_chars,
         )
     )
     if args.json_out:

@@ -110,7 +110,9 @@ def language_of(path: Path) -> str:
 # --- snippets and sites ----------------------------------------------------------------------
 
 
-def snippets(source: str, language: str) -> Iterator[str]:
+def snippets(
+    source: str, language: str, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS
+) -> Iterator[str]:
     """Functions of ``source`` that fit a prompt, dedented, as standalone code."""
     from ast_grep_py import SgRoot
 
@@ -125,7 +127,7 @@ def snippets(source: str, language: str) -> Iterator[str]:
             r = node.range()
             start = source.rfind("\n", 0, r.start.index) + 1
             text = source[start : r.end.index]
-            if text.count("\n") + 1 > MAX_LINES or len(text) > MAX_CHARS:
+            if text.count("\n") + 1 > max_lines or len(text) > max_chars:
                 continue
             text = textwrap.dedent(text) + "\n"
             if _parses(text, language):
@@ -401,6 +403,8 @@ def generate(
     corpus: Path | None = None,
     families: Sequence[str] = FAMILIES,
     max_per_snippet: int = 2,
+    max_lines: int = MAX_LINES,
+    max_chars: int = MAX_CHARS,
 ) -> Generated:
     """``n`` verified tasks (fewer if the corpus runs out), balanced over families and
     languages as far as the corpus allows, deterministic for a seed and corpus."""
@@ -427,7 +431,7 @@ def generate(
             continue
         rel = str(path.relative_to(root))
         split = split_of(rel, holdout)
-        for code in snippets(source, lang):
+        for code in snippets(source, lang, max_lines, max_chars):
             if len(tasks) >= n:
                 break
             candidates = sites(code, lang)
