@@ -220,7 +220,7 @@ def _srl(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         if call is not None:
             msgs = call[1].request.get("messages") or []
             context = next((m["content"] for m in msgs if m.get("role") == "user"), "")
-        if not (f.require_applied and status not in ("applied",)):
+        if status == "applied" or not f.require_applied:
             rec = ctx.base(seq, action_id)
             rec.update(
                 instruction=ctx.task.instruction,
