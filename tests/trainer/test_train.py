@@ -118,6 +118,23 @@ def test_eval_gold_table_and_errors(nats_url: str, tmp_path: Path, tasks_dir: Pa
     r = invoke(nats_url, tmp_path, "eval", "--model", "gold", "--suite", str(tasks_dir), "--n", "5")
     assert r.exit_code == 0, r.output
     assert "exact" in r.output and "100.0%" in r.output
+    r = invoke(
+        nats_url,
+        tmp_path,
+        "eval",
+        "--model",
+        "gold",
+        "--suite",
+        str(tasks_dir),
+        "--n",
+        "4",
+        "--json",
+        "--record",
+    )
+    assert r.exit_code == 0 and last_json(r.stdout)["exact"] == 1.0
+    runs = json.loads(invoke(nats_url, tmp_path, "runs", "--json").stdout)
+    recorded = [x for x in runs if x["recipe"] == "eval"]
+    assert recorded and recorded[0]["last_eval"]["exact"] == 1.0
     r = CliRunner().invoke(cli, ["eval", "--model", "gold", "--suite", str(tmp_path / "nope")])
     assert r.exit_code != 0 and "oopav tasks generate" in r.output
 
