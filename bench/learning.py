@@ -1,6 +1,6 @@
 """The demonstration that the policy learns: held-out exact-apply before and after training.
 
-    python bench/learning.py                 # full form (~20 min on 2 cores): parts a and b
+    python bench/learning.py                 # full form (~20 min on 2 busy cores): parts a and b
     python bench/learning.py --parts a,b,c   # + c (SFT on imperfect sessions), ~+10 min
     python bench/learning.py --short         # CI form (<= 60 s): SFT only, a smaller policy
 
@@ -68,7 +68,7 @@ async def run(
     heldout_family: str = "swap_args",
     seed: int = 0,
     workdir: Path | None = None,
-    snippet_chars: int = 560,
+    snippet_chars: int = 360,
 ) -> dict[str, Any]:
     from oopav.bus.server import EmbeddedServer
     from oopav.bus.store import EventStore, connect
@@ -317,7 +317,7 @@ def main() -> None:
     ap.add_argument("--eval-n", type=int, default=200)
     ap.add_argument("--heldout-family", default="swap_args")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--snippet-chars", type=int, default=560, help="Longest pre snippet.")
+    ap.add_argument("--snippet-chars", type=int, default=360, help="Longest pre snippet.")
     ap.add_argument(
         "--json", dest="json_out", type=Path, help="Also write the figures as JSON here."
     )
