@@ -33,6 +33,8 @@ bench:
 	python bench/loop.py $(BENCH_ARGS)
 	python bench/intake.py
 	python bench/synth.py
+	python bench/rewards.py
+	python bench/learning.py --short
 
 bench-quick:
 	$(MAKE) bench BENCH_ARGS=--quick

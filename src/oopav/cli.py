@@ -895,7 +895,17 @@ def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
 @click.argument(
     "name",
     type=click.Choice(
-        ["intake", "grants", "observer", "orient", "planner", "actor", "verifier", "reflector"]
+        [
+            "intake",
+            "grants",
+            "observer",
+            "orient",
+            "planner",
+            "actor",
+            "verifier",
+            "reflector",
+            "learner",
+        ]
     ),
 )
 @click.option(
@@ -1012,6 +1022,7 @@ def _register() -> None:
     from oopav.sandbox.commands import register as register_sandbox
     from oopav.sandbox.gc_command import register as register_gc
     from oopav.synth.commands import register as register_synth
+    from oopav.trainer.commands import register as register_trainer
     from oopav.tui.commands import register as register_tui
 
     register_bus(cli)
@@ -1025,6 +1036,7 @@ def _register() -> None:
 
     register_guidance(cli)
     register_decision(cli)
+    register_trainer(cli)
 
 
 _register()

@@ -83,6 +83,10 @@ async def run_handlers(
         from oopav.handlers.registry import build_reflector
 
         services.append(build_reflector(bus.nc, ports, reflector_config))
+    if "learner" in chosen:
+        from oopav.handlers.registry import build_learner
+
+        services.append(build_learner(bus.nc, bus.settings.data_dir))
     if ready is not None:
         ready.set()
     try:

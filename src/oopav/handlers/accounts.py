@@ -3,7 +3,7 @@
 Each handler may publish only the event types it emits (``oopav.ev.session.*.<type>``), its
 own dead letters, and the JetStream API calls a consumer needs (create/read consumers, direct
 gets, acks) — never stream creation, deletion, purge or update. ``client`` may submit tasks and
-grants and read; ``learner`` only reads; ``admin`` creates the streams. ``oopav ops accounts
+grants and read; ``learner`` only reads; ``trainer`` records training runs; ``admin`` creates the streams. ``oopav ops accounts
 --out DIR`` writes ``accounts.conf`` (to ``include`` in every node's config) and one
 ``creds/<user>.json`` per user (``OOPAV_NATS_CREDS``).
 """
@@ -71,6 +71,11 @@ def user_permissions() -> dict[str, dict[str, Any]]:
     }
     users["learner"] = {
         "publish": {"allow": list(READ_API)},
+        "subscribe": {"allow": [INBOX, "oopav.ev.>"]},
+    }
+    # `oopav train` / `oopav eval` record runs (``oopav.ev.run.<id>.<type>``) and read sessions.
+    users["trainer"] = {
+        "publish": {"allow": ["oopav.ev.run.>", *READ_API]},
         "subscribe": {"allow": [INBOX, "oopav.ev.>"]},
     }
     users["admin"] = {"publish": {"allow": [">"]}, "subscribe": {"allow": [">"]}}

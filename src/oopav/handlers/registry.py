@@ -15,6 +15,18 @@ def build_reflector(nc: object, ports: object, config: object | None = None) -> 
     return Reflector(nc, ports, config if isinstance(config, ReflectorConfig) else None)  # type: ignore[arg-type]
 
 
+# Not part of the loop, and not started by `oopav up`: `oopav handler learner` runs it.
+EXTRA_HANDLERS = ("learner",)
+
+
+def build_learner(nc: object, data_dir: object) -> object:
+    from pathlib import Path
+
+    from oopav.handlers.learner import Learner
+
+    return Learner(nc, Path(str(data_dir)) / "datasets")  # type: ignore[arg-type]
+
+
 def build_loop_handler(name: str, memory: object | None = None) -> Handler:
     if name == "observer":
         from oopav.handlers.observer import Observer

@@ -1,0 +1,150 @@
+"""The learner: finished sessions → training datasets, continuously.
+
+A durable consumer of ``session_completed`` (it starts at the beginning of the stream, then
+follows). For each finished session it reads the session's events, turns them into SFT, SRL and
+GRPO records (:mod:`oopav.trainer.datasets`) and stores them under
+``<data dir>/datasets/sessions/<session id>.json``; the datasets ``<data dir>/datasets/<format>/``
+(JSONL/Parquet shards + manifest) are rebuilt from those files a moment later, in stream order,
+so they are the same bytes ``oopav export`` would write from the same stream.
+
+Everything it writes is a projection (invariant 1): delete ``<data dir>/datasets`` and the next
+start drops the durable consumer, so the learner reads the stream again from its start.
+Reprocessing a session rewrites the same file, so redeliveries are harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+from nats.aio.client import Client as NATS
+
+from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
+from oopav.bus.store import EventStore
+from oopav.bus.streams import EVENTS_STREAM
+from oopav.events.catalog import Event
+from oopav.logging import get_logger
+from oopav.trainer.datasets import (
+    FORMATS,
+    Filters,
+    SessionRecords,
+    SessionSource,
+    _atomic_write,
+    write_dataset,
+)
+from oopav.trainer.stream import COMPLETED_SUBJECT, records_of
+
+NAME = "learner"
+log = get_logger("oopav.learner")
+
+
+class Learner:
+    """Run with ``oopav handler learner`` (a service for ``run_until_signalled``)."""
+
+    name = NAME
+    handler = NAME
+
+    def __init__(
+        self,
+        nc: NATS,
+        root: str | Path,
+        *,
+        filters: Filters | None = None,
+        rebuild_every: float = 2.0,
+        options: ConsumerOptions | None = None,
+        parquet: bool = True,
+    ) -> None:
+        self.nc = nc
+        self.root = Path(root)
+        self.filters = filters or Filters()
+        self.rebuild_every = rebuild_every
+        self.parquet = parquet
+        self.store = EventStore(nc)
+        self.consumer = HandlerConsumer(
+            nc, NAME, [COMPLETED_SUBJECT], self.process, options=options or ConsumerOptions()
+        )
+        self.sessions_seen = 0
+        self.rebuilds = 0
+        self._dirty = False
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / "sessions"
+
+    async def run(self) -> None:
+        await self._reset_if_empty()
+        self.rebuild()  # what a previous run stored, before following the stream
+        flusher = asyncio.create_task(self._flush_loop())
+        try:
+            await self.consumer.run()
+        finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+            if self._dirty:
+                await asyncio.to_thread(self.rebuild)
+
+    def stop(self) -> None:
+        self.consumer.stop()
+
+    async def _reset_if_empty(self) -> None:
+        if self.sessions_dir.is_dir():
+            return
+        # The files are gone but the durable consumer remembers its position: drop it so the
+        # datasets are rebuilt from the start of the stream.
+        with contextlib.suppress(Exception):
+            await self.nc.jetstream().delete_consumer(EVENTS_STREAM, self.consumer.durable)
+            log.info("learner_reset", reason="no datasets on disk; reading the stream again")
+        self.sessions_dir.mkdir(parents=True, exist_ok=True)
+
+    async def process(self, event: Event, delivery: Delivery | None) -> None:
+        sid = event.aggregate_id
+        recs = await records_of(self.store, sid, self.filters)
+        path = self.sessions_dir / f"{sid}.json"
+        if recs.source is None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            return
+        data = {"source": recs.source.to_json(), "records": recs.records}
+        await asyncio.to_thread(
+            _atomic_write,
+            path,
+            json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(),
+        )
+        self.sessions_seen += 1
+        self._dirty = True
+        log.info(
+            "session_learned",
+            session_id=sid,
+            event_id=event.id,
+            handler=NAME,
+            **{fmt: len(r) for fmt, r in recs.records.items()},
+        )
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.rebuild_every)
+            if self._dirty:
+                self._dirty = False
+                await asyncio.to_thread(self.rebuild)
+
+    def load_sessions(self) -> list[SessionRecords]:
+        out = []
+        for path in sorted(self.sessions_dir.glob("*.json")):
+            try:
+                data: dict[str, Any] = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue  # a torn file is rewritten when its session is redelivered
+            out.append(SessionRecords(SessionSource(**data["source"]), data["records"]))
+        return out
+
+    def rebuild(self) -> None:
+        if not self.sessions_dir.is_dir():
+            return
+        sessions = self.load_sessions()
+        for fmt in FORMATS:
+            write_dataset(self.root / fmt, fmt, sessions, self.filters, parquet=self.parquet)
+        self.rebuilds += 1

@@ -1,0 +1,451 @@
+"""Training datasets as projections of the stream: finished sessions → SFT, SRL and GRPO records.
+
+Everything here is pure: a session's ``(sequence, event)`` list in, records out; records and
+their sources in, shard bytes and a manifest out. The same stream therefore gives the same
+bytes (records ordered by the stream sequence of the session's completion, then of the source
+event; JSON with sorted keys; no build timestamps), which is what lets a dataset be deleted and
+rebuilt, and a training run name the exact data it saw by the manifest's content hash.
+
+- **SFT**: the exact prompt messages of a ``model_called`` → its answer text; by default only
+  answers that parsed with the strict prompt-contract parser and whose action was applied
+  (actor) or whose plan was proposed (planner).
+- **SRL** (step-wise, seed 002): the state before a step (task, context and history), the
+  teacher's action as JSON, and its outcome (applied, rejected, failed) with the diff.
+- **GRPO**: prompts to sample against — the first actor prompt of a session, its instruction,
+  test command, pre/post code where the task carried examples, and the verified diff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from oopav.events import catalog as ev
+from oopav.events.catalog import Event
+
+Format = Literal["sft", "srl", "grpo"]
+FORMATS: tuple[Format, ...] = ("sft", "srl", "grpo")
+SHARD_RECORDS = 50_000
+DATASET_VERSION = 1
+
+SeqEvent = tuple[int, Event]
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which sessions and calls become records. Defaults keep only clean demonstrations."""
+
+    successful_only: bool = False
+    require_parsed: bool = True
+    require_applied: bool = True
+    roles: tuple[str, ...] = ("actor", "planner")
+    mission: str | None = None
+    since: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["roles"] = list(self.roles)
+        d["since"] = self.since.isoformat() if self.since else None
+        return d
+
+
+@dataclass(frozen=True)
+class SessionSource:
+    """Where a session's records came from on the stream."""
+
+    session_id: str
+    first_seq: int
+    last_seq: int
+    completed_seq: int
+    outcome: str
+    mission: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SessionRecords:
+    source: SessionSource | None
+    records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+# --- one session → records ---------------------------------------------------------------
+
+
+def session_records(
+    events: Sequence[SeqEvent], filters: Filters = Filters(), formats: Iterable[str] = FORMATS
+) -> SessionRecords:
+    """Records of one session (its events with their stream sequences). A session that has not
+    completed, or that the filters exclude, gives no records and ``source`` None."""
+    if not events:
+        return SessionRecords(None)
+    task = next((e for _, e in events if isinstance(e, ev.TaskSubmitted)), None)
+    done = [(s, e) for s, e in events if isinstance(e, ev.SessionCompleted)]
+    if task is None or not done:
+        return SessionRecords(None)
+    # The first terminal event wins (DESIGN: tamper evidence).
+    completed_seq, completed = done[0]
+    assert isinstance(completed, ev.SessionCompleted)
+    if filters.successful_only and completed.outcome != "success":
+        return SessionRecords(None)
+    if filters.mission is not None and task.mission != filters.mission:
+        return SessionRecords(None)
+    if filters.since is not None and _aware(completed.ts) < _aware(filters.since):
+        return SessionRecords(None)
+    source = SessionSource(
+        session_id=task.aggregate_id,
+        first_seq=events[0][0],
+        last_seq=events[-1][0],
+        completed_seq=completed_seq,
+        outcome=completed.outcome,
+        mission=task.mission,
+    )
+    ctx = _SessionIndex(events, task, completed)
+    builders = {"sft": _sft, "srl": _srl, "grpo": _grpo}
+    out = SessionRecords(source)
+    for fmt in formats:
+        out.records[fmt] = builders[fmt](ctx, filters)
+    return out
+
+
+def _aware(ts: datetime) -> datetime:
+    from datetime import UTC
+
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+class _SessionIndex:
+    def __init__(self, events: Sequence[SeqEvent], task: ev.TaskSubmitted, done: Event) -> None:
+        self.events = events
+        self.task = task
+        self.done = done
+        self.calls: dict[str, tuple[int, ev.ModelCalled]] = {}
+        self.proposals: dict[str, tuple[int, ev.ActionProposed]] = {}
+        self.by_call: dict[str, str] = {}  # model_call_id -> action_proposed id
+        self.plans_by_call: set[str] = set()
+        self.results: dict[str, Event] = {}  # action id -> applied / rejected
+        for seq, e in events:
+            if isinstance(e, ev.ModelCalled):
+                self.calls[e.id] = (seq, e)
+            elif isinstance(e, ev.ActionProposed):
+                self.proposals[e.id] = (seq, e)
+                if e.model_call_id:
+                    self.by_call[e.model_call_id] = e.id
+            elif isinstance(e, ev.PlanProposed) and e.model_call_id:
+                self.plans_by_call.add(e.model_call_id)
+            elif isinstance(e, ev.ActionApplied | ev.ActionRejected):
+                self.results.setdefault(e.action_id, e)
+            elif isinstance(e, ev.PermissionDenied) and e.action_id:
+                self.results.setdefault(e.action_id, e)
+
+    def base(self, seq: int, event_id: str) -> dict[str, Any]:
+        return {
+            "session_id": self.task.aggregate_id,
+            "seq": seq,
+            "event_id": event_id,
+            "mission": self.task.mission,
+            "outcome": self.done.outcome,  # type: ignore[attr-defined]
+        }
+
+    def action_status(self, action_id: str) -> str:
+        result = self.results.get(action_id)
+        proposal = self.proposals.get(action_id)
+        if proposal is not None and proposal[1].action.type == "finish":
+            return "applied" if self.done.outcome == "success" else "failed"  # type: ignore[attr-defined]
+        if isinstance(result, ev.ActionApplied):
+            return "applied" if result.ok else "failed"
+        if isinstance(result, ev.ActionRejected):
+            return "rejected"
+        if isinstance(result, ev.PermissionDenied):
+            return "denied"
+        return "pending"
+
+
+def _parses(role: str, text: str, finish_reason: str) -> bool:
+    from oopav.models.prompt import AnswerError, parse_role_answer
+
+    try:
+        parse_role_answer(role, text, finish_reason=finish_reason)
+    except (AnswerError, ValueError):
+        return False
+    return True
+
+
+def _sft(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
+    out = []
+    for call_id, (seq, call) in ctx.calls.items():
+        if call.role not in f.roles or call.error is not None or not call.response:
+            continue
+        parsed = _parses(call.role, call.response, call.finish_reason)
+        if f.require_parsed and not parsed:
+            continue
+        status = "answered"
+        if call.role == "actor":
+            proposal = ctx.by_call.get(call_id)
+            status = ctx.action_status(proposal) if proposal else "unparsed"
+        elif call.role == "planner":
+            status = "proposed" if call_id in ctx.plans_by_call else "unparsed"
+        if f.require_applied and status not in ("applied", "proposed", "answered"):
+            continue
+        messages = call.request.get("messages") or []
+        rec = ctx.base(seq, call_id)
+        rec.update(
+            role=call.role,
+            prompt=[{"role": m["role"], "content": m["content"]} for m in messages],
+            completion=[{"role": "assistant", "content": call.response}],
+            parsed=parsed,
+            status=status,
+        )
+        out.append(rec)
+    return out
+
+
+def _srl(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
+    out = []
+    history: list[dict[str, Any]] = []
+    for action_id, (seq, proposal) in ctx.proposals.items():
+        action = msgspec.to_builtins(proposal.action)
+        status = ctx.action_status(action_id)
+        result = ctx.results.get(action_id)
+        call = ctx.calls.get(proposal.model_call_id or "")
+        context = ""
+        if call is not None:
+            msgs = call[1].request.get("messages") or []
+            context = next((m["content"] for m in msgs if m.get("role") == "user"), "")
+        if status == "applied" or not f.require_applied:
+            rec = ctx.base(seq, action_id)
+            rec.update(
+                instruction=ctx.task.instruction,
+                step=proposal.step,
+                context=context,
+                history=list(history),
+                action=action,
+                action_type=proposal.action.type,
+                status=status,
+                diff=result.diff if isinstance(result, ev.ActionApplied) else "",
+                reason=(
+                    result.reason
+                    if isinstance(result, ev.ActionRejected)
+                    else (result.stderr_tail[-500:] if isinstance(result, ev.ActionApplied) else "")
+                ),
+            )
+            out.append(rec)
+        history.append({"action_type": proposal.action.type, "status": status})
+    return out
+
+
+def _grpo(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
+    task = ctx.task
+    first_actor = next(
+        ((seq, c) for seq, c in ctx.calls.values() if c.role == "actor" and c.error is None), None
+    )
+    seq, eid = (first_actor[0], first_actor[1].id) if first_actor else (ctx.events[0][0], task.id)
+    prompt = (
+        [
+            {"role": m["role"], "content": m["content"]}
+            for m in first_actor[1].request.get("messages") or []
+        ]
+        if first_actor
+        else []
+    )
+    rec = ctx.base(seq, eid)
+    rec.update(
+        instruction=task.instruction,
+        prompt=prompt,
+        test_command=task.test_command,
+        examples=[msgspec.to_builtins(x) for x in task.examples],
+        pre=task.examples[0].before if task.examples else None,
+        post=task.examples[0].after if task.examples else None,
+        reference_diff=ctx.done.diff if ctx.done.outcome == "success" else "",  # type: ignore[attr-defined]
+    )
+    return [rec]
+
+
+# --- records → shards + manifest ---------------------------------------------------------
+
+
+def record_key(fmt: str, rec: dict[str, Any]) -> str:
+    """What makes two records the same, whatever session they came from."""
+    if fmt == "sft":
+        basis: Any = [rec["prompt"], rec["completion"]]
+    elif fmt == "srl":
+        basis = [rec["instruction"], rec["context"], rec["action"], rec["status"]]
+    else:
+        basis = [rec["instruction"], rec["prompt"], rec["pre"], rec["post"], rec["test_command"]]
+    return hashlib.sha256(_canon(basis)).hexdigest()[:24]
+
+
+def _canon(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@dataclass
+class Manifest:
+    format: str
+    count: int
+    duplicates: int
+    sessions: list[dict[str, Any]]
+    filters: dict[str, Any]
+    shards: list[dict[str, Any]]
+    content_hash: str
+    stream_sequences: dict[str, int]
+    version: int = DATASET_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build(
+    fmt: str, sessions: Iterable[SessionRecords], filters: Filters
+) -> tuple[list[dict[str, Any]], Manifest]:
+    """Deduplicated, ordered records of ``fmt`` and the manifest (shards not yet written)."""
+    ordered = sorted((s for s in sessions if s.source is not None), key=_completed)
+    seen: set[str] = set()
+    records: list[dict[str, Any]] = []
+    dupes = 0
+    for s in ordered:
+        for rec in sorted(s.records.get(fmt, []), key=lambda r: r["seq"]):
+            key = record_key(fmt, rec)
+            if key in seen:
+                dupes += 1
+                continue
+            seen.add(key)
+            records.append({"id": key, **rec})
+    srcs = [s.source.to_json() for s in ordered if s.source is not None]
+    manifest = Manifest(
+        format=fmt,
+        count=len(records),
+        duplicates=dupes,
+        sessions=srcs,
+        filters=filters.to_json(),
+        shards=[],
+        content_hash="",
+        stream_sequences={
+            "first": min((s["first_seq"] for s in srcs), default=0),
+            "last": max((s["last_seq"] for s in srcs), default=0),
+        },
+    )
+    return records, manifest
+
+
+def _completed(s: SessionRecords) -> int:
+    assert s.source is not None
+    return s.source.completed_seq
+
+
+def encode_jsonl(records: Sequence[dict[str, Any]]) -> bytes:
+    return b"".join(_canon(r) + b"\n" for r in records)
+
+
+def write_dataset(
+    out: str | Path,
+    fmt: str,
+    sessions: Iterable[SessionRecords],
+    filters: Filters,
+    *,
+    parquet: bool = True,
+    shard_records: int = SHARD_RECORDS,
+) -> Manifest:
+    """Write ``out/<fmt>-NNNNN.jsonl`` shards (and ``.parquet`` twins when pyarrow is
+    installed) plus ``out/manifest.json``; files of an earlier build that no longer belong
+    are removed. Loadable with ``datasets.load_dataset("json", data_files=...)``."""
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    records, manifest = build(fmt, sessions, filters)
+    chunks = [records[i : i + shard_records] for i in range(0, len(records), shard_records)] or [[]]
+    digest = hashlib.sha256()
+    written: set[str] = {"manifest.json"}
+    pa = _pyarrow() if parquet else None
+    for i, chunk in enumerate(chunks):
+        name = f"{fmt}-{i:05d}.jsonl"
+        data = encode_jsonl(chunk)
+        _atomic_write(directory / name, data)
+        written.add(name)
+        digest.update(data)
+        shard: dict[str, Any] = {
+            "path": name,
+            "count": len(chunk),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+        if pa is not None and chunk:
+            pq_name = f"{fmt}-{i:05d}.parquet"
+            _write_parquet(pa, directory / pq_name, chunk)
+            written.add(pq_name)
+            shard["parquet"] = pq_name
+        manifest.shards.append(shard)
+    manifest.content_hash = digest.hexdigest()
+    for stale in directory.glob(f"{fmt}-*.*"):
+        if stale.name not in written:
+            stale.unlink()
+    _atomic_write(
+        directory / "manifest.json",
+        json.dumps(manifest.to_json(), sort_keys=True, indent=1).encode() + b"\n",
+    )
+    return manifest
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        return None
+    import pyarrow as pa
+
+    return pa
+
+
+def _write_parquet(pa: Any, path: Path, records: list[dict[str, Any]]) -> None:
+    import pyarrow.parquet as pq
+
+    # Nested, heterogeneous fields (actions, examples) are stored as JSON text so that every
+    # shard has one flat, stable schema.
+    flat = [
+        {
+            k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v)
+            for k, v in r.items()
+        }
+        for r in records
+    ]
+    table = pa.Table.from_pylist(flat)
+    tmp = path.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    tmp.replace(path)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any]:
+    path = Path(directory) / "manifest.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no dataset at {directory}: manifest.json is missing")
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def read_records(directory: str | Path) -> list[dict[str, Any]]:
+    """The records of a dataset directory, in order (JSONL shards named by its manifest)."""
+    manifest = read_manifest(directory)
+    out: list[dict[str, Any]] = []
+    for shard in manifest["shards"]:
+        with open(Path(directory) / shard["path"], encoding="utf-8") as fh:
+            out.extend(json.loads(line) for line in fh if line.strip())
+    return out
+
+
+def data_files(directory: str | Path) -> list[str]:
+    """The JSONL shard paths, for ``datasets.load_dataset("json", data_files=...)``."""
+    manifest = read_manifest(directory)
+    return [str(Path(directory) / s["path"]) for s in manifest["shards"] if s["count"]]

@@ -1,0 +1,102 @@
+"""A small policy built here: a Llama-style decoder (~2–5M parameters) and a byte-level BPE
+tokenizer trained on the task corpus. No weights are downloaded, ever.
+
+The tokenizer is trained on the prompts and answers the policy will see (plus the generic
+corpus of :mod:`oopav.models.tiny`), so the contract's constant pieces (``<action>``,
+``"type":"ast_grep"``, ``$$$ARGS``) become few tokens and sequences stay short on CPU. It keeps
+the chat template of the tiny model, so a checkpoint works as ``--model hf:<dir>``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from oopav.models.grammar import require
+from oopav.models.tiny import CHAT_TEMPLATE, SPECIAL_TOKENS
+
+
+@dataclass(frozen=True)
+class PolicyShape:
+    vocab_size: int = 1024
+    hidden_size: int = 256
+    intermediate_size: int = 512
+    layers: int = 4
+    heads: int = 8
+    kv_heads: int = 4
+    max_positions: int = 8192
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Any:
+    tokenizers = require("tokenizers", "train")
+    transformers = require("transformers", "train")
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    from oopav.models.tiny import _corpus
+
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator([*texts, *_corpus()], trainer=trainer)
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|endoftext|>",
+        pad_token="<|pad|>",
+        bos_token=None,
+        unk_token=None,
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def build_policy(
+    path: str | Path, texts: Iterable[str], *, shape: PolicyShape = PolicyShape(), seed: int = 0
+) -> Path:
+    """Write a freshly initialised policy and its tokenizer to ``path``."""
+    torch = require("torch", "train")
+    transformers = require("transformers", "train")
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = train_tokenizer(texts, shape.vocab_size)
+    eos = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    pad = tokenizer.convert_tokens_to_ids("<|pad|>")
+    config = transformers.LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.kv_heads,
+        max_position_embeddings=shape.max_positions,
+        bos_token_id=eos,
+        eos_token_id=eos,
+        pad_token_id=pad,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    model = transformers.LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = eos
+    model.generation_config.pad_token_id = pad
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    params = sum(p.numel() for p in model.parameters())
+    (out / "oopav_policy.json").write_text(
+        json.dumps({"seed": seed, "shape": asdict(shape), "parameters": params}, sort_keys=True)
+    )
+    return out
+
+
+def parameter_count(path: str | Path) -> int:
+    meta = Path(path) / "oopav_policy.json"
+    if meta.exists():
+        return int(json.loads(meta.read_text())["parameters"])
+    return 0

@@ -1,0 +1,264 @@
+"""SFT recipe: TRL's SFTTrainer on demonstrations — synthetic tasks or an exported SFT dataset.
+
+Prompts are rendered with the policy's chat template and the loss is on the completion only
+(TRL's prompt-completion format; TRL appends EOS so the policy learns to stop).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oopav.trainer.tasks import Task, load_tasks, target_text, task_messages
+
+Emit = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class SFTRecipe:
+    output_dir: str
+    # A model directory, or "new": build a fresh ~3M-parameter policy (oopav.trainer.policy).
+    model: str = "new"
+    # Demonstrations: a tasks directory (`oopav tasks generate`) or a dataset (`oopav export
+    # --format sft`, or the learner's <data dir>/datasets/sft).
+    tasks: str | None = None
+    dataset: str | None = None
+    families: list[str] = field(default_factory=list)  # only these task families (empty: all)
+    exclude_families: list[str] = field(default_factory=list)
+    max_train: int = 0  # 0: every example
+    max_steps: int = 200
+    max_seconds: float = 0.0  # stop after this much training time (0: no limit)
+    batch_size: int = 16
+    learning_rate: float = 2e-3
+    # "cosine", "linear", "constant_with_warmup", ... (transformers' names), or "time_cosine":
+    # warm-up then cosine decay over max_seconds of wall time, so a time-boxed run anneals.
+    lr_scheduler: str = "cosine"
+    warmup_ratio: float = 0.05
+    max_length: int = 512
+    seed: int = 0
+    logging_steps: int = 10
+    save_steps: int = 0  # 0: only the final checkpoint
+    eval_n: int = 64  # held-out tasks evaluated after training (tasks only; 0: none)
+    eval_split: str = "test"
+    lora: bool = False
+    use_cpu: bool = True
+    threads: int = 0  # torch threads on CPU (0: torch's default)
+
+
+def training_rows(cfg: SFTRecipe, tokenizer: Any) -> tuple[list[dict[str, str]], str, str]:
+    """(prompt, completion) strings, the data's path and its content hash."""
+    import hashlib
+    import json
+
+    if bool(cfg.tasks) == bool(cfg.dataset):
+        raise ValueError(
+            "give exactly one of `tasks` (a tasks directory) or `dataset` (an SFT dataset)"
+        )
+    rows: list[dict[str, str]] = []
+    if cfg.tasks:
+        for t in select(load_tasks(cfg.tasks, "train"), cfg.families, cfg.exclude_families):
+            rows.append({"prompt": render_prompt(tokenizer, t), "completion": target_text(t.rule)})
+        source = cfg.tasks
+    else:
+        from oopav.trainer.datasets import read_manifest, read_records
+
+        manifest = read_manifest(cfg.dataset)  # type: ignore[arg-type]
+        if manifest["format"] != "sft":
+            raise ValueError(f"{cfg.dataset} is a {manifest['format']} dataset; SFT needs sft")
+        for rec in read_records(cfg.dataset):  # type: ignore[arg-type]
+            prompt = tokenizer.apply_chat_template(
+                rec["prompt"], tokenize=False, add_generation_prompt=True
+            )
+            rows.append({"prompt": str(prompt), "completion": rec["completion"][-1]["content"]})
+        source = str(cfg.dataset)
+    if cfg.max_train:
+        rows = rows[: cfg.max_train]
+    if not rows:
+        raise ValueError(f"no training examples in {source} (check families / filters)")
+    digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+    return rows, source, digest
+
+
+def select(tasks: list[Task], only: list[str], exclude: list[str]) -> list[Task]:
+    return [t for t in tasks if (not only or t.family in only) and t.family not in exclude]
+
+
+def render_prompt(tokenizer: Any, t: Task) -> str:
+    return str(
+        tokenizer.apply_chat_template(
+            task_messages(t.instruction, t.pre, t.language),
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+    )
+
+
+def corpus_texts(cfg: SFTRecipe) -> list[str]:
+    """Texts to train a new policy's tokenizer on (train split only: no held-out leakage)."""
+    if cfg.tasks:
+        ts = load_tasks(cfg.tasks, "train")
+        return [task_messages(t.instruction, t.pre)[0]["content"] + target_text(t.rule) for t in ts]
+    from oopav.trainer.datasets import read_records
+
+    return [
+        "".join(m["content"] for m in r["prompt"]) + r["completion"][-1]["content"]
+        for r in read_records(cfg.dataset)  # type: ignore[arg-type]
+    ]
+
+
+def prepare_model(model: str, output_dir: str, texts: Callable[[], list[str]], seed: int) -> str:
+    if model != "new":
+        if not Path(model).is_dir():
+            raise FileNotFoundError(f"no model directory at {model}")
+        return model
+    from oopav.trainer.policy import build_policy
+
+    base = Path(output_dir) / "base"
+    if not (base / "config.json").exists():
+        build_policy(base, texts(), seed=seed)
+    return str(base)
+
+
+def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
+    """Train; ``emit("started"|"step"|"checkpoint"|"evaluation", fields)`` reports progress."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
+    from oopav.trainer.callbacks import RunCallback
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    base = prepare_model(cfg.model, cfg.output_dir, lambda: corpus_texts(cfg), cfg.seed)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    rows, source, digest = training_rows(cfg, tokenizer)
+    emit(
+        "started",
+        {
+            "base_model": base,
+            "dataset": source,
+            "dataset_hash": digest,
+            "dataset_records": len(rows),
+        },
+    )
+    model = AutoModelForCausalLM.from_pretrained(base)
+    peft_config = None
+    if cfg.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(
+            r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
+    args = SFTConfig(
+        output_dir=cfg.output_dir,
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="constant" if cfg.lr_scheduler == "time_cosine" else cfg.lr_scheduler,
+        warmup_steps=max(0, int(cfg.warmup_ratio * cfg.max_steps)),
+        max_length=cfg.max_length,
+        logging_steps=cfg.logging_steps,
+        save_strategy="steps" if cfg.save_steps else "no",
+        save_steps=cfg.save_steps or 500,
+        seed=cfg.seed,
+        use_cpu=cfg.use_cpu or not torch.cuda.is_available(),
+        report_to=[],
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+        bf16=False,
+    )
+    callback = RunCallback(emit)
+    callbacks: list[Any] = [callback]
+    if cfg.max_seconds:
+        callbacks.append(_deadline(TrainerCallback, cfg.max_seconds))
+    optimizers: Any = (None, None)
+    if cfg.lr_scheduler == "time_cosine":
+        if not cfg.max_seconds:
+            raise ValueError("lr_scheduler time_cosine needs max_seconds")
+        optimizers = time_cosine(model, cfg.learning_rate, cfg.max_seconds, cfg.warmup_ratio)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        callbacks=callbacks,
+        peft_config=peft_config,
+        optimizers=optimizers,
+    )
+    t0 = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - t0
+    final = Path(cfg.output_dir) / "final"
+    if cfg.lora:
+        trainer.model = trainer.model.merge_and_unload()
+    trainer.model.save_pretrained(final)
+    tokenizer.save_pretrained(final)
+    step = int(trainer.state.global_step)
+    emit("checkpoint", {"step": step, "path": str(final), "final": True})
+    result: dict[str, Any] = {"steps": step, "seconds": seconds, "checkpoint": str(final)}
+    if cfg.tasks and cfg.eval_n:
+        result["evaluation"] = evaluate_after(
+            trainer.model, tokenizer, cfg.tasks, cfg.eval_split, cfg.eval_n, str(final), step, emit
+        )
+    return result
+
+
+def evaluate_after(
+    model: Any, tokenizer: Any, tasks_dir: str, split: str, n: int, name: str, step: int, emit: Emit
+) -> dict[str, Any]:
+    from oopav.trainer.evaluate import evaluate_model
+
+    tasks = load_tasks(tasks_dir, split)[:n]
+    report = evaluate_model(
+        model, tokenizer, tasks, name=f"hf:{name}", suite=f"{tasks_dir}:{split}"
+    )
+    summary = report.summary()
+    emit(
+        "evaluation",
+        {
+            "suite": report.suite,
+            "model": report.model,
+            "n": len(tasks),
+            "metrics": {k: float(v) for k, v in summary.items() if isinstance(v, int | float)},
+            "families": summary["families"],
+            "step": step,
+        },
+    )
+    return summary
+
+
+def time_cosine(model: Any, lr: float, seconds: float, warmup: float) -> tuple[Any, Any]:
+    """AdamW with a learning rate that follows wall time: linear warm-up for ``warmup`` of the
+    budget, then cosine decay to 0 at ``seconds``."""
+    import math
+
+    import torch
+
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    start: list[float] = []
+
+    def factor(_step: int) -> float:
+        if not start:
+            start.append(time.perf_counter())
+        frac = min(1.0, (time.perf_counter() - start[0]) / seconds)
+        if frac < warmup:
+            return max(0.05, frac / max(warmup, 1e-9))
+        return 0.5 * (1 + math.cos(math.pi * (frac - warmup) / max(1e-9, 1 - warmup)))
+
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+def _deadline(base: type, seconds: float) -> Any:
+    class Deadline(base):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if time.perf_counter() - self.t0 > seconds:
+                control.should_training_stop = True
+
+    return Deadline()

@@ -1,0 +1,236 @@
+"""Datasets off the stream: the pure projection, export from a real stream, the learner."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+import pytest
+from trainer_sessions import numbered, session
+
+from oopav.bus.store import EventStore
+from oopav.events.ids import derive_id
+from oopav.trainer.datasets import (
+    Filters,
+    read_manifest,
+    read_records,
+    session_records,
+    write_dataset,
+)
+
+S1, S2, S3 = (derive_id(f"s{i}", "test", 0) for i in (1, 2, 3))
+
+
+def test_sft_keeps_only_parsed_answers_whose_action_succeeded() -> None:
+    recs = session_records(numbered(session(S1)), Filters()).records["sft"]
+    roles = [(r["role"], r["status"]) for r in recs]
+    # planner, the applied rule and the finish; not the garbled answer, not the rejected rule.
+    assert roles == [("planner", "proposed"), ("actor", "applied"), ("actor", "applied")]
+    assert all(r["parsed"] for r in recs)
+    actor = recs[1]
+    assert actor["prompt"][0]["role"] == "system" and actor["prompt"][1]["role"] == "user"
+    assert "fetch_page($$$A)" in actor["completion"][0]["content"]
+
+
+def test_sft_filters_are_configurable() -> None:
+    everything = Filters(require_parsed=False, require_applied=False)
+    recs = session_records(numbered(session(S1)), everything).records["sft"]
+    statuses = sorted(r["status"] for r in recs)
+    assert statuses == ["applied", "applied", "proposed", "rejected", "unparsed"]
+    actor_only = Filters(roles=("actor",))
+    assert {
+        r["role"] for r in session_records(numbered(session(S1)), actor_only).records["sft"]
+    } == {"actor"}
+
+
+def test_session_filters_outcome_mission_since() -> None:
+    failed = numbered(session(S2, outcome="failed"))
+    assert session_records(failed, Filters(successful_only=True)).source is None
+    assert session_records(failed, Filters()).source is not None
+    assert session_records(numbered(session(S1)), Filters(mission="other")).source is None
+    since = Filters(since=datetime(2026, 1, 5, tzinfo=UTC))
+    assert session_records(numbered(session(S1, day=1)), since).source is None
+    assert session_records(numbered(session(S1, day=9)), since).source is not None
+
+
+def test_srl_and_grpo_records() -> None:
+    recs = session_records(numbered(session(S1)), Filters(require_applied=False)).records
+    srl = recs["srl"]
+    assert [r["status"] for r in srl] == ["rejected", "applied", "applied"]
+    assert srl[1]["action"]["pattern"] == "fetch($$$A)"
+    assert srl[1]["history"] == [{"action_type": "ast_grep", "status": "rejected"}]
+    assert srl[1]["diff"].startswith("-fetch(u)")
+    (g,) = recs["grpo"]
+    assert g["pre"] == "fetch(u)\n" and g["post"] == "fetch_page(u)\n"
+    assert g["test_command"] == ["pytest", "-q"] and g["prompt"][0]["role"] == "system"
+    assert g["reference_diff"]
+
+
+def test_written_dataset_is_deduplicated_rebuildable_and_loadable(tmp_path: Path) -> None:
+    sessions = [
+        session_records(numbered(session(S1), 1), Filters()),
+        # Same answers in another session: duplicates, dropped.
+        session_records(numbered(session(S2), 100), Filters()),
+    ]
+    m1 = write_dataset(tmp_path / "a", "sft", sessions, Filters())
+    m2 = write_dataset(tmp_path / "b", "sft", list(reversed(sessions)), Filters())
+    assert m1.count == 3 and m1.duplicates == 3
+    a = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert a == ["manifest.json", "sft-00000.jsonl", "sft-00000.parquet"]
+    for name in a:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    manifest = read_manifest(tmp_path / "a")
+    assert manifest["content_hash"] == m2.content_hash
+    assert [s["session_id"] for s in manifest["sessions"]] == [S1, S2]
+    assert manifest["stream_sequences"] == {"first": 1, "last": 100 + len(session(S2)) - 1}
+    import datasets
+
+    ds = datasets.load_dataset(
+        "json", data_files=str(tmp_path / "a" / "sft-00000.jsonl"), split="train"
+    )
+    assert ds.num_rows == 3 and ds[1]["completion"][0]["role"] == "assistant"
+    pq = datasets.load_dataset(
+        "parquet", data_files=str(tmp_path / "a" / "sft-00000.parquet"), split="train"
+    )
+    assert pq.num_rows == 3
+    assert [r["id"] for r in read_records(tmp_path / "a")] == ds["id"]
+
+
+async def _append(nc: object, *sessions: list) -> None:
+    store = EventStore(nc)  # type: ignore[arg-type]
+    for events in sessions:
+        await store.append_batch(events, expected=0)
+
+
+async def test_export_from_the_stream_is_byte_for_byte(nc, tmp_path: Path) -> None:
+    from oopav.trainer.stream import export
+
+    await _append(nc, session(S1), session(S2, outcome="failed", mission="m2"))
+    store = EventStore(nc)
+    m = await export(store, "sft", tmp_path / "x", Filters())
+    await export(store, "sft", tmp_path / "y", Filters())
+    assert m.count == 3 and len(m.sessions) == 2
+    assert (tmp_path / "x" / "sft-00000.jsonl").read_bytes() == (
+        tmp_path / "y" / "sft-00000.jsonl"
+    ).read_bytes()
+    ok = await export(store, "grpo", tmp_path / "g", Filters(successful_only=True))
+    assert [s["session_id"] for s in ok.sessions] == [S1]
+    assert ok.sessions[0]["completed_seq"] == len(session(S1))
+    m2 = await export(store, "srl", tmp_path / "s", Filters(mission="m2"))
+    assert [s["session_id"] for s in m2.sessions] == [S2]
+
+
+async def _until(pred, timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_learner_catches_up_follows_and_rebuilds_after_deletion(nc, tmp_path: Path) -> None:
+    import shutil
+
+    from oopav.handlers.learner import Learner
+    from oopav.trainer.stream import export
+
+    await _append(nc, session(S1))
+    root = tmp_path / "datasets"
+    learner = Learner(nc, root, rebuild_every=0.05)
+    task = asyncio.create_task(learner.run())
+    try:
+        await _until(lambda: learner.sessions_seen == 1)
+        # Follows: a session finished after the learner started.
+        await _append(nc, session(S3, instruction="Rename get to get_page"))
+        await _until(lambda: learner.sessions_seen == 2)
+        await _until(
+            lambda: (
+                (root / "sft" / "manifest.json").exists()
+                and read_manifest(root / "sft")["count"] == 6
+            )
+        )
+    finally:
+        learner.stop()
+        await asyncio.wait_for(task, 10)
+    # The learner's dataset is the bytes `oopav export` writes from the same stream.
+    await export(EventStore(nc), "sft", tmp_path / "exp", Filters())
+    assert (root / "sft" / "sft-00000.jsonl").read_bytes() == (
+        tmp_path / "exp" / "sft-00000.jsonl"
+    ).read_bytes()
+    before = (root / "grpo" / "grpo-00000.jsonl").read_bytes()
+    assert len(before.splitlines()) == 2
+    # Delete the projection: a new learner reads the stream again from its start.
+    shutil.rmtree(root)
+    learner = Learner(nc, root, rebuild_every=0.05)
+    task = asyncio.create_task(learner.run())
+    try:
+        await _until(lambda: learner.sessions_seen == 2)
+    finally:
+        learner.stop()
+        await asyncio.wait_for(task, 10)
+    assert (root / "grpo" / "grpo-00000.jsonl").read_bytes() == before
+    assert json.loads((root / "sft" / "manifest.json").read_text())["count"] == 6
+
+
+def test_export_cli_needs_a_format(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
+
+    r = CliRunner().invoke(cli, ["export", "--out", str(tmp_path)])
+    assert r.exit_code != 0 and "--format" in r.output
+    with pytest.raises(click.BadParameter):
+        from oopav.trainer.commands import parse_since
+
+        parse_since("yesterday-ish")
+
+
+async def test_learner_runs_as_a_named_handler(nc, nats_url: str, tmp_path: Path) -> None:
+    from oopav.app import open_bus
+    from oopav.config import Settings
+    from oopav.runtime import run_handlers
+
+    await _append(nc, session(S1))
+    settings = Settings(nats_url=nats_url, data_dir=tmp_path)
+    stop = asyncio.Event()
+    async with open_bus(settings) as bus:
+        task = asyncio.create_task(run_handlers(bus, stop, names=("learner",), projection=False))
+        manifest = tmp_path / "datasets" / "sft" / "manifest.json"
+        try:
+            await _until(
+                lambda: manifest.exists() and json.loads(manifest.read_text())["count"] == 3
+            )
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 15)
+    assert [s["session_id"] for s in json.loads(manifest.read_text())["sessions"]] == [S1]
+
+
+def test_export_cli_writes_a_dataset(nats_url: str, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from oopav.bus.store import connect
+    from oopav.cli import cli
+
+    async def seed() -> None:
+        nc = await connect(nats_url, name="test")
+        try:
+            from oopav.bus.streams import ensure_streams
+
+            await ensure_streams(nc.jetstream())
+            await _append(nc, session(derive_id("cli", "test", 0), mission="cli-mission"))
+        finally:
+            await nc.close()
+
+    asyncio.run(seed())
+    out = tmp_path / "out"
+    args = ["--nats-url", nats_url, "--data-dir", str(tmp_path), "export", "--format", "srl"]
+    r = CliRunner().invoke(
+        cli, [*args, "--mission", "cli-mission", "--since", "3650d", "--out", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    assert "srl: 2 records from 1 sessions" in r.output
+    assert read_manifest(out)["filters"]["mission"] == "cli-mission"
