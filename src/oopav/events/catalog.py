@@ -421,11 +421,19 @@ class StuckDetected(Event, tag="stuck_detected", frozen=True):
 
 
 class CriticVerdict(Event, tag="critic_verdict", frozen=True):
-    """An optional read-only model's verdict; it never blocks on its own."""
+    """An optional read-only model's verdict (handlers/critique.py): approve and caution
+    proceed, block sends the change back, refused and unavailable proceed with a warning.
+    ``payload_sha256`` is the hash of the exact (redacted) payload the critic received;
+    ``cached`` says the verdict was reused for an identical payload instead of a new call."""
 
-    verdict: Literal["approve", "reject", "unavailable"]
+    verdict: Literal["approve", "caution", "block", "reject", "refused", "unavailable"]
     reasons: list[str] = msgspec.field(default_factory=list)
     model_call_id: str | None = None
+    payload_sha256: str | None = None
+    redactions: dict[str, int] = msgspec.field(default_factory=dict)
+    cached: bool = False
+
+    SCHEMA: ClassVar[int] = 2  # 2: payload_sha256, redactions, cached; more verdicts
 
 
 class SessionCompleted(Event, tag="session_completed", frozen=True):

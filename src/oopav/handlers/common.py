@@ -168,13 +168,19 @@ def model_spec(state: SessionState, ports: Ports) -> str:
 
 
 async def call_model(
-    out: Emitter, state: SessionState, request, calls_so_far: int, guidance_step: int | None = None
+    out: Emitter,
+    state: SessionState,
+    request,
+    calls_so_far: int,
+    guidance_step: int | None = None,
+    spec: str | None = None,
 ):  # type: ignore[no-untyped-def]
     """One recorded model call. Returns (response text or None, the model_called event, error).
-    ``guidance_step``: the mission library step rendered into the request (recorded)."""
+    ``guidance_step``: the mission library step rendered into the request (recorded);
+    ``spec``: a model other than the session's (the critic's own)."""
     from oopav.models.base import ModelError, model_called_fields
 
-    spec = model_spec(state, out.ports)
+    spec = spec or model_spec(state, out.ports)
     by_role = state.budgets_used.model_calls_by_role
     ordered_index = state.budgets_used.model_calls + calls_so_far
     role_index = by_role.get(request.role, 0) + calls_so_far

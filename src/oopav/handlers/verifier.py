@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from oopav.bus.consumer import Delivery
 from oopav.events import catalog as ev
@@ -25,7 +26,6 @@ from oopav.handlers.common import (
     call_model,
     complete,
     decision_policy,
-    loop_policy,
     sandbox_policy,
 )
 from oopav.handlers.decide import TIER_GATES, choose_tests, tier_of
@@ -84,7 +84,7 @@ class Verifier:
             elif gate == "lint":
                 result = await gate_lint(state, root, changed, ports, event.id)
             else:
-                result = await self._critic(state, out, event, changed)
+                result = await self._critic(state, out, event, changed, outcomes)
             outcomes.append(result)
             out.emit(
                 ev.GateEvaluated,
@@ -158,46 +158,98 @@ class Verifier:
         return out.events
 
     async def _critic(
-        self, state: SessionState, out: Emitter, cause: ev.ActionProposed, changed: list[str]
+        self,
+        state: SessionState,
+        out: Emitter,
+        cause: ev.ActionProposed,
+        changed: list[str],
+        so_far: list[GateOutcome],
     ) -> GateOutcome:
-        """A read-only model call in its own context. A refusal, garbage or an unavailable
-        model is recorded as ``unavailable`` and never blocks."""
-        if not loop_policy(state).get("critic"):
+        """A read-only model call, possibly to an outside provider (handlers/critique.py): it
+        sees a bounded, redacted pack; the payload's sha256 is recorded and an identical
+        payload reuses the earlier verdict; its calls and tokens are capped; only ``block``
+        fails the gate, and a refusal, garbage or an unavailable model never blocks."""
+        from oopav.handlers.common import final_diff
+        from oopav.handlers.critique import GateLine, build_pack, critic_config, effect, prepare
+        from oopav.models.prompt import AnswerError, build_request, parse_role_answer, static_prefix
+
+        task = state.task
+        assert task is not None
+        cfg = critic_config(task.policy)
+        if cfg is None:
             return GateOutcome(
                 "critic", True, skipped=True, evidence="no critic configured (policy.critic)"
             )
-        from oopav.handlers.common import final_diff
-        from oopav.models.prompt import AnswerError, build_request, parse_role_answer, static_prefix
-
         diff = await final_diff(state, out.ports)
-        task = state.task
-        assert task is not None
-        plan = "\n".join(
-            f"{s.id}. {s.description}" for s in (state.plan.steps if state.plan else [])
+        plan = [f"{s.id}. {s.description}" for s in (state.plan.steps if state.plan else [])]
+        instructions = cfg.instructions or decision_policy(state).critic_instructions
+        pack = build_pack(
+            task.instruction,
+            plan,
+            diff,
+            [GateLine(o.gate, o.passed, o.skipped, o.evidence) for o in so_far],
+            instructions=instructions,
         )
-        context = f"### Plan\n{plan}\n\n### Diff\n{diff[: task.budgets.prompt_output_bytes]}"
-        extra = decision_policy(state).critic_instructions
-        if extra:
-            context += "\n\n### Reviewer instructions\n" + extra
+        sent = prepare(pack, cfg)
+        earlier = next(
+            (v for v in reversed(state.critic_verdicts) if v.payload_sha256 == sent.sha256), None
+        )
+        if earlier is not None:
+            out.emit(
+                ev.CriticVerdict,
+                verdict=earlier.verdict,
+                reasons=list(earlier.reasons),
+                model_call_id=earlier.model_call_id,
+                payload_sha256=sent.sha256,
+                redactions=sent.counts,
+                cached=True,
+            )
+            return _critic_outcome(earlier.verdict, list(earlier.reasons), effect, cached=True)
+        calls = state.budgets_used.model_calls_by_role.get("critic", 0)
+        tokens = state.critic_tokens
+        if calls >= cfg.max_calls or tokens >= cfg.max_tokens:
+            why = (
+                f"critic budget spent ({calls}/{cfg.max_calls} calls, "
+                f"{tokens}/{cfg.max_tokens} tokens)"
+            )
+            out.emit(
+                ev.CriticVerdict,
+                verdict="unavailable",
+                reasons=[why],
+                payload_sha256=sent.sha256,
+                redactions=sent.counts,
+            )
+            return GateOutcome("critic", True, skipped=True, evidence=why)
         request = build_request(
             "critic",
             # The same static prefix as the planner's and the actor's (prefix caching).
             prefix=static_prefix(sandbox_policy(state).model_dump(mode="json")),
-            context=context,
-            task=task.instruction,
+            context=sent.text,
+            task="(in the pack above)",
             seed=0,
         )
-        response, called, error = await call_model(out, state, request, 0)
+        response, called, error = await call_model(out, state, request, 0, spec=cfg.model)
+        fields = {"payload_sha256": sent.sha256, "redactions": sent.counts}
         if response is None:
             out.emit(
                 ev.CriticVerdict,
                 verdict="unavailable",
                 reasons=[str(error)],
                 model_call_id=called.id,
+                **fields,
             )
             return GateOutcome(
                 "critic", True, skipped=True, evidence=f"critic unavailable: {error}"
             )
+        if response.finish_reason == "content_filter":
+            out.emit(
+                ev.CriticVerdict,
+                verdict="refused",
+                reasons=["the critic declined to review"],
+                model_call_id=called.id,
+                **fields,
+            )
+            return _critic_outcome("refused", ["the critic declined to review"], effect)
         try:
             parsed = parse_role_answer(
                 "critic", response.text, finish_reason=response.finish_reason
@@ -208,6 +260,7 @@ class Verifier:
                 verdict="unavailable",
                 reasons=[f"unparseable verdict: {exc}"],
                 model_call_id=called.id,
+                **fields,
             )
             return GateOutcome(
                 "critic", True, skipped=True, evidence=f"critic answer ignored: {exc.reason}"
@@ -218,14 +271,23 @@ class Verifier:
             verdict=verdict.verdict,
             reasons=list(verdict.reasons),
             model_call_id=called.id,
+            **fields,
         )
-        if verdict.verdict == "approve":
-            return GateOutcome(
-                "critic", True, evidence="critic approves: " + "; ".join(verdict.reasons)
-            )
-        return GateOutcome(
-            "critic", False, evidence="critic rejects: " + "; ".join(verdict.reasons)
-        )
+        return _critic_outcome(verdict.verdict, list(verdict.reasons), effect)
+
+
+def _critic_outcome(
+    verdict: str, reasons: list[str], effect: Any, cached: bool = False
+) -> GateOutcome:
+    """The verdict policy table (handlers/critique.VERDICT_POLICY) as a gate outcome."""
+    said = "; ".join(reasons)
+    note = " (same payload as before: verdict reused)" if cached else ""
+    what = effect(verdict)
+    if what == "replan":
+        return GateOutcome("critic", False, evidence=f"critic {verdict}s: {said}{note}")
+    if what == "warn":
+        return GateOutcome("critic", True, evidence=f"critic {verdict} (warning): {said}{note}")
+    return GateOutcome("critic", True, evidence=f"critic approves: {said}{note}")
 
 
 def _score_replan(

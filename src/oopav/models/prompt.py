@@ -52,7 +52,7 @@ class PlanOutput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
 class CriticOutput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
     """The critic's ``<verdict>``."""
 
-    verdict: Literal["approve", "reject"]
+    verdict: Literal["approve", "caution", "block", "reject"]
     reasons: list[str]
 
 
@@ -178,8 +178,9 @@ ROLE_DIRECTIVES: dict[str, str] = {
         "Answer with <think>, <action> and <state_update>."
     ),
     "critic": (
-        "Role: critic. Review the change against the task and the plan; approve or reject with "
-        "concrete reasons. Answer with <think> and <verdict>."
+        "Role: critic. Review the change against the task and the plan: approve, caution "
+        "(acceptable, with concerns) or block (must not ship), with concrete reasons. Values "
+        "shown as [REDACTED:...] were removed before review. Answer with <think> and <verdict>."
     ),
 }
 

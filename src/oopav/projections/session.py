@@ -18,7 +18,7 @@ from oopav.events.actions import Action
 from oopav.events.catalog import Event
 from oopav.events.chain import TERMINAL_TYPES, event_hash, link_problem
 
-SCHEMA = 3  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
+SCHEMA = 4  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
 
 PHASE_BY_EVENT: dict[str, str] = {
     "task_submitted": "submitted",
@@ -100,6 +100,8 @@ class SessionState(msgspec.Struct, kw_only=True):
     actions: list[ActionRecord] = msgspec.field(default_factory=list)
     gates: list[GateRecord] = msgspec.field(default_factory=list)
     verdicts: list[str] = msgspec.field(default_factory=list)
+    critic_verdicts: list[ev.CriticVerdict] = msgspec.field(default_factory=list)
+    critic_tokens: int = 0
     verified: bool | None = None
     grants: list[GrantRecord] = msgspec.field(default_factory=list)
     pending_permissions: list[str] = msgspec.field(default_factory=list)
@@ -303,6 +305,8 @@ def _model_called(s: SessionState, e: ev.ModelCalled) -> None:
     b.model_calls += 1
     b.model_calls_by_role[e.role] = b.model_calls_by_role.get(e.role, 0) + 1
     b.model_tokens += e.prompt_tokens + e.completion_tokens
+    if e.role == "critic":
+        s.critic_tokens += e.prompt_tokens + e.completion_tokens
 
 
 def _action_proposed(s: SessionState, e: ev.ActionProposed) -> None:
@@ -444,6 +448,7 @@ def _stuck(s: SessionState, e: ev.StuckDetected) -> None:
 
 def _critic(s: SessionState, e: ev.CriticVerdict) -> None:
     s.verdicts.append(f"critic:{e.verdict}")
+    s.critic_verdicts.append(e)
 
 
 def _completed(s: SessionState, e: ev.SessionCompleted) -> None:
