@@ -358,32 +358,6 @@ async def verify_session(
     )
 
 
-class ForkBackend:
-    """Serves the parent's recorded answers while the requests match them, then goes live."""
-
-    def __init__(self, recorded: Any, live: Any, spec: str) -> None:
-        self.recorded = recorded
-        self.live = live
-        self.spec = spec
-        self.live_calls = 0
-
-    async def complete(self, request: Any) -> Any:
-        from oopav.models.base import ModelError
-
-        if self.recorded is not None:
-            try:
-                return await self.recorded.complete(request)
-            except ModelError as exc:
-                if exc.kind not in ("replay_miss", "exhausted"):
-                    raise
-                self.recorded = None  # past the fork point: never go back
-        self.live_calls += 1
-        return await self.live.complete(request)
-
-    async def aclose(self) -> None:
-        await self.live.aclose()
-
-
 async def fork_session(bus: Any, session_id: str, at_sequence: int, model: str | None) -> str:
     """Start a new session from ``session_id``'s task that replays the parent's model answers
     up to ``at_sequence`` and continues live (with ``model`` when given). Returns its id."""
@@ -407,31 +381,3 @@ async def fork_session(bus: Any, session_id: str, at_sequence: int, model: str |
     child = root_event(ev.TaskSubmitted, handler="replay", **fields)
     await bus.events.append(child, expected=0)
     return child.aggregate_id
-
-
-def fork_backend_factory(
-    spec: str, loader: Callable[[str], Any] | None = None, nats_url: str | None = None
-) -> Any:
-    """Build the backend for a ``fork:<parent>@<sequence>:<live spec>`` model spec."""
-    from oopav.models.registry import load_backend
-    from oopav.models.replay import ReplayBackend
-
-    body = spec.removeprefix("fork:")
-    parent, _, rest = body.partition("@")
-    seq_text, _, live_spec = rest.partition(":")
-    at = int(seq_text)
-
-    async def load(_: str) -> list[tuple[int, Event]]:
-        from oopav.app import server_url
-        from oopav.bus.reader import read_aggregate
-        from oopav.config import Settings
-
-        url = nats_url or server_url(Settings())
-        if url is None:
-            raise RuntimeError("no NATS server to read the parent session from")
-        events = await read_aggregate(url, "session", parent)
-        return [(s, e) for s, e in events if s <= at]
-
-    recorded = ReplayBackend.from_session(parent, loader=loader or load)
-    live = load_backend(live_spec) if live_spec else None
-    return ForkBackend(recorded, live, spec)

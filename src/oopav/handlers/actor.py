@@ -26,6 +26,7 @@ from oopav.events.actions import (
 )
 from oopav.events.catalog import Event
 from oopav.handlers.baseline import environment_spec
+from oopav.handlers.candidates import choose
 from oopav.handlers.common import (
     ask_model,
     cap_diff,
@@ -156,9 +157,7 @@ class Actor:
 
         n = decision_policy(state).candidates
         if n > 1:
-            from oopav.handlers.candidates import choose
-
-            action, called, think, update = await choose(self, state, out, step, n)
+            action, called, think, update = await choose(self, state, out, step, n, _context)
         else:
             action, called, think, update = await self._ask(state, out, step)
         # -- end decision core

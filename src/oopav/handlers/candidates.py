@@ -19,6 +19,7 @@ model calls and test runs are recorded, so replay reproduces the choice exactly.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,18 +115,22 @@ async def _grade(
 
 
 async def choose(
-    actor: Any, state: SessionState, out: Emitter, step: int, n: int
+    actor: Any,
+    state: SessionState,
+    out: Emitter,
+    step: int,
+    n: int,
+    build_context: Callable[[SessionState, int], str],
 ) -> tuple[Any, str | None, str, dict[str, Any] | None]:
     """Sample ``n`` candidate actions, grade them, emit the evaluations and the selection, and
-    return the winner as ``Actor._ask`` would (action, model call id, think, state update)."""
-    from oopav.handlers.actor import _context
-
+    return the winner as ``Actor._ask`` would (action, model call id, think, state update).
+    ``build_context`` builds the actor's context for a state and step (the actor passes its own)."""
     ids = [derive_id(out.cause.id, "actor.candidate", i) for i in range(n)]
     work = _copy(state)
     answers: list[tuple[str, Any, str]] = []
     for i, cid in enumerate(ids):
         context = (
-            _context(work, step)
+            build_context(work, step)
             + f"\n### Candidate {i + 1} of {n}\nSeveral candidate actions are sampled for this "
             "step and graded (validity, no new errors, tests, size); propose your best one."
         )

@@ -213,7 +213,7 @@ class Ports:
             if self.model_factory is not None:
                 self._models[chosen] = self.model_factory(chosen)
             elif chosen.startswith("fork:"):
-                from oopav.replay import fork_backend_factory
+                from oopav.models.fork import fork_backend_factory
 
                 self._models[chosen] = fork_backend_factory(chosen, nats_url=self.nats_url)
             else:
