@@ -31,3 +31,18 @@ class ConcurrencyConflict(BusError):
 
 class AppendRejected(BusError):
     pass
+
+
+class ConnectionLost(BusError):
+    """The client stopped reconnecting (its give-up limit passed): the process should exit."""
+
+    def __init__(self, url: str, detail: str = "") -> None:
+        super().__init__(
+            f"lost the connection to NATS at {url} and gave up reconnecting"
+            f"{' (' + detail + ')' if detail else ''}; check the server, then restart this process"
+        )
+        self.url = url
+
+
+class ServerTooOld(BusError):
+    pass

@@ -248,6 +248,8 @@ async def load_session(
     state = snapshots.get(session_id) if snapshots is not None else None
     start = state.last_sequence + 1 if state is not None else 1
     st = state or session_fold.initial(session_id)
-    for seq, event in await events.read("session", session_id, from_seq=start):
+    for seq, event in await events.read(
+        "session", session_id, from_seq=start, skip_undecodable=True
+    ):
         session_fold.evolve(st, event, seq)
     return st
