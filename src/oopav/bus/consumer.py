@@ -639,11 +639,54 @@ def _name(service: object) -> str:
     return str(getattr(handler, "name", None) or handler or type(service).__name__)
 
 
-async def run_until_signalled(
-    services: Sequence[Service], stop: asyncio.Event | None = None
-) -> None:
-    """Run services until SIGINT/SIGTERM (or ``stop``), then drain them."""
+def hard_exit(code: int = 130) -> None:
+    """A second Ctrl-C: stop the servers this process started and exit now, no drain."""
+    import os
+    import sys
+
+    from oopav.bus.server import kill_started
+
+    sys.stderr.write("interrupted again: exiting now without draining\n")
+    sys.stderr.flush()
+    kill_started()
+    os._exit(code)
+
+
+def install_stop_signals(on_first: Callable[[], None]) -> Callable[[], None]:
+    """SIGINT/SIGTERM: the first calls ``on_first`` (drain and stop), a second exits at once.
+    Returns the function that removes the handlers."""
     loop = asyncio.get_running_loop()
+    count = 0
+
+    def on_signal() -> None:
+        nonlocal count
+        count += 1
+        if count == 1:
+            import sys
+
+            sys.stderr.write("stopping: draining handlers (Ctrl-C again to exit at once)\n")
+            sys.stderr.flush()
+            on_first()
+        else:
+            hard_exit()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, on_signal)
+
+    def remove() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+    return remove
+
+
+async def run_until_signalled(
+    services: Sequence[Service], stop: asyncio.Event | None = None, *, signals: bool = True
+) -> None:
+    """Run services until SIGINT/SIGTERM (or ``stop``), then drain them. ``signals=False``:
+    the caller owns the signals and sets ``stop``."""
     stopping = asyncio.Event()
 
     def on_stop() -> None:
@@ -651,9 +694,7 @@ async def run_until_signalled(
         for s in services:
             s.stop()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, on_stop)
+    remove_signals = install_stop_signals(on_stop) if signals else None
     watcher = None
     if stop is not None:
 
@@ -678,6 +719,5 @@ async def run_until_signalled(
     finally:
         if watcher is not None:
             watcher.cancel()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(sig)
+        if remove_signals is not None:
+            remove_signals()
