@@ -612,6 +612,10 @@ async def run(
                 with contextlib.suppress(BaseException):
                     await waiting
                 state = await abort_interrupted(bus, sid)
+                from oopav.bus.server import kill_child_groups
+
+                # The session is over: its running sandboxed commands need not finish.
+                kill_child_groups()
                 click.echo(
                     f"interrupted: session {sid} ended as aborted; "
                     f"`oopav resume {sid[:13]}` continues it",

@@ -644,10 +644,11 @@ def hard_exit(code: int = 130) -> None:
     import os
     import sys
 
-    from oopav.bus.server import kill_started
+    from oopav.bus.server import kill_child_groups, kill_started
 
     sys.stderr.write("interrupted again: exiting now without draining\n")
     sys.stderr.flush()
+    kill_child_groups()
     kill_started()
     os._exit(code)
 
