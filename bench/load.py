@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from loop import make_repo, pct, reset_streams, script  # noqa: E402
+from loop import make_repo, pct, reset_streams, script
 
 HANDLERS = ("intake", "observer", "orient", "planner", "actor", "verifier")
 

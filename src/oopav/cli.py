@@ -462,7 +462,7 @@ async def replay(
     async with open_bus(c.settings, name="oopav-replay") as bus:
         sid = await resolve_session(bus, session)
         report = await replay_projection(bus, sid, verify=verify)
-        recorded = await bus.events.read("session", sid) if verify else []
+        recorded = await bus.events.read("session", sid, skip_undecodable=True) if verify else []
         url = bus.url
     handlers_report = None
     if verify:

@@ -397,7 +397,7 @@ def describe_event(e: Event) -> str:
 async def replay_projection(bus: Bus, session_id: str, verify: bool) -> dict[str, Any]:
     """Re-fold a session from its events; with ``verify``, compare with the stored snapshot
     (after bringing the snapshot up to date incrementally)."""
-    events = await bus.events.read("session", session_id)
+    events = await bus.events.read("session", session_id, skip_undecodable=True)
     rebuilt = fold(events)
     report: dict[str, Any] = {
         "session_id": session_id,

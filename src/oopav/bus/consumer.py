@@ -124,6 +124,28 @@ def lane_key(subject: str) -> str:
     return subject
 
 
+def is_transient(exc: BaseException) -> bool:
+    """Errors that mean "the server is away or slow right now", not "this message is bad"."""
+    from nats.js.errors import ServiceUnavailableError
+
+    from oopav.bus.errors import AppendRejected
+
+    transient = (
+        TimeoutError,
+        nats.errors.TimeoutError,
+        nats.errors.ConnectionClosedError,
+        nats.errors.ConnectionReconnectingError,
+        nats.errors.NoRespondersError,
+        nats.errors.OutboundBufferLimitError,
+        nats.errors.StaleConnectionError,
+        ServiceUnavailableError,
+        ConnectionError,
+    )
+    if isinstance(exc, transient):
+        return True
+    return isinstance(exc, AppendRejected) and "no answer reading" in str(exc)
+
+
 def traceback_digest(exc: BaseException | None) -> str:
     """A short, stable digest of where an error came from (frames, not values): the same bug
     gives the same digest across deliveries and processes, so dead letters group by cause."""
@@ -389,7 +411,7 @@ class HandlerConsumer:
         else:
             event = msg  # type: ignore[assignment]
         try:
-            await self.handle(event, delivery)
+            await self._handle_through_outages(event, delivery)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -421,6 +443,38 @@ class HandlerConsumer:
         await self._ack(msg)
         self.processed += 1
         return True
+
+    async def _handle_through_outages(self, event: Any, delivery: Delivery) -> None:
+        """Handle; when it fails because the server is away (a timeout, a reconnect), wait for
+        the connection and try again in place: an outage is not the message's fault, so it
+        neither uses up a delivery nor makes the lane wait for a redelivery after ack_wait.
+        Handlers are idempotent, so a retry after a publish that did land is a no-op."""
+        pause = 0.2
+        while_connected = 0
+        for _ in range(60):
+            try:
+                await self.handle(event, delivery)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not is_transient(exc) or self.nc.is_closed or self._stop.is_set():
+                    raise
+                if self.nc.is_connected:
+                    # A timeout on a healthy connection may be the handler's own: a few
+                    # tries, then the normal redelivery path.
+                    while_connected += 1
+                    if while_connected > 3:
+                        raise
+                self.log.warning("handler_outage_retry", error=repr(exc), retry_in=pause)
+            deadline = time.monotonic() + 600
+            while not self.nc.is_connected and time.monotonic() < deadline:
+                if self.nc.is_closed:
+                    raise ConnectionLost(_url(self.nc), "while handling a message")
+                await asyncio.sleep(0.2)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 5.0)
+        await self.handle(event, delivery)
 
     async def _ack(self, msg: Msg) -> None:
         """Ack, retrying timeouts: under load the server may answer late. If it never does the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,7 +70,26 @@ async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
     connected, the client reconnects as usual (up to ``max_reconnect_attempts``).
     ``give_up_after``: long-running processes (handlers) pass ``float("inf")`` to reconnect
     forever, or a number of seconds after which a lost connection closes for good (and the
-    process exits with ``ConnectionLost``)."""
+    process exits with ``ConnectionLost``). With it, a server that is down when the process
+    starts (a restart during an outage) is waited for as long, with backoff, instead of
+    failing at once."""
+    give_up_after = kwargs.get("give_up_after")
+    if give_up_after is None:
+        return await _connect_once(url, name, dict(kwargs))
+    deadline = time.monotonic() + float(give_up_after)  # type: ignore[arg-type]
+    pause = 0.5
+    while True:
+        try:
+            return await _connect_once(url, name, dict(kwargs))
+        except NatsUnavailable as exc:
+            if time.monotonic() + pause > deadline:
+                raise
+            log.warning("nats_unreachable_waiting", url=url, error=str(exc)[:200], retry_in=pause)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 10.0)
+
+
+async def _connect_once(url: str, name: str, kwargs: dict[str, object]) -> NATS:
     nc = NATS()
     failures: list[Exception] = []
     give_up_after = kwargs.pop("give_up_after", None)
@@ -324,7 +344,10 @@ class EventStore:
         first = events[0]
         seen: dict[str, int] = {}
         for seq, ev in await self.read(
-            first.aggregate, first.aggregate_id, from_seq=1 if any_position else after + 1
+            first.aggregate,
+            first.aggregate_id,
+            from_seq=1 if any_position else after + 1,
+            skip_undecodable=True,
         ):
             seen[ev.id] = seq
         if all(e.id in seen for e in events):
@@ -369,7 +392,7 @@ class EventStore:
                     raise EventDecodeError(item.reason, item.detail)
                 # Garbage on a session subject never stops the session (invariant 9): the
                 # handlers that receive it park it on the DLQ; folds go on without it.
-                log.warning(
+                log.debug(
                     "undecodable_event_skipped", subject=item.subject, seq=seq, reason=item.reason
                 )
                 continue
