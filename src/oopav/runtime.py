@@ -235,11 +235,15 @@ async def abort_interrupted(bus: Bus, session_id: str, attempts: int = 5) -> Ses
     from oopav.events.factory import caused_event
 
     for attempt in range(attempts):
-        events = await bus.events.read("session", session_id, skip_undecodable=True)
+        from oopav.bus.store import Undecodable
+
+        items = await bus.events.read_with_undecodable("session", session_id)
+        events = [(s, e) for s, e in items if not isinstance(e, Undecodable)]
         state = fold(events)
         if state.phase in ("completed", "rejected") or not events:
             return state
-        last_seq, last = events[-1]
+        last = events[-1][1]
+        last_seq = items[-1][0]  # garbage counts for the append check
         abort = caused_event(
             ev.SessionCompleted,
             last,

@@ -317,3 +317,7 @@ async def test_garbage_on_a_live_session_is_parked_shown_and_the_session_goes_on
         "critic_verdict",
     ]
     assert [s for s, _ in timeline] == [1, 2, 3, 4, 5, 6]
+    # The next append is checked against the subject's real last sequence, garbage included.
+    runner.cache.forget("live")
+    state = await runner.cache.load("live")
+    assert state.last_sequence == 6 and state.event_count == 2

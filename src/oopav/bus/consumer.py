@@ -105,8 +105,9 @@ class ConsumerOptions:
     max_ack_pending: int = 1000
     # Kept for compatibility: pulls now ask for as many messages as there is room for.
     fetch_batch: int = 1
-    # How long one pull request waits on the server for messages.
-    fetch_timeout: float = 5.0
+    # How long one pull request waits on the server for messages (also the longest a stop
+    # waits for the open request to end).
+    fetch_timeout: float = 2.0
     heartbeat_every: float | None = None  # default: ack_wait / 3
     # How long a lane waits for the redelivery of its failed message before going on without it
     # (it went to another process). Default: the longest backoff + ack_wait.
@@ -195,6 +196,9 @@ class HandlerConsumer:
         self._stopped = asyncio.Event()
         self._room = asyncio.Event()
         self._pull_done = asyncio.Event()
+        # Set when the server has closed the open pull request (filled, expired, refused).
+        self._request_closed = asyncio.Event()
+        self._request_closed.set()
         self._lanes: dict[str, _Lane] = {}
         self._held = 0
         self._outstanding = 0
@@ -260,6 +264,7 @@ class HandlerConsumer:
                     await self._sleep(0.2)
                     continue
                 self._pull_done.clear()
+                self._request_closed.clear()
                 self._outstanding = free
                 request = {"batch": free, "expires": int(expires * 1e9)}
                 try:
@@ -288,6 +293,7 @@ class HandlerConsumer:
                     lane.task.cancel()
             raise
         finally:
+            await self._let_pull_expire()
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
             with contextlib.suppress(Exception):
@@ -318,16 +324,29 @@ class HandlerConsumer:
                 self._missing_consumer = True
             self._outstanding = 0
             self._pull_done.set()
+            self._request_closed.set()
             return
         self._outstanding -= 1
         if self._outstanding <= 0:
             self._pull_done.set()
+            self._request_closed.set()
         if self._stop.is_set():
-            # Pulled while stopping: hand it back at once rather than after ack_wait.
+            # Pulled while stopping: hand it back now rather than after ack_wait, delayed past
+            # the end of our open pull request (an immediate nak would come straight back to
+            # it, again and again, until max_deliver ran out).
             with contextlib.suppress(Exception):
-                await msg.nak()
+                await msg.nak(delay=self.options.fetch_timeout + 1.0)
             return
         self._dispatch(msg)
+
+    async def _let_pull_expire(self) -> None:
+        """Before unsubscribing, let the open pull request end (messages it still brings are
+        handed back with a nak): a message the server sent to an inbox we already left would
+        sit unacknowledged until ack_wait."""
+        if self._request_closed.is_set() or not self.nc.is_connected:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._request_closed.wait(), self.options.fetch_timeout + 1.0)
 
     def _dispatch(self, msg: Msg) -> None:
         try:

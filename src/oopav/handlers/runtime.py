@@ -18,7 +18,7 @@ from nats.aio.client import Client as NATS
 
 from oopav.bus.consumer import ConsumerOptions, DeadLetter, Delivery, HandlerConsumer
 from oopav.bus.errors import ConcurrencyConflict
-from oopav.bus.store import EventStore
+from oopav.bus.store import EventStore, Undecodable
 from oopav.events.catalog import Event
 from oopav.events.ids import derive_id
 from oopav.handlers.ports import Ports
@@ -52,9 +52,14 @@ class SessionCache:
         if cached is None:
             cached = initial(session_id)
         start = cached.last_sequence + 1
-        for seq, event in await self.events.read(
-            "session", session_id, from_seq=start, skip_undecodable=True
+        for seq, event in await self.events.read_with_undecodable(
+            "session", session_id, from_seq=start
         ):
+            if isinstance(event, Undecodable):
+                # Garbage on the session's subjects is not part of its state, but it is part
+                # of the subject sequence the next append is checked against.
+                cached.last_sequence = seq
+                continue
             evolve(cached, event, seq)
         if len(self._states) >= self.max_sessions and session_id not in self._states:
             self._states.pop(next(iter(self._states)))
