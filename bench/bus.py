@@ -141,15 +141,15 @@ async def raw_ordered_count(nc: Any, n: int) -> float:
     return elapsed
 
 
-async def main(n: int, session_events: int, single_n: int) -> None:
+async def main(n: int, session_events: int, single_n: int, sync: str = "always") -> None:
     tmp = Path(tempfile.mkdtemp(prefix="oopav-bench-"))
-    server = EmbeddedServer(tmp / "nats", write_info=False)
+    server = EmbeddedServer(tmp / "nats", write_info=False, sync=sync)
     url = server.start()
     nc = await connect(url, name="bench")
     js = nc.jetstream()
     store = EventStore(nc)
     print(f"oopav bus benchmark: {n:,} events, nats-server at {url}")
-    print(f"  python {platform.python_version()}, {nats_server_binary()}")
+    print(f"  python {platform.python_version()}, {nats_server_binary()}, sync_interval {sync}")
     try:
         sessions = max(1, n // 100)
         events = make_events(n, sessions, "a")
@@ -247,5 +247,11 @@ if __name__ == "__main__":
         default=10_000,
         help="events for the awaited one-by-one append (slow: one round trip each)",
     )
+    ap.add_argument(
+        "--sync",
+        default="always",
+        help="the embedded server's JetStream sync_interval: always (oopav's default) or "
+        "default (nats-server's: fsync every 2 min); run both to see what durability costs",
+    )
     args = ap.parse_args()
-    asyncio.run(main(args.events, args.session_events, min(args.single, args.events)))
+    asyncio.run(main(args.events, args.session_events, min(args.single, args.events), args.sync))

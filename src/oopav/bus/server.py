@@ -157,11 +157,19 @@ class EmbeddedServer:
         """Stop the server; with ``only_if_unused``, leave it running while other clients
         (another ``oopav run`` that attached to it) still use it: the last one stops it."""
         if only_if_unused and self.proc is not None and self.proc.poll() is None:
-            others = client_count(self.monitor_port)
-            if others:
-                log.info("nats_left_running", url=self.url, clients=others)
-                self.proc = None
-                return
+            if client_count(self.monitor_port, settle=0.3):
+                # Hand it over: the last client to leave stops it (release_if_last). Check
+                # again after saying so, in case that client left in between.
+                with contextlib.suppress(OSError, ValueError):
+                    info = json.loads(self.info_file.read_text())
+                    info["released"] = True
+                    self.info_file.write_text(json.dumps(info))
+                others = client_count(self.monitor_port)
+                if others:
+                    log.info("nats_left_running", url=self.url, clients=others)
+                    _LIVE.discard(self.proc)
+                    self.proc = None
+                    return
         proc, self.proc = self.proc, None
         if proc is None:
             return
@@ -295,7 +303,7 @@ def release_if_last(store_dir: Path) -> None:
     if data is None:
         return
     owner = int(data.get("owner") or 0)
-    if owner and _alive(owner):
+    if owner and _alive(owner) and not data.get("released"):
         return
     if client_count(int(data.get("monitor_port") or 0)):
         return
@@ -305,8 +313,19 @@ def release_if_last(store_dir: Path) -> None:
         (Path(store_dir) / "server.json").unlink()
 
 
-def client_count(monitor_port: int) -> int:
-    """Client connections to the server (from its monitoring endpoint); 0 when unknown."""
+def client_count(monitor_port: int, settle: float = 1.0) -> int:
+    """Client connections to the server (from its monitoring endpoint); 0 when unknown. A
+    connection that just closed can linger for a moment: wait up to ``settle`` seconds for
+    the count to reach 0."""
+    deadline = time.monotonic() + settle
+    while True:
+        count = _client_count(monitor_port)
+        if count == 0 or time.monotonic() >= deadline:
+            return count
+        time.sleep(0.1)
+
+
+def _client_count(monitor_port: int) -> int:
     if not monitor_port:
         return 0
     import urllib.error
