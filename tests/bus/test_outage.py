@@ -144,3 +144,53 @@ def test_the_embedded_server_syncs_every_write_unless_opted_out(tmp_path: Path) 
         assert "sync_interval" not in (tmp_path / "b" / "nats-server.conf").read_text()
     finally:
         fast.stop()
+
+
+async def test_a_crashed_service_is_restarted_with_backoff_and_a_given_up_one_is_not() -> None:
+    from oopav.bus.consumer import run_until_signalled
+    from oopav.bus.errors import ConnectionLost
+
+    class Flaky:
+        def __init__(self) -> None:
+            self.runs = 0
+
+        def stop(self) -> None:
+            pass
+
+        async def run(self) -> None:
+            self.runs += 1
+            if self.runs < 3:
+                raise RuntimeError("a bad moment")
+
+    flaky = Flaky()
+    await asyncio.wait_for(run_until_signalled([flaky], signals=False), 30)
+    assert flaky.runs == 3  # crashed twice, restarted twice (after 1 s, then 2 s)
+
+    class GivesUp:
+        stopped = False
+
+        def stop(self) -> None:
+            self.stopped = True
+
+        async def run(self) -> None:
+            raise ConnectionLost("nats://x:1", "test")
+
+    class Other:
+        def __init__(self) -> None:
+            self.stopping = asyncio.Event()
+            self.stopped = False
+
+        def stop(self) -> None:
+            self.stopped = True
+            self.stopping.set()
+
+        async def run(self) -> None:
+            await self.stopping.wait()
+
+    other = Other()
+    try:
+        await asyncio.wait_for(run_until_signalled([GivesUp(), other], signals=False), 10)
+        raise AssertionError("ConnectionLost was swallowed")
+    except ConnectionLost:
+        pass
+    assert other.stopped  # the rest was stopped before the error surfaced
