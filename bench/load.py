@@ -14,7 +14,7 @@ The delay the slow session adds to the others is p95 (and max) of the N fast ses
 the slow one present minus the same without it.
 
 Targets (2 cores): ≥ 10 sessions/s in one process; the slow session delays the others by
-≤ 1 s. With ``--runs K`` each stage runs K times and the median is reported.
+≤ 1 s. With ``--runs K`` each stage runs K times (alternating) and the median is reported.
 """
 
 from __future__ import annotations
@@ -188,18 +188,15 @@ async def main() -> None:
     )
     rss_start = rss_mib()
     try:
-        plain = median_of(
-            [
-                await stage(settings, body, args.sessions, None, concurrency)
-                for _ in range(args.runs)
-            ]
-        )
-        slowed = median_of(
-            [
+        # Stages alternate (plain, slowed, plain, ...) so that drift in a shared machine's
+        # load, or in the data directory's size, does not land on one stage only.
+        plain_runs, slowed_runs = [], []
+        for _ in range(args.runs):
+            plain_runs.append(await stage(settings, body, args.sessions, None, concurrency))
+            slowed_runs.append(
                 await stage(settings, body, args.sessions, args.slow_seconds, concurrency)
-                for _ in range(args.runs)
-            ]
-        )
+            )
+        plain, slowed = median_of(plain_runs), median_of(slowed_runs)
     finally:
         server_hwm = proc_hwm_mib(server.proc.pid) if server.proc else 0.0
         server.stop()
