@@ -133,8 +133,12 @@ async def up(
     streams, every handler and the session projection. Ctrl-C (or SIGTERM) drains and stops,
     the embedded server included; a second Ctrl-C exits at once."""
     from oopav.app import open_bus
+    from oopav.bus.consumer import install_stop_signals
     from oopav.runtime import run_handlers
 
+    # Signals are ours from the start: a SIGTERM during start-up still stops the server.
+    stop = asyncio.Event()
+    remove_signals = install_stop_signals(stop.set)
     async with open_bus(
         c.settings,
         embedded=True,
@@ -150,7 +154,10 @@ async def up(
             f'submit with: nats --server {bus.url} req oopav.tasks.submit \'{{"instruction": "...", "repo": "/abs/path"}}\'',
             err=True,
         )
-        await run_handlers(bus, model=model, concurrency=concurrency)
+        try:
+            await run_handlers(bus, stop, model=model, concurrency=concurrency, signals=False)
+        finally:
+            remove_signals()
 
 
 # -- streams -------------------------------------------------------------------------------
@@ -677,15 +684,27 @@ async def handler_cmd(
     consumer, which is how a handler scales out. It survives NATS outages (reconnects and
     resumes); Ctrl-C drains and stops."""
     from oopav.app import open_bus
+    from oopav.bus.consumer import install_stop_signals
     from oopav.runtime import run_handlers
 
+    stop = asyncio.Event()
+    remove_signals = install_stop_signals(stop.set)
     async with open_bus(
         c.settings, name=f"oopav-{name}", give_up_after=give_up_after or float("inf")
     ) as bus:
         click.echo(f"handler {name}: NATS at {bus.url}", err=True)
-        await run_handlers(
-            bus, names=(name,), model=model, projection=False, concurrency=concurrency
-        )
+        try:
+            await run_handlers(
+                bus,
+                stop,
+                names=(name,),
+                model=model,
+                projection=False,
+                concurrency=concurrency,
+                signals=False,
+            )
+        finally:
+            remove_signals()
 
 
 # -- dlq -----------------------------------------------------------------------------------

@@ -171,3 +171,36 @@ def test_an_orphaned_embedded_server_is_adopted(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert adopt_running(store) is None
+
+
+async def test_sigterm_stops_oopav_up_and_its_server(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    env = {**os.environ, "OOPAV_LOG_LEVEL": "WARNING"}
+    env.pop("OOPAV_NATS_URL", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "oopav.cli",
+        "--data-dir",
+        str(data),
+        "up",
+        "--concurrency",
+        "4",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stderr is not None
+    try:
+        await _read_until(proc.stderr, "submit with:")
+        info = json.loads((data / "nats" / "server.json").read_text())
+        proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert "stopping: draining" in err.decode() and "Traceback" not in err.decode()
+    assert not _alive(int(info["pid"]))
+    assert find_running(data / "nats") is None
