@@ -54,7 +54,13 @@ async def run_handlers(
         from oopav.handlers.watchdog import Watchdog
 
         watchdog = Watchdog(bus.nc)
-        runner = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS, listeners=[watchdog.listener])
+        runner = ProjectionRunner(
+            bus.nc,
+            bus.snapshots,
+            SESSIONS,
+            listeners=[watchdog.listener],
+            on_undecodable=_dead_letter_skipped(bus, tasks),
+        )
         # Supervised like the handlers: restarted with backoff (and logged) if it dies.
         services.append(runner)
         services.append(watchdog)
@@ -95,6 +101,33 @@ async def run_handlers(
                 with contextlib.suppress(BaseException):
                     await t
         await ports.aclose()
+
+
+def _dead_letter_skipped(bus: Bus, tasks: list[asyncio.Task[Any]]) -> Any:
+    """Garbage on any session subject (also a type no handler subscribes to) is parked on
+    ``oopav.dlq.projection`` by the session projection, which sees every event."""
+    from oopav.bus.streams import dlq_subject
+
+    def park(msg: Any, exc: Any) -> None:
+        meta = msg.metadata
+        headers = {
+            "Oopav-Dlq-Reason": exc.reason,
+            "Oopav-Dlq-Detail": str(exc.detail)[:1000].replace("\n", " "),
+            "Oopav-Dlq-Handler": "projection",
+            "Oopav-Dlq-Traceback-Digest": "",
+            "Oopav-Original-Subject": msg.subject,
+            "Oopav-Original-Stream": meta.stream,
+            "Oopav-Original-Sequence": str(meta.sequence.stream),
+            "Nats-Msg-Id": f"dlq:projection:{meta.stream}:{meta.sequence.stream}",
+        }
+
+        async def publish() -> None:
+            with contextlib.suppress(Exception):
+                await bus.events.js.publish(dlq_subject("projection"), msg.data, headers=headers)
+
+        tasks.append(asyncio.create_task(publish()))
+
+    return park
 
 
 def _widen_executor(concurrency: int) -> None:

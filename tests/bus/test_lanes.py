@@ -321,3 +321,35 @@ async def test_garbage_on_a_live_session_is_parked_shown_and_the_session_goes_on
     runner.cache.forget("live")
     state = await runner.cache.load("live")
     assert state.last_sequence == 6 and state.event_count == 2
+
+
+async def test_garbage_no_handler_subscribes_to_is_parked_by_the_projection(
+    nc: Any, nats_url: str, tmp_path: Any
+) -> None:
+    from oopav.app import open_bus
+    from oopav.runtime import run_handlers
+
+    settings = Settings(data_dir=tmp_path, nats_url=nats_url)
+    async with open_bus(settings, name="test-guard") as bus:
+        stop = asyncio.Event()
+        ports = Ports(settings=settings)
+        t = asyncio.create_task(
+            run_handlers(bus, stop, names=("intake",), ports=ports, signals=False)
+        )
+        try:
+            await EventStore(nc).append(task("quiet"))
+            await nc.jetstream().publish(
+                "oopav.ev.session.quiet.bogus_type", b'{"type": "bogus_type", "schema": 1}'
+            )
+            found: list[Any] = []
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 20
+            while not found:
+                assert loop.time() < deadline, "not parked"
+                found = await letters(nc, "projection")
+        finally:
+            stop.set()
+            await asyncio.wait_for(t, 30)
+    [letter] = found
+    assert letter.headers["Oopav-Dlq-Reason"] == "unknown_event_type"
+    assert letter.headers["Oopav-Original-Subject"] == "oopav.ev.session.quiet.bogus_type"

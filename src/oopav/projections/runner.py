@@ -64,6 +64,7 @@ class ProjectionRunner(Generic[S]):
         registry: Registry = REGISTRY,
         commit_every: int = 25_000,  # while catching up; at the head every event commits
         listeners: list[Callable[[int, Event, S], None]] | None = None,
+        on_undecodable: Callable[[Any, EventDecodeError], None] | None = None,
     ) -> None:
         self.nc = nc
         self.projection = projection
@@ -75,6 +76,8 @@ class ProjectionRunner(Generic[S]):
         self.position = 0
         self.skipped = 0
         self.listeners = listeners or []
+        # Told about every message the fold skips (``oopav up`` dead-letters them).
+        self.on_undecodable = on_undecodable
         self._cache: dict[str, S] = {}
         self._dirty: dict[str, S] = {}
         self._cond = asyncio.Condition()
@@ -151,6 +154,8 @@ class ProjectionRunner(Generic[S]):
                 except EventDecodeError as exc:
                     self.skipped += 1
                     log.warning("projection_skipped_event", seq=seq, reason=exc.reason)
+                    if self.on_undecodable is not None:
+                        self.on_undecodable(msg, exc)
                     event = None
                 if event is not None:
                     key = key_of(event)
