@@ -236,13 +236,13 @@ async def measure(
     return out
 
 
-async def main(n: int, session_events: int, single_n: int, runs: int) -> None:
+async def main(n: int, session_events: int, single_n: int, runs: int, sync: str = "always") -> None:
     tmp = Path(tempfile.mkdtemp(prefix="oopav-bench-"))
-    server = EmbeddedServer(tmp / "nats", write_info=False)
+    server = EmbeddedServer(tmp / "nats", write_info=False, sync=sync)
     url = server.start()
     nc = await connect(url, name="bench")
     print(f"oopav bus benchmark: {n:,} events, nats-server at {url}")
-    print(f"  python {platform.python_version()}, {nats_server_binary()}")
+    print(f"  python {platform.python_version()}, {nats_server_binary()}, sync_interval {sync}")
     sample = make_events(min(n, 1000), max(1, min(n, 1000) // 100), "size")
     size = sum(len(EventStore(nc).registry.encode(e)) for e in sample) / len(sample)
     print(f"  {max(1, n // 100):,} sessions, mean event size {size:.0f} bytes")
@@ -267,8 +267,16 @@ if __name__ == "__main__":
         default=5_000,
         help="events for the awaited one-by-one append (slow: one round trip each)",
     )
+    ap.add_argument(
+        "--sync",
+        default="always",
+        help="the embedded server's JetStream sync_interval: always (oopav's default) or "
+        "default (nats-server's: fsync every 2 min); run both to see what durability costs",
+    )
     args = ap.parse_args()
     if args.quick:
         args.events, args.session_events, args.single = 2_000, 500, 200
     runs = runs_of(args)
-    asyncio.run(main(args.events, args.session_events, min(args.single, args.events), runs))
+    asyncio.run(
+        main(args.events, args.session_events, min(args.single, args.events), runs, args.sync)
+    )

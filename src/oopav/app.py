@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from nats.aio.client import Client as NATS
 
 from oopav.bus.errors import NatsUnavailable
-from oopav.bus.server import EmbeddedServer, find_running
+from oopav.bus.server import EmbeddedServer, adopt_running, find_running, release_if_last
 from oopav.bus.store import EventStore, connect
 from oopav.bus.streams import ensure_streams
 from oopav.config import Settings
@@ -58,11 +58,26 @@ def server_url(settings: Settings) -> str | None:
 
 @contextlib.asynccontextmanager
 async def open_bus(
-    settings: Settings, *, embedded: bool = False, setup: bool = True, name: str = "oopav"
+    settings: Settings,
+    *,
+    embedded: bool = False,
+    setup: bool = True,
+    name: str = "oopav",
+    give_up_after: float | None = None,
+    owns_server: bool = False,
 ) -> AsyncIterator[Bus]:
-    """Connect to the configured server; with ``embedded``, start one when none is configured."""
-    url = server_url(settings)
+    """Connect to the configured server; with ``embedded``, start one when none is configured.
+
+    ``give_up_after``: seconds a lost connection is retried before the process gives up
+    (``inf``: never; None: the short default of one-shot commands). ``owns_server``: stop the
+    embedded server at the end even when other clients still use it (``oopav up``); otherwise
+    the last oopav process using an embedded server whose starter is gone stops it."""
+    url = settings.nats_url
     server: EmbeddedServer | None = None
+    attached = False
+    if url is None:
+        url = adopt_running(settings.nats_store_dir)
+        attached = url is not None
     # After `oopav run` exits, its store is still there: read commands (show, sessions,
     # replay) start the embedded server on demand instead of asking for `oopav up`.
     on_demand = url is None and not embedded and (settings.nats_store_dir / "jetstream").is_dir()
@@ -72,7 +87,7 @@ async def open_bus(
                 "no NATS server: start one with `oopav up` (embedded) or pass --nats-url / "
                 "OOPAV_NATS_URL for an existing server"
             )
-        server = EmbeddedServer(settings.nats_store_dir)
+        server = EmbeddedServer(settings.nats_store_dir, sync=settings.nats_sync)
         if on_demand:
             with structlog_quiet():
                 url = server.start()
@@ -80,7 +95,7 @@ async def open_bus(
             url = server.start()
     try:
         try:
-            nc = await connect(url, name=name)
+            nc = await connect(url, name=name, give_up_after=give_up_after)
         except NatsUnavailable:
             raise
         bus = Bus(nc=nc, url=url, events=EventStore(nc), settings=settings, embedded=server)
@@ -96,4 +111,6 @@ async def open_bus(
     finally:
         if server is not None:
             with structlog_quiet() if on_demand else contextlib.nullcontext():
-                server.stop()
+                server.stop(only_if_unused=not owns_server)
+        elif attached:
+            release_if_last(settings.nats_store_dir)

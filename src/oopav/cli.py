@@ -245,6 +245,25 @@ def _reflector_config(path: Path | None, critic_model: str | None) -> Any:
         raise click.ClickException(f"reflector config: {exc}") from None
 
 
+def service_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Options of the long-running commands (`up`, `handler`): docs/operations.md."""
+    fn = click.option(
+        "--give-up-after",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Exit (status 1) when NATS stays unreachable this long. Default: retry forever.",
+    )(fn)
+    fn = click.option(
+        "--concurrency",
+        type=click.IntRange(1, 4096),
+        default=None,
+        help="Messages of different sessions each handler works on at once (default 32); "
+        "one session's messages are always handled in order.",
+    )(fn)
+    return fn
+
+
 @cli.command()
 @pass_ctx
 @run_async
@@ -262,6 +281,7 @@ def _reflector_config(path: Path | None, critic_model: str | None) -> Any:
     help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
 )
 @_reflector_options
+@service_options
 async def up(
     c: Ctx,
     model: str | None,
@@ -269,18 +289,31 @@ async def up(
     metrics_port: int | None,
     critic_model: str | None,
     reflector_config: Path | None,
+    concurrency: int | None,
+    give_up_after: float | None,
 ) -> None:
     """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
-    streams, every handler and the session projection. Ctrl-C stops cleanly."""
+    streams, every handler and the session projection. Ctrl-C (or SIGTERM) drains and stops,
+    the embedded server included; a second Ctrl-C exits at once."""
     if metrics_port:
         from oopav.metrics import serve
 
         serve(metrics_port)
     from oopav.app import open_bus
+    from oopav.bus.consumer import install_stop_signals
     from oopav.runtime import run_handlers
 
     model = cli_model_spec(model)
-    async with open_bus(c.settings, embedded=True, name="oopav-up") as bus:
+    # Signals are ours from the start: a SIGTERM during start-up still stops the server.
+    stop = asyncio.Event()
+    remove_signals = install_stop_signals(stop.set)
+    async with open_bus(
+        c.settings,
+        embedded=True,
+        name="oopav-up",
+        give_up_after=give_up_after or float("inf"),
+        owns_server=True,
+    ) as bus:
         click.echo(
             f"oopav {__version__} up: NATS at {bus.url}" + (" (embedded)" if bus.embedded else ""),
             err=True,
@@ -289,12 +322,18 @@ async def up(
             f'submit with: nats --server {bus.url} req oopav.tasks.submit \'{{"instruction": "...", "repo": "/abs/path"}}\'',
             err=True,
         )
-        await run_handlers(
-            bus,
-            model=model,
-            cleanup=not keep,
-            reflector_config=_reflector_config(reflector_config, critic_model),
-        )
+        try:
+            await run_handlers(
+                bus,
+                stop,
+                model=model,
+                concurrency=concurrency,
+                signals=False,
+                cleanup=not keep,
+                reflector_config=_reflector_config(reflector_config, critic_model),
+            )
+        finally:
+            remove_signals()
 
 
 # -- streams -------------------------------------------------------------------------------
@@ -612,24 +651,38 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
     import msgspec
 
     from oopav.app import open_bus
+    from oopav.bus.store import Undecodable
     from oopav.runtime import describe_event, resolve_session
 
     async with open_bus(c.settings, name="oopav-show") as bus:
         sid = await resolve_session(bus, session)
-        events = await bus.events.read("session", sid)
+        events = await bus.events.read_with_undecodable("session", sid)
     if not events:
         raise click.ClickException(f"no events for session {session}")
     if as_json:
-        _json_out([{"seq": seq, **msgspec.to_builtins(e), "type": e.type} for seq, e in events])
+        _json_out(
+            [
+                {"seq": seq, "type": e.type, "reason": e.reason, "detail": e.detail}
+                if isinstance(e, Undecodable)
+                else {"seq": seq, **msgspec.to_builtins(e), "type": e.type}
+                for seq, e in events
+            ]
+        )
         return
     click.echo(f"session {sid}: {len(events)} events")
     from oopav.events.chain import check_chain
 
-    for finding in check_chain(events):  # tamper evidence (docs/operations.md)
-        click.echo(f"WARNING: {finding.describe()}")
-    t0 = events[0][1].ts
+    for finding in check_chain([(s, e) for s, e in events if not isinstance(e, Undecodable)]):
+        click.echo(f"WARNING: {finding.describe()}")  # tamper evidence (docs/operations.md)
+    t0 = next((e.ts for _, e in events if not isinstance(e, Undecodable)), None)
     for seq, e in events:
-        dt = (e.ts - t0).total_seconds()
+        if isinstance(e, Undecodable):
+            # Garbage on the session's subjects: shown where it sits, never a traceback.
+            click.echo(
+                f"{seq:>7}  {'':10} {'(undecodable)':24} {'-':18} {e.reason}: {e.detail[:90]}"
+            )
+            continue
+        dt = (e.ts - t0).total_seconds() if t0 is not None else 0.0
         click.echo(f"{seq:>7}  +{dt:8.3f}s  {e.type:24} {e.actor:18} {describe_event(e)}")
 
 
@@ -686,7 +739,7 @@ async def replay(
     async with open_bus(c.settings, name="oopav-replay") as bus:
         sid = await resolve_session(bus, session)
         report = await replay_projection(bus, sid, verify=verify)
-        recorded = await bus.events.read("session", sid) if verify else []
+        recorded = await bus.events.read("session", sid, skip_undecodable=True) if verify else []
         url = bus.url
     handlers_report = None
     if verify:
@@ -795,7 +848,14 @@ async def run(
     oopav run --repo ~/src/app --model openai:http://localhost:8000/v1#qwen "Rename foo to bar"
     """
     from oopav.app import open_bus
-    from oopav.runtime import describe_event, run_handlers, submit_task, wait_session
+    from oopav.bus.consumer import install_stop_signals
+    from oopav.runtime import (
+        abort_interrupted,
+        describe_event,
+        run_handlers,
+        submit_task,
+        wait_session,
+    )
 
     body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
     body = _environment(body, env, env_var, task_file)
@@ -811,7 +871,13 @@ async def run(
     async with open_bus(c.settings, embedded=True, name="oopav-run") as bus:
         stop = asyncio.Event()
         ready = asyncio.Event()
-        handlers = asyncio.create_task(run_handlers(bus, stop, model=model, ready=ready))
+        interrupted = asyncio.Event()
+        # One Ctrl-C / SIGTERM: abort this run's session (reason: interrupted), drain, stop
+        # the embedded server; a second exits at once.
+        remove_signals = install_stop_signals(interrupted.set)
+        handlers = asyncio.create_task(
+            run_handlers(bus, stop, model=model, ready=ready, signals=False)
+        )
         await asyncio.wait(
             {handlers, asyncio.create_task(ready.wait())}, return_when=asyncio.FIRST_COMPLETED
         )
@@ -848,19 +914,43 @@ async def run(
                 asking = await ask_inline(bus, sid)  # questions to a person, asked right here
             asks = PermissionAsks(bus, sid, interactive=sys.stdin.isatty() and not as_json)
             await asks.start()
-            state = await asks.race(wait_session(bus, sid, timeout))
-            await asks.stop()
-            if state is None:
-                click.echo(f"error: {asks.failed}", err=True)
-                sys.exit(3)
+            waiting = asyncio.create_task(asks.race(wait_session(bus, sid, timeout)))
+            stopped = asyncio.create_task(interrupted.wait())
+            await asyncio.wait({waiting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            if not waiting.done():
+                waiting.cancel()
+                with contextlib.suppress(BaseException):
+                    await waiting
+                await asks.stop()
+                state = await abort_interrupted(bus, sid)
+                from oopav.bus.server import kill_child_groups
+
+                # The session is over: its running sandboxed commands need not finish.
+                kill_child_groups()
+                click.echo(
+                    f"interrupted: session {sid} ended as aborted; "
+                    f"`oopav resume {sid[:13]}` continues it",
+                    err=True,
+                )
+                exit_code = 130
+            else:
+                state = waiting.result()
+                await asks.stop()
+                if state is None:
+                    click.echo(f"error: {asks.failed}", err=True)
+                    sys.exit(3)
+                exit_code = _exit_status(state.outcome)
         finally:
             if asking is not None:
                 await asking.unsubscribe()
             if progress is not None:
-                await progress.unsubscribe()
+                with contextlib.suppress(Exception):
+                    await progress.unsubscribe()
             stop.set()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(handlers, 15)
+            remove_signals()
         if keep:
             from oopav.sandbox.workspace import keep_workspace
 
@@ -868,7 +958,7 @@ async def run(
         elif state.phase in ("completed", "rejected"):
             _remove_workspace(c, sid, quiet or as_json)
         _print_outcome(state, as_json)
-        sys.exit(_exit_status(state.outcome))
+        sys.exit(exit_code)
 
 
 def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
@@ -889,6 +979,28 @@ def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
             f"workspace removed (--keep keeps it); `oopav apply {session_id[:13]}` applies the result",
             err=True,
         )
+
+
+@cli.command()
+@click.argument("session")
+@click.option("--model", help="The model to continue with (default: the session's).")
+@click.option("--timeout", type=float, default=900.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+@run_async
+async def resume(c: Ctx, session: str, model: str | None, timeout: float, as_json: bool) -> None:
+    """Continue a session that `oopav run` left interrupted (or that lost its process): a
+    child session replays its recorded answers up to the interruption and goes on live."""
+    from oopav.app import open_bus
+    from oopav.runtime import resolve_session, resume_point
+
+    async with open_bus(c.settings, embedded=True, name="oopav-resume") as bus:
+        sid = await resolve_session(bus, session)
+        try:
+            at = await resume_point(bus, sid)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+    await _fork(c, sid, at, model, timeout, as_json)
 
 
 @cli.command("handler")
@@ -918,6 +1030,7 @@ def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
     help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
 )
 @_reflector_options
+@service_options
 @pass_ctx
 @run_async
 async def handler_cmd(
@@ -927,14 +1040,18 @@ async def handler_cmd(
     metrics_port: int | None,
     critic_model: str | None,
     reflector_config: Path | None,
+    concurrency: int | None,
+    give_up_after: float | None,
 ) -> None:
     """Run one handler as its own process. Several processes of one handler share its durable
-    consumer, which is how a handler scales out. Ctrl-C drains and stops."""
+    consumer, which is how a handler scales out. It survives NATS outages (reconnects and
+    resumes); Ctrl-C drains and stops."""
     if metrics_port:
         from oopav.metrics import serve
 
         serve(metrics_port)
     from oopav.app import open_bus
+    from oopav.bus.consumer import install_stop_signals
     from oopav.handlers.accounts import check_credential
     from oopav.runtime import run_handlers
 
@@ -943,15 +1060,25 @@ async def handler_cmd(
     if problem:
         click.echo(f"error: {problem}", err=True)
         sys.exit(1)
-    async with open_bus(c.settings, name=f"oopav-{name}") as bus:
+    stop = asyncio.Event()
+    remove_signals = install_stop_signals(stop.set)
+    async with open_bus(
+        c.settings, name=f"oopav-{name}", give_up_after=give_up_after or float("inf")
+    ) as bus:
         click.echo(f"handler {name}: NATS at {bus.url}", err=True)
-        await run_handlers(
-            bus,
-            names=(name,),
-            model=model,
-            projection=False,
-            reflector_config=_reflector_config(reflector_config, critic_model),
-        )
+        try:
+            await run_handlers(
+                bus,
+                stop,
+                names=(name,),
+                model=model,
+                projection=False,
+                concurrency=concurrency,
+                signals=False,
+                reflector_config=_reflector_config(reflector_config, critic_model),
+            )
+        finally:
+            remove_signals()
 
 
 # -- dlq -----------------------------------------------------------------------------------

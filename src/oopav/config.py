@@ -22,6 +22,10 @@ class Settings(BaseModel):
     data_dir: Path = Field(default_factory=default_data_dir)
     nats_url: str | None = Field(default_factory=lambda: os.environ.get("OOPAV_NATS_URL") or None)
     model: str | None = Field(default_factory=lambda: os.environ.get("OOPAV_MODEL") or None)
+    # The embedded server's JetStream fsync: "always" (an acknowledged event survives power
+    # loss), or a duration such as "2m" (nats-server's default: faster, may lose the last
+    # interval's writes on power loss). See docs/operations.md.
+    nats_sync: str = Field(default_factory=lambda: os.environ.get("OOPAV_NATS_SYNC") or "always")
 
     @property
     def nats_store_dir(self) -> Path:

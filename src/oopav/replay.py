@@ -244,7 +244,7 @@ async def verify_session(
     if recorded is None:
         nc = await connect(source_url, name="oopav-replay-source")
         try:
-            recorded = await EventStore(nc).read("session", session_id)
+            recorded = await EventStore(nc).read("session", session_id, skip_undecodable=True)
             mission_events = await _mission_events(EventStore(nc), recorded)
         finally:
             await nc.close()
@@ -337,7 +337,12 @@ async def verify_session(
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(t, 10)
             # The stream order is the truth; the subscription saw the same order.
-            stored = [e for _, e in await EventStore(bus.nc).read("session", session_id)]
+            stored = [
+                e
+                for _, e in await EventStore(bus.nc).read(
+                    "session", session_id, skip_undecodable=True
+                )
+            ]
     if not finished:
         # A live session: the replay may run ahead of the recording; compare what exists.
         stored = stored[: len(recorded)]
@@ -363,7 +368,7 @@ async def fork_session(bus: Any, session_id: str, at_sequence: int, model: str |
     up to ``at_sequence`` and continues live (with ``model`` when given). Returns its id."""
     from oopav.events.factory import root_event
 
-    recorded = await bus.events.read("session", session_id)
+    recorded = await bus.events.read("session", session_id, skip_undecodable=True)
     task = next((e for _, e in recorded if isinstance(e, ev.TaskSubmitted)), None)
     if task is None:
         raise ValueError(f"session {session_id} has no task_submitted event")

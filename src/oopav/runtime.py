@@ -11,7 +11,7 @@ import msgspec
 
 from oopav.app import Bus
 from oopav.bus.consumer import run_until_signalled
-from oopav.bus.streams import DLQ_STREAM, INTAKE_SUBJECT
+from oopav.bus.streams import DLQ_STREAM, EVENTS_STREAM, INTAKE_SUBJECT
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
 from oopav.logging import get_logger
@@ -32,10 +32,14 @@ async def run_handlers(
     ready: asyncio.Event | None = None,
     cleanup: bool = False,
     reflector_config: Any = None,
+    concurrency: int | None = None,
+    signals: bool = True,
 ) -> None:
     """Run handlers (all by default) and the session projection in this process until a
     signal (or ``stop``) arrives, then drain them. ``ready`` is set once requests are
-    answered."""
+    answered. ``concurrency``: messages of different sessions each handler works on at once
+    (default ``DEFAULT_CONCURRENCY``); one session's messages are always handled in order."""
+    from oopav.bus.consumer import DEFAULT_CONCURRENCY, ConsumerOptions
     from oopav.handlers.intake import Intake
     from oopav.handlers.ports import Ports
     from oopav.handlers.registry import ALL_HANDLERS, LOOP_HANDLERS, build_loop_handler
@@ -47,6 +51,8 @@ async def run_handlers(
     tasks: list[asyncio.Task[Any]] = []
     runner = None
     cleaner = None
+    concurrency = max(1, concurrency or DEFAULT_CONCURRENCY)
+    _widen_executor(concurrency)
     if projection:
         from oopav.handlers.watchdog import Watchdog
 
@@ -57,8 +63,15 @@ async def run_handlers(
 
             cleaner = WorkspaceCleaner(bus.settings)
             listeners.append(cleaner.listener)
-        runner = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS, listeners=listeners)
-        tasks.append(asyncio.create_task(runner.run()))
+        runner = ProjectionRunner(
+            bus.nc,
+            bus.snapshots,
+            SESSIONS,
+            listeners=listeners,
+            on_undecodable=_dead_letter_skipped(bus, tasks),
+        )
+        # Supervised like the handlers: restarted with backoff (and logged) if it dies.
+        services.append(runner)
         services.append(watchdog)
     if "intake" in chosen:
         intake = Intake(bus.nc)
@@ -78,7 +91,10 @@ async def run_handlers(
             tasks.append(asyncio.create_task(follow_memory(bus, memory, stop)))
     for name in chosen:
         if name in LOOP_HANDLERS:
-            services.append(HandlerRunner(bus.nc, build_loop_handler(name, memory=memory), ports))
+            options = ConsumerOptions(concurrency=concurrency)
+            services.append(
+                HandlerRunner(bus.nc, build_loop_handler(name, memory=memory), ports, options)
+            )
     if "reflector" in chosen:
         from oopav.handlers.registry import build_reflector
 
@@ -90,7 +106,7 @@ async def run_handlers(
     if ready is not None:
         ready.set()
     try:
-        await run_until_signalled(services, stop)
+        await run_until_signalled(services, stop, signals=signals)
     finally:
         if runner is not None:
             runner.stop()
@@ -104,6 +120,51 @@ async def run_handlers(
                 with contextlib.suppress(BaseException):
                     await t
         await ports.aclose()
+
+
+def _dead_letter_skipped(bus: Bus, tasks: list[asyncio.Task[Any]]) -> Any:
+    """Garbage on any session subject (also a type no handler subscribes to) is parked on
+    ``oopav.dlq.projection`` by the session projection, which sees every event."""
+    from oopav.bus.streams import dlq_subject
+
+    def park(msg: Any, exc: Any) -> None:
+        meta = msg.metadata
+        stream = meta.stream or EVENTS_STREAM
+        headers = {
+            "Oopav-Dlq-Reason": exc.reason,
+            "Oopav-Dlq-Detail": str(exc.detail)[:1000].replace("\n", " "),
+            "Oopav-Dlq-Handler": "projection",
+            "Oopav-Dlq-Traceback-Digest": "",
+            "Oopav-Original-Subject": msg.subject or "",
+            "Oopav-Original-Stream": stream,
+            "Oopav-Original-Sequence": str(meta.sequence.stream),
+            "Nats-Msg-Id": f"dlq:projection:{stream}:{meta.sequence.stream}",
+        }
+
+        async def publish() -> None:
+            with contextlib.suppress(Exception):
+                if not msg.subject:  # the projection's fast reader keeps no subjects
+                    stored = await bus.events.js.get_msg(stream, meta.sequence.stream)
+                    headers["Oopav-Original-Subject"] = stored.subject or ""
+                await bus.events.js.publish(dlq_subject("projection"), msg.data, headers=headers)
+
+        tasks.append(asyncio.create_task(publish()))
+
+    return park
+
+
+def _widen_executor(concurrency: int) -> None:
+    """Blocking work (sandboxed commands, git, parsing) runs in the default executor: give it
+    room for every lane of a few handlers, so a 30 s test command in one session never queues
+    another session's work behind it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    loop = asyncio.get_running_loop()
+    workers = max(32, 2 * concurrency + 8)
+    if getattr(loop, "_oopav_workers", 0) >= workers:
+        return
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oopav"))
+    loop._oopav_workers = workers  # type: ignore[attr-defined]
 
 
 async def _open_memory(bus: Bus) -> Any:
@@ -218,6 +279,63 @@ async def wait_session(bus: Bus, session_id: str, timeout: float) -> SessionStat
                 await asyncio.wait_for(done.wait(), timeout=min(remaining, 1.0))
     finally:
         await sub.unsubscribe()
+
+
+INTERRUPTED = "interrupted"
+
+
+async def abort_interrupted(bus: Bus, session_id: str, attempts: int = 5) -> SessionState:
+    """End a session whose `oopav run` was stopped: ``session_completed(aborted, reason
+    interrupted)``, so it is not silently resumed by the next run (``oopav resume`` does)."""
+    from oopav.bus.errors import ConcurrencyConflict
+    from oopav.events.factory import caused_event
+
+    for attempt in range(attempts):
+        from oopav.bus.store import Undecodable
+
+        items = await bus.events.read_with_undecodable("session", session_id)
+        events = [(s, e) for s, e in items if not isinstance(e, Undecodable)]
+        state = fold(events)
+        if state.phase in ("completed", "rejected") or not events:
+            return state
+        last = events[-1][1]
+        last_seq = items[-1][0]  # garbage counts for the append check
+        abort = caused_event(
+            ev.SessionCompleted,
+            last,
+            handler="run",
+            salt=":interrupted",
+            outcome="aborted",
+            summary="interrupted: the `oopav run` that drove this session was stopped",
+            reason=INTERRUPTED,
+        )
+        try:
+            await bus.events.append(abort, expected=last_seq)
+        except ConcurrencyConflict:
+            await asyncio.sleep(0.02 * (attempt + 1))
+            continue
+        return fold([*events, (last_seq + 1, abort)])
+    return await session_state(bus, session_id)
+
+
+async def resume_point(bus: Bus, session_id: str) -> int:
+    """The sequence a resumed session replays up to: the last event before an interruption
+    (or the last event of a session that lost its process)."""
+    events = await bus.events.read("session", session_id, skip_undecodable=True)
+    if not events:
+        raise ValueError(f"session {session_id} has no events")
+    for i, (_, e) in enumerate(events):
+        if isinstance(e, ev.SessionCompleted):
+            if e.reason != INTERRUPTED or i == 0:
+                raise ValueError(
+                    f"session {session_id} already ended ({e.outcome}: {e.summary[:80]}); "
+                    "only an interrupted session can be resumed (or fork it: "
+                    "`oopav replay SESSION --fork-at SEQ`)"
+                )
+            return events[i - 1][0]
+        if isinstance(e, ev.TaskRejected):
+            raise ValueError(f"session {session_id} was rejected; submit it again")
+    return events[-1][0]
 
 
 def outcome_dict(state: SessionState) -> dict[str, Any]:
@@ -367,7 +485,7 @@ def describe_event(e: Event) -> str:
 async def replay_projection(bus: Bus, session_id: str, verify: bool) -> dict[str, Any]:
     """Re-fold a session from its events; with ``verify``, compare with the stored snapshot
     (after bringing the snapshot up to date incrementally)."""
-    events = await bus.events.read("session", session_id)
+    events = await bus.events.read("session", session_id, skip_undecodable=True)
     rebuilt = fold(events)
     report: dict[str, Any] = {
         "session_id": session_id,
@@ -411,6 +529,7 @@ async def read_dlq(bus: Bus, handler: str | None, limit: int) -> list[dict[str, 
                     "handler": h.get("Oopav-Dlq-Handler", ""),
                     "reason": h.get("Oopav-Dlq-Reason", ""),
                     "detail": h.get("Oopav-Dlq-Detail", ""),
+                    "traceback_digest": h.get("Oopav-Dlq-Traceback-Digest", ""),
                     "subject": h.get("Oopav-Original-Subject", ""),
                     "original_sequence": int(h.get("Oopav-Original-Sequence", "0") or 0),
                     "payload": msg.data[:500].decode("utf-8", "replace"),

@@ -14,6 +14,8 @@ class NatsUnavailable(BusError):
             "`oopav up` (embedded) or `nats-server -js`, or pass --nats-url / OOPAV_NATS_URL"
         )
         self.url = url
+        # True when retrying cannot help (credentials refused, a missing TLS file).
+        self.permanent = False
 
 
 class ConcurrencyConflict(BusError):
@@ -30,4 +32,19 @@ class ConcurrencyConflict(BusError):
 
 
 class AppendRejected(BusError):
+    pass
+
+
+class ConnectionLost(BusError):
+    """The client stopped reconnecting (its give-up limit passed): the process should exit."""
+
+    def __init__(self, url: str, detail: str = "") -> None:
+        super().__init__(
+            f"lost the connection to NATS at {url} and gave up reconnecting"
+            f"{' (' + detail + ')' if detail else ''}; check the server, then restart this process"
+        )
+        self.url = url
+
+
+class ServerTooOld(BusError):
     pass

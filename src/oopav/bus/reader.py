@@ -11,6 +11,8 @@ async def read_aggregate(
 ) -> list[tuple[int, Event]]:
     nc = await connect(url, name="oopav-reader")
     try:
-        return await EventStore(nc).read(aggregate, aggregate_id, from_seq=from_seq)
+        return await EventStore(nc).read(
+            aggregate, aggregate_id, from_seq=from_seq, skip_undecodable=True
+        )
     finally:
         await nc.close()

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError
 
-from oopav.bus.errors import AppendRejected, ConcurrencyConflict, NatsUnavailable
+from oopav.bus.errors import AppendRejected, ConcurrencyConflict, NatsUnavailable, ServerTooOld
 from oopav.bus.security import CredentialsError, connect_options
 from oopav.bus.streams import EVENTS_STREAM, aggregate_filter
 from oopav.events.catalog import Event
@@ -61,6 +62,22 @@ log = structlog.get_logger("oopav.bus.store")
 
 
 @dataclass(frozen=True, slots=True)
+class Undecodable:
+    """A message on an aggregate's subjects that is not a valid event (garbage, an unknown
+    type, wrong fields, a schema this oopav cannot read)."""
+
+    seq: int
+    subject: str
+    reason: str
+    detail: str
+    head: bytes
+
+    @property
+    def type(self) -> str:
+        return "(undecodable)"
+
+
+@dataclass(frozen=True, slots=True)
 class Appended:
     event_id: str
     sequence: int
@@ -71,9 +88,32 @@ async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
     """Connect, or raise ``NatsUnavailable`` with a one-line, actionable message.
 
     The first connection fails fast (two quick tries per server, no traceback logged); once
-    connected, the client reconnects as usual (up to ``max_reconnect_attempts``)."""
+    connected, the client reconnects as usual (up to ``max_reconnect_attempts``).
+    ``give_up_after``: long-running processes (handlers) pass ``float("inf")`` to reconnect
+    forever, or a number of seconds after which a lost connection closes for good (and the
+    process exits with ``ConnectionLost``). With it, a server that is down when the process
+    starts (a restart during an outage) is waited for as long, with backoff, instead of
+    failing at once."""
+    give_up_after = kwargs.get("give_up_after")
+    if give_up_after is None:
+        return await _connect_once(url, name, dict(kwargs))
+    deadline = time.monotonic() + float(give_up_after)  # type: ignore[arg-type]
+    pause = 0.5
+    while True:
+        try:
+            return await _connect_once(url, name, dict(kwargs))
+        except NatsUnavailable as exc:
+            if exc.permanent or time.monotonic() + pause > deadline:
+                raise
+            log.warning("nats_unreachable_waiting", url=url, error=str(exc)[:200], retry_in=pause)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 10.0)
+
+
+async def _connect_once(url: str, name: str, kwargs: dict[str, object]) -> NATS:
     nc = NATS()
     failures: list[Exception] = []
+    give_up_after = kwargs.pop("give_up_after", None)
 
     async def on_error(exc: Exception) -> None:
         failures.append(exc)
@@ -88,7 +128,9 @@ async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
     try:
         options = connect_options(url)
     except CredentialsError as exc:
-        raise NatsUnavailable(url, str(exc)) from None
+        bad = NatsUnavailable(url, str(exc))
+        bad.permanent = True
+        raise bad from None
     options.update(kwargs)
     try:
         # nats-py retries a refused first connection max_reconnect_attempts times, waiting
@@ -105,16 +147,55 @@ async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
         refused = [f for f in failures if "authorization violation" in str(f).lower()]
         if refused:
             user = options.get("user")
-            raise NatsUnavailable(
+            denied = NatsUnavailable(
                 url,
                 f"the server refused the credentials{f' of user {user!r}' if user else ''} "
                 "(authorization violation): check OOPAV_NATS_CREDS / OOPAV_NATS_USER",
-            ) from None
+            )
+            denied.permanent = True  # waiting will not make a wrong password right
+            raise denied from None
         raise NatsUnavailable(url, _describe(failures[-1] if failures else exc)) from None
     # Read when a connection drops, so these apply to every later reconnect.
+    if give_up_after is not None:
+        reconnect_wait = RECONNECT_WAIT
+        max_reconnects = (
+            -1
+            if give_up_after == float("inf")
+            else max(1, int(float(give_up_after) / RECONNECT_WAIT))  # type: ignore[arg-type]
+        )
     nc.options["max_reconnect_attempts"] = max_reconnects
     nc.options["reconnect_time_wait"] = reconnect_wait
+    problem = server_version_problem(nc, url)
+    if problem:
+        await nc.close()
+        raise ServerTooOld(problem)
     return nc
+
+
+# Handlers retry a lost server every second (nats-py adds jitter), forever by default.
+RECONNECT_WAIT = 1.0
+# Atomic batch publish (``allow_atomic``) and ``Nats-Expected-Last-Subject-Sequence-Subject``
+# arrived in 2.12; multi-filter consumers in 2.10. An older server hangs on the batch frames.
+REQUIRED_SERVER = (2, 12, 0)
+
+
+def server_version_problem(nc: NATS, url: str) -> str | None:
+    """Why this server is too old for the features oopav uses (one line), else None: refused
+    at start, before anything could hang on it."""
+    found = str(getattr(nc, "_server_info", {}).get("version", "") or "")
+    parts = found.split("-", 1)[0].split(".")
+    try:
+        version = tuple(int(p) for p in parts[:3])
+    except ValueError:
+        return None  # an unusual version string: let the server speak for itself
+    if len(version) == 3 and version < REQUIRED_SERVER:
+        required = ".".join(map(str, REQUIRED_SERVER))
+        return (
+            f"nats-server {found} at {url} is too old: oopav needs {required} or newer "
+            "(atomic batch publish, subject-scoped optimistic concurrency); upgrade it or use "
+            "the embedded server (`oopav up`)"
+        )
+    return None
 
 
 def _describe(exc: BaseException) -> str:
@@ -510,7 +591,10 @@ class EventStore:
         first = events[0]
         seen: dict[str, int] = {}
         for seq, ev in await self.read(
-            first.aggregate, first.aggregate_id, from_seq=1 if any_position else after + 1
+            first.aggregate,
+            first.aggregate_id,
+            from_seq=1 if any_position else after + 1,
+            skip_undecodable=True,
         ):
             seen[ev.id] = seq
         if all(e.id in seen for e in events):
@@ -538,18 +622,46 @@ class EventStore:
         *,
         from_seq: int = 1,
         raw: bool = False,
+        skip_undecodable: bool = False,
     ) -> list[tuple[int, Event]]:
         """Every event of one aggregate from ``from_seq`` on, in stream order.
 
         Uses batched direct gets (one request per ``DIRECT_BATCH`` messages, no consumer to
-        create), which is what makes a handler's per-event reload of a session cheap."""
+        create), which is what makes a handler's per-event reload of a session cheap. An
+        undecodable message raises ``EventDecodeError``, or with ``skip_undecodable`` is left
+        out (folds that must go on: the handlers' session loads)."""
+        out: list[tuple[int, Event]] = []
+        for seq, item in await self.read_with_undecodable(
+            aggregate, aggregate_id, from_seq=from_seq
+        ):
+            if isinstance(item, Undecodable):
+                if not skip_undecodable:
+                    raise EventDecodeError(item.reason, item.detail)
+                # Garbage on a session subject never stops the session (invariant 9): the
+                # handlers that receive it park it on the DLQ; folds go on without it.
+                log.debug(
+                    "undecodable_event_skipped", subject=item.subject, seq=seq, reason=item.reason
+                )
+                continue
+            out.append((seq, item))
+        return out
+
+    async def read_with_undecodable(
+        self, aggregate: str, aggregate_id: str, *, from_seq: int = 1
+    ) -> list[tuple[int, Event | Undecodable]]:
+        """Like ``read``, but an undecodable message stays in place as an ``Undecodable``
+        (timelines show it at its sequence)."""
         decode = self.registry.decode
         subject = aggregate_filter(aggregate, aggregate_id)
-        out: list[tuple[int, Event]] = []
+        out: list[tuple[int, Event | Undecodable]] = []
         seq = max(from_seq, 1)
         while True:
             batch, pending = await self._direct_batch(subject, seq)
-            out.extend((s, decode(data)) for s, data in batch)
+            for s, data, subj in batch:
+                try:
+                    out.append((s, decode(data)))
+                except EventDecodeError as exc:
+                    out.append((s, Undecodable(s, subj, exc.reason, exc.detail, bytes(data[:500]))))
             if not batch or not pending:
                 if out and aggregate in CHAINED_AGGREGATES:
                     # The next append to this aggregate links to the event just read.
@@ -559,7 +671,7 @@ class EventStore:
 
     async def _direct_batch(
         self, subject: str, from_seq: int
-    ) -> tuple[list[tuple[int, bytes]], int]:
+    ) -> tuple[list[tuple[int, bytes, str]], int]:
         """One batched direct get: up to ``DIRECT_BATCH`` messages on ``subject`` from
         ``from_seq``, and how many more are pending after them.
 
@@ -582,14 +694,16 @@ class EventStore:
         self, subject: str, from_seq: int, timeout: float
     ) -> tuple[list[tuple[int, bytes]], int]:
         inbox = self.nc.new_inbox()
-        got: list[tuple[int, bytes]] = []
+        got: list[tuple[int, bytes, str]] = []
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
         async def on_msg(msg: Any) -> None:
             headers = msg.headers or {}
             status = headers.get("Status")
             if status is None:
-                got.append((int(headers["Nats-Sequence"]), msg.data))
+                got.append(
+                    (int(headers["Nats-Sequence"]), msg.data, headers.get("Nats-Subject", ""))
+                )
             elif not done.done():
                 if status in ("204", "404"):
                     done.set_result(

@@ -16,9 +16,9 @@ from typing import Protocol
 
 from nats.aio.client import Client as NATS
 
-from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
+from oopav.bus.consumer import ConsumerOptions, DeadLetter, Delivery, HandlerConsumer
 from oopav.bus.errors import ConcurrencyConflict
-from oopav.bus.store import EventStore
+from oopav.bus.store import EventStore, Undecodable
 from oopav.events.catalog import Event
 from oopav.events.ids import derive_id
 from oopav.handlers.ports import Ports
@@ -52,7 +52,14 @@ class SessionCache:
         if cached is None:
             cached = initial(session_id)
         start = cached.last_sequence + 1
-        for seq, event in await self.events.read("session", session_id, from_seq=start):
+        for seq, event in await self.events.read_with_undecodable(
+            "session", session_id, from_seq=start
+        ):
+            if isinstance(event, Undecodable):
+                # Garbage on the session's subjects is not part of its state, but it is part
+                # of the subject sequence the next append is checked against.
+                cached.last_sequence = seq
+                continue
             evolve(cached, event, seq)
         if len(self._states) >= self.max_sessions and session_id not in self._states:
             self._states.pop(next(iter(self._states)))
@@ -86,7 +93,12 @@ class HandlerRunner:
             self.ports.guidance = StreamGuidance(self.events)
         subjects = [f"oopav.ev.session.*.{t}" for t in self.handler.subscribes]
         self.consumer = HandlerConsumer(
-            self.nc, self.handler.name, subjects, self.process, options=self.options
+            self.nc,
+            self.handler.name,
+            subjects,
+            self.process,
+            options=self.options,
+            on_dead_letter=self.dead_lettered,
         )
         self.decisions = 0
 
@@ -101,14 +113,7 @@ class HandlerRunner:
                 return
             if state.phase == "completed" or state.phase == "rejected":
                 return
-            try:
-                outputs = await self.handler.handle(event, state, self.ports, delivery)
-            except Exception as exc:
-                if delivery is not None and delivery.last_attempt:
-                    # The input is about to be parked: end the session rather than leave it
-                    # waiting forever for an answer that will not come.
-                    await self._abort(event, state, exc)
-                raise
+            outputs = await self.handler.handle(event, state, self.ports, delivery)
             if not outputs:
                 return
             try:
@@ -124,22 +129,47 @@ class HandlerRunner:
             event.aggregate_id, -1, f"gave up after {MAX_CONFLICT_RETRIES} conflicts"
         )
 
-    async def _abort(self, event: Event, state: SessionState, exc: Exception) -> None:
+    async def dead_lettered(self, letter: DeadLetter) -> None:
+        """A session input this handler gave up on (it failed on its last delivery, or every
+        delivery crashed): end the session rather than leave it waiting forever for an answer
+        that will not come. Undecodable payloads only park: the session goes on without them."""
+        event = letter.event
+        if event is None or event.aggregate != "session":
+            return
         from oopav.events.catalog import SessionCompleted
+        from oopav.events.factory import caused_event
 
-        out = Emitter(event, self.handler.name, self.ports)
-        out.emit(
-            SessionCompleted,
-            outcome="aborted",
-            summary=f"the {self.handler.name} handler failed on {event.type}: {type(exc).__name__}: {exc}"[
-                :2000
-            ],
-            reason="handler_failed",
-        )
-        try:
-            await self.events.append_batch(out.events, expected=state.last_sequence)
-        except Exception as append_exc:  # the DLQ still has the input and its reason
-            log.error("abort_append_failed", error=repr(append_exc), session_id=event.aggregate_id)
+        error = letter.error or letter.reason
+        summary = f"the {self.handler.name} handler gave up on {event.type} (seq {letter.stream_sequence}): {error}"
+        for attempt in range(MAX_CONFLICT_RETRIES):
+            state = await self.cache.load(event.aggregate_id)
+            if state.phase in ("completed", "rejected"):
+                return
+            # Salted: its id differs from the handler's own first output for this input.
+            abort = caused_event(
+                SessionCompleted,
+                event,
+                handler=self.handler.name,
+                salt=":dead-letter",
+                clock=self.ports.clock,
+                outcome="aborted",
+                summary=summary[:2000],
+                reason=f"dead_letter:{self.handler.name}",
+            )
+            try:
+                await self.events.append_batch([abort], expected=state.last_sequence)
+            except ConcurrencyConflict:
+                await asyncio.sleep(0.01 * (attempt + 1))
+                continue
+            log.error(
+                "session_aborted_dead_letter",
+                handler=self.handler.name,
+                session_id=event.aggregate_id,
+                event_id=event.id,
+                reason=letter.reason,
+                error=error[:300],
+            )
+            return
 
     async def run(self) -> None:
         await self.consumer.run()

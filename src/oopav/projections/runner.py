@@ -67,6 +67,7 @@ class ProjectionRunner(Generic[S]):
         registry: Registry = REGISTRY,
         commit_every: int = 25_000,  # while catching up; at the head every event commits
         listeners: list[Callable[[int, Event, S], None]] | None = None,
+        on_undecodable: Callable[[Any, EventDecodeError], None] | None = None,
     ) -> None:
         self.nc = nc
         self.projection = projection
@@ -78,6 +79,8 @@ class ProjectionRunner(Generic[S]):
         self.position = 0
         self.skipped = 0
         self.listeners = listeners or []
+        # Told about every message the fold skips (``oopav up`` dead-letters them).
+        self.on_undecodable = on_undecodable
         self._cache: dict[str, S] = {}
         self._dirty: dict[str, S] = {}
         self._pending = 0  # folded since the last commit
@@ -259,6 +262,8 @@ class ProjectionRunner(Generic[S]):
             except EventDecodeError as exc:
                 self.skipped += 1
                 log.warning("projection_skipped_event", seq=seq, reason=exc.reason)
+                if self.on_undecodable is not None:
+                    self.on_undecodable(_Skipped.of(reply, data, seq), exc)
                 event = None
             if event is not None:
                 key = key_of(event)
@@ -320,6 +325,27 @@ async def load_session(
     state = snapshots.get(session_id) if snapshots is not None else None
     start = state.last_sequence + 1 if state is not None else 1
     st = state or session_fold.initial(session_id)
-    for seq, event in await events.read("session", session_id, from_seq=start):
+    for seq, event in await events.read(
+        "session", session_id, from_seq=start, skip_undecodable=True
+    ):
         session_fold.evolve(st, event, seq)
     return st
+
+
+class _Skipped:
+    """An undecodable delivery as the ``on_undecodable`` hook sees it: the payload and its
+    stream position (the fast reader keeps no subject; the hook looks it up when it needs it)."""
+
+    def __init__(self, data: bytes, stream: str, seq: int) -> None:
+        from types import SimpleNamespace
+
+        self.subject: str | None = None
+        self.data = data
+        self.metadata = SimpleNamespace(stream=stream, sequence=SimpleNamespace(stream=seq))
+
+    @classmethod
+    def of(cls, reply: str, data: bytes, seq: int) -> _Skipped:
+        # $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>... (with or without a domain).
+        parts = reply.split(".")
+        stream = parts[2] if len(parts) > 2 and parts[1] == "ACK" else ""
+        return cls(data, stream, seq)

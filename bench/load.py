@@ -1,0 +1,224 @@
+"""Load: many sessions submitted at once, one of them slow.
+
+    python bench/load.py [--sessions 200] [--runs 1] [--concurrency 32] [--slow-seconds 30]
+
+Starts its own embedded nats-server in a temporary directory and runs every handler in this
+one process, with the real bwrap sandbox. Every session is the same small scripted task
+(plan → write_file → finish → gates → success) on a two-file repository with a trivial test
+command (``true``), run by the observer's baseline and by the verifier's tests gate. In the
+"with slow" stage one extra session has ``sleep <slow-seconds>`` as its test command.
+
+Reported per stage: sessions/s (all N sessions submitted at once, until the last completes),
+p50/p95 submit→done, peak RSS growth of this process (handlers) and the server's peak RSS.
+The delay the slow session adds to the others is p95 (and max) of the N fast sessions with
+the slow one present minus the same without it.
+
+Targets (2 cores): ≥ 10 sessions/s in one process; the slow session delays the others by
+≤ 1 s. With ``--runs K`` each stage runs K times (alternating) and the median is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loop import make_repo, pct, reset_streams, script
+
+HANDLERS = ("intake", "observer", "orient", "planner", "actor", "verifier")
+
+
+def rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def proc_hwm_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+async def stage(
+    settings: Any, body: dict[str, Any], n: int, slow: float | None, concurrency: int
+) -> dict[str, float]:
+    """N fast sessions (plus one slow one when ``slow``) submitted at once."""
+    from oopav.app import open_bus
+    from oopav.handlers.ports import Ports
+    from oopav.runtime import run_handlers, submit_task
+
+    await reset_streams(settings)
+    async with open_bus(settings, name="bench-load") as bus:
+        ports = Ports(settings=settings)
+        stop = asyncio.Event()
+        ready = asyncio.Event()
+        handlers = asyncio.create_task(
+            run_handlers(
+                bus,
+                stop,
+                names=HANDLERS,
+                ports=ports,
+                projection=False,
+                ready=ready,
+                concurrency=concurrency,
+                signals=False,
+            )
+        )
+        await ready.wait()
+        await asyncio.sleep(0.3)
+        done_at: dict[str, float] = {}
+        outcomes: dict[str, str] = {}
+        all_done = asyncio.Event()
+        expected = n + (1 if slow else 0)
+
+        async def on_done(msg: Any) -> None:
+            from oopav.events.codec import decode
+
+            e = decode(msg.data)
+            done_at.setdefault(e.aggregate_id, time.perf_counter())
+            outcomes[e.aggregate_id] = e.outcome
+            if len(done_at) >= expected:
+                all_done.set()
+
+        sub = await bus.nc.subscribe("oopav.ev.session.*.session_completed", cb=on_done)
+        rss0 = rss_mib()
+        submitted: dict[str, float] = {}
+        slow_sid = None
+
+        async def one(extra: dict[str, Any]) -> str:
+            unique = {**body, **extra}
+            unique["instruction"] = f"{body['instruction']} (run {uuid.uuid4().hex[:12]})"
+            t = time.perf_counter()
+            reply = await submit_task(bus, unique, timeout=60)
+            if "session_id" not in reply:
+                raise SystemExit(f"submission refused: {reply}")
+            submitted[reply["session_id"]] = t
+            return str(reply["session_id"])
+
+        t0 = time.perf_counter()
+        jobs = [one({}) for _ in range(n)]
+        if slow:
+            jobs.insert(n // 2, one({"test_command": ["sleep", str(int(slow))]}))
+        sids = await asyncio.gather(*jobs)
+        if slow:
+            slow_sid = sids[n // 2]
+        try:
+            await asyncio.wait_for(all_done.wait(), 900)
+        except TimeoutError:
+            raise SystemExit(f"only {len(done_at)} of {expected} sessions completed") from None
+        await sub.unsubscribe()
+        fast = [s for s in sids if s != slow_sid]
+        bad = [s for s in fast if outcomes.get(s) != "success"]
+        if bad:
+            events = await bus.events.read("session", bad[0])
+            raise SystemExit(
+                f"{len(bad)} session(s) did not succeed: {[e.type for _, e in events]}"
+            )
+        end = max(done_at[s] for s in fast)
+        latencies = [done_at[s] - submitted[s] for s in fast]
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(handlers, 60)
+        return {
+            "sessions_per_s": n / (end - t0),
+            "p50": pct(latencies, 0.5),
+            "p95": pct(latencies, 0.95),
+            "max": max(latencies),
+            "rss_growth_mib": rss_mib() - rss0,
+            "slow_s": (done_at[slow_sid] - submitted[slow_sid]) if slow_sid else 0.0,
+        }
+
+
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--sessions", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=1, help="runs per stage (median reported)")
+    ap.add_argument("--concurrency", type=int, default=None, help="per handler (default 32)")
+    ap.add_argument("--slow-seconds", type=float, default=30.0)
+    args = ap.parse_args()
+
+    import yaml
+
+    from oopav.bus.consumer import DEFAULT_CONCURRENCY
+    from oopav.bus.server import EmbeddedServer
+    from oopav.config import Settings
+
+    os.environ.setdefault("OOPAV_LOG_LEVEL", "WARNING")
+    from oopav.logging import configure
+
+    configure("WARNING")
+    concurrency = args.concurrency or DEFAULT_CONCURRENCY
+    root = Path(tempfile.mkdtemp(prefix="oopav-bench-load-"))
+    server = EmbeddedServer(root / "nats", write_info=False)
+    url = server.start()
+    settings = Settings(data_dir=root / "data", nats_url=url)
+    repo = make_repo(root)
+    script_file = root / "script.yaml"
+    script_file.write_text(yaml.safe_dump(script()))
+    body = {
+        "instruction": "Add a module greet.py with a function greet() that returns 'hi'.",
+        "repo": str(repo),
+        "model": f"scripted:{script_file}",
+        "policy": {"lint": False},
+        "test_command": ["true"],
+    }
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
+        f"Python {platform.python_version()}; {args.sessions} sessions, concurrency "
+        f"{concurrency} per handler, {args.runs} run(s) per stage"
+    )
+    rss_start = rss_mib()
+    try:
+        # Stages alternate (plain, slowed, plain, ...) so that drift in a shared machine's
+        # load, or in the data directory's size, does not land on one stage only.
+        plain_runs, slowed_runs = [], []
+        for _ in range(args.runs):
+            plain_runs.append(await stage(settings, body, args.sessions, None, concurrency))
+            slowed_runs.append(
+                await stage(settings, body, args.sessions, args.slow_seconds, concurrency)
+            )
+        plain, slowed = median_of(plain_runs), median_of(slowed_runs)
+    finally:
+        server_hwm = proc_hwm_mib(server.proc.pid) if server.proc else 0.0
+        server.stop()
+    for name, r in (("without slow", plain), ("with slow", slowed)):
+        print(
+            f"{name:13} {r['sessions_per_s']:6.1f} sessions/s  p50 {r['p50']:6.2f} s  "
+            f"p95 {r['p95']:6.2f} s  max {r['max']:6.2f} s  RSS +{r['rss_growth_mib']:.0f} MiB"
+            + (f"  (slow session {r['slow_s']:.1f} s)" if r["slow_s"] else "")
+        )
+    delay_p95 = slowed["p95"] - plain["p95"]
+    delay_max = slowed["max"] - plain["max"]
+    print(
+        f"peak RSS: handlers process {rss_mib():.0f} MiB (+{rss_mib() - rss_start:.0f} MiB "
+        f"over the run), nats-server {server_hwm:.0f} MiB"
+    )
+    rate = plain["sessions_per_s"]
+    print(
+        f"target sessions/s >= 10: {rate:.1f} -> {'PASS' if rate >= 10 else 'MISS'}\n"
+        f"target slow-session delay <= 1 s: p95 {delay_p95:+.2f} s, max {delay_max:+.2f} s -> "
+        f"{'PASS' if max(delay_p95, delay_max) <= 1.0 else 'MISS'}"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
