@@ -432,8 +432,8 @@ class CriticVerdict(Event, tag="critic_verdict", frozen=True):
     payload_sha256: str | None = None
     redactions: dict[str, int] = msgspec.field(default_factory=dict)
     cached: bool = False
-
-    SCHEMA: ClassVar[int] = 2  # 2: payload_sha256, redactions, cached; more verdicts
+    # The three fields above have defaults, so events written before them decode unchanged
+    # (no schema bump needed).
 
 
 class SessionCompleted(Event, tag="session_completed", frozen=True):

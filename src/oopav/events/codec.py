@@ -161,14 +161,6 @@ def _model_called_v1(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-@REGISTRY.upcaster("critic_verdict", 1)
-def _critic_verdict_v1(raw: dict[str, Any]) -> dict[str, Any]:
-    raw.setdefault("payload_sha256", None)
-    raw.setdefault("redactions", {})
-    raw.setdefault("cached", False)
-    return raw
-
-
 def encode(event: Event) -> bytes:
     return REGISTRY.encode(event)
 
