@@ -78,8 +78,10 @@ NATS_COMMANDS = [
     ("dlq",),
     ("grant", "abc", "net.any"),
     ("deny", "abc", "net.any"),
-    ("handler", "intake"),
-    ("up",),
+    # Long-running commands wait for a server that is down (docs/operations.md, "Outages");
+    # --give-up-after bounds the wait.
+    ("handler", "intake", "--give-up-after", "1"),
+    ("up", "--give-up-after", "1"),
     ("run", "--repo", ".", "rename x"),
     ("gc",),
     ("tui",),

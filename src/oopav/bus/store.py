@@ -256,7 +256,7 @@ class EventStore:
         seq = 1
         while seq < before:
             batch, pending = await self._direct_batch(subject, seq)
-            for s, data in batch:
+            for s, data, _subject in batch:
                 if s >= before:
                     return last
                 try:
@@ -663,8 +663,13 @@ class EventStore:
                 except EventDecodeError as exc:
                     out.append((s, Undecodable(s, subj, exc.reason, exc.detail, bytes(data[:500]))))
             if not batch or not pending:
-                if out and aggregate in CHAINED_AGGREGATES:
-                    # The next append to this aggregate links to the event just read.
+                if (
+                    out
+                    and aggregate in CHAINED_AGGREGATES
+                    and not isinstance(out[-1][1], Undecodable)
+                ):
+                    # The next append to this aggregate links to the event just read (after
+                    # junk, _hash_at finds the last decodable event instead).
                     self._remember(aggregate, aggregate_id, out[-1][0], event_hash(out[-1][1]))
                 return out
             seq = batch[-1][0] + 1
@@ -692,7 +697,7 @@ class EventStore:
 
     async def _direct_batch_once(
         self, subject: str, from_seq: int, timeout: float
-    ) -> tuple[list[tuple[int, bytes]], int]:
+    ) -> tuple[list[tuple[int, bytes, str]], int]:
         inbox = self.nc.new_inbox()
         got: list[tuple[int, bytes, str]] = []
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
