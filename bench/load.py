@@ -60,7 +60,7 @@ async def stage(
     """N fast sessions (plus one slow one when ``slow``) submitted at once."""
     from oopav.app import open_bus
     from oopav.handlers.ports import Ports
-    from oopav.runtime import run_handlers, submit_task
+    from oopav.services import run_handlers, submit_task
 
     await reset_streams(settings)
     async with open_bus(settings, name="bench-load") as bus:

@@ -175,7 +175,7 @@ class Hops:
 
 
 async def wait_done(bus: Any, sids: list[str], timeout: float = 300.0) -> list[Any]:
-    from oopav.runtime import wait_session
+    from oopav.services import wait_session
 
     states = await asyncio.gather(*(wait_session(bus, s, timeout) for s in sids))
     bad = [s for s in states if s.outcome != "success"]
@@ -191,7 +191,7 @@ async def wait_done(bus: Any, sids: list[str], timeout: float = 300.0) -> list[A
 async def wait_ready(bus: Any, timeout: float = 120.0) -> None:
     """Until a spawned intake answers: a submission sent before its responder is up is stored,
     but its reply goes nowhere. An invalid submission is answered with a rejection."""
-    from oopav.runtime import submit_task
+    from oopav.services import submit_task
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -205,7 +205,7 @@ async def wait_ready(bus: Any, timeout: float = 120.0) -> None:
 async def run_batch(bus: Any, body: dict[str, Any], n: int, concurrency: int) -> float:
     """Submit ``n`` sessions, at most ``concurrency`` in flight; seconds until all completed.
     Each submission is made unique (the intake matches replies by a digest of the payload)."""
-    from oopav.runtime import submit_task
+    from oopav.services import submit_task
 
     sem = asyncio.Semaphore(concurrency)
 
@@ -237,7 +237,7 @@ async def in_process(settings: Any, timed: bool = False):  # type: ignore[no-unt
     import oopav.handlers.registry as registry
     from oopav.app import open_bus
     from oopav.handlers.ports import Ports
-    from oopav.runtime import run_handlers
+    from oopav.services import run_handlers
 
     build = registry.build_loop_handler
     if timed:

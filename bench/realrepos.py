@@ -247,7 +247,7 @@ async def run_package(pkg: Package, repo: Path, data: Path) -> list[dict[str, An
     from oopav.config import Settings
     from oopav.handlers.ports import Ports
     from oopav.models.scripted import ScriptedBackend
-    from oopav.runtime import run_handlers, submit_task, wait_session
+    from oopav.services import run_handlers, submit_task, wait_session
 
     settings = Settings(data_dir=data)
     scripts = {f"scripted:{pkg.name}-{i}": script(c) for i, c in enumerate(pkg.changes)}

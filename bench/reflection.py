@@ -61,7 +61,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from oopav.handlers.reflector import ReflectorConfig
     from oopav.handlers.reflector_commands import seed_event
     from oopav.projections.guidance import fold, stats
-    from oopav.runtime import run_handlers, submit_task
+    from oopav.services import run_handlers, submit_task
 
     tmp = Path(tempfile.mkdtemp(prefix="oopav-bench-reflection-"))
     server = None

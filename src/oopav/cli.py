@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from oopav import __version__
+from oopav.clikit import run_async
 
 T = TypeVar("T")
 
@@ -134,26 +134,6 @@ def _environ(values: dict[str, str]) -> Any:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
-    """Run an async command; turn the errors a user can hit into one line and exit 1."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> T:
-        from oopav.app import NoServer
-        from oopav.bus.errors import BusError
-        from oopav.bus.server import ServerError
-
-        try:
-            return asyncio.run(fn(*args, **kwargs))
-        except (NoServer, BusError, ServerError) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
-        except KeyboardInterrupt:
-            sys.exit(130)
-
-    return wrapper
 
 
 @click.group(
@@ -301,7 +281,7 @@ async def up(
         serve(metrics_port)
     from oopav.app import open_bus
     from oopav.bus.consumer import install_stop_signals
-    from oopav.runtime import run_handlers
+    from oopav.services import run_handlers
 
     model = cli_model_spec(model)
     # Signals are ours from the start: a SIGTERM during start-up still stops the server.
@@ -544,7 +524,7 @@ async def submit(
 
     Equivalent to `nats req oopav.tasks.submit '<json>'`."""
     from oopav.app import open_bus
-    from oopav.runtime import submit_task, wait_session
+    from oopav.services import submit_task, wait_session
 
     body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
     body = _environment(body, env, env_var, task_file)
@@ -576,7 +556,7 @@ def _exit_status(outcome: str | None) -> int:
 
 def _print_outcome(state: Any, as_json: bool) -> None:
     from oopav.display import is_success
-    from oopav.runtime import outcome_dict
+    from oopav.services import outcome_dict
 
     out = outcome_dict(state)
     out["ok"] = is_success(out.get("outcome"))
@@ -617,7 +597,7 @@ def _environment(
 async def sessions(c: Ctx, as_json: bool, limit: int, rejected: bool) -> None:
     """List sessions, newest first, from the session projection."""
     from oopav.app import open_bus
-    from oopav.runtime import list_sessions
+    from oopav.services import list_sessions
 
     async with open_bus(c.settings, name="oopav-sessions") as bus:
         rows = await list_sessions(bus, 1_000_000)
@@ -652,7 +632,7 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
 
     from oopav.app import open_bus
     from oopav.bus.store import Undecodable
-    from oopav.runtime import describe_event, resolve_session
+    from oopav.services import describe_event, resolve_session
 
     async with open_bus(c.settings, name="oopav-show") as bus:
         sid = await resolve_session(bus, session)
@@ -724,7 +704,7 @@ async def replay(
     """Re-fold a session from the stream and print its state; check that it replays
     deterministically (--verify); or fork it from a step (--fork-at SEQ [--model SPEC])."""
     from oopav.app import open_bus
-    from oopav.runtime import replay_projection, resolve_session
+    from oopav.services import replay_projection, resolve_session
 
     if model is not None and fork_at is None:
         raise click.UsageError("--model goes with --fork-at")
@@ -772,7 +752,7 @@ async def _fork(
     from oopav.app import open_bus
     from oopav.handlers.registry import LOOP_HANDLERS
     from oopav.replay import fork_session
-    from oopav.runtime import resolve_session, run_handlers, wait_session
+    from oopav.services import resolve_session, run_handlers, wait_session
 
     async with open_bus(c.settings, embedded=True, name="oopav-fork") as bus:
         sid = await resolve_session(bus, session)
@@ -849,7 +829,7 @@ async def run(
     """
     from oopav.app import open_bus
     from oopav.bus.consumer import install_stop_signals
-    from oopav.runtime import (
+    from oopav.services import (
         abort_interrupted,
         describe_event,
         run_handlers,
@@ -992,7 +972,7 @@ async def resume(c: Ctx, session: str, model: str | None, timeout: float, as_jso
     """Continue a session that `oopav run` left interrupted (or that lost its process): a
     child session replays its recorded answers up to the interruption and goes on live."""
     from oopav.app import open_bus
-    from oopav.runtime import resolve_session, resume_point
+    from oopav.services import resolve_session, resume_point
 
     async with open_bus(c.settings, embedded=True, name="oopav-resume") as bus:
         sid = await resolve_session(bus, session)
@@ -1053,7 +1033,7 @@ async def handler_cmd(
     from oopav.app import open_bus
     from oopav.bus.consumer import install_stop_signals
     from oopav.handlers.accounts import check_credential
-    from oopav.runtime import run_handlers
+    from oopav.services import run_handlers
 
     model = cli_model_spec(model)
     problem = check_credential([name])
@@ -1093,7 +1073,7 @@ async def handler_cmd(
 async def dlq(c: Ctx, handler: str | None, as_json: bool, limit: int) -> None:
     """List dead letters: messages a handler could not decode or process, with the reason."""
     from oopav.app import open_bus
-    from oopav.runtime import read_dlq
+    from oopav.services import read_dlq
 
     async with open_bus(c.settings, name="oopav-dlq") as bus:
         rows = await read_dlq(bus, handler, limit)

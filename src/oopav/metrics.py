@@ -121,6 +121,10 @@ def exposition() -> str:
     return generate_latest(enable()).decode()
 
 
+def enabled() -> bool:
+    return _metrics is not None
+
+
 def handled(handler: str, event_type: str, seconds: float, result: str = "ok") -> None:
     m = _metrics
     if m is None:

@@ -327,7 +327,7 @@ async def test_garbage_no_handler_subscribes_to_is_parked_by_the_projection(
     nc: Any, nats_url: str, tmp_path: Any
 ) -> None:
     from oopav.app import open_bus
-    from oopav.runtime import run_handlers
+    from oopav.services import run_handlers
 
     settings = Settings(data_dir=tmp_path, nats_url=nats_url)
     async with open_bus(settings, name="test-guard") as bus:

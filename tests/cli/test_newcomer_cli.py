@@ -215,7 +215,7 @@ def test_sessions_columns_stay_aligned(
     async def fake_list(bus: Any, limit: int = 50) -> list[dict[str, Any]]:
         return rows
 
-    monkeypatch.setattr("oopav.runtime.list_sessions", fake_list)
+    monkeypatch.setattr("oopav.services.list_sessions", fake_list)
     result = CliRunner().invoke(
         cli, ["sessions", "--nats-url", nats_url, "--data-dir", str(tmp_path)]
     )

@@ -15,7 +15,7 @@ from oopav.bus.store import EventStore
 from oopav.config import Settings
 from oopav.events import catalog as ev
 from oopav.events.factory import caused_event
-from oopav.runtime import abort_interrupted, resume_point
+from oopav.services import abort_interrupted, resume_point
 
 
 def _task(sid: str) -> ev.TaskSubmitted:

@@ -106,7 +106,7 @@ async def test_ctrl_c_aborts_the_session_and_stops_the_embedded_server(tmp_path:
     assert end.type == "session_completed" and end.outcome == "aborted"  # type: ignore[attr-defined]
     assert end.reason == "interrupted"  # type: ignore[attr-defined]
 
-    from oopav.runtime import INTERRUPTED
+    from oopav.services import INTERRUPTED
 
     assert INTERRUPTED == "interrupted"
 

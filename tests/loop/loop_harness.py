@@ -198,7 +198,7 @@ async def loop(
     from oopav.config import Settings
     from oopav.handlers.ports import Ports
     from oopav.models.scripted import ScriptedBackend
-    from oopav.runtime import run_handlers
+    from oopav.services import run_handlers
 
     settings = Settings(nats_url=nats_url)
     async with open_bus(settings, name="test-loop") as bus:
@@ -221,7 +221,7 @@ async def loop(
 
 
 async def start(bus: Any, body: dict[str, Any]) -> str:
-    from oopav.runtime import submit_task
+    from oopav.services import submit_task
 
     reply = await submit_task(bus, body)
     assert "session_id" in reply, reply
@@ -230,7 +230,7 @@ async def start(bus: Any, body: dict[str, Any]) -> str:
 
 async def finish_session(bus: Any, sid: str, timeout: float = 90.0) -> tuple[Any, list[Any]]:
     """Wait for the session to complete; return (state, events in stream order)."""
-    from oopav.runtime import wait_session
+    from oopav.services import wait_session
 
     state = await wait_session(bus, sid, timeout)
     assert state.phase == "completed", (state.phase, [e.type for e in await events_of(bus, sid)])

@@ -103,7 +103,7 @@ async def loop_with_critic(nats_url: str, script: dict[str, Any]) -> AsyncIterat
     from oopav.handlers.ports import Ports
     from oopav.models.registry import load_backend
     from oopav.models.scripted import ScriptedBackend
-    from oopav.runtime import run_handlers
+    from oopav.services import run_handlers
 
     settings = Settings(nats_url=nats_url)
     scripted = ScriptedBackend(script)

@@ -73,7 +73,7 @@ async def test_required_tests_without_any_command_end_success_unverified(
     tests_gate = next(g for g in of(events, "gate_evaluated") if g.gate == "tests")
     assert tests_gate.skipped and "none was detected" in tests_gate.evidence
     from oopav.handlers.commands import exit_status
-    from oopav.runtime import outcome_dict
+    from oopav.services import outcome_dict
 
     assert exit_status(state.outcome) == 4
     row = outcome_dict(state)

@@ -291,7 +291,7 @@ async def test_inline_answers_to_permission_asks_become_grant_events(
     nope = action_answer({"type": "run_command", "argv": ["touch", "x"]}, "touch")
     script = {"planner": [plan_answer(steps=3)], "actor": [say, nope, rename_all(), finish()]}
     async with loop(nats_url, script) as bus:
-        from oopav.runtime import wait_session
+        from oopav.services import wait_session
 
         sid = await start(bus, task(repo))
         asks = PermissionAsks(bus, sid, interactive=True, ask=answer)

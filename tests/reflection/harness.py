@@ -85,7 +85,7 @@ async def running(nats_url: str, config: Any) -> AsyncIterator[Any]:
     from oopav.app import open_bus
     from oopav.config import Settings
     from oopav.handlers.ports import Ports
-    from oopav.runtime import run_handlers
+    from oopav.services import run_handlers
 
     settings = Settings(nats_url=nats_url)
     async with open_bus(settings, name="test-reflector") as bus:
@@ -104,7 +104,7 @@ async def running(nats_url: str, config: Any) -> AsyncIterator[Any]:
 
 
 async def submit(bus: Any, body: dict[str, Any]) -> dict[str, Any]:
-    from oopav.runtime import submit_task
+    from oopav.services import submit_task
 
     reply = await submit_task(bus, body)
     assert "session_ids" in reply, reply

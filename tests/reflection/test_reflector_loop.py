@@ -227,7 +227,7 @@ async def test_a_plain_mission_session_is_a_group_of_one_and_manual_review_holds
     async with running(nats_url, config) as bus:
         body = group_task(repo, policy.spec, "solo", 1, [0])
         del body["group"]
-        from oopav.runtime import submit_task
+        from oopav.services import submit_task
 
         reply = await submit_task(bus, body)
         sid = reply["session_id"]

@@ -191,7 +191,7 @@ def test_export_cli_needs_a_format(tmp_path: Path) -> None:
 async def test_learner_runs_as_a_named_handler(nc, nats_url: str, tmp_path: Path) -> None:
     from oopav.app import open_bus
     from oopav.config import Settings
-    from oopav.runtime import run_handlers
+    from oopav.services import run_handlers
 
     await _append(nc, session(S1))
     settings = Settings(nats_url=nats_url, data_dir=tmp_path)

@@ -42,6 +42,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from oopav import metrics
 from oopav.bus.errors import ConnectionLost
 from oopav.bus.streams import EVENTS_STREAM, dlq_subject
 from oopav.events.catalog import Event
@@ -429,11 +430,16 @@ class HandlerConsumer:
                 return await self.park(msg, exc.reason, exc.detail)
         else:
             event = msg  # type: ignore[assignment]
+        started = time.monotonic()
+        kind = getattr(event, "type", "message")
+        if delivery.num_delivered > 1:
+            metrics.redelivered(self.handler)
         try:
             await self._handle_through_outages(event, delivery)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            metrics.handled(self.handler, kind, time.monotonic() - started, "error")
             self.failures += 1
             bound = self.log.bind(
                 event_id=getattr(event, "id", None), session_id=getattr(event, "aggregate_id", None)
@@ -461,6 +467,7 @@ class HandlerConsumer:
             return False
         await self._ack(msg)
         self.processed += 1
+        metrics.handled(self.handler, kind, time.monotonic() - started)
         return True
 
     async def _handle_through_outages(self, event: Any, delivery: Delivery) -> None:
@@ -523,9 +530,21 @@ class HandlerConsumer:
         hold = self.options.hold_timeout
         if hold is None:
             hold = max(self.options.backoff or [1.0]) + self.options.ack_wait
+        lag_at = 0.0
         while True:
             await asyncio.sleep(min(every, 1.0) if hold < every else every)
             now = time.monotonic()
+            if metrics.enabled():
+                metrics.inflight(
+                    self.handler, sum(1 for lane in self._lanes.values() if lane.held())
+                )
+                if now - lag_at > 5.0:  # one consumer-info request per 5 s, only when scraped
+                    lag_at = now
+                    with contextlib.suppress(Exception):
+                        info = await self.nc.jetstream().consumer_info(
+                            self.options.stream, self.durable
+                        )
+                        metrics.consumer_lag(self.handler, info.num_pending, info.num_ack_pending)
             for lane in list(self._lanes.values()):
                 if lane.blocked_on is not None and now - lane.blocked_since > hold:
                     self.log.info("lane_released", lane=lane.key, waited_for=lane.blocked_on)
@@ -654,6 +673,7 @@ class HandlerConsumer:
         js = self.nc.jetstream()
         await js.publish(dlq_subject(self.handler), data, headers=headers)
         self.parked += 1
+        metrics.dead_letter(self.handler, reason)
         self.log.warning("message_parked", reason=reason, detail=detail[:200], subject=subject)
         if self.on_dead_letter is not None:
             letter = DeadLetter(self.handler, subject, seq, reason, detail, digest, event)

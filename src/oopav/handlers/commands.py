@@ -126,7 +126,7 @@ async def publish_answer(
     from oopav.events import catalog as ev
     from oopav.events.factory import root_event
     from oopav.projections.session import fold
-    from oopav.runtime import resolve_session
+    from oopav.services import resolve_session
 
     sid = await resolve_session(bus, session)
     loop = asyncio.get_running_loop()

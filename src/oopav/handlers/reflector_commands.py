@@ -23,7 +23,7 @@ def guidance() -> None:
 
 
 def _run(ctx: click.Context, fn: Any, *args: Any) -> Any:
-    from oopav.cli import run_async
+    from oopav.clikit import run_async
 
     return run_async(fn)(ctx.obj.settings, *args)
 

@@ -178,7 +178,7 @@ def apply_cmd(ctx: click.Context, session: str, check_only: bool, print_diff: bo
 async def _record(settings: Any, body: dict[str, Any]) -> dict[str, Any]:
     from oopav.app import open_bus
     from oopav.handlers.grants import submit_grant
-    from oopav.runtime import resolve_session
+    from oopav.services import resolve_session
 
     async with open_bus(settings, name="oopav-grant") as bus:
         body["session_id"] = await resolve_session(bus, body["session_id"])

@@ -12,7 +12,7 @@ import click
 
 async def _finished(settings: object) -> set[str]:
     from oopav.app import open_bus
-    from oopav.runtime import list_sessions
+    from oopav.services import list_sessions
 
     async with open_bus(settings, embedded=True, name="oopav-gc") as bus:  # type: ignore[arg-type]
         rows = await list_sessions(bus, 1_000_000)

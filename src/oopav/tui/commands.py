@@ -29,14 +29,14 @@ def tui(ctx: click.Context, session: str | None) -> None:
     Keys: enter open · escape back · / filter · d diff · r refresh · q quit.
     Uses --nats-url / OOPAV_NATS_URL, else the server of a running `oopav up`.
     """
-    from oopav.cli import run_async
+    from oopav.clikit import run_async
 
     run_async(_tui)(ctx.obj, session)
 
 
 async def _tui(c: object, session: str | None) -> None:
     from oopav.app import open_bus
-    from oopav.runtime import resolve_session
+    from oopav.services import resolve_session
     from oopav.tui.app import OopavTUI
     from oopav.tui.feed import Feed
 

@@ -224,9 +224,9 @@ class Timeline:
 
 
 def describe(event: Event) -> str:
-    # Imported here: oopav.runtime pulls in the handler runtime, which the pure model's unit
+    # Imported here: oopav.services pulls in the handler runtime, which the pure model's unit
     # tests and the CLI's import path do not need until a timeline is shown.
-    from oopav.runtime import describe_event
+    from oopav.services import describe_event
 
     return describe_event(event)
 

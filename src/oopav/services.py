@@ -1,4 +1,5 @@
-"""Process-level orchestration used by the commands: run handlers, submit, query sessions."""
+"""Process-level orchestration used by the commands (named apart from `handlers/runtime.py`, the
+per-handler runtime): run handlers, submit, query sessions."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from oopav.logging import get_logger
 from oopav.projections.runner import SESSIONS, ProjectionRunner
 from oopav.projections.session import SessionState, fold
 
-log = get_logger("oopav.runtime")
+log = get_logger("oopav.services")
 
 
 async def run_handlers(

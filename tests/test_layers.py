@@ -1,0 +1,162 @@
+"""The import structure: one direction of dependency, no cycles.
+
+Layers, lowest first: ``events`` ← ``bus`` ← ``projections`` / ``sandbox`` / ``models`` /
+``context`` ← ``handlers`` ← process wiring (``app``, ``services``, ``replay``) ← ``cli``,
+``tui``. A module may import its own layer and those below it. Imports inside functions count
+too (a function-level import is how a cycle hides), except ``if TYPE_CHECKING:`` blocks, which
+never run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "oopav"
+
+# The lowest layer a package may NOT import: events imports nothing of oopav but events; bus
+# sits on events; handlers may use everything below the process wiring; nothing below the CLI
+# imports it.
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "oopav.events": (
+        "oopav.bus",
+        "oopav.projections",
+        "oopav.sandbox",
+        "oopav.models",
+        "oopav.context",
+        "oopav.handlers",
+        "oopav.cli",
+        "oopav.tui",
+        "oopav.replay",
+        "oopav.services",
+    ),
+    "oopav.bus": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay", "oopav.services"),
+    "oopav.projections": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
+    "oopav.sandbox": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
+    "oopav.models": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
+    "oopav.context": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
+    "oopav.synth": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
+    "oopav.handlers": ("oopav.cli", "oopav.tui"),
+}
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for path in SRC.rglob("*.py"):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        mods[name] = path
+    return mods
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                for n in ast.walk(sub):
+                    if hasattr(n, "lineno"):
+                        lines.add(n.lineno)
+    return lines
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text())
+        skip = _type_checking_lines(tree)
+        for node in ast.walk(tree):
+            if getattr(node, "lineno", None) in skip:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("oopav")]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.startswith("oopav"):
+                    # `from pkg import submodule` depends on the submodule, not the package.
+                    subs = [f"{node.module}.{a.name}" for a in node.names]
+                    targets = [t for t in subs if t in mods] or [node.module]
+            for target in targets:
+                found = resolve(target)
+                if found and found != name:
+                    graph[name].add(found)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles() -> None:
+    found = cycles(import_graph())
+    assert found == [], "import cycles (function-level imports included):\n" + "\n".join(
+        " <-> ".join(c) for c in found
+    )
+
+
+def is_cli_adapter(module: str) -> bool:
+    """Subcommands live next to what they drive (``sandbox/commands.py`` …): they are the CLI
+    layer, so they may import any layer but the ``oopav.cli`` entry point itself."""
+    last = module.rpartition(".")[2]
+    return last in ("commands", "asks", "gc_command") or last.endswith("_commands")
+
+
+def test_layers_point_one_way() -> None:
+    graph = import_graph()
+    wrong = []
+    for module, deps in sorted(graph.items()):
+        if is_cli_adapter(module):
+            wrong += [f"{module} -> {d}" for d in sorted(deps) if d == "oopav.cli"]
+            continue
+        for layer, forbidden in FORBIDDEN.items():
+            if module == layer or module.startswith(layer + "."):
+                for dep in sorted(deps):
+                    if any(dep == f or dep.startswith(f + ".") for f in forbidden):
+                        wrong.append(f"{module} -> {dep}")
+    assert wrong == [], "imports against the layer order:\n" + "\n".join(wrong)
+
+
+def test_the_checker_sees_a_cycle_hidden_in_a_function() -> None:
+    graph = {"a": {"b"}, "b": {"a"}, "c": {"a"}}
+    assert cycles(graph) == [["a", "b"]]
