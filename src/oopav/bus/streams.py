@@ -119,21 +119,46 @@ async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> l
     (``created``, ``updated``, ``unchanged``)."""
     done: list[str] = []
     for name, raw in stream_definitions(replicas or 1).items():
+        done.append(await _ensure_one(js, name, raw, replicas))
+    return done
+
+
+async def _ensure_one(
+    js: JetStreamContext, name: str, raw: dict[str, Any], replicas: int | None
+) -> str:
+    """One stream, retried while a freshly formed cluster has no leader to answer yet (a
+    timeout or 503 for up to ``SETUP_DEADLINE`` seconds); a created stream is found by the
+    next try, so retrying is safe."""
+    import asyncio
+
+    import nats.errors
+    from nats.js.errors import ServiceUnavailableError
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETUP_DEADLINE
+    pause = 0.5
+    while True:
         want = _to_config(raw)
         try:
-            info = await js.stream_info(name)
-        except NotFoundError:
-            await js.add_stream(want)
-            done.append(f"{name}: created")
-            continue
-        if replicas is None:
-            want.num_replicas = info.config.num_replicas
-        if _differs(info.config, want):
-            await js.update_stream(want)
-            done.append(f"{name}: updated")
-        else:
-            done.append(f"{name}: unchanged")
-    return done
+            try:
+                info = await js.stream_info(name)
+            except NotFoundError:
+                await js.add_stream(want)
+                return f"{name}: created"
+            if replicas is None:
+                want.num_replicas = info.config.num_replicas
+            if _differs(info.config, want):
+                await js.update_stream(want)
+                return f"{name}: updated"
+            return f"{name}: unchanged"
+        except (nats.errors.TimeoutError, TimeoutError, ServiceUnavailableError):
+            if loop.time() + pause > deadline:
+                raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 4.0)
+
+
+SETUP_DEADLINE = 30.0
 
 
 def _differs(have: StreamConfig, want: StreamConfig) -> bool:

@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oopav.trainer.sft import Emit, _deadline, evaluate_after, prepare_model, render_prompt, select
+from oopav.trainer.sft import (
+    Emit,
+    _deadline,
+    evaluate_after,
+    prepare_model,
+    render_prompt,
+    select,
+    start_run,
+)
 from oopav.trainer.tasks import load_tasks, target_text, task_messages
 
 
@@ -112,7 +120,7 @@ def check(cfg: GRPORecipe) -> None:
 def train_grpo(cfg: GRPORecipe, emit: Emit) -> dict[str, Any]:
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from oopav.trainer.callbacks import RunCallback
@@ -130,23 +138,7 @@ def train_grpo(cfg: GRPORecipe, emit: Emit) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(base)
     tokenizer.padding_side = "left"
     rows, source, digest = grpo_rows(cfg, tokenizer)
-    emit(
-        "started",
-        {
-            "base_model": base,
-            "dataset": source,
-            "dataset_hash": digest,
-            "dataset_records": len(rows),
-        },
-    )
-    model = AutoModelForCausalLM.from_pretrained(base)
-    peft_config = None
-    if cfg.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(
-            r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"
-        )
+    model, peft_config = start_run(base, rows, source, digest, emit, lora=cfg.lora)
     args = GRPOConfig(
         output_dir=cfg.output_dir,
         max_steps=cfg.max_steps,

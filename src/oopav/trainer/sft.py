@@ -122,20 +122,13 @@ def prepare_model(model: str, output_dir: str, texts: Callable[[], list[str]], s
     return str(base)
 
 
-def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
-    """Train; ``emit("started"|"step"|"checkpoint"|"evaluation", fields)`` reports progress."""
-    import torch
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import SFTConfig, SFTTrainer
+def start_run(
+    base: str, rows: list[Any], source: str, digest: str, emit: Emit, *, lora: bool
+) -> tuple[Any, Any]:
+    """Record ``training_started`` (base model, dataset and its hash) and load the model to
+    train, with a LoRA adapter config when asked: the same opening for every recipe."""
+    from transformers import AutoModelForCausalLM
 
-    from oopav.trainer.callbacks import RunCallback
-
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    base = prepare_model(cfg.model, cfg.output_dir, lambda: corpus_texts(cfg), cfg.seed)
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    rows, source, digest = training_rows(cfg, tokenizer)
     emit(
         "started",
         {
@@ -146,13 +139,30 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         },
     )
     model = AutoModelForCausalLM.from_pretrained(base)
-    peft_config = None
-    if cfg.lora:
-        from peft import LoraConfig
+    if not lora:
+        return model, None
+    from peft import LoraConfig
 
-        peft_config = LoraConfig(
-            r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"
-        )
+    return model, LoraConfig(
+        r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"
+    )
+
+
+def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
+    """Train; ``emit("started"|"step"|"checkpoint"|"evaluation", fields)`` reports progress."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
+    from oopav.trainer.callbacks import RunCallback
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    base = prepare_model(cfg.model, cfg.output_dir, lambda: corpus_texts(cfg), cfg.seed)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    rows, source, digest = training_rows(cfg, tokenizer)
+    model, peft_config = start_run(base, rows, source, digest, emit, lora=cfg.lora)
     args = SFTConfig(
         output_dir=cfg.output_dir,
         max_steps=cfg.max_steps,
