@@ -431,7 +431,7 @@ class HandlerConsumer:
         else:
             event = msg  # type: ignore[assignment]
         started = time.monotonic()
-        kind = getattr(event, "type", "message")
+        kind = getattr(event, "type", None) or "submission"  # intake and grants get raw messages
         if delivery.num_delivered > 1:
             metrics.redelivered(self.handler)
         try:
