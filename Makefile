@@ -18,6 +18,7 @@ format:
 docs:
 	oopav events docs
 	oopav streams export --out ops/nats
+	oopav cluster config --out ops/cluster
 
 run:
 	oopav run --task examples/rename_fetch/task.json

@@ -108,3 +108,19 @@ async def test_handlers_on_different_nodes_share_one_session(
         assert [e.id for _, e in seen] == [e.id for e in events]
     finally:
         await nc.close()
+
+
+def test_shipped_cluster_configs_are_current(tmp_path: Path) -> None:
+    """ops/cluster/ is what `oopav cluster config` writes (regenerate with `make docs`)."""
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
+
+    shipped = Path(__file__).resolve().parents[2] / "ops" / "cluster"
+    result = CliRunner().invoke(cli, ["cluster", "config", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert made == sorted(p.relative_to(shipped) for p in shipped.rglob("*") if p.is_file())
+    for rel in made:
+        assert (tmp_path / rel).read_text() == (shipped / rel).read_text(), rel
+    assert '"num_replicas": 3' in (shipped / "streams" / "OOPAV_EVENTS.json").read_text()
