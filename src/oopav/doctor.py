@@ -135,7 +135,7 @@ def check_model(settings: Settings, spec: str | None = None) -> Check:
         return Check(
             "model",
             "warn",
-            "no default model (OOPAV_MODEL unset); tasks must name one",
+            "no default model (OOPAV_MODEL unset); tasks must name one (tasks with examples use synth:)",
             "set OOPAV_MODEL, e.g. openai:http://localhost:11434/v1#qwen2.5-coder",
         )
     problem = check_spec(spec)
