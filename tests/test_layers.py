@@ -139,6 +139,8 @@ def is_cli_adapter(module: str) -> bool:
     """Subcommands live next to what they drive (``sandbox/commands.py`` …): they are the CLI
     layer, so they may import any layer but the ``oopav.cli`` entry point itself."""
     last = module.rpartition(".")[2]
+    if module == "oopav.commands" or module.startswith("oopav.commands."):
+        return True  # the spine's own command groups
     return last in ("commands", "asks", "gc_command") or last.endswith("_commands")
 
 

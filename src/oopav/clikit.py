@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
+import os
 import sys
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -33,3 +36,57 @@ def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
             sys.exit(130)
 
     return wrapper
+
+
+class Ctx:
+    def __init__(
+        self,
+        nats_url: str | None,
+        data_dir: Path | None,
+        log_level: str | None,
+        verbose: bool = False,
+    ) -> None:
+        from oopav.config import Settings
+        from oopav.logging import configure
+
+        self.log_level = log_level
+        self.verbose = verbose
+        configure(log_level)
+        kwargs: dict[str, Any] = {}
+        if nats_url:
+            kwargs["nats_url"] = nats_url
+        if data_dir:
+            kwargs["data_dir"] = data_dir.expanduser().resolve()
+        self.settings = Settings(**kwargs)
+
+    def environment(self) -> dict[str, str]:
+        """The global options as OOPAV_* variables: code that builds its own ``Settings()``
+        (sandbox, replay, model backends) sees the same choices as the command."""
+        env = {"OOPAV_DATA_DIR": str(self.settings.data_dir)}
+        if self.settings.nats_url:
+            env["OOPAV_NATS_URL"] = self.settings.nats_url
+        if self.log_level:
+            env["OOPAV_LOG_LEVEL"] = self.log_level
+        return env
+
+    def log_to_file(self, command: str) -> Path | None:
+        """Send log lines to a file under the data directory (stderr keeps warnings and
+        errors, everything with -v); returns the file, or None with -v."""
+        import datetime
+
+        from oopav.logging import configure
+
+        if self.verbose:
+            configure(self.log_level)
+            return None
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = self.settings.data_dir / "logs" / f"{command}-{stamp}-{os.getpid()}.log"
+        configure(self.log_level, log_file=path, stderr_level="WARNING")
+        return path
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def _json_out(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str, sort_keys=False))
