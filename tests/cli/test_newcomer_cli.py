@@ -264,3 +264,12 @@ def test_doctor_reports_each_tool_with_a_fix(
     result = CliRunner().invoke(cli, ["doctor", "--data-dir", str(tmp_path)])
     assert "FAIL  git" in result.output and "apt install git" in result.output
     assert result.exit_code == 1
+
+
+def test_a_budget_that_is_not_a_number_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["run", "--repo", str(tmp_path), "x", "--budget", "iterations=abc", "--nats-url", DEAD]
+    )
+    assert result.exit_code == 2, result.output
+    assert "iterations must be a number, got 'abc'" in result.output
+    assert "Traceback" not in result.output

@@ -144,7 +144,13 @@ def _submission(
         key, _, value = item.partition("=")
         if not value:
             raise click.UsageError(f"--budget takes NAME=VALUE, got {item!r}")
-        body.setdefault("budgets", {})[key] = float(value) if "." in value else int(value)
+        try:
+            number: float | int = float(value) if "." in value else int(value)
+        except ValueError:
+            raise click.BadParameter(
+                f"{key} must be a number, got {value!r}", param_hint="--budget"
+            ) from None
+        body.setdefault("budgets", {})[key] = number
     if "instruction" not in body:
         raise click.UsageError("give an INSTRUCTION or --task FILE")
     from oopav.handlers.commands import apply_decision_options
