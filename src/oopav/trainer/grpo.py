@@ -9,19 +9,17 @@ generates with vLLM (``vllm_mode: colocate`` or ``server``).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from oopav.trainer.sft import (
     Emit,
     _deadline,
-    evaluate_after,
     prepare_model,
     render_prompt,
     select,
     start_run,
+    train_and_save,
 )
 from oopav.trainer.tasks import load_tasks, target_text, task_messages
 
@@ -172,19 +170,4 @@ def train_grpo(cfg: GRPORecipe, emit: Emit) -> dict[str, Any]:
         callbacks=callbacks,
         peft_config=peft_config,
     )
-    t0 = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - t0
-    final = Path(cfg.output_dir) / "final"
-    if cfg.lora:
-        trainer.model = trainer.model.merge_and_unload()
-    trainer.model.save_pretrained(final)
-    tokenizer.save_pretrained(final)
-    step = int(trainer.state.global_step)
-    emit("checkpoint", {"step": step, "path": str(final), "final": True})
-    result: dict[str, Any] = {"steps": step, "seconds": seconds, "checkpoint": str(final)}
-    if cfg.tasks and cfg.eval_n:
-        result["evaluation"] = evaluate_after(
-            trainer.model, tokenizer, cfg.tasks, cfg.eval_split, cfg.eval_n, str(final), step, emit
-        )
-    return result
+    return train_and_save(trainer, tokenizer, cfg, emit)
