@@ -31,6 +31,10 @@ GLOBAL_OPTIONS: dict[str, bool] = {
     "--log-level": True,
     "--verbose": False,
     "-v": False,
+    "--tls-ca": True,
+    "--tls-cert": True,
+    "--tls-key": True,
+    "--creds": True,
 }
 # Commands whose trailing arguments are another program's argv, and their options that take a
 # value: hoisting stops at the first argument of that argv.
@@ -121,6 +125,34 @@ def _environ(values: dict[str, str]) -> Any:
     is_flag=True,
     help="Show log lines on stderr (`oopav run` otherwise writes them to a log file).",
 )
+@click.option(
+    "--tls-ca",
+    envvar="OOPAV_TLS_CA",
+    metavar="PEM",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Verify the NATS server against this CA (env OOPAV_TLS_CA); turns TLS on.",
+)
+@click.option(
+    "--tls-cert",
+    envvar="OOPAV_TLS_CERT",
+    metavar="PEM",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Client certificate for mutual TLS, with --tls-key (env OOPAV_TLS_CERT).",
+)
+@click.option(
+    "--tls-key",
+    envvar="OOPAV_TLS_KEY",
+    metavar="PEM",
+    type=click.Path(exists=True, dir_okay=False),
+    help="The client certificate's key (env OOPAV_TLS_KEY).",
+)
+@click.option(
+    "--creds",
+    envvar="OOPAV_NATS_CREDS",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="NATS user credentials, as `oopav ops accounts` writes them (env OOPAV_NATS_CREDS).",
+)
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -128,6 +160,10 @@ def cli(
     data_dir: Path | None,
     log_level: str | None,
     verbose: bool,
+    tls_ca: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    creds: str | None,
 ) -> None:
     """oopav: an event-sourced agent kernel for code changes.
 
@@ -142,9 +178,18 @@ def cli(
       oopav show <session>           the timeline of one session
       oopav doctor                   check that the tools oopav needs are in place
 
-    Global options (--nats-url, --data-dir, --log-level, -v) go before or after the command.
+    Global options (--nats-url, --data-dir, --log-level, -v, --tls-*, --creds) go before or
+    after the command.
     """
+    if bool(tls_cert) != bool(tls_key):
+        raise click.UsageError("a client certificate needs both --tls-cert and --tls-key")
     ctx.obj = Ctx(nats_url, data_dir, log_level, verbose)
+    ctx.obj.connection = {
+        "OOPAV_TLS_CA": tls_ca,
+        "OOPAV_TLS_CERT": tls_cert,
+        "OOPAV_TLS_KEY": tls_key,
+        "OOPAV_NATS_CREDS": creds,
+    }
     ctx.with_resource(_environ(ctx.obj.environment()))
 
 

@@ -58,6 +58,9 @@ class Ctx:
         if data_dir:
             kwargs["data_dir"] = data_dir.expanduser().resolve()
         self.settings = Settings(**kwargs)
+        # TLS files and credentials, by their OOPAV_* names: every process this command
+        # starts (handlers, the sandbox) and every connection it opens reads them from there.
+        self.connection: dict[str, str | None] = {}
 
     def environment(self) -> dict[str, str]:
         """The global options as OOPAV_* variables: code that builds its own ``Settings()``
@@ -67,6 +70,9 @@ class Ctx:
             env["OOPAV_NATS_URL"] = self.settings.nats_url
         if self.log_level:
             env["OOPAV_LOG_LEVEL"] = self.log_level
+        for name, value in self.connection.items():
+            if value:
+                env[name] = str(Path(value).expanduser().resolve())
         return env
 
     def log_to_file(self, command: str) -> Path | None:

@@ -170,3 +170,32 @@ async def test_a_session_runs_with_one_credential_per_handler(
     # Every event was published by the handler allowed to emit it.
     for e in events:
         assert e.type in EMITS[e.actor.split("/")[0]], (e.actor, e.type)
+
+
+def test_the_cli_takes_a_creds_file_as_an_option(
+    secured: tuple[LocalCluster, Path], data_dir: Path
+) -> None:
+    """`--creds FILE` is the flag form of OOPAV_NATS_CREDS: the planner's file is refused
+    for the actor's handler with the same one line."""
+    server, creds = secured
+    env = {k: v for k, v in os.environ.items() if k != "OOPAV_NATS_CREDS"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "oopav.cli",
+            "--nats-url",
+            server.url,
+            "handler",
+            "actor",
+            "--creds",
+            str(creds / "planner.json"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "credential is for user 'planner'" in last and "'actor'" in last

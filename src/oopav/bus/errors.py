@@ -8,14 +8,18 @@ class BusError(RuntimeError):
 
 
 class NatsUnavailable(BusError):
-    def __init__(self, url: str, detail: str = "") -> None:
-        super().__init__(
-            f"cannot reach NATS at {url}{': ' + detail if detail else ''}; start one with "
-            "`oopav up` (embedded) or `nats-server -js`, or pass --nats-url / OOPAV_NATS_URL"
+    def __init__(self, url: str, detail: str = "", *, permanent: bool = False) -> None:
+        # A server that is there but refuses us needs a different fix than one that is down.
+        hint = (
+            ""
+            if permanent
+            else "; start one with `oopav up` (embedded) or `nats-server -js`, or pass "
+            "--nats-url / OOPAV_NATS_URL"
         )
+        super().__init__(f"cannot reach NATS at {url}{': ' + detail if detail else ''}{hint}")
         self.url = url
         # True when retrying cannot help (credentials refused, a missing TLS file).
-        self.permanent = False
+        self.permanent = permanent
 
 
 class ConcurrencyConflict(BusError):

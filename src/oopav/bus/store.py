@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+import ssl
 import time
 import uuid
 from collections.abc import Sequence
@@ -128,32 +129,47 @@ async def _connect_once(url: str, name: str, kwargs: dict[str, object]) -> NATS:
     try:
         options = connect_options(url)
     except CredentialsError as exc:
-        bad = NatsUnavailable(url, str(exc))
-        bad.permanent = True
-        raise bad from None
+        raise NatsUnavailable(url, str(exc), permanent=True) from None
     options.update(kwargs)
     try:
         # nats-py retries a refused first connection max_reconnect_attempts times, waiting
         # reconnect_time_wait between tries (0 would retry forever): keep that short here.
-        await nc.connect(
-            name=name,
-            connect_timeout=2,
-            max_reconnect_attempts=1,
-            reconnect_time_wait=0.05,  # type: ignore[arg-type]
-            allow_reconnect=True,
-            **options,
+        # nats-py can wait forever after some first-connect failures (a TLS handshake that
+        # fails verification is one): the deadline turns that into the usual one line.
+        deadline = CONNECT_TIMEOUT * 2 * len(options.get("servers") or [url]) + 3.0
+        await asyncio.wait_for(
+            nc.connect(
+                name=name,
+                connect_timeout=CONNECT_TIMEOUT,
+                max_reconnect_attempts=1,
+                reconnect_time_wait=0.05,  # type: ignore[arg-type]
+                allow_reconnect=True,
+                **options,
+            ),
+            deadline,
         )
     except (OSError, nats.errors.Error, TimeoutError) as exc:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(nc.close(), 2)
+        tls = [f for f in failures if isinstance(f, ssl.SSLError)]
+        if tls:
+            # A certificate does not become valid by waiting: permanent.
+            raise NatsUnavailable(
+                url,
+                f"TLS with the server failed: {_describe(tls[-1])} "
+                "(check --tls-ca / --tls-cert / --tls-key or OOPAV_TLS_*)",
+                permanent=True,
+            ) from None
         refused = [f for f in failures if "authorization violation" in str(f).lower()]
         if refused:
             user = options.get("user")
-            denied = NatsUnavailable(
+            # Waiting will not make a wrong password right: permanent.
+            raise NatsUnavailable(
                 url,
                 f"the server refused the credentials{f' of user {user!r}' if user else ''} "
-                "(authorization violation): check OOPAV_NATS_CREDS / OOPAV_NATS_USER",
-            )
-            denied.permanent = True  # waiting will not make a wrong password right
-            raise denied from None
+                "(authorization violation): check --creds / OOPAV_NATS_CREDS / OOPAV_NATS_USER",
+                permanent=True,
+            ) from None
         raise NatsUnavailable(url, _describe(failures[-1] if failures else exc)) from None
     # Read when a connection drops, so these apply to every later reconnect.
     if give_up_after is not None:
@@ -172,6 +188,7 @@ async def _connect_once(url: str, name: str, kwargs: dict[str, object]) -> NATS:
     return nc
 
 
+CONNECT_TIMEOUT = 2.0
 # Handlers retry a lost server every second (nats-py adds jitter), forever by default.
 RECONNECT_WAIT = 1.0
 # Atomic batch publish (``allow_atomic``) and ``Nats-Expected-Last-Subject-Sequence-Subject``
