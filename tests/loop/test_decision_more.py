@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loop_harness import (
+    FILES,
     action_answer,
     assert_replays,
     finish,
@@ -15,12 +16,13 @@ from loop_harness import (
     of,
     plan_answer,
     rename_all,
+    rename_definition_only,
     start,
     task,
 )
 
 # A tiny type check in mypy's output format: names used but defined nowhere.
-TYPECHECK = '''import ast
+TYPECHECK = """import ast
 import builtins
 import pathlib
 import sys
@@ -46,7 +48,7 @@ for f in sorted(pathlib.Path("webtool").rglob("*.py")):
             bad += 1
 print(f"Found {bad} error(s)" if bad else "Success: no issues found")
 sys.exit(1 if bad else 0)
-'''
+"""
 LEGACY = "\n\ndef legacy_summary(pages: list[str]) -> str:\n    return legacy_format(pages)\n"
 RAISE = "        raise PageNotFound(url) from None\n"
 
@@ -80,7 +82,8 @@ async def test_the_compile_gate_fails_only_on_errors_the_baseline_did_not_have(
         "planner": [plan_answer("a"), plan_answer("b")],
         "actor": [adds_a_type_error(), finish(), rename_all(), finish()],
     }
-    policy = {"compile_command": ["python", "typecheck.py"]}
+    # The gates, not the per-action tests, judge the changes here.
+    policy = {"compile_command": ["python", "typecheck.py"], "tests_per_action": False}
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, policy=policy))
         state, events = await finish_session(bus, sid)
@@ -101,3 +104,102 @@ async def test_the_compile_gate_fails_only_on_errors_the_baseline_did_not_have(
     assert of(events, "verification_completed")[0].failed_gate == "compile"
     assert "report_missing" not in state.diff and "+def fetch_page(" in state.diff
     await assert_replays(nats_url, sid)
+
+
+# -- §3 rejected attempts go into the retrieval memory -------------------------------------------
+
+STUB = action_answer(
+    {
+        "type": "search_replace",
+        "edits": [
+            {
+                "path": "webtool/client.py",
+                "search": "    pages = SITE if site is None else site\n",
+                "replace": "    raise NotImplementedError\n",
+            }
+        ],
+    },
+    "stub the body",
+)
+
+
+async def test_a_rolled_back_attempt_is_remembered_and_a_later_session_is_told_not_to_repeat_it(
+    nc, nats_url: str, data_dir: Path, repo: Path, tmp_path: Path
+) -> None:
+    from loop_harness import make_repo
+
+    first = {"planner": [plan_answer()], "actor": [STUB, rename_all(), finish()]}
+    async with loop(nats_url, first) as bus:
+        sid1 = await start(bus, task(repo))
+        state1, events1 = await finish_session(bus, sid1)
+    assert state1.outcome == "success", state1.summary
+    rolled = of(events1, "workspace_rolled_back")
+    assert len(rolled) == 1 and rolled[0].source == "observer"
+    rejected = rolled[0].rejected[0]
+    assert rejected.startswith("search_replace on webtool/client.py")
+    # The memory (a projection of the stream, saved when the handlers stop) holds the attempt.
+    from oopav.context.memory import SessionMemory
+
+    saved = SessionMemory.load(data_dir / "memory")
+    assert saved is not None
+    assert [(r.session_id, r.rejected) for r in saved.records] == [(sid1, [rejected])]
+
+    # A later, similar session: a fresh process loads the memory and retrieves the attempt.
+    other = make_repo(tmp_path / "repo2", pytest_suite=False, git_repo=False)
+    second = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    async with loop(nats_url, second) as bus:
+        sid2 = await start(bus, task(other))
+        state2, events2 = await finish_session(bus, sid2)
+    assert state2.outcome == "success", state2.summary
+    examples = of(events2, "orient_reported")[0].memory_examples
+    assert examples[0]["session_id"] == sid1 and examples[0]["rejected"] == [rejected]
+    calls = {c.role: str(c.request["messages"]) for c in reversed(of(events2, "model_called"))}
+    for role in ("planner", "actor"):
+        assert "Rejected in similar sessions" in calls[role], role
+        assert rejected[:60] in calls[role], role
+    assert not of(events2, "workspace_rolled_back")
+
+
+# -- §3 tests after every action of a decision that requires them --------------------------------
+
+PLAIN = "Rename the function `fetch` to `fetch_page`."  # orient: tests not required
+
+
+async def test_a_plan_that_requires_tests_runs_them_after_each_action_and_rule_5_replans(
+    nc, nats_url: str, data_dir: Path, repo: Path, tmp_path: Path
+) -> None:
+    from loop_harness import make_repo
+
+    script = {
+        "planner": [plan_answer("first"), plan_answer("second")],
+        "actor": [rename_definition_only(), rename_all(), finish()],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, instruction=PLAIN))
+        state, events = await finish_session(bus, sid)
+    optional_plan = plan_answer("optional").replace('"required"', '"optional"')
+    script = {"planner": [optional_plan], "actor": [rename_all(), finish()]}
+    async with loop(nats_url, script) as bus:
+        other = make_repo(tmp_path / "repo2", pytest_suite=False, git_repo=False)
+        sid2 = await start(bus, task(other, instruction=PLAIN))
+        _, optional = await finish_session(bus, sid2)
+    assert state.outcome == "success", state.summary
+    report = of(events, "orient_reported")[0]
+    assert report.test_decision != "required" and report.risk_band not in ("red", "black")
+    assert of(events, "plan_proposed")[0].test_decision == "required"
+    # No policy switch, no red risk: the plan's "required" alone runs the tests after the edit.
+    first = of(events, "observation_recorded")[1]
+    assert first.tests is not None and not first.tests.passed
+    assert [x.purpose for x in first.execs] == ["action_tests"]
+    assert first.observer_action == "replan" and any("rule 5" in r for r in first.reasons)
+    assert [r.source for r in of(events, "replan_triggered")] == ["observer"]
+    second = of(events, "observation_recorded")[2]
+    assert second.tests is not None and second.tests.passed
+    assert sorted(FILES) == sorted(
+        line.split(" b/", 1)[1] for line in state.diff.splitlines() if line.startswith("diff --git")
+    )
+    await assert_replays(nats_url, sid)
+    # The same task with a plan whose tests are optional: no per-action test run.
+    assert of(optional, "plan_proposed")[0].test_decision == "optional"
+    change = [o for o in of(optional, "observation_recorded") if o.phase == "change"]
+    assert change and all(o.tests is None and not o.execs for o in change)

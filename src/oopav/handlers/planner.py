@@ -21,6 +21,7 @@ from oopav.handlers.common import (
     over_wall_budget,
     tokens_exceeded,
 )
+from oopav.handlers.decide import remembered_rejections
 from oopav.handlers.ports import Ports
 from oopav.handlers.runtime import Emitter
 from oopav.projections.session import SessionState
@@ -129,6 +130,12 @@ class Planner:
                     f"- ({x.get('score', 0):.2f}) {x.get('instruction', '')[:200]}\n  plan: {x.get('plan', '')[:400]}"
                 )
             parts.append("\n".join(lines))
+        remembered = remembered_rejections(o)
+        if remembered:
+            parts.append(
+                "### Rejected in similar sessions (rolled back there; do not repeat them)\n"
+                + "\n".join(f"- {r}" for r in remembered)
+            )
         if task.test_command:
             parts.append("### Test command\n" + " ".join(task.test_command))
         if task.examples:
