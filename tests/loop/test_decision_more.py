@@ -203,3 +203,76 @@ async def test_a_plan_that_requires_tests_runs_them_after_each_action_and_rule_5
     assert of(optional, "plan_proposed")[0].test_decision == "optional"
     change = [o for o in of(optional, "observation_recorded") if o.phase == "change"]
     assert change and all(o.tests is None and not o.execs for o in change)
+
+
+# -- §9 competing plans ---------------------------------------------------------------------------
+
+
+def untested_plan() -> str:
+    """A plan without a step that runs the tests, though the task requires them."""
+    from oopav.models.prompt import render_answer
+
+    return render_answer(
+        "plan",
+        {
+            "steps": [{"id": 1, "description": "rename fetch everywhere", "files": FILES}],
+            "files": FILES,
+            "test_decision": "required",
+            "rationale": "no tests",
+        },
+        think="planning without tests",
+        state_update={"next_focus": "rename"},
+    )
+
+
+async def test_competing_plans_are_graded_and_the_best_is_proposed(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    narrow = plan_answer("client only", files=["webtool/client.py"])
+    ghost = plan_answer("ghost files", files=[*FILES, "webtool/ghost.py"])
+    script = {
+        "planner": [narrow, untested_plan(), plan_answer("everywhere"), ghost],
+        "actor": [rename_all(), finish()],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy={"plan_candidates": 4}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    graded = of(events, "plan_candidate_evaluated")
+    assert [c.position for c in graded] == [0, 1, 2, 3]
+    assert [c.rationale for c in graded] == ["client only", "no tests", "everywhere", "ghost files"]
+    # The ids were fixed before any plan was graded: derived from the planning's cause.
+    from oopav.events.ids import derive_id
+
+    report = of(events, "orient_reported")[0]
+    assert [c.candidate_id for c in graded] == [
+        derive_id(report.id, "planner.candidate", i) for i in range(4)
+    ]
+    narrow_c, untested, everywhere, ghost_c = graded
+    assert not untested.valid and untested.score == 0.0 and "no step runs" in untested.reason
+    # `fetch` occurs in five files (the four code files and README.md): coverage is the share
+    # of them a plan names.
+    assert narrow_c.components["coverage"] == 0.2 and "leaves out README.md" in narrow_c.reason
+    assert everywhere.components == {"valid": 1.0, "grounded": 1.0, "coverage": 0.8, "size": 0.8333}
+    assert everywhere.score == 3.6333
+    assert (
+        ghost_c.components["grounded"] == 0.8 and "1 named file(s) do not exist" in ghost_c.reason
+    )
+    selected = of(events, "candidate_selected")
+    assert len(selected) == 1 and selected[0].kind == "plan"
+    assert selected[0].candidate_id == everywhere.candidate_id
+    assert [cid for cid, _ in selected[0].ranking] == [
+        everywhere.candidate_id,
+        ghost_c.candidate_id,
+        narrow_c.candidate_id,
+        untested.candidate_id,
+    ]
+    # Every candidate was a recorded model call; the winner's is the proposed plan's.
+    planner_calls = [c for c in of(events, "model_called") if c.role == "planner"]
+    assert [c.id for c in planner_calls] == [c.model_call_id for c in graded]
+    plans = of(events, "plan_proposed")
+    assert len(plans) == 1 and plans[0].rationale == "everywhere"
+    assert plans[0].model_call_id == everywhere.model_call_id
+    order = [e.id for e in events]
+    assert order.index(selected[0].id) < order.index(plans[0].id)
+    await assert_replays(nats_url, sid)
