@@ -479,7 +479,9 @@ def describe_event(e: Event) -> str:
         case ev.CandidateEvaluated():
             return f"#{e.position} {e.action.type} score={e.score:g} {e.reason[:50]}"  # type: ignore[union-attr]
         case ev.CandidateSelected():
-            return f"winner {e.candidate_id[:8]} of {len(e.ranking)}"
+            return f"{e.kind} winner {e.candidate_id[:8]} of {len(e.ranking)}"
+        case ev.PlanCandidateEvaluated():
+            return f"plan #{e.position} score={e.score:g} {(e.reason or e.rationale)[:50]}"
     return ""
 
 

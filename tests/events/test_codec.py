@@ -159,7 +159,23 @@ FIELDS: dict[type[ev.Event], dict[str, Any]] = {
         "score": 3.5,
         "components": {"valid": 1.0, "clean": 1.0},
     },
-    ev.CandidateSelected: {"candidate_id": "c1", "ranking": [("c1", 3.5), ("c2", 0.0)]},
+    ev.CandidateSelected: {
+        "candidate_id": "c1",
+        "ranking": [("c1", 3.5), ("c2", 0.0)],
+        "kind": "plan",
+    },
+    ev.PlanCandidateEvaluated: {
+        "candidate_id": "p1",
+        "position": 0,
+        "steps": [ev.PlanStep(id=1, description="rename", files=["a.py"])],
+        "files": ["a.py"],
+        "test_decision": "required",
+        "rationale": "one rule",
+        "model_call_id": "m1",
+        "score": 3.5,
+        "components": {"valid": 1.0, "grounded": 1.0, "coverage": 0.75, "size": 0.75},
+        "reason": "leaves out b.py",
+    },
 }
 
 

@@ -480,7 +480,10 @@ async def test_a_failing_compile_check_bounces_before_the_tests(
         "planner": [plan_answer("a"), plan_answer("b")],
         "actor": [rename_definition_only(), finish(), rename_all(), finish()],
     }
-    policy = {"compile_command": ["python", "-c", "import webtool.crawler, webtool.report"]}
+    policy = {
+        "compile_command": ["python", "-c", "import webtool.crawler, webtool.report"],
+        "tests_per_action": False,  # the gates, not the per-action tests, catch the half rename
+    }
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, policy=policy))
         state, events = await finish_session(bus, sid)
@@ -601,7 +604,8 @@ async def test_a_third_plan_like_the_two_before_is_replaced_by_a_perturbed_repla
         ],
     }
     async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo))
+        # The gates, not the per-action tests, catch the half renames (a plan per bounce).
+        sid = await start(bus, task(repo, policy={"tests_per_action": False}))
         state, events = await finish_session(bus, sid)
     assert state.outcome == "success", state.summary
     stuck = of(events, "stuck_detected")
@@ -716,7 +720,13 @@ async def test_fork_at_a_plan_replays_the_parent_then_continues_live(
     live.write_text(yaml.safe_dump({"actor": [rename_all(), finish("all")]}))
     async with loop(nats_url) as bus:
         sid = await start(
-            bus, task(repo, model=f"scripted:{parent_script}", budgets={"bounces": 0})
+            bus,
+            task(
+                repo,
+                model=f"scripted:{parent_script}",
+                budgets={"bounces": 0},
+                policy={"tests_per_action": False},
+            ),
         )
         parent, parent_events = await finish_session(bus, sid)
         assert parent.outcome == "failed"

@@ -83,7 +83,8 @@ async def test_failing_gate_replans_and_then_succeeds(
         "actor": [rename_definition_only(), finish("half"), rename_all(), finish("all")],
     }
     async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo))
+        # Per-action tests off: the tests gate is what catches the half rename here.
+        sid = await start(bus, task(repo, policy={"tests_per_action": False}))
         state, events = await finish_session(bus, sid)
     assert state.outcome == "success", state.summary
     tests_gates = [g for g in of(events, "gate_evaluated") if g.gate == "tests"]
@@ -154,7 +155,8 @@ async def test_bounce_budget_fails_a_session_whose_tests_keep_failing(
         ],
     }
     async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, budgets={"bounces": 1}))
+        body = task(repo, budgets={"bounces": 1}, policy={"tests_per_action": False})
+        sid = await start(bus, body)
         state, events = await finish_session(bus, sid)
     assert state.outcome == "failed", state.summary
     assert [v.failed_gate for v in of(events, "verification_completed")] == ["tests", "tests"]

@@ -94,6 +94,8 @@ async def test_a_change_that_breaks_the_package_import_ends_failed(tmp_path: Pat
     repo = make_repo(tmp_path / "repo", pytest_suite=False)
     make_venv(repo)
     model = script_file(tmp_path / "model.json", [rename_definition_only(), finish()])
+    gates_only = tmp_path / "policy.json"  # the tests gate, not per-action tests, judges it
+    gates_only.write_text('{"tests_per_action": false}')
     rc, out, err = await run_cli(
         tmp_path / "data",
         "run",
@@ -105,6 +107,8 @@ async def test_a_change_that_breaks_the_package_import_ends_failed(tmp_path: Pat
         "python -m unittest discover -q -s tests -t .",
         "--budget",
         "bounces=0",
+        "--policy",
+        str(gates_only),
         "--json",
         "Rename fetch to fetch_page",
     )
@@ -203,7 +207,9 @@ async def test_a_test_that_passed_at_baseline_and_fails_after_fails_the_gate(
     )
     script = {"planner": [plan_answer()], "actor": [breaking, finish()]}
     async with loop(nats_url, script) as bus:
-        body = task(repo, test_command=PYTEST, budgets={"bounces": 0})
+        body = task(
+            repo, test_command=PYTEST, budgets={"bounces": 0}, policy={"tests_per_action": False}
+        )
         sid = await start(bus, body)
         state, events = await finish_session(bus, sid, timeout=180)
     assert state.outcome == "failed"

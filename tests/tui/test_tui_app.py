@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from rich.syntax import Syntax
 from textual.pilot import Pilot
-from textual.widgets import DataTable, RichLog, Static
+from textual.widgets import DataTable, Input, RichLog, Static
 from tui_sessions import T0, SessionBuilder
 
 from oopav.bus.store import EventStore
@@ -249,3 +249,55 @@ async def test_a_server_that_goes_away_shows_a_status_line(tmp_path: Path) -> No
         with contextlib.suppress(Exception):  # the connection is already gone
             await nc.close()
         store.close()
+
+
+async def test_a_session_waiting_for_a_person_is_answered_from_the_tui(
+    nc: Any, snapshots: Any, nats_url: str
+) -> None:
+    from oopav.events import catalog as ev
+
+    waiting = SessionBuilder("Delete the whole repository and force-push", seed=21, start=T0)
+    question = "This task is rated black (destructive). Proceed anyway?"
+    events = waiting.until_plan()[:4]
+    waiting.last = events[-1]
+    asked = waiting.next(
+        ev.HumanInputRequested,
+        "orient",
+        question=question,
+        options=["abort", "proceed"],
+        kind="black_risk",
+        deadline=T0 + timedelta(hours=1),
+    )
+    await append(nc, [*events, asked])
+    sid = waiting.session_id
+    app = app_over(nc, snapshots, nats_url, session=sid)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: question in summary_text(app), "the question")
+        summary = summary_text(app)
+        assert "Waiting for a person" in summary and "answers: abort, proceed" in summary
+        assert "phase waiting_for_human" in summary
+        await pilot.press("a")
+        box = app.query_one("#answer", Input)
+        assert box.has_focus and question in box.placeholder
+        # An answer the question does not understand is refused and nothing is appended.
+        for key in "maybe":
+            await pilot.press(key)
+        await pilot.press("enter")
+        assert app.last_answer is None and box.has_focus
+        box.value = ""
+        for key in "proceed":
+            await pilot.press(key)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.last_answer is not None, "the answer published")
+        assert not box.has_focus
+        await until(pilot, lambda: "Waiting for a person" not in summary_text(app), "answered")
+    stored = [e for _, e in await EventStore(nc).read("session", sid)]
+    answers = [e for e in stored if e.type == "human_input_provided"]
+    assert len(answers) == 1
+    assert answers[0].answer == "proceed" and answers[0].request_id == asked.id
+    assert answers[0].actor.startswith("cli.answer")  # exactly what `oopav answer` appends
+    assert app.last_answer == {
+        "session_id": sid,
+        "answer_id": answers[0].id,
+        "request_id": asked.id,
+    }

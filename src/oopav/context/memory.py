@@ -2,7 +2,9 @@
 
 ``SessionMemory`` is a fold. ``apply(sequence, event)`` consumes ``task_submitted`` (the
 instruction), ``plan_proposed`` (the latest plan wins, so a replan supersedes) and
-``session_completed`` (the outcome), and ``task_rejected`` drops what was pending; a session enters the index when it completes, with the
+``session_completed`` (the outcome), ``workspace_rolled_back`` (the attempts a session rejected,
+kept so a later, similar session is told not to repeat them), and ``task_rejected`` drops what
+was pending; a session enters the index when it completes, with the
 pieces kept pending until then. ``rebuild(events)`` folds a stream from scratch into an index
 identical to the live one: same records in the same order (stream order), same vectors (the
 default embedder is a pure function of the text), hence the same hits and scores.
@@ -35,9 +37,12 @@ from oopav.events.catalog import (
     SessionCompleted,
     TaskRejected,
     TaskSubmitted,
+    WorkspaceRolledBack,
 )
 
-MEMORY_FORMAT_VERSION = 1
+# 2: records carry the attempts their session rolled back (``rejected``).
+MEMORY_FORMAT_VERSION = 2
+MAX_REJECTED = 10
 SCORE_DECIMALS = 6
 PLAN_SUMMARY_CHARS = 600
 _META = "meta.msgpack"
@@ -51,6 +56,7 @@ class Hit(msgspec.Struct, frozen=True, kw_only=True):
     plan_summary: str
     outcome: str
     summary: str = ""
+    rejected: list[str] = msgspec.field(default_factory=list)
 
 
 class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -64,6 +70,8 @@ class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):
     summary: str = ""
     mission: str | None = None
     files: list[str] = msgspec.field(default_factory=list)
+    rejected: list[str] = msgspec.field(default_factory=list)
+    """Attempts the session rolled back (the observer's negative examples): what not to do."""
 
 
 class _Pending(msgspec.Struct, kw_only=True):
@@ -71,6 +79,7 @@ class _Pending(msgspec.Struct, kw_only=True):
     mission: str | None = None
     plan_summary: str = ""
     files: list[str] = msgspec.field(default_factory=list)
+    rejected: list[str] = msgspec.field(default_factory=list)
 
 
 class _Meta(msgspec.Struct, kw_only=True):
@@ -150,6 +159,12 @@ class SessionMemory:
             pending.plan_summary = summarize_plan(event)
             pending.files = sorted(set(event.files) | {f for s in event.steps for f in s.files})
             return True
+        if isinstance(event, WorkspaceRolledBack):
+            if sid in self._ids or not event.rejected:
+                return False
+            pending = self._pending.setdefault(sid, _Pending())
+            pending.rejected = (pending.rejected + list(event.rejected))[-MAX_REJECTED:]
+            return True
         if isinstance(event, TaskRejected):
             # A rejected task never completes: drop its pieces instead of holding them forever.
             return self._pending.pop(sid, None) is not None
@@ -169,6 +184,7 @@ class SessionMemory:
                     summary=event.summary,
                     mission=pending.mission,
                     files=pending.files,
+                    rejected=pending.rejected,
                 )
             )
             self._ids.add(sid)
@@ -262,6 +278,7 @@ class SessionMemory:
                     plan_summary=r.plan_summary,
                     outcome=r.outcome,
                     summary=r.summary,
+                    rejected=list(r.rejected),
                 )
             )
         return hits

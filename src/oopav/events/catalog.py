@@ -541,10 +541,31 @@ class CandidateEvaluated(Event, tag="candidate_evaluated", frozen=True):
 
 
 class CandidateSelected(Event, tag="candidate_selected", frozen=True):
-    """The winner among the candidates, by (score, candidate id); the ranking, best first."""
+    """The winner among the candidates, by (score, candidate id); the ranking, best first.
+    ``kind``: what competed, actions (``candidate_evaluated``) or plans
+    (``plan_candidate_evaluated``)."""
 
     candidate_id: str
     ranking: list[tuple[str, float]] = msgspec.field(default_factory=list)
+    kind: Literal["action", "plan"] = "action"
+
+
+class PlanCandidateEvaluated(Event, tag="plan_candidate_evaluated", frozen=True):
+    """One of N competing plans (``policy.plan_candidates``), sampled with a fixed candidate id
+    before any was graded, and graded by the plan judge (valid, grounded, coverage, size;
+    handlers/plan_candidates.py). The winner becomes the ``plan_proposed``."""
+
+    candidate_id: str
+    position: int
+    steps: list[PlanStep] = msgspec.field(default_factory=list)
+    files: list[str] = msgspec.field(default_factory=list)
+    test_decision: str = "optional"
+    rationale: str = ""
+    model_call_id: str | None = None
+    valid: bool = True
+    score: float = 0.0
+    components: dict[str, float] = msgspec.field(default_factory=dict)
+    reason: str = ""
 
 
 SESSION_EVENTS: tuple[type[Event], ...] = (
@@ -575,4 +596,5 @@ SESSION_EVENTS: tuple[type[Event], ...] = (
     ReplanScored,
     CandidateEvaluated,
     CandidateSelected,
+    PlanCandidateEvaluated,
 )

@@ -37,6 +37,7 @@ from oopav.handlers.common import (
     tokens_exceeded,
     workspace_info,
 )
+from oopav.handlers.decide import remembered_rejections
 from oopav.handlers.ports import Ports, exec_key
 from oopav.handlers.rules import detect_stuck, next_response
 from oopav.handlers.runtime import Emitter
@@ -442,6 +443,14 @@ def _context(state: SessionState, step: int, settings: Any = None) -> str:
             (
                 "Rejected attempts (rolled back; do not repeat them)",
                 "\n".join(f"- {r}" for r in state.rejected_actions[-5:]),
+            )
+        )
+    remembered = remembered_rejections(state.orient)
+    if remembered:
+        sections.append(
+            (
+                "Rejected in similar sessions (rolled back there; do not repeat them)",
+                "\n".join(f"- {r}" for r in remembered),
             )
         )
     observed = [g for g in state.evidence if g.trigger == "observer"]

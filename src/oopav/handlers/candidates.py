@@ -31,13 +31,10 @@ from oopav.events.ids import derive_id
 from oopav.handlers.common import ask_model, sandbox_policy, workspace_info
 from oopav.handlers.ports import exec_key
 from oopav.handlers.runtime import Emitter
+from oopav.handlers.runtime import _copy as copy_state  # a handler's own copy of a state
 from oopav.projections.session import SessionState, evolve
 
 FILE_ACTIONS = ("ast_grep", "search_replace", "write_file")
-
-
-def _copy(state: SessionState) -> SessionState:
-    return msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=SessionState)
 
 
 def _lines(root: Path) -> int:
@@ -126,7 +123,7 @@ async def choose(
     return the winner as ``Actor._ask`` would (action, model call id, think, state update).
     ``build_context`` builds the actor's context for a state and step (the actor passes its own)."""
     ids = [derive_id(out.cause.id, "actor.candidate", i) for i in range(n)]
-    work = _copy(state)
+    work = copy_state(state)
     answers: list[tuple[str, Any, str]] = []
     for i, cid in enumerate(ids):
         context = (

@@ -18,9 +18,26 @@ EMITS: dict[str, tuple[str, ...]] = {
     "intake": ("task_submitted", "task_rejected"),
     "grants": ("permission_granted", "permission_denied"),
     "watchdog": _ENDS,
-    "observer": ("workspace_prepared", "observation_recorded", "replan_triggered", *_ENDS),
-    "orient": ("orient_reported", "replan_triggered", *_ENDS),
-    "planner": ("model_called", "plan_proposed", *_ENDS),
+    # The decision core (docs/loop.md): evidence, rollbacks, questions to a person, candidates.
+    "observer": (
+        "workspace_prepared",
+        "observation_recorded",
+        "replan_triggered",
+        "evidence_gathered",
+        "workspace_rolled_back",
+        "human_input_requested",
+        *_ENDS,
+    ),
+    "orient": ("orient_reported", "replan_triggered", "human_input_requested", *_ENDS),
+    "planner": (
+        "model_called",
+        "plan_proposed",
+        "stuck_detected",
+        "replan_triggered",
+        "plan_candidate_evaluated",
+        "candidate_selected",
+        *_ENDS,
+    ),
     "actor": (
         "model_called",
         "action_proposed",
@@ -29,6 +46,8 @@ EMITS: dict[str, tuple[str, ...]] = {
         "action_applied",
         "stuck_detected",
         "replan_triggered",
+        "candidate_evaluated",
+        "candidate_selected",
         *_ENDS,
     ),
     "verifier": (
@@ -37,6 +56,8 @@ EMITS: dict[str, tuple[str, ...]] = {
         "replan_triggered",
         "critic_verdict",
         "model_called",
+        "workspace_rolled_back",
+        "replan_scored",
         *_ENDS,
     ),
     # The reflector writes the mission's library and starts holdout sessions of its own.

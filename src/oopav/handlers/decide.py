@@ -95,6 +95,18 @@ def ask_person(
     return asked
 
 
+def remembered_rejections(orient: object | None, limit: int = 5) -> list[str]:
+    """The attempts similar past sessions rolled back (from the retrieval memory, as orient
+    recorded them in ``memory_examples``), for the prompts' "do not repeat" list."""
+    out: list[str] = []
+    for x in getattr(orient, "memory_examples", None) or []:
+        for r in x.get("rejected") or []:
+            text = str(r)
+            if text not in out:
+                out.append(text)
+    return out[:limit]
+
+
 def describe_action(action: object) -> str:
     """A short description of an action for a prompt's list of rejected attempts."""
     kind = getattr(action, "type", "?")

@@ -10,8 +10,9 @@ the decision act (issue 17 §3):
 - ``replan``: ``replan_triggered``, within the policy's replan cap and cooldown;
 - ``escalate``: a person is asked (``human_input_requested``).
 
-Red orient reports ask it for evidence as well; with red risk (or ``policy.tests_per_action``)
-the tests run after every file change, so "tests passed before, fail after" can fire."""
+Red orient reports ask it for evidence as well; with red risk, a ``required`` test decision (or
+``policy.tests_per_action``) the tests run after every file change, in the project's environment,
+so "tests passed before, fail after" can fire."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from oopav.events import catalog as ev
 from oopav.events.catalog import Event, Finding, TestRun
 from oopav.handlers.baseline import baseline_unrunnable, environment_spec, probe_environment
 from oopav.handlers.common import complete, decision_policy
-from oopav.handlers.decide import ask_person, describe_action, roll_back
+from oopav.handlers.decide import ask_person, base_decision, describe_action, roll_back
 from oopav.handlers.ports import Ports, exec_key
 from oopav.handlers.rules import ObserverFacts, decide_observer_action, new_findings, scan_tree
 from oopav.handlers.runtime import Emitter
@@ -258,6 +259,7 @@ class Observer:
             key=exec_key(cause.id, purpose, argv),
             purpose=purpose,
             timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),
+            environment=environment_spec(task),
         )
         return (
             TestRun(
@@ -415,10 +417,14 @@ def _test_argv(state: SessionState) -> list[str]:
 
 
 def _tests_per_action(state: SessionState, switch: bool | None) -> bool:
-    """Tests after every file change: when the policy says so, else when risk is red."""
+    """Tests after every file change: when the policy says so, else when risk is red or the
+    test decision (orient's, or the plan's) is ``required`` — so rule 5 (tests passed before,
+    fail after → replan) can fire on every decision that asks for tests."""
     if switch is not None:
         return switch
-    return state.orient is not None and state.orient.risk_band in ("red", "black")
+    if state.orient is not None and state.orient.risk_band in ("red", "black"):
+        return True
+    return state.orient is not None and base_decision(state) == "required"
 
 
 def _checkpoint_before(state: SessionState, action_id: str) -> str:

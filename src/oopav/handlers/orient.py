@@ -135,6 +135,8 @@ class Orient:
                     # Which embedder and query found it, so a hit can be audited and re-run.
                     "embedder": getattr(h, "embedder", None) or self._embedder_name(),
                     "query": task.instruction[:500],
+                    # What that session tried and rolled back: shown as "do not repeat".
+                    "rejected": [str(r)[:300] for r in getattr(h, "rejected", [])[-5:]],
                 }
                 for h in found
             ],

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -18,9 +19,11 @@ from oopav.handlers.common import (
     ask_model,
     clip,
     complete,
+    decision_policy,
     over_wall_budget,
     tokens_exceeded,
 )
+from oopav.handlers.decide import remembered_rejections
 from oopav.handlers.ports import Ports
 from oopav.handlers.runtime import Emitter
 from oopav.projections.session import SessionState
@@ -129,6 +132,12 @@ class Planner:
                     f"- ({x.get('score', 0):.2f}) {x.get('instruction', '')[:200]}\n  plan: {x.get('plan', '')[:400]}"
                 )
             parts.append("\n".join(lines))
+        remembered = remembered_rejections(o)
+        if remembered:
+            parts.append(
+                "### Rejected in similar sessions (rolled back there; do not repeat them)\n"
+                + "\n".join(f"- {r}" for r in remembered)
+            )
         if task.test_command:
             parts.append("### Test command\n" + " ".join(task.test_command))
         if task.examples:
@@ -149,14 +158,25 @@ class Planner:
     async def _plan(self, event: Event, state: SessionState, out: Emitter) -> None:
         context, map_hash = await self._context(state)
         decision = state.orient.test_decision if state.orient else "optional"
-        answer = await ask_model(
-            out,
-            state,
-            "planner",
-            context,
-            "planning",
-            check=lambda plan: missing_test_step(plan, decision),
-        )
+        # -- decision core: competing plans (plan_candidates.py) when the policy asks for them.
+        answer: Any = False
+        n = decision_policy(state).plan_candidates
+        if n > 1 and state.workspace is not None:
+            from oopav.handlers.plan_candidates import choose_plan
+
+            answer = await choose_plan(
+                state, out, context, lambda plan: missing_test_step(plan, decision), n
+            )
+        if answer is False:  # one plan (or no valid candidate): ask the ordinary way
+            answer = await ask_model(
+                out,
+                state,
+                "planner",
+                context,
+                "planning",
+                check=lambda plan: missing_test_step(plan, decision),
+            )
+        # -- end decision core
         if answer is None:
             return
         parsed, call_id = answer

@@ -604,3 +604,17 @@ def gc_workspaces(
                 if not dry_run:
                     shutil.rmtree(d, ignore_errors=True)
     return removed
+
+
+def export_tree(repo: Path, commit: str, dest: Path) -> Path:
+    """The files of ``commit`` (no .git) extracted into ``dest``, replacing what was there: a
+    read-only copy of a past state to run a check against (the compile gate's baseline)."""
+    import io
+    import tarfile
+
+    data = _git_bytes(repo, "archive", "--format=tar", commit)
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest

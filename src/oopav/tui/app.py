@@ -57,6 +57,16 @@ class SessionTable(DataTable[str]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open")]
 
 
+class _AnswerBus:
+    """What ``publish_answer`` needs of a bus (its event store), over the feed's connection."""
+
+    def __init__(self, nc: object) -> None:
+        from oopav.bus.store import EventStore
+
+        self.nc = nc
+        self.events = EventStore(nc)
+
+
 class OopavTUI(App[None]):
     TITLE = "oopav"
     CSS = """
@@ -64,6 +74,8 @@ class OopavTUI(App[None]):
     #status.bad { background: $error; color: $text; }
     #filter { display: none; }
     #filter.shown { display: block; }
+    #answer { display: none; dock: bottom; }
+    #answer.shown { display: block; }
     #sessions { height: 1fr; }
     #timeline { width: 3fr; border: round $primary; }
     #diff-pane { width: 3fr; border: round $secondary; display: none; }
@@ -79,6 +91,7 @@ class OopavTUI(App[None]):
         Binding("d", "toggle_diff", "Diff"),
         Binding("r", "refresh", "Refresh"),
         Binding("g", "guidance", "Guidance"),
+        Binding("a", "answer", "Answer"),
     ]
 
     def __init__(
@@ -103,6 +116,8 @@ class OopavTUI(App[None]):
         self._timeline_posted = False
         self._written = 0
         self._diff_shown = False
+        self._answering: tuple[str, str] | None = None  # (session, question id) being answered
+        self.last_answer: dict[str, object] | None = None
         feed.listen(self._on_state)
 
     # -- layout ------------------------------------------------------------------------------
@@ -119,6 +134,7 @@ class OopavTUI(App[None]):
                     yield Static("", id="diff")
                 with VerticalScroll(id="side"):
                     yield Static("", id="summary")
+        yield Input(id="answer")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -379,7 +395,59 @@ class OopavTUI(App[None]):
         if event.row_key.value is not None:
             self.open_session(str(event.row_key.value))
 
+    def action_answer(self) -> None:
+        """Answer the open (or highlighted) session's question: an input whose Enter publishes
+        ``human_input_provided`` exactly as ``oopav answer`` does."""
+        sid = self.selected or self._cursor_key()
+        state = self.model.states.get(sid) if sid else None
+        asked = state.human_request if state is not None else None
+        if state is None or asked is None or not state.human_pending or state.outcome:
+            self.notify("this session is not waiting for an answer")
+            return
+        box = self.query_one("#answer", Input)
+        box.placeholder = f"answer ({', '.join(asked.options) or 'free text'}): {asked.question}"
+        box.value = ""
+        self._answering = (state.session_id, asked.id)
+        box.add_class("shown")
+        box.focus()
+
+    @on(Input.Submitted, "#answer")
+    async def _answer_submitted(self, event: Input.Submitted) -> None:
+        import getpass
+
+        from oopav.handlers.commands import publish_answer
+
+        text = event.value.strip()
+        target = self._answering
+        if not text or target is None:
+            return
+        sid, request_id = target
+        bus = _AnswerBus(self.feed.nc)
+        try:
+            reply = await publish_answer(bus, sid, text, getpass.getuser(), request_id=request_id)
+        except Exception as exc:  # the server went away: say so, keep the text to retry
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        if "error" in reply:
+            self.notify(str(reply["error"]), severity="error")
+            return
+        self.last_answer = reply
+        self.notify(f"answered {text!r}")
+        self._hide_answer()
+
+    def _hide_answer(self) -> None:
+        self._answering = None
+        box = self.query_one("#answer", Input)
+        box.value = ""
+        box.remove_class("shown")
+        if self.selected is not None:
+            self.query_one("#timeline", RichLog).focus()
+        else:
+            self.query_one(SessionTable).focus()
+
     def action_back(self) -> None:
+        if self.query_one("#answer", Input).has_focus:
+            self._hide_answer()
+            return
         box = self.query_one("#filter", Input)
         if box.has_focus:
             # Escape in the filter drops it: all sessions again.

@@ -259,6 +259,17 @@ def summary_lines(state: SessionState, now: datetime | None = None) -> list[Line
     out.append((phase, _outcome_style(state.outcome)))
     out.append(("", ""))
 
+    asked = state.human_request
+    if asked is not None and state.human_pending and state.phase != "completed":
+        out.append(("Waiting for a person", "bold reverse yellow"))
+        out.append((asked.question.strip(), "bold"))
+        if asked.options:
+            out.append((f"answers: {', '.join(asked.options)}", ""))
+        if asked.deadline is not None:
+            out.append((f"deadline {asked.deadline:%Y-%m-%d %H:%M:%S} UTC", "dim"))
+        out.append(("press a to answer", "dim"))
+        out.append(("", ""))
+
     out.append(("Task", "bold underline"))
     if state.task is not None:
         out.append((state.task.instruction.strip(), ""))

@@ -66,6 +66,9 @@ class LoopPolicy(BaseModel):
     candidates: int = Field(
         1, ge=1, le=8, description="competing actions sampled and graded per step (1: off)"
     )
+    plan_candidates: int = Field(
+        1, ge=1, le=8, description="competing plans sampled and graded per planning (1: off)"
+    )
     context_caps: dict[str, int] = Field(
         default_factory=lambda: {"planner": 48_000, "actor": 32_000, "critic": 32_000},
         description="bytes of context per role; a larger context is summarised",
