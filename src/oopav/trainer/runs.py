@@ -149,7 +149,11 @@ def recipe_of(recipe: str) -> tuple[type, Callable[..., dict[str, Any]]]:
         from oopav.trainer.grpo import GRPORecipe, train_grpo
 
         return GRPORecipe, train_grpo
-    raise ValueError(f"unknown recipe {recipe!r}; one of: sft, grpo")
+    if recipe == "srl":
+        from oopav.trainer.srl import SRLRecipe, train_srl
+
+        return SRLRecipe, train_srl
+    raise ValueError(f"unknown recipe {recipe!r}; one of: sft, srl, grpo")
 
 
 async def run_training(
