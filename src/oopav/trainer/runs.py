@@ -219,6 +219,8 @@ def fold_run(rows: dict[str, dict[str, Any]], e: Event) -> None:
             "started_at": None,
             "output_dir": "",
             "rewards": [],
+            "losses": [],
+            "validity": [],
             "checkpoints": [],
         },
     )
@@ -236,6 +238,10 @@ def fold_run(rows: dict[str, dict[str, Any]], e: Event) -> None:
         if e.reward_mean is not None:
             row["last_reward"] = e.reward_mean
             row["rewards"].append([e.step, e.reward_mean])
+        if e.loss is not None:
+            row["losses"].append([e.step, e.loss])
+        if e.validity is not None:
+            row["validity"].append([e.step, e.validity])
     elif isinstance(e, rv.CheckpointSaved):
         row["checkpoints"].append(e.path)
     elif isinstance(e, rv.EvaluationCompleted):
