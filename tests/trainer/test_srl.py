@@ -129,3 +129,13 @@ def test_train_srl_grpo_scores_samples_with_reward_srl(
     assert all(s.reward_mean == pytest.approx(-0.2) and s.validity == 0.0 for s in steps)
     assert "rewards/reward_srl_teacher/mean" in steps[0].metrics
     assert not [e for e in events if e.type == "evaluation_completed"]  # eval_n 0
+
+
+def test_example_config_loads() -> None:
+    from oopav.trainer.config import load_config
+    from oopav.trainer.grpo import check
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "training"
+    cfg = load_config(SRLRecipe, root / "srl.yaml")
+    check(cfg)
+    assert cfg.mode == "grpo" and cfg.dataset and cfg.invalid == -0.2
