@@ -53,7 +53,9 @@ def test_steps_from_an_srl_dataset_and_the_teacher_reward(tmp_path: Path) -> Non
     near = target_text({**train[0].teacher, "rewrite": "fetch_pages($$$A)"})
     got = reward(completions=[s.target() for s in train], teacher=teacher)
     assert got == [1.0, 1.0]
-    assert reward(completions=["<action>{", near], teacher=teacher[:1] * 2)[0] == -0.2
+    assert reward(completions=["<action>{", near], teacher=teacher[:1] * 2)[0] == pytest.approx(
+        -0.2, abs=1e-3
+    )
     assert 0.5 < reward(completions=[near], teacher=teacher[:1])[0] < 1.0
 
     with pytest.raises(ValueError, match="SRL needs srl"):
@@ -111,8 +113,8 @@ def test_train_srl_grpo_scores_samples_with_reward_srl(
         "model": str(base_model),
         "tasks": str(tasks_dir),
         "max_train": 4,
-        "batch_size": 4,
-        "num_generations": 4,
+        "batch_size": 8,
+        "num_generations": 8,  # (the mean of eight float32 -0.2 is off by an ulp; four is not)
         "max_steps": 2,
         "max_completion_length": 16,
         "eval_n": 0,
@@ -126,7 +128,9 @@ def test_train_srl_grpo_scores_samples_with_reward_srl(
     assert len(steps) == 2
     # The reward is reward_srl (16 tokens never close an answer: all invalid, −0.2), and
     # validity is logged next to it.
-    assert all(s.reward_mean == pytest.approx(-0.2) and s.validity == 0.0 for s in steps)
+    assert all(s.reward_mean == pytest.approx(-0.2, abs=1e-3) and s.validity == 0.0 for s in steps)
+    # Groups of equal rewards are seen as such (exactly zero advantages; srl.QUANTUM says why).
+    assert all(s.zero_std_fraction == 1.0 for s in steps)
     assert "rewards/reward_srl_teacher/mean" in steps[0].metrics
     assert not [e for e in events if e.type == "evaluation_completed"]  # eval_n 0
 
