@@ -65,4 +65,6 @@ def test_cli_generate_writes_splits_and_manifest(tmp_path: Path) -> None:
     assert len(load_tasks(tmp_path, "train")) == manifest["counts"]["train"]
     assert set(manifest["families"]) <= set(FAMILIES)
     r = CliRunner().invoke(cli, ["tasks", "generate", "--kind", "git", "--out", str(tmp_path)])
-    assert r.exit_code != 0 and "synthetic" in r.output
+    assert (
+        r.exit_code != 0 and "--kind git needs --repo" in r.output
+    )  # (tests/trainer/test_mined.py)

@@ -73,12 +73,18 @@ def service_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     envvar="OOPAV_METRICS_PORT",
     help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
 )
+@click.option(
+    "--no-learner",
+    is_flag=True,
+    help="Do not run the learner (finished sessions -> training datasets, docs/training.md).",
+)
 @_reflector_options
 @service_options
 async def up(
     c: Ctx,
     model: str | None,
     keep: bool,
+    no_learner: bool,
     metrics_port: int | None,
     critic_model: str | None,
     reflector_config: Path | None,
@@ -86,7 +92,8 @@ async def up(
     give_up_after: float | None,
 ) -> None:
     """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
-    streams, every handler and the session projection. Ctrl-C (or SIGTERM) drains and stops,
+    streams, every handler (the learner included: finished sessions become training datasets
+    under <data dir>/datasets) and the session projection. Ctrl-C (or SIGTERM) drains and stops,
     the embedded server included; a second Ctrl-C exits at once."""
     if metrics_port:
         from oopav.metrics import serve
@@ -119,6 +126,7 @@ async def up(
             await run_handlers(
                 bus,
                 stop,
+                names=_without("learner") if no_learner else None,
                 model=model,
                 concurrency=concurrency,
                 signals=False,
@@ -127,6 +135,12 @@ async def up(
             )
         finally:
             remove_signals()
+
+
+def _without(name: str) -> tuple[str, ...]:
+    from oopav.handlers.registry import ALL_HANDLERS
+
+    return tuple(n for n in ALL_HANDLERS if n != name)
 
 
 @click.group()

@@ -76,7 +76,9 @@ class Learner:
 
     async def run(self) -> None:
         await self._reset_if_empty()
-        self.rebuild()  # what a previous run stored, before following the stream
+        # What a previous run stored, before following the stream; in a thread, as under
+        # `oopav up` the other handlers share this event loop.
+        await asyncio.to_thread(self.rebuild)
         flusher = asyncio.create_task(self._flush_loop())
         try:
             await self.consumer.run()

@@ -5,7 +5,9 @@ from __future__ import annotations
 from oopav.handlers.runtime import Handler
 
 LOOP_HANDLERS = ("observer", "orient", "planner", "actor", "verifier")
-ALL_HANDLERS = ("intake", "grants", *LOOP_HANDLERS, "reflector")
+# The learner (finished sessions -> datasets) runs with the others; `oopav up --no-learner`
+# leaves it out.
+ALL_HANDLERS = ("intake", "grants", *LOOP_HANDLERS, "reflector", "learner")
 
 
 def build_reflector(nc: object, ports: object, config: object | None = None) -> object:
@@ -13,10 +15,6 @@ def build_reflector(nc: object, ports: object, config: object | None = None) -> 
     from oopav.handlers.reflector import Reflector, ReflectorConfig
 
     return Reflector(nc, ports, config if isinstance(config, ReflectorConfig) else None)  # type: ignore[arg-type]
-
-
-# Not part of the loop, and not started by `oopav up`: `oopav handler learner` runs it.
-EXTRA_HANDLERS = ("learner",)
 
 
 def build_learner(nc: object, data_dir: object) -> object:

@@ -138,20 +138,38 @@ def tasks() -> None:
 @click.option(
     "--repo", type=click.Path(path_type=Path, exists=True), help="--kind git: the repository."
 )
+@click.option(
+    "--rev",
+    help="--kind git: the commits to mine, a range A..B or a revision (default: HEAD's history).",
+)
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True)
 def tasks_generate(
-    kind: str, n: int, seed: int, holdout: float, corpus: Path | None, repo: Path | None, out: Path
+    kind: str,
+    n: int,
+    seed: int,
+    holdout: float,
+    corpus: Path | None,
+    repo: Path | None,
+    rev: str | None,
+    out: Path,
 ) -> None:
     """Generate codemod tasks (instruction, pre, post, gold ast-grep rule), each verified by
-    applying its gold rule, split into train/test disjoint by source file."""
-    if kind == "git":
-        raise click.ClickException(
-            "--kind git needs the rules-by-example miner (oopav synth --from-git), which is not "
-            "in this build; use --kind synthetic"
-        )
+    applying its gold rule, split into train/test disjoint by source file. --kind synthetic
+    applies templates to a corpus; --kind git mines the commits of a local repository (one
+    task per hunk whose rule `oopav synth --from-git` learns and verifies)."""
     from oopav.trainer.tasks import generate, write_tasks
 
-    result = generate(n, seed=seed, holdout=holdout, corpus=corpus)
+    if kind == "git":
+        if repo is None:
+            raise click.UsageError("--kind git needs --repo (a local git repository)")
+        from oopav.trainer.mined import mine
+
+        try:
+            result = mine(repo, rev=rev, n=n, holdout=holdout)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+    else:
+        result = generate(n, seed=seed, holdout=holdout, corpus=corpus)
     counts = write_tasks(result, out)
     click.echo(
         f"{sum(counts.values())} tasks -> {out} "
@@ -163,7 +181,7 @@ def tasks_generate(
 
 
 @click.command("train")
-@click.argument("recipe", type=click.Choice(["sft", "grpo"]))
+@click.argument("recipe", type=click.Choice(["sft", "srl", "grpo"]))
 @click.option(
     "--config",
     "config_path",
@@ -172,7 +190,8 @@ def tasks_generate(
 )
 @click.pass_context
 def train(ctx: click.Context, recipe: str, config_path: Path) -> None:
-    """Train a policy with TRL (SFTTrainer / GRPOTrainer) from a YAML config. The run is an
+    """Train a policy with TRL (SFTTrainer / GRPOTrainer; srl: GRPO scored by reward_srl
+    against a teacher's step actions) from a YAML config. The run is an
     aggregate on the stream: training_started, training_step_completed, checkpoint_saved,
     evaluation_completed, training_completed (`oopav runs`)."""
     from oopav.trainer.config import ConfigError

@@ -115,7 +115,11 @@ def check(cfg: GRPORecipe) -> None:
         )
 
 
-def train_grpo(cfg: GRPORecipe, emit: Emit) -> dict[str, Any]:
+def train_grpo(
+    cfg: GRPORecipe, emit: Emit, *, rows_of: Any = None, rewards: list[Any] | None = None
+) -> dict[str, Any]:
+    """``rows_of(cfg, tokenizer)`` and ``rewards`` (scored reward first, then one logged with
+    weight 0) replace the prompts and ``reward_env``: the SRL recipe trains through here."""
     import torch
     from datasets import Dataset
     from transformers import AutoTokenizer, TrainerCallback
@@ -135,7 +139,7 @@ def train_grpo(cfg: GRPORecipe, emit: Emit) -> dict[str, Any]:
     base = prepare_model(cfg.model, cfg.output_dir, texts, cfg.seed)
     tokenizer = AutoTokenizer.from_pretrained(base)
     tokenizer.padding_side = "left"
-    rows, source, digest = grpo_rows(cfg, tokenizer)
+    rows, source, digest = (rows_of or grpo_rows)(cfg, tokenizer)
     model, peft_config = start_run(base, rows, source, digest, emit, lora=cfg.lora)
     args = GRPOConfig(
         output_dir=cfg.output_dir,
@@ -163,7 +167,7 @@ def train_grpo(cfg: GRPORecipe, emit: Emit) -> dict[str, Any]:
         callbacks.append(_deadline(TrainerCallback, cfg.max_seconds))
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=[reward_env, reward_valid],
+        reward_funcs=rewards or [reward_env, reward_valid],
         args=args,
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,

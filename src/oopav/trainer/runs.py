@@ -149,7 +149,11 @@ def recipe_of(recipe: str) -> tuple[type, Callable[..., dict[str, Any]]]:
         from oopav.trainer.grpo import GRPORecipe, train_grpo
 
         return GRPORecipe, train_grpo
-    raise ValueError(f"unknown recipe {recipe!r}; one of: sft, grpo")
+    if recipe == "srl":
+        from oopav.trainer.srl import SRLRecipe, train_srl
+
+        return SRLRecipe, train_srl
+    raise ValueError(f"unknown recipe {recipe!r}; one of: sft, srl, grpo")
 
 
 async def run_training(
@@ -215,6 +219,8 @@ def fold_run(rows: dict[str, dict[str, Any]], e: Event) -> None:
             "started_at": None,
             "output_dir": "",
             "rewards": [],
+            "losses": [],
+            "validity": [],
             "checkpoints": [],
         },
     )
@@ -232,6 +238,10 @@ def fold_run(rows: dict[str, dict[str, Any]], e: Event) -> None:
         if e.reward_mean is not None:
             row["last_reward"] = e.reward_mean
             row["rewards"].append([e.step, e.reward_mean])
+        if e.loss is not None:
+            row["losses"].append([e.step, e.loss])
+        if e.validity is not None:
+            row["validity"].append([e.step, e.validity])
     elif isinstance(e, rv.CheckpointSaved):
         row["checkpoints"].append(e.path)
     elif isinstance(e, rv.EvaluationCompleted):

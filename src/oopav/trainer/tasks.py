@@ -114,6 +114,14 @@ def snippets(
     source: str, language: str, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS
 ) -> Iterator[str]:
     """Functions of ``source`` that fit a prompt, dedented, as standalone code."""
+    for _first, _last, text in snippet_spans(source, language, max_lines, max_chars):
+        yield text
+
+
+def snippet_spans(
+    source: str, language: str, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS
+) -> Iterator[tuple[int, int, str]]:
+    """``snippets`` with where each one is: (first line, last line) of ``source``, 0-based."""
     from ast_grep_py import SgRoot
 
     root = SgRoot(source, language).root()
@@ -131,7 +139,7 @@ def snippets(
                 continue
             text = textwrap.dedent(text) + "\n"
             if _parses(text, language):
-                yield text
+                yield r.start.line, r.end.line, text
 
 
 def _parses(code: str, language: str) -> bool:
@@ -554,8 +562,7 @@ def target_text(action: AstGrepAction | dict[str, Any]) -> str:
     import msgspec
 
     data = msgspec.to_builtins(action) if isinstance(action, AstGrepAction) else dict(action)
-    defaults = {"rule": None, "paths": ["."]}
-    body = {k: v for k, v in data.items() if k not in defaults or v != defaults[k]}
+    body = {k: v for k, v in data.items() if v is not None and (k != "paths" or v != ["."])}
     return (
         "<think></think>\n<action>"
         + json.dumps(body, separators=(",", ":"), ensure_ascii=False)

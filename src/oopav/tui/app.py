@@ -92,6 +92,7 @@ class OopavTUI(App[None]):
         Binding("r", "refresh", "Refresh"),
         Binding("g", "guidance", "Guidance"),
         Binding("a", "answer", "Answer"),
+        Binding("t", "runs", "Training runs"),
     ]
 
     def __init__(
@@ -492,3 +493,9 @@ class OopavTUI(App[None]):
             self.notify("this session has no mission: no guidance to show")
             return
         self.push_screen(GuidanceScreen(self.feed.nc, mission))
+
+    def action_runs(self) -> None:
+        """Training runs and their reward curves (oopav.tui.runs, docs/tui.md)."""
+        from oopav.tui.runs import RunsScreen
+
+        self.push_screen(RunsScreen(self.feed.nc))
