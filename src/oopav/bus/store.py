@@ -283,6 +283,13 @@ class EventStore:
             prev = _canonical_hash(self.registry, linked)
         return out
 
+    async def link(self, events: Sequence[Event], expected: int) -> list[Event]:
+        """``events`` as ``append_batch(events, expected=expected)`` stores them (``prev_hash``
+        set on a chained aggregate), so a caller can fold exactly what was stored."""
+        if not events or not self._chained(events[0]):
+            return list(events)
+        return await self._linked(events, expected)
+
     def _chained(self, event: Event) -> bool:
         return event.aggregate in CHAINED_AGGREGATES
 
