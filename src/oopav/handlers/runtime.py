@@ -43,12 +43,11 @@ class SessionCache:
     """Session states folded from the stream, kept current by reading only the tail.
 
     One cache may serve every handler of a process (``run_handlers`` shares it): a handler's
-    appended outputs are folded in at once, so the next handler's input usually *follows* the
-    cached state (its ``prev_hash`` is the hash of the cached last event) and is folded without
-    a round trip to the server. The hash chain makes that exact: an event links to the event
-    at the sequence its append was checked against, so nothing of the session lies between.
-    Events after it may exist; the append's optimistic check catches those (a conflict, then a
-    full reload)."""
+    outputs are folded in whole as they are appended (the linked events, at the sequences
+    the server gave them), so when the next handler of the process receives one of them its
+    state is already there, without a round trip to the server. Events another process
+    stored later may be missing; the append's optimistic check catches those (a conflict,
+    then a reload), as it catches a write between a read and an append."""
 
     def __init__(self, events: EventStore, max_sessions: int = 512) -> None:
         self.events = events
@@ -62,7 +61,7 @@ class SessionCache:
         self, session_id: str, delivered: tuple[int, Event] | None = None
     ) -> SessionState:
         """The session's state as of its last stored event. ``delivered``: the (stream
-        sequence, event) just delivered, folded without a read when it follows the cache."""
+        sequence, event) just delivered; no read when the cache already holds its batch."""
         cached = self._states.get(session_id)
         if (
             delivered is not None
@@ -93,11 +92,10 @@ class SessionCache:
         """Bring ``cached`` up to the delivered event without a read, when that is exact."""
         if sequence <= cached.last_sequence:
             return True  # folded already: the cache is contiguous from the session's start
-        if _follows(cached, sequence, event):
-            evolve(cached, event, sequence)
-            return True
         # Delivered before its own append returned: it belongs to a batch this process is
         # appending on the cached state. The batch was stored whole, on consecutive sequences.
+        # (An event from elsewhere is read, with the rest of its batch: deciding on part of a
+        # batch would only conflict, after a model call.)
         pending = self._pending.get(cached.session_id)
         if pending is not None and pending[0] == cached.last_sequence:
             ids = [e.id for e in pending[1]]
@@ -133,16 +131,6 @@ class SessionCache:
 
     def forget(self, session_id: str) -> None:
         self._states.pop(session_id, None)
-
-
-def _follows(state: SessionState, sequence: int, event: Event) -> bool:
-    return (
-        sequence > state.last_sequence
-        and state.chained
-        and state.chain_break is None
-        and event.prev_hash is not None
-        and event.prev_hash == state.chain_hash
-    )
 
 
 def _copy(state: SessionState) -> SessionState:
@@ -184,7 +172,7 @@ class HandlerRunner:
         bound = log.bind(
             handler=self.handler.name, session_id=event.aggregate_id, event_id=event.id
         )
-        # A first delivery may follow the cached state (no read); a redelivery, or a retry
+        # A first delivery may be in the cache already (no read); a redelivery, or a retry
         # after a conflict, reads the tail.
         delivered = (
             (delivery.stream_sequence, event)
@@ -205,8 +193,11 @@ class HandlerRunner:
                 return
             expected = state.last_sequence
             sid = event.aggregate_id
-            linked = await self.events.link(outputs, expected)
-            cache.appending(sid, expected, linked)
+            # The state's chain hash is the hash of the event at `expected` (no read for it).
+            prev = state.chain_hash if state.chained else None
+            linked = await self.events.link(outputs, expected, prev_hash=prev)
+            stored = [self.events.canonical(e) for e in linked]
+            cache.appending(sid, expected, stored)
             try:
                 appended = await self.events.append_batch(linked, expected=expected)
             except ConcurrencyConflict as exc:
@@ -221,8 +212,8 @@ class HandlerRunner:
                 cache.appended(sid, expected, None)
                 cache.forget(sid)
             else:
-                stored = [(a.sequence, e) for a, e in zip(appended, linked, strict=True)]
-                cache.appended(sid, expected, stored)
+                at = [(a.sequence, e) for a, e in zip(appended, stored, strict=True)]
+                cache.appended(sid, expected, at)
             self.decisions += 1
             bound.info("decided", emitted=[e.type for e in outputs])
             return
