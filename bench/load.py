@@ -15,6 +15,12 @@ the slow one present minus the same without it.
 
 Targets (2 cores): ≥ 10 sessions/s in one process; the slow session delays the others by
 ≤ 1 s. With ``--runs K`` each stage runs K times (alternating) and the median is reported.
+
+``--memory 1000`` measures memory instead (issue 14): each run is a fresh `oopav up`-style
+process (every handler, the session projection, the watchdog, workspace clean-up) that
+completes ``--memory-first`` (100) sessions, reads its RSS (after a garbage collection), then
+completes the rest up to 1000 and reads it again; target: RSS after 1000 ≤ 1.5x RSS after
+100 (no unbounded caches). Median of ``--runs`` (5) through the shared harness.
 """
 
 from __future__ import annotations
@@ -295,7 +301,12 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sessions", type=int, default=200)
-    ap.add_argument("--runs", type=int, default=1, help="runs per stage (median reported)")
+    ap.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="runs per stage (median reported; default 1, 5 with --memory)",
+    )
     ap.add_argument("--concurrency", type=int, default=None, help="per handler (default 32)")
     ap.add_argument("--slow-seconds", type=float, default=30.0)
     ap.add_argument(
@@ -307,7 +318,14 @@ async def main() -> None:
     )
     ap.add_argument("--memory-first", type=int, default=100)
     ap.add_argument("--memory-child", nargs=2, type=int, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--quick", action="store_true", help="with --memory: 10 then 20 sessions, one run"
+    )
     args = ap.parse_args()
+    if args.quick and args.memory:
+        args.memory, args.memory_first = 20, 10
+        if "--runs" not in sys.argv:
+            args.runs = 1
     if args.memory_child:
         import json
 
@@ -315,8 +333,10 @@ async def main() -> None:
         print(json.dumps(await memory_child(first, total, args.concurrency or 16)))
         return
     if args.memory:
+        args.runs = args.runs or 5
         memory_stage(args)
         return
+    args.runs = args.runs or 1
 
     import yaml
 
