@@ -32,6 +32,7 @@ bench:
 	python bench/models.py --skip-context $(BENCH_ARGS)
 	python bench/context.py $(BENCH_ARGS)
 	python bench/loop.py $(BENCH_ARGS)
+	python bench/load.py --memory 1000 $(BENCH_ARGS)
 	python bench/intake.py
 	python bench/synth.py
 	python bench/rewards.py

@@ -149,6 +149,8 @@ FIGURES = [
     Figure("rebuild", "rebuild (catch_up, fresh LMDB) / raw ordered", "x", 0.9),
     Figure("load_ms", "load 10k-event session (snapshot + tail)", "ms", 50.0, higher=False),
     Figure("load_full_ms", "load 10k-event session, no snapshot", "ms"),
+    Figure("commit_plain_ms", "one decision stored: 1 event, plain append", "ms"),
+    Figure("commit_batch_ms", "one decision stored: 2 events, atomic batch", "ms"),
 ]
 
 
@@ -233,6 +235,26 @@ async def measure(
     out["load_full_ms"] = (time.perf_counter() - t) * 1000
     assert full.event_count == session_events
     snaps.close()
+
+    # What storing one handler decision costs, awaited: two events as an atomic batch (a
+    # multi-output decision) against one plain append, each on a fresh session (expected 0).
+    await reset(js)
+    pairs = make_events(2 * 120, 120, f"pair{run}")
+    by_session: dict[str, list[ev.Event]] = {}
+    for e in pairs:
+        by_session.setdefault(e.aggregate_id, []).append(e)
+    groups = list(by_session.values())
+    plain_ms, batch_ms = [], []
+    for two in groups[:60]:
+        t = time.perf_counter()
+        await store.append(two[0], expected=0)
+        plain_ms.append((time.perf_counter() - t) * 1000)
+    for two in groups[60:]:
+        t = time.perf_counter()
+        await store.append_batch(two, expected=0)
+        batch_ms.append((time.perf_counter() - t) * 1000)
+    out["commit_plain_ms"] = statistics.median(plain_ms)
+    out["commit_batch_ms"] = statistics.median(batch_ms)
     return out
 
 

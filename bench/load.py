@@ -15,6 +15,12 @@ the slow one present minus the same without it.
 
 Targets (2 cores): ≥ 10 sessions/s in one process; the slow session delays the others by
 ≤ 1 s. With ``--runs K`` each stage runs K times (alternating) and the median is reported.
+
+``--memory 1000`` measures memory instead (issue 14): each run is a fresh `oopav up`-style
+process (every handler, the session projection, the watchdog, workspace clean-up) that
+completes ``--memory-first`` (100) sessions, reads its RSS (after a garbage collection), then
+completes the rest up to 1000 and reads it again; target: RSS after 1000 ≤ 1.5x RSS after
+100 (no unbounded caches). Median of ``--runs`` (5) through the shared harness.
 """
 
 from __future__ import annotations
@@ -144,6 +150,150 @@ async def stage(
         }
 
 
+def current_rss_mib() -> float:
+    """This process's resident set now (not its peak), after a full garbage collection."""
+    import gc
+
+    gc.collect()
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return rss_mib()
+
+
+async def memory_child(first: int, total: int, concurrency: int) -> dict[str, float]:
+    """One fresh `oopav up`-style process: every handler, the session projection, the
+    watchdog and workspace clean-up (``run_handlers`` as `oopav up` calls it). ``first``
+    sessions, then RSS; the rest up to ``total``, then RSS again. At most ``concurrency``
+    sessions in flight."""
+    import yaml
+
+    from oopav.app import open_bus
+    from oopav.bus.server import EmbeddedServer
+    from oopav.config import Settings
+    from oopav.handlers.ports import Ports
+    from oopav.logging import configure
+    from oopav.services import run_handlers, submit_task
+
+    configure("WARNING")
+    root = Path(tempfile.mkdtemp(prefix="oopav-bench-memory-"))
+    server = EmbeddedServer(root / "nats", write_info=False)
+    settings = Settings(data_dir=root / "data", nats_url=server.start())
+    repo = make_repo(root)
+    script_file = root / "script.yaml"
+    script_file.write_text(yaml.safe_dump(script()))
+    body = {
+        "instruction": "Add a module greet.py with a function greet() that returns 'hi'.",
+        "repo": str(repo),
+        "model": f"scripted:{script_file}",
+        "policy": {"lint": False},
+    }
+    out: dict[str, float] = {}
+    try:
+        async with open_bus(settings, name="bench-memory") as bus:
+            stop, ready = asyncio.Event(), asyncio.Event()
+            handlers = asyncio.create_task(
+                run_handlers(
+                    bus,
+                    stop,
+                    ports=Ports(settings=settings),
+                    ready=ready,
+                    cleanup=True,
+                    signals=False,
+                )
+            )
+            await ready.wait()
+            done: dict[str, str] = {}
+            changed = asyncio.Event()
+
+            async def on_done(msg: Any) -> None:
+                from oopav.events.codec import decode
+
+                e = decode(msg.data)
+                done.setdefault(e.aggregate_id, e.outcome)
+                changed.set()
+
+            sub = await bus.nc.subscribe("oopav.ev.session.*.session_completed", cb=on_done)
+            gate = asyncio.Semaphore(concurrency)
+
+            async def one() -> None:
+                async with gate:
+                    unique = {**body, "instruction": f"{body['instruction']} ({uuid.uuid4().hex})"}
+                    reply = await submit_task(bus, unique, timeout=60)
+                    sid = reply.get("session_id")
+                    if not sid:
+                        raise SystemExit(f"submission refused: {reply}")
+                    deadline = time.monotonic() + 300
+                    while sid not in done:
+                        if time.monotonic() > deadline:
+                            raise SystemExit(f"session {sid} did not complete")
+                        changed.clear()
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(changed.wait(), 1.0)
+
+            t = time.perf_counter()
+            await asyncio.gather(*(one() for _ in range(first)))
+            out["rss_first"] = current_rss_mib()
+            await asyncio.gather(*(one() for _ in range(total - first)))
+            out["rss_total"] = current_rss_mib()
+            out["sessions_per_s"] = total / (time.perf_counter() - t)
+            out["success"] = sum(1 for v in done.values() if v == "success")
+            await sub.unsubscribe()
+            stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(handlers, 60)
+    finally:
+        server.stop()
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+    out["ratio"] = out["rss_total"] / out["rss_first"]
+    return out
+
+
+def memory_stage(args: argparse.Namespace) -> None:
+    """RSS after ``--memory-first`` and after ``--memory`` sessions, each run in a fresh
+    process; median of ``--runs`` through the harness."""
+    import json
+    import subprocess
+
+    from _harness import Figure, conclude, repeat, report
+
+    first, total = args.memory_first, args.memory
+
+    def run(_: int) -> dict[str, float]:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--memory-child",
+                str(first),
+                str(total),
+                "--concurrency",
+                str(args.concurrency or 16),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "OOPAV_LOG_LEVEL": "WARNING"},
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"memory run failed: {proc.stderr[-3000:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    figures = [
+        Figure("rss_first", f"RSS after {first} sessions", "MiB", fmt=",.1f"),
+        Figure("rss_total", f"RSS after {total} sessions", "MiB", fmt=",.1f"),
+        Figure("ratio", f"RSS after {total} / after {first}", "x", 1.5, higher=False),
+        Figure("success", "sessions that succeeded", "", fmt=",.0f"),
+        Figure("sessions_per_s", "sessions/s (one process)", "sess/s", fmt=".1f"),
+    ]
+    runs = repeat(run, args.runs, label="memory run")
+    conclude(
+        report(f"memory, one `oopav up`-style process per run ({total} sessions)", figures, runs)
+    )
+
+
 def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
@@ -151,10 +301,42 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sessions", type=int, default=200)
-    ap.add_argument("--runs", type=int, default=1, help="runs per stage (median reported)")
+    ap.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="runs per stage (median reported; default 1, 5 with --memory)",
+    )
     ap.add_argument("--concurrency", type=int, default=None, help="per handler (default 32)")
     ap.add_argument("--slow-seconds", type=float, default=30.0)
+    ap.add_argument(
+        "--memory",
+        type=int,
+        default=0,
+        help="instead of the load stages: RSS after --memory-first and after this many "
+        "sessions in one `oopav up`-style process (issue 14: 1000, ratio <= 1.5x)",
+    )
+    ap.add_argument("--memory-first", type=int, default=100)
+    ap.add_argument("--memory-child", nargs=2, type=int, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--quick", action="store_true", help="with --memory: 10 then 20 sessions, one run"
+    )
     args = ap.parse_args()
+    if args.quick and args.memory:
+        args.memory, args.memory_first = 20, 10
+        if "--runs" not in sys.argv:
+            args.runs = 1
+    if args.memory_child:
+        import json
+
+        first, total = args.memory_child
+        print(json.dumps(await memory_child(first, total, args.concurrency or 16)))
+        return
+    if args.memory:
+        args.runs = args.runs or 5
+        memory_stage(args)
+        return
+    args.runs = args.runs or 1
 
     import yaml
 

@@ -8,9 +8,10 @@ model is scripted and the sandbox a no-op port (the task has no test command and
 so nothing would reach the sandbox anyway — handler processes spawned with `oopav handler`
 run the same way).
 
-- **hop**: an event in, the next event out. Measured with a core NATS subscription on the
-  session subjects: the arrival time of each batch's first output minus the arrival time of
-  the event that caused it; minus the handler's own time, the runtime's overhead (targets:
+- **hop**: from an event being stored to the next handler's first output of that decision
+  being stored, both times the server's own store timestamps (read back from the stream
+  after the run); minus the handler's own work (its ``handle()``, timed in process), the
+  runtime's overhead per hop: delivery, loading the session, appending the outputs (targets:
   median ≤ 2 ms, p99 ≤ 5 ms). Sessions run one at a time for this; their wall time per
   session is the per-session figure (target ≤ 50 ms).
 - **sessions/s**: ``--sessions`` sessions submitted ``--concurrency`` at a time, (a) every
@@ -142,23 +143,26 @@ class Timed:
 
 
 class Hops:
-    """Arrival times of session events on a core subscription, keyed by event id."""
+    """A hop, from the stream's own clock: the time the server stored a handler's first output
+    of a decision minus the time it stored the event that caused it. Every event of the given
+    sessions is read back with the server's store timestamp (``STREAM.MSG.GET``)."""
 
     def __init__(self) -> None:
-        self.arrived: dict[str, float] = {}
+        self.stored: dict[str, float] = {}
         self.events: list[Any] = []
 
-    async def on_msg(self, msg: Any) -> None:
-        from oopav.events.codec import decode
+    async def collect(self, bus: Any, session_ids: list[str]) -> None:
+        from oopav.bus.streams import EVENTS_STREAM
 
-        t = time.perf_counter()
-        e = decode(msg.data)
-        self.arrived[e.id] = t
-        self.events.append(e)
+        for sid in session_ids:
+            for seq, e in await bus.events.read("session", sid):
+                msg = await bus.events.js.get_msg(EVENTS_STREAM, seq=seq)
+                self.stored[e.id] = msg.time.timestamp()
+                self.events.append(e)
 
     def hops(self) -> list[tuple[str, float, float]]:
         """(``cause_type -> output_type [handler]``, hop ms, the handler's own ms) for the
-        first output of every batch."""
+        first output of every decision."""
         by_id = {e.id: e for e in self.events}
         seen: set[tuple[str, str]] = set()
         out = []
@@ -169,7 +173,7 @@ class Hops:
             if cause is None or key in seen or e.causation_id == e.id:
                 continue
             seen.add(key)
-            ms = (self.arrived[e.id] - self.arrived[cause.id]) * 1000
+            ms = (self.stored[e.id] - self.stored[cause.id]) * 1000
             out.append((f"{cause.type} -> {e.type} [{handler}]", ms, Timed.spent.get(key, 0.0)))
         return out
 
@@ -202,9 +206,16 @@ async def wait_ready(bus: Any, timeout: float = 120.0) -> None:
     raise SystemExit("the handler processes did not start")
 
 
-async def run_batch(bus: Any, body: dict[str, Any], n: int, concurrency: int) -> float:
-    """Submit ``n`` sessions, at most ``concurrency`` in flight; seconds until all completed.
-    Each submission is made unique (the intake matches replies by a digest of the payload)."""
+async def run_batch(
+    bus: Any,
+    body: dict[str, Any],
+    n: int,
+    concurrency: int,
+    sessions: list[str] | None = None,
+) -> float:
+    """Submit ``n`` sessions, at most ``concurrency`` in flight; seconds until all completed
+    (their ids appended to ``sessions``). Each submission is made unique (the intake matches
+    replies by a digest of the payload)."""
     from oopav.services import submit_task
 
     sem = asyncio.Semaphore(concurrency)
@@ -216,6 +227,8 @@ async def run_batch(bus: Any, body: dict[str, Any], n: int, concurrency: int) ->
             if "session_id" not in reply or "error" in reply:
                 raise SystemExit(f"submission refused: {reply}")
             await wait_done(bus, [reply["session_id"]])
+            if sessions is not None:
+                sessions.append(reply["session_id"])
 
     t = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(n)))
@@ -299,7 +312,7 @@ async def reset_streams(settings: Any) -> None:
 
 
 FIGURES = [
-    Figure("hop_med", "hop (event in -> next event out), median", "ms"),
+    Figure("hop_med", "hop (event stored -> next output stored), median", "ms"),
     Figure("hop_p99", "hop, p99", "ms"),
     Figure("overhead_med", "runtime overhead per hop, median", "ms", 2.0, higher=False),
     Figure("overhead_p99", "runtime overhead per hop, p99", "ms", 5.0, higher=False),
@@ -325,15 +338,15 @@ async def measure(
     prof = cProfile.Profile() if args.profile else None
     async with in_process(settings, timed=True) as bus:
         await run_batch(bus, body, 2, 1)  # warm-up: imports, consumers, caches
-        sub = await bus.nc.subscribe("oopav.ev.session.>", cb=hops.on_msg)
+        sids: list[str] = []
         if prof:
             prof.enable()
         t = time.perf_counter()
-        await run_batch(bus, body, args.hop_sessions, 1)
+        await run_batch(bus, body, args.hop_sessions, 1, sids)
         seq_s = time.perf_counter() - t
         if prof:
             prof.disable()
-        await sub.unsubscribe()
+        await hops.collect(bus, sids)
     all_hops = hops.hops()
     values = [ms for _, ms, _ in all_hops]
     overhead = [ms - own for _, ms, own in all_hops]

@@ -44,7 +44,7 @@ async def run_handlers(
     from oopav.handlers.intake import Intake
     from oopav.handlers.ports import Ports
     from oopav.handlers.registry import ALL_HANDLERS, LOOP_HANDLERS, build_loop_handler
-    from oopav.handlers.runtime import HandlerRunner
+    from oopav.handlers.runtime import HandlerRunner, SessionCache
 
     chosen = names or ALL_HANDLERS
     ports = ports or Ports(settings=bus.settings, default_model=model, nats_url=bus.url)
@@ -90,11 +90,16 @@ async def run_handlers(
         memory = await _open_memory(bus)
         if memory is not None:
             tasks.append(asyncio.create_task(follow_memory(bus, memory, stop)))
+    # One session cache for the loop handlers of this process: each one's outputs are folded
+    # in as appended, so the next handler's input is usually folded without a read.
+    shared = SessionCache(bus.events)
     for name in chosen:
         if name in LOOP_HANDLERS:
             options = ConsumerOptions(concurrency=concurrency)
             services.append(
-                HandlerRunner(bus.nc, build_loop_handler(name, memory=memory), ports, options)
+                HandlerRunner(
+                    bus.nc, build_loop_handler(name, memory=memory), ports, options, cache=shared
+                )
             )
     if "reflector" in chosen:
         from oopav.handlers.registry import build_reflector

@@ -60,6 +60,13 @@ def test_bench_quick_prints_verdicts(script: str, needs: str | None) -> None:
     assert re.search(r"^targets: \d+/\d+ PASS$", out, re.M), out[-2000:]
 
 
+def test_memory_bench_quick_reports_the_rss_ratio_with_a_verdict() -> None:
+    out = run_quick("load.py", "--memory", "1000")
+    assert "(median of 1 run, spread min-max)" in out
+    assert re.search(r"RSS after 20 / after 10 .* target <= 1.50x  (PASS|MISS)$", out, re.M), out
+    assert re.search(r"sessions that succeeded\s+20\b", out), out
+
+
 def test_verdict_is_taken_on_the_median_not_the_best_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -175,3 +175,42 @@ def test_head_commit_matches_git_also_after_refs_are_packed(
     assert checkpoint(info, "nothing changed") == first  # no empty commit
     git(ws, "pack-refs", "--all")  # the loose ref is gone: git is asked instead
     assert head_commit(ws) == first
+
+
+@pytest.mark.parametrize("kind", ["worktree", "copy"])
+def test_head_tree_and_one_process_diffs_match_git(
+    tmp_path: Path, settings: Settings, kind: str
+) -> None:
+    from oopav.sandbox.workspace import (
+        diff_between,
+        git,
+        head_tree,
+        numstat_and_diff,
+    )
+
+    if kind == "worktree":
+        src = make_repo(tmp_path / "repo")
+    else:
+        src = tmp_path / "plain"
+        src.mkdir()
+        (src / "app.py").write_text("x = 1\n")
+    info = prepare_workspace(src, f"tree-{kind}", settings)
+    ws = Path(info.path)
+    assert head_tree(ws) == git(ws, "rev-parse", "HEAD^{tree}").strip()
+    write(ws, "a b.py", "y = 2\nz = 3\n")
+    write(ws, "app.py", "x = 2\n")
+    first = checkpoint(info, "step 1")
+    git(ws, "mv", "a b.py", "moved.py")  # a rename: two paths in the raw record
+    second = checkpoint(info, "step 2")
+    assert head_tree(ws) == git(ws, "rev-parse", "HEAD^{tree}").strip()
+    for before, after in ((info.base_commit, first), (first, second), (second, second)):
+        text, names = diff_between(ws, before, after)
+        assert text == git(ws, "diff", before, after)
+        assert names == git(ws, "diff", "--name-only", before, after).splitlines()
+        numstat, patch = numstat_and_diff(ws, before, after, "-U1")
+        assert numstat == git(ws, "diff", "--numstat", before, after).splitlines()
+        assert patch == git(ws, "diff", "-U1", before, after)
+    assert diff_between(ws, first, second)[1] == ["moved.py"]
+    git(ws, "gc", "-q")  # packed objects and refs: git must be asked
+    assert head_tree(ws) is None
+    assert head_tree(tmp_path / "nowhere") is None

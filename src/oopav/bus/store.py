@@ -300,6 +300,26 @@ class EventStore:
             prev = _canonical_hash(self.registry, linked)
         return out
 
+    async def link(
+        self, events: Sequence[Event], expected: int, prev_hash: str | None = None
+    ) -> list[Event]:
+        """``events`` as ``append_batch(events, expected=expected)`` will store them
+        (``prev_hash`` set on a chained aggregate), so a caller can fold what was stored.
+        ``prev_hash``: the hash of the aggregate's event at ``expected``, when the caller's
+        state knows it (a folded state's ``chain_hash``): spares the read of that event here
+        and in the append."""
+        if not events or not self._chained(events[0]):
+            return list(events)
+        if prev_hash is not None and expected:
+            first = events[0]
+            self._remember(first.aggregate, first.aggregate_id, expected, prev_hash)
+        return await self._linked(events, expected)
+
+    def canonical(self, event: Event) -> Event:
+        """``event`` as it reads back from the stream (a float field holding an int reads
+        back as a float): what a fold of the stream holds."""
+        return self.registry.decode(self.registry.encode(event))
+
     def _chained(self, event: Event) -> bool:
         return event.aggregate in CHAINED_AGGREGATES
 
@@ -788,7 +808,7 @@ class EventStore:
 
 def _canonical_hash(registry: Registry, event: Event) -> str:
     """The hash of ``event`` as it will read back (a float field holding an int, say, reads
-    back as a float), which is what the next event must carry."""
+    back as a float), which is what the next event must carry (``EventStore.canonical``)."""
     return event_hash(registry.decode(registry.encode(event)))
 
 

@@ -154,11 +154,18 @@ def _fingerprint(scanned: Sequence[tuple[str, os.stat_result]]) -> str:
 
 
 def _clean_git_key(root: Path) -> str | None:
-    out = _git(root, "rev-parse", "--show-prefix", "HEAD^{tree}")
-    if out is None:
-        return None
-    prefix, _, rest = out.partition("\n")
-    tree = rest.strip()
+    from oopav.sandbox.workspace import head_tree
+
+    # The top level of a work tree (a session's workspace) has no prefix, and its HEAD's tree
+    # can be read from the files: one git process fewer per map.
+    tree = head_tree(root) if os.path.lexists(root / ".git") else None
+    prefix = ""
+    if tree is None:
+        out = _git(root, "rev-parse", "--show-prefix", "HEAD^{tree}")
+        if out is None:
+            return None
+        prefix, _, rest = out.partition("\n")
+        tree = rest.strip()
     status = _git(root, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
     if tree and status == "":
         return f"git:{tree}:{prefix.strip()}"

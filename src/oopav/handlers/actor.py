@@ -292,7 +292,7 @@ class Actor:
         self, action_id: str, plan, grants_used: list[str], state: SessionState, out: Emitter
     ) -> None:  # type: ignore[no-untyped-def]
         from oopav.sandbox.apply import apply_plan
-        from oopav.sandbox.workspace import checkpoint, git, head_commit
+        from oopav.sandbox.workspace import checkpoint, diff_between, head_commit
 
         info = workspace_info(state, None)
         root = Path(info.path)
@@ -331,14 +331,8 @@ class Actor:
         diff = ""
         files: list[str] = []
         if commit != before:
-            diff = cap_diff(
-                await asyncio.to_thread(git, root, "diff", before, commit),
-                out.ports,
-                state.session_id,
-                f"{action_id}.diff",
-            )
-            names = await asyncio.to_thread(git, root, "diff", "--name-only", before, commit)
-            files = [n for n in names.splitlines() if n]
+            text, files = await asyncio.to_thread(diff_between, root, before, commit)
+            diff = cap_diff(text, out.ports, state.session_id, f"{action_id}.diff")
         out.emit(
             ev.ActionApplied,
             action_id=action_id,
@@ -560,7 +554,7 @@ def _numbered_file(root: Path, rel: str, idents: tuple[str, ...] = ()) -> str:
 def _last_change(state: SessionState, root: Path) -> str:
     """Files and changed lines per file of the last applied action, and a bounded preview of
     its diff (from the workspace's checkpoints)."""
-    from oopav.sandbox.workspace import git
+    from oopav.sandbox.workspace import numstat_and_diff
 
     applied = [a for a in state.actions if a.status == "applied" and a.checkpoint]
     if not applied:
@@ -568,12 +562,11 @@ def _last_change(state: SessionState, root: Path) -> str:
     last = applied[-1]
     before = applied[-2].checkpoint if len(applied) > 1 else state.workspace.base_commit  # type: ignore[union-attr]
     try:
-        numstat = git(root, "diff", "--numstat", f"{before}", f"{last.checkpoint}")
-        diff = git(root, "diff", "-U1", f"{before}", f"{last.checkpoint}")
+        numstat, diff = numstat_and_diff(root, f"{before}", f"{last.checkpoint}", "-U1")
     except Exception:
         return ""
     rows = []
-    for line in numstat.splitlines():
+    for line in numstat:
         parts = line.split("\t")
         if len(parts) == 3:
             rows.append(f"- {parts[2]}: +{parts[0]} -{parts[1]} lines")

@@ -18,7 +18,7 @@ from nats.aio.client import Client as NATS
 
 from oopav.bus.consumer import ConsumerOptions, DeadLetter, Delivery, HandlerConsumer
 from oopav.bus.errors import ConcurrencyConflict
-from oopav.bus.store import EventStore, Undecodable
+from oopav.bus.store import MAX_ATOMIC_BATCH, EventStore, Undecodable
 from oopav.events.catalog import Event
 from oopav.events.ids import derive_id
 from oopav.handlers.ports import Ports
@@ -40,31 +40,94 @@ class Handler(Protocol):
 
 
 class SessionCache:
-    """Session states folded from the stream, kept current by reading only the tail."""
+    """Session states folded from the stream, kept current by reading only the tail.
+
+    One cache may serve every handler of a process (``run_handlers`` shares it): a handler's
+    outputs are folded in whole as they are appended (the linked events, at the sequences
+    the server gave them), so when the next handler of the process receives one of them its
+    state is already there, without a round trip to the server. Events another process
+    stored later may be missing; the append's optimistic check catches those (a conflict,
+    then a reload), as it catches a write between a read and an append."""
 
     def __init__(self, events: EventStore, max_sessions: int = 512) -> None:
         self.events = events
         self.max_sessions = max_sessions
         self._states: dict[str, SessionState] = {}
+        self._pending: dict[str, tuple[int, list[Event]]] = {}
+        self.reads = 0
+        self.followed = 0
 
-    async def load(self, session_id: str) -> SessionState:
+    async def load(
+        self, session_id: str, delivered: tuple[int, Event] | None = None
+    ) -> SessionState:
+        """The session's state as of its last stored event. ``delivered``: the (stream
+        sequence, event) just delivered; no read when the cache already holds its batch."""
         cached = self._states.get(session_id)
-        if cached is None:
-            cached = initial(session_id)
-        start = cached.last_sequence + 1
-        for seq, event in await self.events.read_with_undecodable(
-            "session", session_id, from_seq=start
+        if (
+            delivered is not None
+            and cached is not None
+            and self._fold_delivered(cached, *delivered)
         ):
-            if isinstance(event, Undecodable):
-                # Garbage on the session's subjects is not part of its state, but it is part
-                # of the subject sequence the next append is checked against.
-                cached.last_sequence = seq
-                continue
-            evolve(cached, event, seq)
+            self.followed += 1
+        else:
+            if cached is None:
+                cached = initial(session_id)
+            start = cached.last_sequence + 1
+            self.reads += 1
+            for seq, event in await self.events.read_with_undecodable(
+                "session", session_id, from_seq=start
+            ):
+                if isinstance(event, Undecodable):
+                    # Garbage on the session's subjects is not part of its state, but it is
+                    # part of the subject sequence the next append is checked against.
+                    cached.last_sequence = max(cached.last_sequence, seq)
+                    continue
+                evolve(cached, event, seq)
         if len(self._states) >= self.max_sessions and session_id not in self._states:
             self._states.pop(next(iter(self._states)))
         self._states[session_id] = cached
         return _copy(cached)
+
+    def _fold_delivered(self, cached: SessionState, sequence: int, event: Event) -> bool:
+        """Bring ``cached`` up to the delivered event without a read, when that is exact."""
+        if sequence <= cached.last_sequence:
+            return True  # folded already: the cache is contiguous from the session's start
+        # Delivered before its own append returned: it belongs to a batch this process is
+        # appending on the cached state. The batch was stored whole, on consecutive sequences.
+        # (An event from elsewhere is read, with the rest of its batch: deciding on part of a
+        # batch would only conflict, after a model call.)
+        pending = self._pending.get(cached.session_id)
+        if pending is not None and pending[0] == cached.last_sequence:
+            ids = [e.id for e in pending[1]]
+            # Equal, not only the same id: another process may have stored its own decision
+            # on the same input (same derived ids, another timestamp).
+            if event.id in ids and pending[1][ids.index(event.id)] == event:
+                first = sequence - ids.index(event.id)
+                for i, e in enumerate(pending[1]):
+                    evolve(cached, e, first + i)
+                return True
+        return False
+
+    def appending(self, session_id: str, expected: int, linked: Sequence[Event]) -> None:
+        """A decision's outputs (as they will be stored) are being appended at ``expected``."""
+        if len(linked) <= MAX_ATOMIC_BATCH:
+            self._pending[session_id] = (expected, list(linked))
+
+    def appended(
+        self, session_id: str, expected: int, stored: Sequence[tuple[int, Event]] | None
+    ) -> None:
+        """The append announced by ``appending`` ended (``stored``: the events with their
+        sequences, None when it failed)."""
+        self._pending.pop(session_id, None)
+        if stored is None:
+            return
+        # Folded when the cache still stands where the decision was checked (unless the
+        # delivery of one of them folded the batch already); otherwise the next load reads.
+        cached = self._states.get(session_id)
+        if cached is None or cached.last_sequence != expected:
+            return
+        for seq, event in stored:
+            evolve(cached, event, seq)
 
     def forget(self, session_id: str) -> None:
         self._states.pop(session_id, None)
@@ -83,10 +146,13 @@ class HandlerRunner:
     handler: Handler
     ports: Ports
     options: ConsumerOptions = field(default_factory=ConsumerOptions)
+    # Shared by the handlers of one process (``run_handlers``); one of its own otherwise.
+    cache: SessionCache | None = None
 
     def __post_init__(self) -> None:
-        self.events = EventStore(self.nc)
-        self.cache = SessionCache(self.events)
+        if self.cache is None:
+            self.cache = SessionCache(EventStore(self.nc))
+        self.events = self.cache.events
         if self.ports.guidance is None:
             from oopav.handlers.guidance import StreamGuidance
 
@@ -106,8 +172,17 @@ class HandlerRunner:
         bound = log.bind(
             handler=self.handler.name, session_id=event.aggregate_id, event_id=event.id
         )
+        # A first delivery may be in the cache already (no read); a redelivery, or a retry
+        # after a conflict, reads the tail.
+        delivered = (
+            (delivery.stream_sequence, event)
+            if delivery is not None and delivery.num_delivered == 1
+            else None
+        )
+        cache = self.cache
+        assert cache is not None
         for attempt in range(MAX_CONFLICT_RETRIES):
-            state = await self.cache.load(event.aggregate_id)
+            state = await cache.load(event.aggregate_id, delivered if attempt == 0 else None)
             if state.has_event(derive_id(event.id, self.handler.name, 0)):
                 bound.debug("already_handled")
                 return
@@ -116,12 +191,29 @@ class HandlerRunner:
             outputs = await self.handler.handle(event, state, self.ports, delivery)
             if not outputs:
                 return
+            expected = state.last_sequence
+            sid = event.aggregate_id
+            # The state's chain hash is the hash of the event at `expected` (no read for it).
+            prev = state.chain_hash if state.chained else None
+            linked = await self.events.link(outputs, expected, prev_hash=prev)
+            stored = [self.events.canonical(e) for e in linked]
+            cache.appending(sid, expected, stored)
             try:
-                await self.events.append_batch(outputs, expected=state.last_sequence)
+                appended = await self.events.append_batch(linked, expected=expected)
             except ConcurrencyConflict as exc:
+                cache.appended(sid, expected, None)
                 bound.info("conflict_retry", attempt=attempt, error=str(exc))
                 await asyncio.sleep(0.01 * (attempt + 1))
                 continue
+            except BaseException:
+                cache.appended(sid, expected, None)
+                raise
+            if any(a.duplicate for a in appended):
+                cache.appended(sid, expected, None)
+                cache.forget(sid)
+            else:
+                at = [(a.sequence, e) for a, e in zip(appended, stored, strict=True)]
+                cache.appended(sid, expected, at)
             self.decisions += 1
             bound.info("decided", emitted=[e.type for e in outputs])
             return
@@ -142,7 +234,7 @@ class HandlerRunner:
         error = letter.error or letter.reason
         summary = f"the {self.handler.name} handler gave up on {event.type} (seq {letter.stream_sequence}): {error}"
         for attempt in range(MAX_CONFLICT_RETRIES):
-            state = await self.cache.load(event.aggregate_id)
+            state = await self.cache.load(event.aggregate_id)  # type: ignore[union-attr]
             if state.phase in ("completed", "rejected"):
                 return
             # Salted: its id differs from the handler's own first output for this input.

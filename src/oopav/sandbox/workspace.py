@@ -295,23 +295,80 @@ def head_commit(path: Path) -> str:
     runs): one git process fewer on every step. Anything else (a packed ref, reftable, an
     unexpected layout) asks git."""
     try:
-        gitdir = _gitdir_of(Path(path))
-        head = (gitdir / "HEAD").read_text().strip()
-        if head.startswith("ref: "):
-            ref = head[5:].strip()
-            common = gitdir
-            commondir = gitdir / "commondir"
-            if commondir.is_file():
-                common = (gitdir / commondir.read_text().strip()).resolve()
-            for base in (gitdir, common):
-                value = _hash_in(base / ref)
-                if value:
-                    return value
-        elif _is_hash(head):
-            return head
+        found = _head_from_files(_gitdir_of(Path(path)))
     except OSError:
-        pass
-    return git(Path(path), "rev-parse", "HEAD").strip()
+        found = None
+    return found or git(Path(path), "rev-parse", "HEAD").strip()
+
+
+def _common_dir(gitdir: Path) -> Path:
+    commondir = gitdir / "commondir"
+    if commondir.is_file():
+        return (gitdir / commondir.read_text().strip()).resolve()
+    return gitdir
+
+
+def _head_from_files(gitdir: Path) -> str | None:
+    head = (gitdir / "HEAD").read_text().strip()
+    if head.startswith("ref: "):
+        ref = head[5:].strip()
+        for base in (gitdir, _common_dir(gitdir)):
+            value = _hash_in(base / ref)
+            if value:
+                return value
+        return None
+    return head if _is_hash(head) else None
+
+
+def head_tree(path: Path) -> str | None:
+    """The tree of the HEAD commit of the work tree whose top level is ``path``, read from a
+    loose commit object (a session's checkpoints are loose), or None when git must be asked
+    (no `.git` here, a packed ref or object, another layout)."""
+    import zlib
+
+    try:
+        gitdir = _gitdir_of(Path(path))
+        commit = _head_from_files(gitdir)
+        if commit is None or len(commit) != 40:
+            return None
+        obj = _common_dir(gitdir) / "objects" / commit[:2] / commit[2:]
+        data = zlib.decompress(obj.read_bytes())
+    except (OSError, zlib.error):
+        return None
+    header, _, body = data.partition(b"\0")
+    if not header.startswith(b"commit ") or not body.startswith(b"tree "):
+        return None
+    tree = body[5 : body.find(b"\n")].decode("ascii", "replace")
+    return tree if _is_hash(tree) else None
+
+
+def diff_between(path: Path, before: str, after: str) -> tuple[str, list[str]]:
+    """``git diff before after`` and the changed paths (``--name-only``, unquoted) from one
+    git process: ``--raw -z`` records come first, then the patch, byte for byte the same."""
+    out = git(path, "diff", "--raw", "-z", "-p", before, after)
+    names: list[str] = []
+    pos = 0
+    while out.startswith(":", pos):
+        end = out.index("\0", pos)
+        status = out[pos:end].rsplit(" ", 1)[-1]
+        pos = end + 1
+        paths = []
+        for _ in range(2 if status[:1] in ("R", "C") else 1):
+            end = out.index("\0", pos)
+            paths.append(out[pos:end])
+            pos = end + 1
+        names.append(paths[-1])
+    if out.startswith("\0", pos):
+        pos += 1
+    return out[pos:], names
+
+
+def numstat_and_diff(path: Path, before: str, after: str, *args: str) -> tuple[list[str], str]:
+    """``git diff --numstat`` lines and ``git diff <args>`` (a patch) from one git process."""
+    out = git(path, "diff", "--numstat", "-p", *args, before, after)
+    lines = out.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith("diff --git")), len(lines))
+    return [line for line in lines[:start] if line], "\n".join(lines[start:])
 
 
 def _gitdir_of(path: Path) -> Path:
