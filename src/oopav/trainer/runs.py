@@ -149,7 +149,11 @@ def recipe_of(recipe: str) -> tuple[type, Callable[..., dict[str, Any]]]:
         from oopav.trainer.grpo import GRPORecipe, train_grpo
 
         return GRPORecipe, train_grpo
-    raise ValueError(f"unknown recipe {recipe!r}; one of: sft, grpo")
+    if recipe == "rft":
+        from oopav.trainer.rft import RFTRecipe, train_rft
+
+        return RFTRecipe, train_rft
+    raise ValueError(f"unknown recipe {recipe!r}; one of: sft, grpo, rft")
 
 
 async def run_training(
