@@ -42,6 +42,11 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def load_avg() -> float:
+    """The 1-minute load average: the machine is shared, so every figure carries it."""
+    return round(os.getloadavg()[0], 2)
+
+
 def evaluate(model_dir: str, tasks: list[Any], label: str) -> dict[str, Any]:
     from oopav.trainer.evaluate import evaluate_model, load_hf
 
@@ -50,6 +55,7 @@ def evaluate(model_dir: str, tasks: list[Any], label: str) -> dict[str, Any]:
     report = evaluate_model(model, tok, tasks, name=label, max_new_tokens=120)
     s = report.summary()
     s["eval_seconds"] = time.perf_counter() - t0
+    s["load"] = load_avg()
     log(
         f"eval {label}: n={s['n']} valid={s['valid']:.1%} exact={s['exact']:.1%} "
         f"reward={s['reward']:.3f}"
@@ -69,6 +75,7 @@ async def run(
     seed: int = 0,
     workdir: Path | None = None,
     snippet_chars: int = 360,
+    threads: int = 1,
 ) -> dict[str, Any]:
     from oopav.bus.server import EmbeddedServer
     from oopav.bus.store import EventStore, connect
@@ -152,7 +159,6 @@ async def run(
         base = str(build_policy(work / "base", texts, shape=shape, seed=seed))
         figures["parameters"] = parameter_count(base)
         log(f"policy: {figures['parameters']:,} parameters")
-        threads = max(1, min(2, os.cpu_count() or 1))
 
         async def sft(name: str, model: str, dataset: Path, seconds: float) -> dict[str, Any]:
             # The short form is bounded by steps (the same result on a busy machine), the full
@@ -170,14 +176,19 @@ async def run(
                 eval_n=0,
                 threads=threads,
             )
-            t0 = time.perf_counter()
+            t0, load0 = time.perf_counter(), load_avg()
             res = await record_run(
                 store, "sft", to_dict(cfg), cfg.output_dir, lambda emit: train_sft(cfg, emit)
             )
             if res["status"] != "completed":
                 raise RuntimeError(f"{name} failed: {res['error']}")
             res["wall_seconds"] = time.perf_counter() - t0
-            log(f"{name}: {res['steps']} steps in {res['wall_seconds']:.0f}s")
+            res["steps_per_s"] = res["steps"] / max(res["seconds"], 1e-9)
+            res["load"] = [load0, load_avg()]
+            log(
+                f"{name}: {res['steps']} steps in {res['wall_seconds']:.0f}s "
+                f"({res['steps_per_s']:.2f} steps/s, load {res['load']})"
+            )
             return res
 
         before = evaluate(base, test_shown, "untrained")
@@ -188,6 +199,8 @@ async def run(
             "after": after,
             "sft_steps": a["steps"],
             "sft_seconds": a["wall_seconds"],
+            "sft_steps_per_s": a["steps_per_s"],
+            "sft_load": a["load"],
             "run_id": a["run_id"],
         }
 
@@ -319,6 +332,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--snippet-chars", type=int, default=360, help="Longest pre snippet.")
     ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1 is faster on a shared machine)."
+    )
+    ap.add_argument("--workdir", type=Path, help="Keep everything here (default: a temp dir).")
+    ap.add_argument(
         "--json", dest="json_out", type=Path, help="Also write the figures as JSON here."
     )
     args = ap.parse_args()
@@ -333,6 +350,8 @@ def main() -> None:
             heldout_family=args.heldout_family,
             seed=args.seed,
             snippet_chars=args.snippet_chars,
+            threads=args.threads,
+            workdir=args.workdir,
         )
     )
     if args.json_out:

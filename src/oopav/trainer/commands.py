@@ -181,7 +181,7 @@ def tasks_generate(
 
 
 @click.command("train")
-@click.argument("recipe", type=click.Choice(["sft", "srl", "grpo"]))
+@click.argument("recipe", type=click.Choice(["sft", "srl", "grpo", "rft"]))
 @click.option(
     "--config",
     "config_path",
@@ -191,7 +191,8 @@ def tasks_generate(
 @click.pass_context
 def train(ctx: click.Context, recipe: str, config_path: Path) -> None:
     """Train a policy with TRL (SFTTrainer / GRPOTrainer; srl: GRPO scored by reward_srl
-    against a teacher's step actions) from a YAML config. The run is an
+    against a teacher's step actions; rft: rejection-sampling fine-tuning) from a YAML
+    config. The run is an
     aggregate on the stream: training_started, training_step_completed, checkpoint_saved,
     evaluation_completed, training_completed (`oopav runs`)."""
     from oopav.trainer.config import ConfigError

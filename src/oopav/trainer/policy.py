@@ -2,9 +2,11 @@
 tokenizer trained on the task corpus. No weights are downloaded, ever.
 
 The tokenizer is trained on the prompts and answers the policy will see (plus the generic
-corpus of :mod:`oopav.models.tiny`), so the contract's constant pieces (``<action>``,
-``"type":"ast_grep"``, ``$$$ARGS``) become few tokens and sequences stay short on CPU. It keeps
-the chat template of the tiny model, so a checkpoint works as ``--model hf:<dir>``.
+corpus of :mod:`oopav.models.tiny`), and the answer contract's constant pieces
+(:data:`CONTRACT_PIECES`: ``<think></think>``, ``{"type":"ast_grep"``, ``","rewrite":"``, …)
+are whole tokens: BPE alone splits them into ~35 tokens of a ~50-token answer, which the
+policy pays for on every training step and every decoding step. It keeps the chat template of
+the tiny model, so a checkpoint works as ``--model hf:<dir>``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,17 @@ from typing import Any
 
 from oopav.models.grammar import require
 from oopav.models.tiny import CHAT_TEMPLATE, SPECIAL_TOKENS
+
+# The constant text of an answer (oopav.trainer.tasks.target_text), one token each.
+CONTRACT_PIECES: tuple[str, ...] = (
+    "<think></think>\n<action>",
+    '{"type":"ast_grep","pattern":"',
+    '","rewrite":"',
+    '","language":"python"}',
+    '","language":"javascript"}',
+    "</action>\n<state_update>{}</state_update>",
+    "$$$ARGS",
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Any:
         show_progress=False,
     )
     tok.train_from_iterator([*texts, *_corpus()], trainer=trainer)
+    tok.add_tokens([tokenizers.AddedToken(p, normalized=False) for p in CONTRACT_PIECES])
     fast = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|endoftext|>",

@@ -153,7 +153,11 @@ def recipe_of(recipe: str) -> tuple[type, Callable[..., dict[str, Any]]]:
         from oopav.trainer.srl import SRLRecipe, train_srl
 
         return SRLRecipe, train_srl
-    raise ValueError(f"unknown recipe {recipe!r}; one of: sft, srl, grpo")
+    if recipe == "rft":
+        from oopav.trainer.rft import RFTRecipe, train_rft
+
+        return RFTRecipe, train_rft
+    raise ValueError(f"unknown recipe {recipe!r}; one of: sft, srl, grpo, rft")
 
 
 async def run_training(

@@ -45,7 +45,13 @@ class SFTRecipe:
     eval_split: str = "test"
     lora: bool = False
     use_cpu: bool = True
-    threads: int = 0  # torch threads on CPU (0: torch's default)
+    # torch threads on CPU (0: torch's default). On a machine shared with other work, 1 is
+    # faster than 2: two OpenMP threads that wait on each other ran 5x slower at load average
+    # 4 on 2 cores (docs/benchmarks.md#learning).
+    threads: int = 0
+    # Batches of similar lengths: padding to the longest in a batch of random samples wasted
+    # about a third of every step.
+    group_by_length: bool = True
 
 
 def training_rows(cfg: SFTRecipe, tokenizer: Any) -> tuple[list[dict[str, str]], str, str]:
@@ -174,7 +180,7 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
     import torch
     from datasets import Dataset
     from transformers import AutoTokenizer, TrainerCallback
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     from oopav.trainer.callbacks import RunCallback
 
@@ -184,23 +190,11 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
     tokenizer = AutoTokenizer.from_pretrained(base)
     rows, source, digest = training_rows(cfg, tokenizer)
     model, peft_config = start_run(base, rows, source, digest, emit, lora=cfg.lora)
-    args = SFTConfig(
-        output_dir=cfg.output_dir,
+    args = sft_args(
+        cfg,
         max_steps=cfg.max_steps,
-        per_device_train_batch_size=cfg.batch_size,
-        learning_rate=cfg.learning_rate,
-        lr_scheduler_type="constant" if cfg.lr_scheduler == "time_cosine" else cfg.lr_scheduler,
+        lr_scheduler="constant" if cfg.lr_scheduler == "time_cosine" else cfg.lr_scheduler,
         warmup_steps=max(0, int(cfg.warmup_ratio * cfg.max_steps)),
-        max_length=cfg.max_length,
-        logging_steps=cfg.logging_steps,
-        save_strategy="steps" if cfg.save_steps else "no",
-        save_steps=cfg.save_steps or 500,
-        seed=cfg.seed,
-        use_cpu=cfg.use_cpu or not torch.cuda.is_available(),
-        report_to=[],
-        dataloader_num_workers=0,
-        disable_tqdm=False,
-        bf16=False,
     )
     callback = RunCallback(emit)
     callbacks: list[Any] = [callback]
@@ -221,6 +215,40 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         optimizers=optimizers,
     )
     return train_and_save(trainer, tokenizer, cfg, emit)
+
+
+def sft_args(
+    cfg: Any, *, max_steps: int, lr_scheduler: str, warmup_steps: int, logging_steps: int = 0
+) -> Any:
+    """TRL's SFTConfig for a recipe (SFT, or the fine-tuning phase of RFT), set for a small
+    policy on CPU."""
+    import torch
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=cfg.output_dir,
+        max_steps=max_steps,
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type=lr_scheduler,
+        warmup_steps=warmup_steps,
+        max_length=getattr(cfg, "max_length", 512),
+        logging_steps=logging_steps or cfg.logging_steps,
+        save_strategy="steps" if getattr(cfg, "save_steps", 0) else "no",
+        save_steps=getattr(cfg, "save_steps", 0) or 500,
+        seed=cfg.seed,
+        use_cpu=cfg.use_cpu or not torch.cuda.is_available(),
+        report_to=[],
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+        bf16=False,
+        # TRL turns it on by default (as gradient_checkpointing); it recomputes every layer's
+        # forward on the backward pass, which a 3M-parameter policy never needs for memory.
+        activation_checkpointing=False,
+        train_sampling_strategy="group_by_length"
+        if getattr(cfg, "group_by_length", True)
+        else "random",
+    )
 
 
 def evaluate_after(

@@ -1,0 +1,156 @@
+"""oopav train rft: rejection-sampling fine-tuning from reward_env verdicts (CPU, tiny policy)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from oopav.cli import cli
+
+pytest.importorskip("trl")
+
+
+@pytest.fixture(scope="module")
+def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from oopav.trainer.tasks import generate, write_tasks
+
+    out = tmp_path_factory.mktemp("tasks")
+    write_tasks(generate(40, seed=5, holdout=0.3, families=("rename_call", "swap_args")), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def base_model(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
+    from oopav.trainer.policy import PolicyShape, build_policy
+    from oopav.trainer.tasks import load_tasks, target_text
+
+    texts = [t.instruction + t.pre + target_text(t.rule) for t in load_tasks(tasks_dir)]
+    shape = PolicyShape(
+        vocab_size=400, hidden_size=32, intermediate_size=64, layers=1, heads=2, kv_heads=1
+    )
+    return build_policy(tmp_path_factory.mktemp("base") / "m", texts, shape=shape)
+
+
+def run_events(nats_url: str, run_id: str) -> list[Any]:
+    import asyncio
+
+    from oopav.bus.store import EventStore, connect
+
+    async def go() -> list[Any]:
+        nc = await connect(nats_url, name="test")
+        try:
+            return [e for _, e in await EventStore(nc).read("run", run_id)]
+        finally:
+            await nc.close()
+
+    return asyncio.run(go())
+
+
+def task_of(prompt: str, tasks: list[Any]) -> Any:
+    (task,) = [t for t in tasks if t.instruction in prompt and t.pre in prompt]
+    return task
+
+
+def scripted_samples(tasks_dir: Path) -> Any:
+    """A stand-in sampler: per prompt, the gold answer once, a no-op rule, an unparsable
+    answer and a rule that renames the wrong thing."""
+    from oopav.trainer.tasks import load_tasks, target_text
+
+    tasks = load_tasks(tasks_dir)
+
+    def sample(model: Any, tokenizer: Any, prompts: list[str], cfg: Any, deadline: float) -> Any:
+        out = []
+        for p in prompts:
+            task = task_of(p, tasks)
+            gold = target_text(task.rule)
+            noop = target_text({**task.rule, "rewrite": task.rule["pattern"]})
+            wrong = target_text({**task.rule, "rewrite": "nothing_like_it()"})
+            out.append([noop, "not an action", gold, wrong, gold][: cfg.samples])
+        return out
+
+    return sample
+
+
+def test_rft_keeps_only_rewarded_samples_and_fine_tunes_on_them(
+    tmp_path: Path, tasks_dir: Path, base_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oopav.trainer import rft
+    from oopav.trainer.rewards import score_env
+    from oopav.trainer.tasks import load_tasks
+
+    monkeypatch.setattr(rft, "sample", scripted_samples(tasks_dir))
+    events: list[tuple[str, dict[str, Any]]] = []
+    cfg = rft.RFTRecipe(
+        output_dir=str(tmp_path / "r"),
+        model=str(base_model),
+        tasks=str(tasks_dir),
+        rounds=2,
+        samples=5,
+        keep_per_prompt=2,
+        batch_size=4,
+        eval_n=0,
+    )
+    result = rft.train_rft(cfg, lambda kind, fields: events.append((kind, fields)))
+    train = load_tasks(tasks_dir)
+    kept = [json.loads(line) for line in (tmp_path / "r" / "kept.jsonl").read_text().splitlines()]
+    # Gold once per prompt (its duplicate and the unrewarded samples are dropped), and the
+    # second round finds nothing new.
+    assert result["kept"] == len(kept) == len(train)
+    by_prompt = {k["prompt"]: k for k in kept}
+    assert len(by_prompt) == len(train)
+    for prompt, k in by_prompt.items():
+        t = task_of(prompt, train)
+        assert score_env(k["completion"], t.pre, t.post).exact and k["reward"] == 1.0
+    steps = [f for kind, f in events if kind == "step"]
+    assert [s["metrics"]["kept_new"] for s in steps] == [len(train), 0]
+    assert all(s["zero_std_fraction"] == 0.0 for s in steps)  # every group's rewards differ
+    assert steps[0]["validity"] == pytest.approx(4 / 5)
+    # It fine-tuned on the kept samples, and not again when a round kept nothing new.
+    assert steps[0]["step"] == steps[1]["step"] == result["steps"] > 0
+    assert steps[0]["loss"] is not None and steps[1]["loss"] is None
+    assert events[0][0] == "started"
+    assert ("checkpoint", True) in [(kind, f.get("final")) for kind, f in events]
+
+
+def test_train_rft_cli_records_a_run(
+    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
+) -> None:
+    cfg = {
+        "output_dir": str(tmp_path / "r"),
+        "model": str(base_model),
+        "tasks": str(tasks_dir),
+        "families": ["swap_args"],
+        "rounds": 2,
+        "samples": 3,
+        "max_completion_length": 12,
+        "eval_n": 2,
+    }
+    (tmp_path / "rft.yaml").write_text(yaml.safe_dump(cfg))
+    args = ["--nats-url", nats_url, "--data-dir", str(tmp_path / "data")]
+    r = CliRunner().invoke(
+        cli, [*args, "train", "rft", "--config", str(tmp_path / "rft.yaml")], catch_exceptions=False
+    )
+    assert r.exit_code == 0, r.output
+    result = json.loads([x for x in r.stdout.splitlines() if x.startswith('{"')][-1])
+    assert result["status"] == "completed"
+    events = run_events(nats_url, result["run_id"])
+    types = [e.type for e in events]
+    assert types[0] == "training_started" and types[-1] == "training_completed"
+    assert events[0].recipe == "rft"
+    assert types.count("training_step_completed") == 2  # one per round
+    assert "checkpoint_saved" in types and "evaluation_completed" in types
+    steps = [e for e in events if e.type == "training_step_completed"]
+    assert all(s.reward_mean is not None and s.validity is not None for s in steps)
+    assert all(s.metrics["prompts"] > 0 for s in steps)
+    # An untrained policy's samples earn no reward, so nothing may be kept.
+    kept = (tmp_path / "r" / "kept.jsonl").read_text().splitlines()
+    assert all(json.loads(k)["reward"] >= 1.0 for k in kept)
+
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**cfg, "keep_min_reward": -1.0}))
+    r = CliRunner().invoke(cli, [*args, "train", "rft", "--config", str(tmp_path / "bad.yaml")])
+    assert r.exit_code != 0 and "keep_min_reward" in r.output
