@@ -1,4 +1,5 @@
-"""CLI commands of oopav.models (registered by oopav.cli): ``oopav models check <spec>``."""
+"""CLI commands of oopav.models (registered by oopav.cli): ``oopav models check <spec>`` and
+``oopav schema export``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ EXIT_BAD_OUTPUT = 2
 def register(cli: click.Group) -> None:
     """Add this area's commands to the top-level group."""
     cli.add_command(models)
+    cli.add_command(schema)
 
 
 @click.group("models")
@@ -132,3 +134,77 @@ async def _check(
     else:
         out["action"] = msgspec.to_builtins(action)
     return out
+
+
+@click.group("schema")
+def schema() -> None:
+    """The answer language as a JSON schema or a grammar, for constrained decoders."""
+
+
+@schema.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json-schema", "gbnf", "lark"]),
+    required=True,
+    help="json-schema: the payload only; gbnf (llama.cpp, vLLM, xgrammar) and lark: the whole "
+    "answer, <think>, the tagged payload and <state_update>.",
+)
+@click.option(
+    "--tag",
+    type=click.Choice(["action", "plan", "verdict"]),
+    default="action",
+    show_default=True,
+    help="Whose answer: the actor's <action>, the planner's <plan>, the critic's <verdict>.",
+)
+@click.option("--out", type=click.Path(dir_okay=False, writable=True), help="Default: stdout.")
+@click.option(
+    "--compact",
+    is_flag=True,
+    help="The decoding form: no whitespace inside JSON, one newline between blocks.",
+)
+@click.option("--think-chars", type=click.IntRange(min=1), help="Bound the think text.")
+@click.option("--max-string", type=click.IntRange(min=0), help="Bound every string's length.")
+@click.option("--max-items", type=click.IntRange(min=0), help="Bound every array's length.")
+def export(
+    fmt: str,
+    tag: str,
+    out: str | None,
+    compact: bool,
+    think_chars: int | None,
+    max_string: int | None,
+    max_items: int | None,
+) -> None:
+    """Write the answer language for --tag, generated from the same msgspec structs the strict
+    parser decodes with: whatever the grammars accept, the parser accepts."""
+    from oopav.models.schema_grammar import GrammarError, GrammarOptions, answer_grammar
+
+    if fmt == "json-schema":
+        if compact or think_chars or max_string is not None or max_items is not None:
+            raise click.UsageError("--compact and the bounds apply to gbnf and lark only")
+        from oopav.models.prompt import ROLE_OUTPUTS, output_schema
+
+        role = next(r for r, (t, _, _) in ROLE_OUTPUTS.items() if t == tag)
+        doc = {"$schema": "https://json-schema.org/draft/2020-12/schema", **output_schema(role)}
+        text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    else:
+        opts = GrammarOptions(
+            compact=compact,
+            think_chars=think_chars,
+            max_string_length=max_string,
+            max_items=max_items,
+        )
+        try:
+            grammar = answer_grammar(tag, opts)
+        except GrammarError as exc:
+            raise click.ClickException(str(exc)) from None
+        text = grammar.gbnf() if fmt == "gbnf" else grammar.lark()
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out}: {exc.strerror}") from None
+    click.echo(f"wrote {out} ({fmt}, <{tag}>, {len(text)} bytes)", err=True)

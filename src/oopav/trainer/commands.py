@@ -258,6 +258,9 @@ def _fmt(x: Any) -> str:
 @click.option(
     "--record/--no-record", default=False, help="Also publish evaluation_completed on the stream."
 )
+@click.option(
+    "--constrained", is_flag=True, help="hf: decode under the answer grammar (oopav schema export)."
+)
 @click.pass_context
 def eval_cmd(
     ctx: click.Context,
@@ -268,6 +271,7 @@ def eval_cmd(
     max_new_tokens: int,
     as_json: bool,
     record: bool,
+    constrained: bool,
 ) -> None:
     """Evaluate a policy on a task suite: format validity, apply success, exact and AST match,
     mean reward — validity and correctness reported apart."""
@@ -276,7 +280,9 @@ def eval_cmd(
 
     try:
         items = load_suite(suite, split=split, n=n)
-        report = evaluate_spec(spec, items, max_new_tokens=max_new_tokens, suite=suite)
+        report = evaluate_spec(
+            spec, items, max_new_tokens=max_new_tokens, suite=suite, constrained=constrained
+        )
     except (FileNotFoundError, ModelError) as exc:
         raise click.ClickException(str(exc)) from None
     if record:

@@ -1,7 +1,8 @@
 """Evaluating a policy on a task suite: validity, apply success, exact and AST match, reward.
 
 ``hf:<dir>`` models are evaluated with batched greedy generation, unconstrained: a format gain
-must show as a validity gain, not be hidden by a grammar. Any other model spec (scripted,
+must show as a validity gain, not be hidden by a grammar (``constrained=True`` decodes under the
+answer grammar instead, :mod:`oopav.models.constrain`). Any other model spec (scripted,
 openai, vllm) goes through its backend, one request per task. ``gold`` answers with each
 task's own rule (an upper bound and a check of the harness).
 """
@@ -14,10 +15,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oopav.trainer.rewards import Score, score_env, summarize
 from oopav.trainer.tasks import Task, generate, load_tasks, target_text, task_messages
+
+if TYPE_CHECKING:
+    from oopav.models.schema_grammar import GrammarOptions
 
 
 @dataclass
@@ -28,9 +32,11 @@ class EvalReport:
     completions: list[str]
     scores: list[Score]
     completion_tokens: list[int] = field(default_factory=list)
+    constrained: bool = False
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"model": self.model, "suite": self.suite, **summarize(self.scores)}
+        out["constrained"] = self.constrained
         out["n"] = len(self.scores)
         if self.completion_tokens:
             out["tokens_per_step"] = statistics.mean(self.completion_tokens)
@@ -94,8 +100,10 @@ def generate_batch(
     *,
     max_new_tokens: int = 160,
     batch_size: int = 32,
+    constrained: bool | GrammarOptions = False,
 ) -> tuple[list[str], list[int]]:
-    """Greedy completions (text, token count) for string prompts, left-padded batches."""
+    """Greedy completions (text, token count) for string prompts, left-padded batches;
+    ``constrained``: under the answer grammar (given options, or the decoding defaults)."""
     import torch
 
     tokenizer.padding_side = "left"
@@ -111,9 +119,16 @@ def generate_batch(
             chunk = list(prompts[i : i + batch_size])
             enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
             enc = {k: v.to(device) for k, v in enc.items()}
+            extra: dict[str, Any] = {}
+            if constrained:
+                from oopav.models.constrain import DECODING, logits_processors
+
+                opts = DECODING if constrained is True else constrained
+                extra["logits_processor"] = logits_processors(model, tokenizer, options=opts)
             with torch.no_grad():
                 out = model.generate(
                     **enc,
+                    **extra,
                     max_new_tokens=max_new_tokens,
                     do_sample=False,
                     eos_token_id=eos,
@@ -143,12 +158,17 @@ def evaluate_model(
     name: str = "model",
     suite: str = "",
     max_new_tokens: int = 160,
+    constrained: bool | GrammarOptions = False,
 ) -> EvalReport:
     texts, counts = generate_batch(
-        model, tokenizer, prompt_texts(tokenizer, tasks), max_new_tokens=max_new_tokens
+        model,
+        tokenizer,
+        prompt_texts(tokenizer, tasks),
+        max_new_tokens=max_new_tokens,
+        constrained=constrained,
     )
     scores = [score_env(c, t.pre, t.post, t.language) for c, t in zip(texts, tasks, strict=True)]
-    return EvalReport(name, suite, list(tasks), texts, scores, counts)
+    return EvalReport(name, suite, list(tasks), texts, scores, counts, bool(constrained))
 
 
 def load_hf(path: str | Path) -> tuple[Any, Any]:
@@ -164,7 +184,12 @@ def load_hf(path: str | Path) -> tuple[Any, Any]:
 
 
 def evaluate_spec(
-    spec: str, tasks: Sequence[Task], *, max_new_tokens: int = 160, suite: str = ""
+    spec: str,
+    tasks: Sequence[Task],
+    *,
+    max_new_tokens: int = 160,
+    suite: str = "",
+    constrained: bool = False,
 ) -> EvalReport:
     if spec == "gold":
         texts = [target_text(t.rule) for t in tasks]
@@ -175,7 +200,13 @@ def evaluate_spec(
     if spec.startswith("hf:"):
         model, tok = load_hf(spec[3:])
         return evaluate_model(
-            model, tok, tasks, name=spec, suite=suite, max_new_tokens=max_new_tokens
+            model,
+            tok,
+            tasks,
+            name=spec,
+            suite=suite,
+            max_new_tokens=max_new_tokens,
+            constrained=constrained,
         )
     return asyncio.run(_evaluate_backend(spec, tasks, max_new_tokens, suite))
 

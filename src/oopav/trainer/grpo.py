@@ -4,7 +4,8 @@ Defaults are set for small policies (TRL's own — learning rate 1e-6, 512-token
 are wrong at this scale). ``batch_size`` counts completions and must be a multiple of
 ``num_generations``. Format validity is logged as a reward with weight 0, so it is reported
 next to the reward without being optimised. On a GPU with ``[gpu]`` installed, ``use_vllm``
-generates with vLLM (``vllm_mode: colocate`` or ``server``).
+generates with vLLM (``vllm_mode: colocate`` or ``server``). ``constrained: true`` decodes under
+the answer grammar (:mod:`oopav.models.constrain`; ``grammar`` overrides its bounds).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class GRPORecipe:
     lora: bool = False
     use_cpu: bool = True
     threads: int = 0
+    constrained: bool = False
+    grammar: dict[str, int] = field(default_factory=dict)  # think_chars, max_string_length, ...
 
 
 def grpo_rows(cfg: GRPORecipe, tokenizer: Any) -> tuple[list[dict[str, Any]], str, str]:
@@ -125,10 +128,12 @@ def train_grpo(
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    from oopav.models.constrain import constrain_generate, decoding_options, vllm_kwargs
     from oopav.trainer.callbacks import RunCallback
     from oopav.trainer.rewards import reward_env, reward_valid
 
     check(cfg)
+    grammar = decoding_options(cfg.grammar) if cfg.constrained else None
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
 
@@ -158,6 +163,7 @@ def train_grpo(
         use_cpu=cfg.use_cpu or not torch.cuda.is_available(),
         use_vllm=cfg.use_vllm,
         vllm_mode=cfg.vllm_mode,
+        generation_kwargs=vllm_kwargs(grammar) if grammar and cfg.use_vllm else None,
         report_to=[],
         bf16=False,
         log_completions=False,
@@ -174,4 +180,6 @@ def train_grpo(
         callbacks=callbacks,
         peft_config=peft_config,
     )
+    if grammar and not cfg.use_vllm:
+        constrain_generate(trainer.model, tokenizer, options=grammar)
     return train_and_save(trainer, tokenizer, cfg, emit)
