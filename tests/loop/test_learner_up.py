@@ -40,7 +40,12 @@ async def test_up_runs_the_learner_and_a_completed_session_lands_in_the_datasets
 
 
 def test_up_no_learner_leaves_it_out() -> None:
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
     from oopav.commands.serve import _without
 
     names = _without("learner")
     assert "learner" not in names and set(names) == set(ALL_HANDLERS) - {"learner"}
+    r = CliRunner().invoke(cli, ["up", "--help"])
+    assert r.exit_code == 0 and "--no-learner" in r.output
