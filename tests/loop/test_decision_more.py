@@ -276,3 +276,104 @@ async def test_competing_plans_are_graded_and_the_best_is_proposed(
     order = [e.id for e in events]
     assert order.index(selected[0].id) < order.index(plans[0].id)
     await assert_replays(nats_url, sid)
+
+
+async def test_when_no_competing_plan_is_valid_the_planner_asks_the_ordinary_way(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    script = {
+        "planner": [untested_plan(), untested_plan(), plan_answer("with tests")],
+        "actor": [rename_all(), finish()],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy={"plan_candidates": 2}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    graded = of(events, "plan_candidate_evaluated")
+    assert [(c.valid, c.score) for c in graded] == [(False, 0.0), (False, 0.0)]
+    selected = of(events, "candidate_selected")[0]
+    assert selected.kind == "plan" and selected.candidate_id == min(c.candidate_id for c in graded)
+    plans = of(events, "plan_proposed")
+    assert len(plans) == 1 and plans[0].rationale == "with tests"
+    planner_calls = [c for c in of(events, "model_called") if c.role == "planner"]
+    assert len(planner_calls) == 3 and plans[0].model_call_id == planner_calls[2].id
+    assert "Candidate plan" not in str(planner_calls[2].request["messages"])
+    await assert_replays(nats_url, sid)
+
+
+# -- the critic's optional triggers: after a plan, on escalation --------------------------------
+
+
+async def test_the_critic_reviews_each_plan_and_a_block_replans_before_anything_is_done(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    from loop_harness import verdict
+
+    script = {
+        "planner": [plan_answer("client only", files=["webtool/client.py"]), plan_answer("all")],
+        "critic": [
+            verdict("block", "the plan leaves out crawler.py and report.py"),
+            verdict("approve", "covers every caller"),
+            verdict("approve", "complete rename"),
+        ],
+        "actor": [rename_all(), finish()],
+    }
+    policy = {"critic": {"on": ["plan", "gate"]}}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy=policy))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    verdicts = of(events, "critic_verdict")
+    assert [(v.trigger, v.verdict) for v in verdicts] == [
+        ("plan", "block"),
+        ("plan", "approve"),
+        ("gate", "approve"),
+    ]
+    replans = of(events, "replan_triggered")
+    assert [r.source for r in replans] == ["critic"]
+    assert "leaves out crawler.py" in replans[0].reason
+    # The blocked plan was never proposed; the second plan's prompt says why it was blocked.
+    plans = of(events, "plan_proposed")
+    assert [p.rationale for p in plans] == ["all"]
+    order = [e.id for e in events]
+    assert order.index(replans[0].id) < order.index(plans[0].id)
+    assert not [e for e in events[: order.index(plans[0].id)] if e.type == "action_proposed"]
+    planner_calls = [c for c in of(events, "model_called") if c.role == "planner"]
+    assert "the critic blocks the plan" in str(planner_calls[1].request["messages"])
+    critic_calls = [c for c in of(events, "model_called") if c.role == "critic"]
+    assert "client only" in str(critic_calls[0].request["messages"])
+    await assert_replays(nats_url, sid)
+
+
+async def test_on_escalation_the_critic_gives_the_person_a_second_opinion(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    from loop_harness import verdict, wait_for
+
+    from oopav.handlers.commands import publish_answer
+
+    script = {
+        "planner": [plan_answer()],
+        "actor": [rename_definition_only()],
+        "critic": [verdict("caution", "the callers still import fetch")],
+    }
+    policy = {
+        "tests_per_action": True,
+        "replans": {"cap": 0},
+        "critic": {"on": ["escalation"]},
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy=policy))
+        events = await wait_for(bus, sid, "human_input_requested")
+        verdicts = of(events, "critic_verdict")
+        assert [(v.trigger, v.verdict) for v in verdicts] == [("escalation", "caution")]
+        asked = of(events, "human_input_requested")[0]
+        assert asked.kind == "escalation" and asked.options == ["replan", "abort"]
+        assert "second opinion: caution: the callers still import fetch" in asked.question
+        assert "second opinion" in asked.context
+        critic_call = next(c for c in of(events, "model_called") if c.role == "critic")
+        sent = str(critic_call.request["messages"])
+        assert "The loop escalates to a person because" in sent and "+def fetch_page(" in sent
+        await publish_answer(bus, sid, "abort", "tester")
+        state, _ = await finish_session(bus, sid)
+    assert state.outcome == "aborted" and state.end_reason == "human"

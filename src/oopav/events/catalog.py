@@ -434,6 +434,8 @@ class CriticVerdict(Event, tag="critic_verdict", frozen=True):
     cached: bool = False
     # The three fields above have defaults, so events written before them decode unchanged
     # (no schema bump needed).
+    trigger: Literal["gate", "plan", "escalation"] = "gate"
+    """What asked for the review: the verifier's last gate, a new plan, an escalation."""
 
 
 class SessionCompleted(Event, tag="session_completed", frozen=True):

@@ -26,6 +26,8 @@ EMITS: dict[str, tuple[str, ...]] = {
         "evidence_gathered",
         "workspace_rolled_back",
         "human_input_requested",
+        "critic_verdict",
+        "model_called",
         *_ENDS,
     ),
     "orient": ("orient_reported", "replan_triggered", "human_input_requested", *_ENDS),
@@ -36,6 +38,7 @@ EMITS: dict[str, tuple[str, ...]] = {
         "replan_triggered",
         "plan_candidate_evaluated",
         "candidate_selected",
+        "critic_verdict",
         *_ENDS,
     ),
     "actor": (

@@ -3,7 +3,11 @@
 A critic is a read-only model call, possibly to a provider outside the machine, so:
 
 - it is capability-gated: off unless the task's policy turns it on (``critic: true`` or a
-  ``critic: {enabled, model, max_calls, max_tokens, redaction}`` table);
+  ``critic: {enabled, model, max_calls, max_tokens, redaction, instructions, on}`` table);
+- it reviews when ``on`` says (default ``[gate]``): ``gate``, the last gate of the verifier;
+  ``plan``, each plan before it is proposed (a ``block`` replans, within the replan cap);
+  ``escalation``, an observer escalation (its verdict is a second opinion in the question put
+  to the person, never a decision); all triggers share one budget (handlers/critic_review.py);
 - it sees a ``CritiquePack`` — the task, the plan, the diff and the gate results, each
   section bounded — passed through the ``Redactor`` before it leaves; the sha256 of the exact
   payload sent is recorded, and an identical payload is never sent twice in a session (the
@@ -24,6 +28,7 @@ from oopav.models.redact import Redaction, Redactor
 
 Verdict = Literal["approve", "caution", "block", "refused", "unavailable"]
 Effect = Literal["proceed", "warn", "replan"]
+Trigger = Literal["gate", "plan", "escalation"]
 
 VERDICT_POLICY: dict[str, Effect] = {
     "approve": "proceed",
@@ -47,6 +52,10 @@ class CriticConfig(BaseModel):
     max_tokens: int = Field(20_000, ge=100, le=1_000_000)
     redaction: Literal["standard", "strict"] = "standard"
     instructions: str | None = Field(None, max_length=4_000)
+    on: list[Trigger] = Field(
+        default_factory=lambda: ["gate"],
+        description="when the critic reviews: as the last gate, after each plan, on escalation",
+    )
 
 
 def critic_config(policy: dict[str, Any] | None) -> CriticConfig | None:

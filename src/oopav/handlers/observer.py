@@ -386,16 +386,45 @@ class Observer:
                 attempt=state.plans + 1,
             )
         elif action == "escalate":
+            opinion = await _second_opinion(state, out, reasons)
             ask_person(
                 out,
                 state,
                 question="The observer escalates: "
                 + "; ".join(reasons)
-                + ". Replan, or abort the session?",
+                + ". Replan, or abort the session?"
+                + (f" ({opinion})" if opinion else ""),
                 options=["replan", "abort"],
                 kind="escalation",
-                context="\n".join(reasons),
+                context="\n".join([*reasons, opinion]).strip(),
             )
+
+
+async def _second_opinion(state: SessionState, out: Emitter, reasons: list[str]) -> str:
+    """With ``policy.critic.on`` holding ``escalation``, the critic reviews the change so far and
+    the reasons for escalating; its verdict is shown to the person, who still decides."""
+    from oopav.handlers.common import final_diff
+    from oopav.handlers.critic_review import review
+    from oopav.handlers.critique import build_pack, critic_config
+
+    task = state.task
+    cfg = critic_config(task.policy) if task is not None else None
+    if task is None or cfg is None or "escalation" not in cfg.on:
+        return ""
+    asked = cfg.instructions or decision_policy(state).critic_instructions or ""
+    pack = build_pack(
+        task.instruction,
+        [f"{s.id}. {s.description}" for s in (state.plan.steps if state.plan else [])],
+        await final_diff(state, out.ports),
+        [],
+        instructions=(
+            asked + "\nThe loop escalates to a person because: " + "; ".join(reasons)
+        ).strip(),
+    )
+    said = await review(state, out, pack, cfg, "escalation")
+    if said.skipped is not None:
+        return f"critic: {said.skipped}"
+    return f"the critic's second opinion: {said.verdict}: " + "; ".join(said.reasons)
 
 
 def _tests_before(state: SessionState) -> bool | None:

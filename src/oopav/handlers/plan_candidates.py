@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,16 +89,24 @@ def judge_plan(
     return True, components, "; ".join(reasons)
 
 
+@dataclass(frozen=True)
+class NoValidPlan:
+    """No candidate was valid: ask the ordinary way, with ``state`` — the session as of the
+    candidates' calls (so budgets and the recorded call order count them)."""
+
+    state: SessionState
+
+
 async def choose_plan(
     state: SessionState,
     out: Emitter,
     context: str,
     refuse: Callable[[Any], str | None],
     n: int,
-) -> tuple[Any, str] | bool | None:
+) -> tuple[Any, str] | NoValidPlan | None:
     """Sample ``n`` plans, grade them, emit the evaluations and the selection. Returns the
     winner as ``ask_model`` would (parsed answer, model call id); None when the session ended
-    (model unavailable, retries spent); False when no candidate is valid."""
+    (model unavailable, retries spent); ``NoValidPlan`` when no candidate is valid."""
     task = state.task
     assert task is not None and state.workspace is not None
     ids = [derive_id(out.cause.id, "planner.candidate", i) for i in range(n)]
@@ -154,5 +163,7 @@ async def choose_plan(
     )
     _, _, valid, parsed, call_id = ranking[0]
     if not valid:
-        return False
+        for e in out.events[-(n + 1) :]:
+            evolve(work, e)
+        return NoValidPlan(work)
     return parsed, call_id

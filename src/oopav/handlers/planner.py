@@ -145,7 +145,8 @@ class Planner:
 
             parts.append(examples_block(task.examples))
         r = state.last_replan
-        if r is not None and state.plans:
+        # A critic may block the very first plan, before any plan was proposed.
+        if r is not None and (state.plans or r.source == "critic"):
             limit = task.budgets.prompt_output_bytes
             parts.append(
                 f"### Why we are planning again (attempt {state.plans + 1})\n{r.reason}\n"
@@ -160,17 +161,20 @@ class Planner:
         decision = state.orient.test_decision if state.orient else "optional"
         # -- decision core: competing plans (plan_candidates.py) when the policy asks for them.
         answer: Any = False
+        asking = state
         n = decision_policy(state).plan_candidates
         if n > 1 and state.workspace is not None:
-            from oopav.handlers.plan_candidates import choose_plan
+            from oopav.handlers.plan_candidates import NoValidPlan, choose_plan
 
             answer = await choose_plan(
                 state, out, context, lambda plan: missing_test_step(plan, decision), n
             )
+            if isinstance(answer, NoValidPlan):
+                answer, asking = False, answer.state
         if answer is False:  # one plan (or no valid candidate): ask the ordinary way
             answer = await ask_model(
                 out,
-                state,
+                asking,
                 "planner",
                 context,
                 "planning",
@@ -182,6 +186,8 @@ class Planner:
         parsed, call_id = answer
         plan = parsed.payload
         if await self._repeats_itself(plan, decision, state, out):
+            return
+        if await self._critic_blocks(plan, state, out):
             return
         out.emit(
             ev.PlanProposed,
@@ -198,6 +204,50 @@ class Planner:
             state_update=msgspec.to_builtins(parsed.state_update) if parsed.state_update else None,
             think=parsed.think,
         )
+
+    async def _critic_blocks(self, plan: Any, state: SessionState, out: Emitter) -> bool:
+        """With ``policy.critic.on`` holding ``plan``, the critic reviews the plan before it is
+        proposed; ``block`` replans (source ``critic``) with its reasons, within the replan cap
+        (``policy.replans.cap`` blocks per session; past it the plan goes ahead, the verdict on
+        record). Any other verdict lets the plan through."""
+        from oopav.handlers.critic_review import review
+        from oopav.handlers.critique import build_pack, critic_config, effect
+
+        task = state.task
+        assert task is not None
+        cfg = critic_config(task.policy)
+        if cfg is None or "plan" not in cfg.on:
+            return False
+        policy = decision_policy(state)
+        lines = [
+            f"{s.id}. {s.description}" + (f" [{', '.join(s.files)}]" if s.files else "")
+            for s in plan.steps
+        ]
+        pack = build_pack(
+            task.instruction,
+            lines,
+            "",
+            [],
+            instructions=cfg.instructions or policy.critic_instructions,
+        )
+        said = await review(state, out, pack, cfg, "plan")
+        if effect(said.verdict) != "replan":
+            return False
+        blocked = sum(
+            1
+            for v in state.critic_verdicts
+            if v.trigger == "plan" and effect(v.verdict) == "replan"
+        )
+        if blocked >= policy.replans.cap:
+            return False
+        out.emit(
+            ev.ReplanTriggered,
+            source="critic",
+            reason="the critic blocks the plan: " + ("; ".join(said.reasons) or said.verdict),
+            evidence="\n".join(said.reasons)[:4000],
+            attempt=state.plans + 1,
+        )
+        return True
 
     async def _repeats_itself(
         self, plan: object, decision: str, state: SessionState, out: Emitter

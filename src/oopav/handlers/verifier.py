@@ -23,10 +23,8 @@ from oopav.events import catalog as ev
 from oopav.events.catalog import Event
 from oopav.handlers.checks import gate_compile, gate_doctest
 from oopav.handlers.common import (
-    call_model,
     complete,
     decision_policy,
-    sandbox_policy,
 )
 from oopav.handlers.decide import TIER_GATES, choose_tests, tier_of
 from oopav.handlers.gates import (
@@ -170,8 +168,8 @@ class Verifier:
         payload reuses the earlier verdict; its calls and tokens are capped; only ``block``
         fails the gate, and a refusal, garbage or an unavailable model never blocks."""
         from oopav.handlers.common import final_diff
-        from oopav.handlers.critique import GateLine, build_pack, critic_config, effect, prepare
-        from oopav.models.prompt import AnswerError, build_request, parse_role_answer, static_prefix
+        from oopav.handlers.critic_review import review
+        from oopav.handlers.critique import GateLine, build_pack, critic_config, effect
 
         task = state.task
         assert task is not None
@@ -179,6 +177,14 @@ class Verifier:
         if cfg is None:
             return GateOutcome(
                 "critic", True, skipped=True, evidence="no critic configured (policy.critic)"
+            )
+        if "gate" not in cfg.on:
+            return GateOutcome(
+                "critic",
+                True,
+                skipped=True,
+                evidence=f"the critic runs on {', '.join(cfg.on) or 'nothing'}, not as a gate "
+                "(policy.critic.on)",
             )
         diff = await final_diff(state, out.ports)
         plan = [f"{s.id}. {s.description}" for s in (state.plan.steps if state.plan else [])]
@@ -190,90 +196,10 @@ class Verifier:
             [GateLine(o.gate, o.passed, o.skipped, o.evidence) for o in so_far],
             instructions=instructions,
         )
-        sent = prepare(pack, cfg)
-        earlier = next(
-            (v for v in reversed(state.critic_verdicts) if v.payload_sha256 == sent.sha256), None
-        )
-        if earlier is not None:
-            out.emit(
-                ev.CriticVerdict,
-                verdict=earlier.verdict,
-                reasons=list(earlier.reasons),
-                model_call_id=earlier.model_call_id,
-                payload_sha256=sent.sha256,
-                redactions=sent.counts,
-                cached=True,
-            )
-            return _critic_outcome(earlier.verdict, list(earlier.reasons), effect, cached=True)
-        calls = state.budgets_used.model_calls_by_role.get("critic", 0)
-        tokens = state.critic_tokens
-        if calls >= cfg.max_calls or tokens >= cfg.max_tokens:
-            why = (
-                f"critic budget spent ({calls}/{cfg.max_calls} calls, "
-                f"{tokens}/{cfg.max_tokens} tokens)"
-            )
-            out.emit(
-                ev.CriticVerdict,
-                verdict="unavailable",
-                reasons=[why],
-                payload_sha256=sent.sha256,
-                redactions=sent.counts,
-            )
-            return GateOutcome("critic", True, skipped=True, evidence=why)
-        request = build_request(
-            "critic",
-            # The same static prefix as the planner's and the actor's (prefix caching).
-            prefix=static_prefix(sandbox_policy(state).model_dump(mode="json")),
-            context=sent.text,
-            task="(in the pack above)",
-            seed=0,
-        )
-        response, called, error = await call_model(out, state, request, 0, spec=cfg.model)
-        fields = {"payload_sha256": sent.sha256, "redactions": sent.counts}
-        if response is None:
-            out.emit(
-                ev.CriticVerdict,
-                verdict="unavailable",
-                reasons=[str(error)],
-                model_call_id=called.id,
-                **fields,
-            )
-            return GateOutcome(
-                "critic", True, skipped=True, evidence=f"critic unavailable: {error}"
-            )
-        if response.finish_reason == "content_filter":
-            out.emit(
-                ev.CriticVerdict,
-                verdict="refused",
-                reasons=["the critic declined to review"],
-                model_call_id=called.id,
-                **fields,
-            )
-            return _critic_outcome("refused", ["the critic declined to review"], effect)
-        try:
-            parsed = parse_role_answer(
-                "critic", response.text, finish_reason=response.finish_reason
-            )
-        except AnswerError as exc:
-            out.emit(
-                ev.CriticVerdict,
-                verdict="unavailable",
-                reasons=[f"unparseable verdict: {exc}"],
-                model_call_id=called.id,
-                **fields,
-            )
-            return GateOutcome(
-                "critic", True, skipped=True, evidence=f"critic answer ignored: {exc.reason}"
-            )
-        verdict = parsed.payload
-        out.emit(
-            ev.CriticVerdict,
-            verdict=verdict.verdict,
-            reasons=list(verdict.reasons),
-            model_call_id=called.id,
-            **fields,
-        )
-        return _critic_outcome(verdict.verdict, list(verdict.reasons), effect)
+        said = await review(state, out, pack, cfg, "gate")
+        if said.skipped is not None:
+            return GateOutcome("critic", True, skipped=True, evidence=said.skipped)
+        return _critic_outcome(said.verdict, said.reasons, effect, cached=said.cached)
 
 
 def _critic_outcome(
