@@ -14,6 +14,7 @@ model if asked, as a new session that records its parent.
 from __future__ import annotations
 
 import asyncio
+import json
 import contextlib
 import tempfile
 from collections.abc import Callable
@@ -170,18 +171,30 @@ def compare(recorded: list[tuple[int, Event]], replayed: list[Event]) -> Diverge
             continue
         fld = _first_field_difference(a, b)
         cause = "different decision"
+        detail = ""
         if (
             isinstance(rec[1], ev.ModelCalled)
             and isinstance(rep, ev.ModelCalled)
             and rec[1].request_hash != rep.request_hash
         ):
             cause = "request hash drift (the prompt differs from the recorded one)"
+            detail = _prompt_difference(rec[1].request, rep.request)
         elif rec[1].type != rep.type:
             cause = f"different decision: {rep.type} instead of {rec[1].type}"
         elif fld == "id":
             cause = "different causal chain (ids differ)"
-        return Divergence(i, rec[0], rec[1].type, rep.type, fld, cause)
+        return Divergence(i, rec[0], rec[1].type, rep.type, fld, cause, detail)
     return None
+
+
+def _prompt_difference(recorded: dict[str, Any], replayed: dict[str, Any]) -> str:
+    """The first line where two model requests differ, so a drift names its cause."""
+    a = json.dumps(recorded, sort_keys=True, indent=1, default=str).replace("\\n", "\n")
+    b = json.dumps(replayed, sort_keys=True, indent=1, default=str).replace("\\n", "\n")
+    for la, lb in zip(a.splitlines(), b.splitlines(), strict=False):
+        if la != lb:
+            return f"recorded: {la.strip()[:300]!r}; replayed: {lb.strip()[:300]!r}"
+    return "one request is a prefix of the other"
 
 
 def _pinned_base(session_id: str, events: list[Event]) -> dict[str, str]:

@@ -382,3 +382,26 @@ async def test_actor_process_killed_mid_session_and_restarted(
     assert applied[0].grants_used == [grant.id] and "42" in applied[0].stdout_tail
     assert sorted(diff_files(state.diff)) == sorted(FILES)
     await assert_replays(nats_url, sid)
+
+
+async def test_a_change_applied_but_never_recorded_is_undone_before_the_next_prompt(
+    nats_url: str, repo: Path
+) -> None:
+    """A crash between applying an action and storing its events leaves the workspace ahead
+    of the stream (seen when a cluster's stream leader died mid-append). The redelivered step
+    must prompt from the files the stream describes, or its replay drifts."""
+    others = ("intake", "grants", "observer", "orient", "planner", "verifier")
+    async with loop(nats_url, {"planner": [plan_answer()]}, names=others) as bus:
+        sid = await start(bus, task(repo))
+        events = await wait_for(bus, sid, "plan_proposed")
+        workspace = Path(of(events, "workspace_prepared")[0].path)
+        client = workspace / "webtool" / "client.py"
+        # What a lost attempt would have left behind: the rename, on disk, with no event.
+        client.write_text(client.read_text().replace("def fetch(", "def fetch_page("))
+        async with loop(nats_url, {"actor": [rename_all(), finish()]}, names=("actor",)):
+            state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    first = next(e for e in of(events, "model_called") if e.role == "actor")
+    prompt = str(first.request)
+    assert "def fetch(url" in prompt and "def fetch_page(url" not in prompt
+    await assert_replays(nats_url, sid)

@@ -153,6 +153,10 @@ class Actor:
                 iteration=state.budgets_used.iterations + 1,
             )
             return
+        # The prompt reads the workspace: after a crash between applying an action and storing
+        # its events, the files are ahead of the stream. Back to what the stream says first,
+        # so the redelivered step (and its replay) sees the same files.
+        await self._rollback(state)
         # -- decision core: competing candidates (candidates.py) when the policy asks for them.
         from oopav.handlers.common import decision_policy
 
@@ -176,7 +180,8 @@ class Actor:
         )
         if isinstance(action, FinishAction):
             return
-        await self._validate_and_apply(proposed.id, action, state, out)
+        # Candidates were tried in the workspace: only a plain ask left it at the checkpoint.
+        await self._validate_and_apply(proposed.id, action, state, out, rolled_back=n <= 1)
 
     async def _ask(
         self, state: SessionState, out: Emitter, step: int
@@ -199,14 +204,17 @@ class Actor:
         out: Emitter,
         *,
         resumed: bool = False,
+        rolled_back: bool = False,
     ) -> None:
         """Pre-emit validation, the capability check, then apply. ``resumed``: a grant arrived
-        for an action that was waiting; a scope still missing is only asked for once."""
+        for an action that was waiting; a scope still missing is only asked for once.
+        ``rolled_back``: the workspace is already at the last checkpoint."""
         from oopav.sandbox.apply import Rejection, plan_action
 
         root = Path(state.workspace.path)  # type: ignore[union-attr]
         policy = sandbox_policy(state)
-        await self._rollback(state)
+        if not rolled_back:
+            await self._rollback(state)
         # -- decision core: read-only retrieval needs no grant and no sandbox (retrieval.py).
         if action.type in READ_ONLY_ACTIONS:
             await self._read_only(action_id, action, state, out)
