@@ -14,8 +14,8 @@ model if asked, as a new session that records its parent.
 from __future__ import annotations
 
 import asyncio
-import json
 import contextlib
+import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
