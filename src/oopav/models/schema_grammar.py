@@ -221,10 +221,17 @@ _NONZERO = Chars(((49, 57),))
 
 @dataclass(frozen=True)
 class GrammarOptions:
+    """``compact``: the decoding form. The bounds make a decoder's answer finite (even a random
+    model's): ``think_chars`` caps the think text (then without ``<``), ``max_items`` every
+    array, ``max_string_length`` every string whose schema sets no length — as runs of at most
+    that many plain characters around at most ``max_escapes`` escapes (an exact character count
+    would cost xgrammar ~100x more per token). ``max_ws``: the longest whitespace run."""
+
     compact: bool = False
     think_chars: int | None = None
     max_string_length: int | None = None
     max_items: int | None = None
+    max_escapes: int = 16
     max_ws: int = 20
 
 
@@ -414,17 +421,25 @@ class _Builder:
         return seq(Lit("["), self.ws, body, self.ws, Lit("]"))
 
     def string(self, lo: int, hi: int | None) -> Ref:
-        if self.opts.max_string_length is not None:
-            hi = max(
-                lo,
-                min(
-                    hi if hi is not None else self.opts.max_string_length,
-                    self.opts.max_string_length,
-                ),
+        cap = self.opts.max_string_length
+        quote = Lit('"')
+        if (lo, hi) == (0, None):
+            # Runs of plain characters between escapes: the language of char*, in a shape
+            # xgrammar matches ~30x faster per token than a repeated alternative.
+            if cap is None:
+                run, name, escapes = Rep(_PLAIN, 0, None), "string", None
+            else:
+                escapes = self.opts.max_escapes
+                run, name = Rep(_PLAIN, 0, cap), f"string-runs-{cap}-{escapes}"
+            return self.rule(
+                name, seq(quote, run, rep(seq(_escape(), run), 0, escapes), quote), token=True
             )
+        # A length the schema sets is kept exactly, character by character.
+        if cap is not None:
+            hi = max(lo, min(hi if hi is not None else cap, cap))
         char = self.rule("char", _json_char(), "one character of a JSON string", token=True)
-        name = "string" if (lo, hi) == (0, None) else f"string-{lo}-{hi if hi is not None else 'n'}"
-        return self.rule(name, seq(Lit('"'), Rep(char, lo, hi), Lit('"')), token=True)
+        name = f"string-{lo}-{hi if hi is not None else 'n'}"
+        return self.rule(name, seq(quote, Rep(char, lo, hi), quote), token=True)
 
     def integer(self, s: dict[str, Any], path: str) -> Ref:
         lo, hi = _bounds(s, path, integer=True)
@@ -546,8 +561,14 @@ def _same_length(a: str, b: str) -> Node:
     return alt(*alts)
 
 
+_PLAIN = Chars(((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)), negate=True)
+
+
 def _json_char() -> Node:
-    plain = Chars(((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)), negate=True)
+    return alt(_PLAIN, _escape())
+
+
+def _escape() -> Node:
     simple = Chars(tuple((ord(c), ord(c)) for c in '"\\/bfnrt'))
     # \uXXXX outside the surrogates, or a high+low surrogate pair: a lone surrogate is not text
     bmp = alt(
@@ -563,7 +584,7 @@ def _json_char() -> Node:
         Chars(((67, 70), (99, 102))),
         Rep(_HEX, 2, 2),
     )
-    return alt(plain, seq(Lit("\\"), alt(simple, seq(Lit("u"), alt(bmp, pair)))))
+    return seq(Lit("\\"), alt(simple, seq(Lit("u"), alt(bmp, pair))))
 
 
 # --- the envelope --------------------------------------------------------------------------
