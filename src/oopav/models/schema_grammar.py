@@ -225,7 +225,7 @@ class GrammarOptions:
     model's): ``think_chars`` caps the think text (then without ``<``), ``max_items`` every
     array, ``max_string_length`` every string whose schema sets no length — as runs of at most
     that many plain characters around at most ``max_escapes`` escapes (an exact character count
-    would cost xgrammar ~100x more per token). ``max_ws``: the longest whitespace run."""
+    would cost xgrammar ~30-50x more per token). ``max_ws``: the longest whitespace run."""
 
     compact: bool = False
     think_chars: int | None = None
