@@ -121,6 +121,10 @@ def test_eval_command_constrained_flag(tasks_dir: Path, untrained: Path) -> None
     assert r.exit_code == 0, r.output
     bound = last_json(r.stdout)
     assert bound["constrained"] is True and bound["n"] == 2
+    r = CliRunner().invoke(
+        cli, ["eval", "--model", "gold", "--suite", str(tasks_dir), "--n", "1", "--constrained"]
+    )
+    assert r.exit_code == 2 and "applies to hf: models" in r.output
 
 
 def test_grpo_generation_is_constrained(tmp_path: Path, tasks_dir: Path, untrained: Path) -> None:
