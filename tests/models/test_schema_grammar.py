@@ -15,22 +15,9 @@ import yaml
 from click.testing import CliRunner
 
 from oopav.cli import cli
+from oopav.models.cfg import Alt, Avoid, Chars, Grammar, GrammarError, Lit, Node, Ref, Rep, Seq
 from oopav.models.prompt import AnswerError, output_schema, parse_role_answer, render_answer
-from oopav.models.schema_grammar import (
-    Alt,
-    Avoid,
-    Chars,
-    Grammar,
-    GrammarError,
-    GrammarOptions,
-    Lit,
-    Node,
-    Ref,
-    Rep,
-    Seq,
-    _uint_range,
-    answer_grammar,
-)
+from oopav.models.schema_grammar import GrammarOptions, _uint_range, answer_grammar
 
 lark = pytest.importorskip("lark")
 jsonschema = pytest.importorskip("jsonschema")
