@@ -30,6 +30,7 @@ bench:
 	python bench/bus.py $(BENCH_ARGS)
 	python bench/sandbox.py $(BENCH_ARGS)
 	python bench/models.py --skip-context $(BENCH_ARGS)
+	python bench/grammar.py $(BENCH_ARGS)
 	python bench/context.py $(BENCH_ARGS)
 	python bench/loop.py $(BENCH_ARGS)
 	python bench/load.py --memory 1000 $(BENCH_ARGS)

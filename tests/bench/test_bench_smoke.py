@@ -49,6 +49,7 @@ def run_quick(script: str, *extra: str, timeout: float = 240) -> str:
         ("loop.py", None),
         ("context.py", None),
         ("models.py", "xgrammar"),
+        ("grammar.py", "xgrammar"),
     ],
 )
 def test_bench_quick_prints_verdicts(script: str, needs: str | None) -> None:

@@ -115,3 +115,19 @@ def test_tiny_model_dir_loads_through_the_spec(tiny_model_dir: Path) -> None:
     assert backend.spec == f"hf:{tiny_model_dir}"
     assert (tiny_model_dir / "config.json").exists()
     assert (tiny_model_dir / "tokenizer.json").exists()
+
+
+def test_envelope_grammar_takes_keys_in_any_order(tiny_backend: Any) -> None:
+    # A policy trained on render_answer/target_text writes "type" first and compact JSON: the
+    # backend's grammar (the exported answer grammar) must not push it off that format.
+    xgr = pytest.importorskip("xgrammar")
+    compiled = tiny_backend._compiled_grammar(_actor_request(0))
+    head, tail = "<think>t</think>\n<action>", "</action>\n<state_update>{}</state_update>"
+    for body, ok in (
+        ('{"type":"finish","summary":"done"}', True),
+        ('{"summary":"done","type":"finish"}', True),
+        ('{"type":"finish"}', False),
+        ('{"type":"finish","summary":"done","summary":"x"}', False),
+    ):
+        m = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        assert (m.accept_string(head + body + tail) and m.is_terminated()) is ok, body

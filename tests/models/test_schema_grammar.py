@@ -15,22 +15,9 @@ import yaml
 from click.testing import CliRunner
 
 from oopav.cli import cli
+from oopav.models.cfg import Alt, Avoid, Chars, Grammar, GrammarError, Lit, Node, Ref, Rep, Seq
 from oopav.models.prompt import AnswerError, output_schema, parse_role_answer, render_answer
-from oopav.models.schema_grammar import (
-    Alt,
-    Avoid,
-    Chars,
-    Grammar,
-    GrammarError,
-    GrammarOptions,
-    Lit,
-    Node,
-    Ref,
-    Rep,
-    Seq,
-    _uint_range,
-    answer_grammar,
-)
+from oopav.models.schema_grammar import GrammarOptions, _uint_range, answer_grammar
 
 lark = pytest.importorskip("lark")
 jsonschema = pytest.importorskip("jsonschema")
@@ -401,19 +388,19 @@ def test_integer_ranges_are_exact(lo: int, hi: int) -> None:
 
 
 def test_bounds_make_the_decoding_grammar_finite() -> None:
-    loose = answer_grammar("action", GrammarOptions(compact=True))
-    tight = answer_grammar(
-        "action", GrammarOptions(compact=True, think_chars=8, max_string_length=4, max_items=1)
+    opts = GrammarOptions(
+        compact=True, think_chars=8, max_string_length=4, max_items=1, max_escapes=1
     )
-    assert loose.max_bytes() is None
-    size = tight.max_bytes()
+    assert answer_grammar("action", GrammarOptions(compact=True)).max_bytes() is None
+    size = answer_grammar("action", opts).max_bytes()
     assert size is not None and 200 < size < 2000
-    rec = Recognizers(
-        "action", GrammarOptions(compact=True, think_chars=8, max_string_length=4, max_items=1)
-    )
+    rec = Recognizers("action", opts)
     ok = '<think>abc</think>\n<action>{"type":"finish","summary":"abcd"}</action>\n<state_update>{"goals":["g"]}</state_update>'
     assert rec.by_gbnf(ok) and rec.by_lark(ok)
+    one_escape = ok.replace("abcd", "ab\\ncd")  # runs of <= 4 around <= 1 escape
+    assert rec.by_gbnf(one_escape) and rec.by_lark(one_escape) and rec.by_parser(one_escape)
     too_long = (
+        ok.replace("abcd", "a\\nb\\nc"),
         ok.replace("abcd", "abcde"),
         ok.replace('["g"]', '["g","h"]'),
         ok.replace("<think>abc", "<think>" + "x" * 9),
@@ -476,7 +463,8 @@ def test_schema_export_command_writes_each_format(tmp_path: Path) -> None:
     assert r.exit_code == 0 and r.output.startswith(
         "# The oopav answer grammar for <plan> (compact)"
     )
-    assert "char{0,64}" in r.output and '"</plan>\\n<state_update>"' in r.output
+    assert '"\\"" [^\\u0000-\\u001F"\\\\]{0,64} (' in r.output
+    assert '"</plan>\\n<state_update>"' in r.output
     r = runner.invoke(cli, ["schema", "export", "--format", "json-schema", "--compact"])
     assert r.exit_code != 0 and "gbnf and lark only" in r.output
     r = runner.invoke(cli, ["schema", "export", "--format", "yaml"])

@@ -164,7 +164,12 @@ def schema() -> None:
     help="The decoding form: no whitespace inside JSON, one newline between blocks.",
 )
 @click.option("--think-chars", type=click.IntRange(min=1), help="Bound the think text.")
-@click.option("--max-string", type=click.IntRange(min=0), help="Bound every string's length.")
+@click.option(
+    "--max-string",
+    type=click.IntRange(min=0),
+    help="Bound strings: runs of at most N characters around at most --max-escapes escapes.",
+)
+@click.option("--max-escapes", type=click.IntRange(min=0), default=16, show_default=True)
 @click.option("--max-items", type=click.IntRange(min=0), help="Bound every array's length.")
 def export(
     fmt: str,
@@ -173,6 +178,7 @@ def export(
     compact: bool,
     think_chars: int | None,
     max_string: int | None,
+    max_escapes: int,
     max_items: int | None,
 ) -> None:
     """Write the answer language for --tag, generated from the same msgspec structs the strict
@@ -193,6 +199,7 @@ def export(
             think_chars=think_chars,
             max_string_length=max_string,
             max_items=max_items,
+            max_escapes=max_escapes,
         )
         try:
             grammar = answer_grammar(tag, opts)

@@ -77,7 +77,7 @@ class HFBackend:
                     self.tokenizer, vocab_size=self.model.config.vocab_size
                 )
                 self._compiler = xgr.GrammarCompiler(info)
-            grammar = request_grammar(
+            grammar = self._answer_grammar(request) or request_grammar(
                 request,
                 think_chars=self.think_chars,
                 max_string_length=self.max_string_length,
@@ -85,6 +85,31 @@ class HFBackend:
             )
             self._compiled[key] = self._compiler.compile_grammar(grammar)
         return self._compiled[key]
+
+    def _answer_grammar(self, request: ModelRequest) -> Any | None:
+        """A role's whole answer under its own schema: the exported answer grammar
+        (oopav.models.schema_grammar), which takes the keys in any order, so a policy trained on
+        ``{"type":…}`` first keeps its format; xgrammar's own JSON-schema converter fixes the
+        order (alphabetical) and the separators. Anything else: None."""
+        from oopav.models.prompt import ROLE_OUTPUTS, output_schema
+        from oopav.models.schema_grammar import GrammarOptions, answer_grammar
+
+        for role, (tag, _, with_state) in ROLE_OUTPUTS.items():
+            if (request.envelope, request.state_update) != (tag, with_state):
+                continue
+            if request.schema != output_schema(role):
+                return None
+            bounded = self.max_string_length is not None
+            opts = GrammarOptions(
+                compact=True,
+                think_chars=self.think_chars,
+                max_string_length=self.max_string_length,
+                max_items=self.max_items,
+                max_escapes=0 if bounded else 16,  # bounded strings: plain text, as before
+            )
+            xgr = require("xgrammar", "train")
+            return xgr.Grammar.from_ebnf(answer_grammar(tag, opts).gbnf())
+        return None
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         return await asyncio.to_thread(self.generate, request)

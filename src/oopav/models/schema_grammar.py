@@ -12,168 +12,34 @@ digits, bounded numbers have no exponent and at most 6 decimals, a bounded think
 ``<``. ``compact`` is the decoding form: no whitespace inside JSON, one ``\\n`` between blocks
 (what :func:`~oopav.models.prompt.render_answer` writes).
 
-The schema goes through a small grammar IR (:class:`Grammar`), rendered by :meth:`Grammar.gbnf`
-and :meth:`Grammar.lark` (for ``Lark(text, parser="earley", lexer="dynamic")``). Keywords a
-grammar cannot honour (``pattern``, ``format``, ``allOf``, ``not``, …) are refused, never ignored.
+The schema goes through the grammar IR of :mod:`oopav.models.cfg`, rendered by
+:meth:`Grammar.gbnf` and :meth:`Grammar.lark` (for ``Lark(text, parser="earley",
+lexer="dynamic")``). Keywords a grammar cannot honour (``pattern``, ``format``, ``allOf``,
+``not``, …) are refused, never ignored.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-# --- the IR --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Lit:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Chars:
-    """One character of ``ranges`` (inclusive code point pairs), or of anything else when
-    ``negate``."""
-
-    ranges: tuple[tuple[int, int], ...]
-    negate: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Ref:
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class Seq:
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Alt:
-    items: tuple[Node, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Rep:
-    item: Node
-    lo: int
-    hi: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Avoid:
-    """One or more characters of any kind, never containing ``text`` (a rule body on its own)."""
-
-    text: str
-
-
-Node = Lit | Chars | Ref | Seq | Alt | Rep | Avoid
-
-EMPTY = Seq(())
-
-
-class GrammarError(ValueError):
-    """The schema uses something a context-free grammar here cannot express."""
-
-
-def seq(*items: Node) -> Node:
-    flat: list[Node] = []
-    for it in items:
-        if isinstance(it, Seq):
-            flat.extend(it.items)
-        else:
-            flat.append(it)
-    merged: list[Node] = []
-    for it in flat:  # adjacent literals read better as one
-        if isinstance(it, Lit) and merged and isinstance(merged[-1], Lit):
-            merged[-1] = Lit(merged[-1].text + it.text)
-        elif not (isinstance(it, Lit) and not it.text):
-            merged.append(it)
-    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
-
-
-def alt(*items: Node) -> Node:
-    """Alternatives; an empty one becomes an optional group, duplicates are dropped."""
-    out: list[Node] = []
-    nullable = False
-    for it in items:
-        if it == EMPTY or it == Lit(""):
-            nullable = True
-        elif it not in out:
-            out.append(it)
-    if not out:
-        return EMPTY
-    body = out[0] if len(out) == 1 else Alt(tuple(out))
-    return opt(body) if nullable else body
-
-
-def opt(item: Node) -> Node:
-    return Rep(item, 0, 1)
-
-
-def rep(item: Node, lo: int, hi: int | None) -> Node:
-    if hi == 0:
-        return EMPTY
-    return item if lo == hi == 1 else Rep(item, lo, hi)
-
-
-@dataclass
-class Grammar:
-    """Named rules, ``root`` first."""
-
-    rules: dict[str, Node] = field(default_factory=dict)
-    comments: dict[str, str] = field(default_factory=dict)
-    header: str = ""
-    # Lexical rules (strings, numbers, whitespace, the think text): Lark terminals, each with
-    # a guard appended to its regex (see _NUMBER_GUARD).
-    tokens: dict[str, str] = field(default_factory=dict)
-
-    def gbnf(self) -> str:
-        return _GBNF(self).render()
-
-    def lark(self) -> str:
-        return _Lark(self).render()
-
-    def max_bytes(self, name: str = "root") -> int | None:
-        """The longest answer the grammar admits, in UTF-8 bytes (a bound on the tokens a
-        byte-level tokenizer needs), or ``None`` when unbounded."""
-        memo: dict[str, int | None] = {}
-        visiting: set[str] = set()
-
-        def node(n: Node) -> int | None:
-            if isinstance(n, Lit):
-                return len(n.text.encode())
-            if isinstance(n, Chars):
-                return 4 if n.negate else max(len(chr(hi).encode()) for _, hi in n.ranges)
-            if isinstance(n, Ref):
-                return rule(n.name)
-            if isinstance(n, Avoid):
-                return None
-            if isinstance(n, Rep):
-                one = node(n.item)
-                if n.hi is None:
-                    return 0 if one == 0 else None
-                return None if one is None else one * n.hi
-            parts = [node(i) for i in n.items]
-            if any(p is None for p in parts):
-                return None
-            return sum(parts) if isinstance(n, Seq) else max(parts)  # type: ignore[arg-type]
-
-        def rule(name: str) -> int | None:
-            if name in memo:
-                return memo[name]
-            if name in visiting:
-                return None  # recursion: unbounded
-            visiting.add(name)
-            memo[name] = node(self.rules[name])
-            visiting.discard(name)
-            return memo[name]
-
-        return rule(name)
-
+from oopav.models.cfg import (
+    EMPTY,
+    Avoid,
+    Chars,
+    Grammar,
+    GrammarError,
+    Lit,
+    Node,
+    Ref,
+    Rep,
+    alt,
+    opt,
+    rep,
+    seq,
+)
 
 # --- JSON schema -> IR ---------------------------------------------------------------------
 
@@ -221,10 +87,17 @@ _NONZERO = Chars(((49, 57),))
 
 @dataclass(frozen=True)
 class GrammarOptions:
+    """``compact``: the decoding form. The bounds make a decoder's answer finite (even a random
+    model's): ``think_chars`` caps the think text (then without ``<``), ``max_items`` every
+    array, ``max_string_length`` every string whose schema sets no length — as runs of at most
+    that many plain characters around at most ``max_escapes`` escapes (an exact character count
+    would cost xgrammar ~30-50x more per token). ``max_ws``: the longest whitespace run."""
+
     compact: bool = False
     think_chars: int | None = None
     max_string_length: int | None = None
     max_items: int | None = None
+    max_escapes: int = 16
     max_ws: int = 20
 
 
@@ -414,20 +287,28 @@ class _Builder:
         return seq(Lit("["), self.ws, body, self.ws, Lit("]"))
 
     def string(self, lo: int, hi: int | None) -> Ref:
-        if self.opts.max_string_length is not None:
-            hi = max(
-                lo,
-                min(
-                    hi if hi is not None else self.opts.max_string_length,
-                    self.opts.max_string_length,
-                ),
+        cap = self.opts.max_string_length
+        quote = Lit('"')
+        if (lo, hi) == (0, None):
+            # Runs of plain characters between escapes: the language of char*, in a shape
+            # xgrammar matches ~30x faster per token than a repeated alternative.
+            if cap is None:
+                run, name, escapes = Rep(_PLAIN, 0, None), "string", None
+            else:
+                escapes = self.opts.max_escapes
+                run, name = Rep(_PLAIN, 0, cap), f"string-runs-{cap}-{escapes}"
+            return self.rule(
+                name, seq(quote, run, rep(seq(_escape(), run), 0, escapes), quote), token=True
             )
+        # A length the schema sets is kept exactly, character by character.
+        if cap is not None:
+            hi = max(lo, min(hi if hi is not None else cap, cap))
         char = self.rule("char", _json_char(), "one character of a JSON string", token=True)
-        name = "string" if (lo, hi) == (0, None) else f"string-{lo}-{hi if hi is not None else 'n'}"
-        return self.rule(name, seq(Lit('"'), Rep(char, lo, hi), Lit('"')), token=True)
+        name = f"string-{lo}-{hi if hi is not None else 'n'}"
+        return self.rule(name, seq(quote, Rep(char, lo, hi), quote), token=True)
 
     def integer(self, s: dict[str, Any], path: str) -> Ref:
-        lo, hi = _bounds(s, path, integer=True)
+        lo, hi = _bounds(s, path)
         if lo is None:
             if hi is not None:
                 raise GrammarError(f"{path}: an integer with a maximum but no minimum")
@@ -447,7 +328,7 @@ class _Builder:
         return self.rule(*_number_range(s, path), guard=_NUMBER_GUARD)
 
 
-def _bounds(s: dict[str, Any], path: str, *, integer: bool) -> tuple[int | None, int | None]:
+def _bounds(s: dict[str, Any], path: str) -> tuple[int | None, int | None]:
     lo = s.get("minimum")
     hi = s.get("maximum")
     if "exclusiveMinimum" in s:
@@ -546,8 +427,14 @@ def _same_length(a: str, b: str) -> Node:
     return alt(*alts)
 
 
+_PLAIN = Chars(((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)), negate=True)
+
+
 def _json_char() -> Node:
-    plain = Chars(((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)), negate=True)
+    return alt(_PLAIN, _escape())
+
+
+def _escape() -> Node:
     simple = Chars(tuple((ord(c), ord(c)) for c in '"\\/bfnrt'))
     # \uXXXX outside the surrogates, or a high+low surrogate pair: a lone surrogate is not text
     bmp = alt(
@@ -563,7 +450,7 @@ def _json_char() -> Node:
         Chars(((67, 70), (99, 102))),
         Rep(_HEX, 2, 2),
     )
-    return alt(plain, seq(Lit("\\"), alt(simple, seq(Lit("u"), alt(bmp, pair)))))
+    return seq(Lit("\\"), alt(simple, seq(Lit("u"), alt(bmp, pair))))
 
 
 # --- the envelope --------------------------------------------------------------------------
@@ -608,241 +495,3 @@ def answer_grammar(tag: str = "action", options: GrammarOptions | None = None) -
         "`oopav schema export`; do not edit by hand."
     )
     return b.g
-
-
-# --- renderers -----------------------------------------------------------------------------
-
-
-def _kmp_states(text: str) -> list[dict[str, int]]:
-    """For each matched-prefix length of ``text``, where each character of ``text`` leads (a
-    character not in ``text`` leads back to 0)."""
-    out = []
-    for i in range(len(text)):
-        row = {}
-        for c in sorted(set(text)):
-            s = text[:i] + c
-            k = min(len(s), len(text))
-            while k and not s.endswith(text[:k]):
-                k -= 1
-            row[c] = k
-        out.append(row)
-    return out
-
-
-class _GBNF:
-    def __init__(self, g: Grammar) -> None:
-        self.g = g
-
-    def render(self) -> str:
-        lines = [f"# {self.g.header}"] if self.g.header else []
-        for name, body in self.g.rules.items():
-            if name in self.g.comments:
-                lines.append(f"# {name}: {self.g.comments[name]}")
-            if isinstance(body, Avoid):
-                lines += self.avoid(name, body.text)
-            else:
-                lines.append(f"{name} ::= {self.node(body, top=True)}")
-        return "\n".join(lines) + "\n"
-
-    def avoid(self, name: str, text: str) -> list[str]:
-        states = _kmp_states(text)
-
-        def moves(i: int) -> list[str]:
-            out = []
-            by_target: dict[int, list[str]] = {}
-            for c, k in states[i].items():
-                by_target.setdefault(k, []).append(c)
-            for k, cs in sorted(by_target.items()):
-                if k == len(text) or k == 0:
-                    continue
-                out.append(f"{self.node(Chars(tuple((ord(c), ord(c)) for c in cs)))} {name}-{k}")
-            # everything that neither advances nor restarts the match falls back to state 0
-            keep = [c for c, k in states[i].items() if k != 0]
-            out.append(
-                f"{self.node(Chars(tuple((ord(c), ord(c)) for c in keep), negate=True))} {name}-0"
-            )
-            return out
-
-        lines = [f"{name} ::= " + " | ".join(moves(0))]
-        for i in range(len(text)):
-            lines.append(f"{name}-{i} ::= " + " | ".join(['""', *moves(i)]))
-        return lines
-
-    def node(self, n: Node, top: bool = False) -> str:
-        if isinstance(n, Lit):
-            return _quote(n.text)
-        if isinstance(n, Chars):
-            if not n.negate and len(n.ranges) == 1 and n.ranges[0][0] == n.ranges[0][1]:
-                return _quote(chr(n.ranges[0][0]))
-            return _char_class(n)
-        if isinstance(n, Ref):
-            return n.name
-        if isinstance(n, Seq):
-            if not n.items:
-                return '""'
-            return " ".join(self.atom(i) for i in n.items)
-        if isinstance(n, Alt):
-            body = " | ".join(self.node(i) for i in n.items)
-            return body if top else f"( {body} )"
-        if isinstance(n, Rep):
-            return self.atom(n.item) + _suffix(n.lo, n.hi)
-        raise GrammarError("Avoid is a rule body of its own")
-
-    def atom(self, n: Node) -> str:
-        if isinstance(n, Seq) and len(n.items) > 1:
-            return f"( {self.node(n)} )"
-        return self.node(n)
-
-
-def _suffix(lo: int, hi: int | None) -> str:
-    if (lo, hi) == (0, 1):
-        return "?"
-    if (lo, hi) == (0, None):
-        return "*"
-    if (lo, hi) == (1, None):
-        return "+"
-    if hi is None:
-        return f"{{{lo},}}"
-    return f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
-
-
-_GBNF_ESC = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _quote(text: str) -> str:
-    out = []
-    for c in text:
-        if c in _GBNF_ESC:
-            out.append(_GBNF_ESC[c])
-        elif ord(c) < 0x20 or ord(c) == 0x7F:
-            out.append(f"\\u{ord(c):04X}")  # never \xHH: xgrammar reads every hex digit after it
-        else:
-            out.append(c)
-    return '"' + "".join(out) + '"'
-
-
-def _class_char(cp: int, regex: bool) -> str:
-    c = chr(cp)
-    if regex:
-        # Lark turns \xHH into the raw character before the regex engine sees it, so the
-        # characters special in a class get a backslash instead.
-        if cp < 0x20 or cp == 0x7F:
-            return f"\\x{cp:02X}"
-        return "\\" + c if c in "[]^-\\/" else c
-    if c in "\\[]\t\n\r":
-        return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}.get(c, "\\" + c)
-    if cp < 0x20 or cp == 0x7F or c in "^-":
-        return f"\\u{cp:04X}"
-    return c
-
-
-def _char_class(n: Chars, *, regex: bool = False) -> str:
-    parts = []
-    for lo, hi in n.ranges:
-        if lo == hi:
-            parts.append(_class_char(lo, regex))
-        else:
-            parts.append(f"{_class_char(lo, regex)}-{_class_char(hi, regex)}")
-    body = ("^" if n.negate else "") + "".join(parts)
-    return f"[{body}]"
-
-
-class _Lark:
-    """Token rules (strings, numbers, whitespace, the think text) become terminals, one regular
-    expression each; the structure (objects, arrays, the envelope) stays in rules."""
-
-    def __init__(self, g: Grammar) -> None:
-        self.g = g
-        for name in g.tokens:
-            if _nullable(g.rules[name], g):
-                raise GrammarError(f"token {name!r} matches the empty string; Lark refuses that")
-
-    def name(self, rule: str) -> str:
-        if rule == "root":
-            return "start"
-        base = rule.replace("-", "_")
-        return base.upper() if rule in self.g.tokens else base
-
-    def render(self) -> str:
-        lines = [f"// {self.g.header}"] if self.g.header else []
-        lines.append('// Load with Lark(text, parser="earley", lexer="dynamic").')
-        for rule, body in self.g.rules.items():
-            if rule in self.g.comments:
-                lines.append(f"// {rule}: {self.g.comments[rule]}")
-            if rule in self.g.tokens:
-                lines.append(f"{self.name(rule)}: /{self.regex(body)}{self.g.tokens[rule]}/")
-            else:
-                lines.append(f"{self.name(rule)}: {self.node(body, top=True)}")
-        return "\n".join(lines) + "\n"
-
-    def node(self, n: Node, top: bool = False) -> str:
-        if isinstance(n, Lit):
-            return json.dumps(n.text, ensure_ascii=False)
-        if isinstance(n, Ref):
-            return self.name(n.name)
-        if isinstance(n, Seq):
-            return " ".join(self.atom(i) for i in n.items) if n.items else ""
-        if isinstance(n, Alt):
-            body = " | ".join(self.node(i) for i in n.items)
-            return body if top else f"({body})"
-        if isinstance(n, Rep):
-            item = self.atom(n.item)
-            if (n.lo, n.hi) in ((0, 1), (0, None), (1, None)):
-                return item + _suffix(n.lo, n.hi)
-            if n.hi is None:
-                return f"{item} ~ {n.lo} {item}*"
-            if n.lo == 0:
-                return f"[{item} ~ 1..{n.hi}]"
-            return f"{item} ~ {n.lo}" if n.lo == n.hi else f"{item} ~ {n.lo}..{n.hi}"
-        return f"/{self.regex(n)}/"  # a character class or an Avoid outside a token
-
-    def atom(self, n: Node) -> str:
-        if isinstance(n, Seq) and len(n.items) > 1:
-            return f"({self.node(n)})"
-        return self.node(n)
-
-    def regex(self, n: Node) -> str:
-        if isinstance(n, Lit):
-            return re.escape(n.text).replace("/", "\\/")
-        if isinstance(n, Chars):
-            return _char_class(n, regex=True)
-        if isinstance(n, Ref):
-            return self.regex_atom(self.g.rules[n.name])
-        if isinstance(n, Seq):
-            return "".join(self.regex(i) for i in n.items)
-        if isinstance(n, Alt):
-            return "(?:" + "|".join(self.regex(i) for i in n.items) + ")"
-        if isinstance(n, Rep):
-            return self.regex_atom(n.item) + _suffix(n.lo, n.hi)
-        text = re.escape(n.text).replace("/", "\\/")
-        return f"(?:(?!{text})[\\s\\S])+"
-
-    def regex_atom(self, n: Node) -> str:
-        """``n`` as one unit a quantifier can follow."""
-        body = self.regex(n)
-        single = isinstance(n, Chars) or (isinstance(n, Lit) and len(n.text) == 1)
-        return body if single or isinstance(n, Alt) else f"(?:{body})"
-
-
-def _refs(n: Node) -> list[str]:
-    if isinstance(n, Ref):
-        return [n.name]
-    if isinstance(n, Seq | Alt):
-        return [r for i in n.items for r in _refs(i)]
-    if isinstance(n, Rep):
-        return _refs(n.item)
-    return []
-
-
-def _nullable(n: Node, g: Grammar, seen: frozenset[str] = frozenset()) -> bool:
-    if isinstance(n, Lit):
-        return not n.text
-    if isinstance(n, Chars | Avoid):
-        return False
-    if isinstance(n, Ref):
-        return n.name not in seen and _nullable(g.rules[n.name], g, seen | {n.name})
-    if isinstance(n, Seq):
-        return all(_nullable(i, g, seen) for i in n.items)
-    if isinstance(n, Alt):
-        return any(_nullable(i, g, seen) for i in n.items)
-    return n.lo == 0 or _nullable(n.item, g, seen)

@@ -278,6 +278,10 @@ def eval_cmd(
     from oopav.models.base import ModelError
     from oopav.trainer.evaluate import evaluate_spec, load_suite
 
+    if constrained and not spec.startswith("hf:"):
+        raise click.UsageError(
+            "--constrained applies to hf: models; other backends constrain or not on their own"
+        )
     try:
         items = load_suite(suite, split=split, n=n)
         report = evaluate_spec(
