@@ -28,6 +28,7 @@ from oopav.projections.session import SessionState, evolve, initial
 log = get_logger("oopav.handlers")
 
 MAX_CONFLICT_RETRIES = 5
+TERMINAL_PHASES = ("completed", "rejected")
 
 
 class Handler(Protocol):
@@ -87,6 +88,10 @@ class SessionCache:
                     cached.last_sequence = max(cached.last_sequence, seq)
                     continue
                 evolve(cached, event, seq)
+        if cached.phase in TERMINAL_PHASES:
+            # Handlers do nothing more for it: keep memory for the live sessions.
+            self.forget(session_id)
+            return _copy(cached)
         if len(self._states) >= self.max_sessions and session_id not in self._states:
             evicted = next(iter(self._states))
             self._states.pop(evicted)
@@ -146,6 +151,9 @@ class SessionCache:
                 evolve(cached, event, seq)
         elif cached.last_sequence != stored[-1][0]:
             return  # moved on in between: the next load reads
+        if cached.phase in TERMINAL_PHASES:
+            self.forget(session_id)
+            return
         self._own.setdefault(session_id, set()).update(e.id for _, e in stored)
 
     def forget(self, session_id: str) -> None:
