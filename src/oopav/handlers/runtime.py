@@ -28,6 +28,7 @@ from oopav.projections.session import SessionState, evolve, initial
 log = get_logger("oopav.handlers")
 
 MAX_CONFLICT_RETRIES = 5
+TERMINAL_PHASES = ("completed", "rejected")
 
 
 class Handler(Protocol):
@@ -53,7 +54,11 @@ class SessionCache:
         self.events = events
         self.max_sessions = max_sessions
         self._states: dict[str, SessionState] = {}
-        self._pending: dict[str, tuple[int, list[Event]]] = {}
+        # Per session, the batches being appended, by the sequence they were checked at
+        # (two handlers may append to one session at once: one of them will conflict).
+        self._pending: dict[str, dict[int, list[Event]]] = {}
+        # Per session, the ids of the events this process appended (and folded).
+        self._own: dict[str, set[str]] = {}
         self.reads = 0
         self.followed = 0
 
@@ -83,54 +88,77 @@ class SessionCache:
                     cached.last_sequence = max(cached.last_sequence, seq)
                     continue
                 evolve(cached, event, seq)
+        if cached.phase in TERMINAL_PHASES:
+            # Handlers do nothing more for it: keep memory for the live sessions.
+            self.forget(session_id)
+            return _copy(cached)
         if len(self._states) >= self.max_sessions and session_id not in self._states:
-            self._states.pop(next(iter(self._states)))
+            evicted = next(iter(self._states))
+            self._states.pop(evicted)
+            self._own.pop(evicted, None)
         self._states[session_id] = cached
         return _copy(cached)
 
     def _fold_delivered(self, cached: SessionState, sequence: int, event: Event) -> bool:
         """Bring ``cached`` up to the delivered event without a read, when that is exact."""
         if sequence <= cached.last_sequence:
-            return True  # folded already: the cache is contiguous from the session's start
+            # Folded already: no read when this process appended it (the cache then stands
+            # at its batch or later, as fresh as this process knows). An event the cache
+            # only holds from an earlier read is read again, with whatever was stored since
+            # (deciding on the older state would only conflict).
+            return event.id in self._own.get(cached.session_id, ())
         # Delivered before its own append returned: it belongs to a batch this process is
         # appending on the cached state. The batch was stored whole, on consecutive sequences.
         # (An event from elsewhere is read, with the rest of its batch: deciding on part of a
         # batch would only conflict, after a model call.)
-        pending = self._pending.get(cached.session_id)
-        if pending is not None and pending[0] == cached.last_sequence:
-            ids = [e.id for e in pending[1]]
+        pending = self._pending.get(cached.session_id, {}).get(cached.last_sequence)
+        if pending is not None:
+            ids = [e.id for e in pending]
             # Equal, not only the same id: another process may have stored its own decision
             # on the same input (same derived ids, another timestamp).
-            if event.id in ids and pending[1][ids.index(event.id)] == event:
+            if event.id in ids and pending[ids.index(event.id)] == event:
                 first = sequence - ids.index(event.id)
-                for i, e in enumerate(pending[1]):
+                for i, e in enumerate(pending):
                     evolve(cached, e, first + i)
+                self._own.setdefault(cached.session_id, set()).update(ids)
                 return True
         return False
 
     def appending(self, session_id: str, expected: int, linked: Sequence[Event]) -> None:
         """A decision's outputs (as they will be stored) are being appended at ``expected``."""
         if len(linked) <= MAX_ATOMIC_BATCH:
-            self._pending[session_id] = (expected, list(linked))
+            self._pending.setdefault(session_id, {})[expected] = list(linked)
 
     def appended(
         self, session_id: str, expected: int, stored: Sequence[tuple[int, Event]] | None
     ) -> None:
         """The append announced by ``appending`` ended (``stored``: the events with their
         sequences, None when it failed)."""
-        self._pending.pop(session_id, None)
+        batches = self._pending.get(session_id)
+        if batches is not None:
+            batches.pop(expected, None)
+            if not batches:
+                del self._pending[session_id]
         if stored is None:
             return
         # Folded when the cache still stands where the decision was checked (unless the
         # delivery of one of them folded the batch already); otherwise the next load reads.
         cached = self._states.get(session_id)
-        if cached is None or cached.last_sequence != expected:
+        if cached is None:
             return
-        for seq, event in stored:
-            evolve(cached, event, seq)
+        if cached.last_sequence == expected:
+            for seq, event in stored:
+                evolve(cached, event, seq)
+        elif cached.last_sequence != stored[-1][0]:
+            return  # moved on in between: the next load reads
+        if cached.phase in TERMINAL_PHASES:
+            self.forget(session_id)
+            return
+        self._own.setdefault(session_id, set()).update(e.id for _, e in stored)
 
     def forget(self, session_id: str) -> None:
         self._states.pop(session_id, None)
+        self._own.pop(session_id, None)
 
 
 def _copy(state: SessionState) -> SessionState:

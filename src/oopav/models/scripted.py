@@ -8,6 +8,7 @@ optionally ``finish_reason``, ``prompt_tokens``, ``completion_tokens``) or ``err
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,8 @@ class ScriptedBackend:
         else:
             self._ordered = _items(script, "responses")
         self._served: dict[str, int] = {}
-        self.calls: list[ModelRequest] = []
+        # The latest requests (for inspection); bounded, a long-running process serves many.
+        self.calls: deque[ModelRequest] = deque(maxlen=256)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedBackend:

@@ -27,6 +27,7 @@ from oopav.projections.store import Snapshots, SnapshotStore
 S = TypeVar("S")
 _HIGH_WATER = 20_000  # buffered deliveries before the callback waits for the folder
 _YIELD_EVERY = 2_000  # folded events between yields to the event loop
+CACHE_STATES = 256  # folded states kept in memory after a commit (the rest are in LMDB)
 log = get_logger("oopav.projections")
 
 
@@ -272,6 +273,7 @@ class ProjectionRunner(Generic[S]):
                     if state is None:
                         state = snapshot_of(key) or initial(key)
                     state = evolve(state, event, seq)
+                    cache.pop(key, None)  # most recently folded last: evicted last
                     cache[key] = state
                     dirty[key] = state
                     for listener in listeners:
@@ -296,8 +298,11 @@ class ProjectionRunner(Generic[S]):
             {k: version(v) for k, v in self._dirty.items()} if version else None,
         )
         self._dirty = {}
-        if len(self._cache) > 10_000:
-            self._cache.clear()
+        # Committed states are in LMDB; the cache keeps the most recently folded ones only,
+        # so memory does not grow with the number of sessions a process has seen.
+        cache = self._cache
+        while len(cache) > CACHE_STATES:
+            cache.pop(next(iter(cache)))
         await self._notify()
 
     async def _notify(self) -> None:

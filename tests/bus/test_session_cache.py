@@ -5,8 +5,9 @@ to a wrong decision (the append's optimistic check, then a reload)."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Any
+
+from test_lanes import task, until
 
 from oopav.bus.store import EventStore
 from oopav.config import Settings
@@ -15,28 +16,6 @@ from oopav.events.factory import caused_event
 from oopav.handlers.ports import Ports
 from oopav.handlers.runtime import HandlerRunner, SessionCache
 from oopav.projections.session import SessionState, fold
-
-TS = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def task(session: str) -> ev.TaskSubmitted:
-    return ev.TaskSubmitted(
-        id=session,
-        aggregate_id=session,
-        correlation_id=session,
-        actor="intake/0",
-        ts=TS,
-        instruction="do it",
-        repo="/r",
-    )
-
-
-async def until(cond: Any, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.02)
 
 
 def verdict(cause: ev.Event, handler: str, index: int, text: str = "") -> ev.CriticVerdict:
