@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,3 +45,36 @@ def test_a_malformed_yaml_file_is_one_line(args: tuple[str, ...], tmp_path: Path
     assert len(error) == 1 and "line 2, column 6" in error[0], result.output
     assert not any(line.lstrip().startswith("^") for line in lines), result.output
 
+
+@pytest.mark.parametrize("command", [("up",), ("handler", "actor")], ids=" ".join)
+def test_sigterm_stops_a_process_waiting_for_a_server_that_is_down(
+    command: tuple[str, ...], tmp_path: Path
+) -> None:
+    # `oopav up` / `oopav handler` wait for a server that is down for as long as it takes; the
+    # stop signal used to be caught and ignored meanwhile (`timeout 20 oopav up` ran forever).
+    env = {**os.environ, "OOPAV_LOG_LEVEL": "INFO"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oopav.cli", "--data-dir", str(tmp_path), *command, *DEAD],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if "nats_unreachable_waiting" in line:
+                break
+        else:
+            raise AssertionError("".join(seen))
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait(5)
+    assert proc.returncode == 1
+    assert err.strip().splitlines()[-1] == (
+        "Error: stopped while waiting for the NATS server nats://127.0.0.1:1"
+    )
