@@ -237,12 +237,12 @@ async def run(
 
             keep_workspace(c.settings, sid)
         elif state.phase in ("completed", "rejected"):
-            _remove_workspace(c, sid, quiet or as_json)
+            _remove_workspace(c, sid, quiet or as_json, state.outcome)
         _print_outcome(state, as_json)
         sys.exit(exit_code)
 
 
-def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
+def _remove_workspace(c: Ctx, session_id: str, quiet: bool, outcome: str | None = None) -> None:
     """Remove a finished session's worktree and branch (its result is kept for `apply`)."""
     from oopav.sandbox.workspace import WorkspaceError, find_workspace, remove_workspace
 
@@ -256,10 +256,14 @@ def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
         click.echo(f"warning: could not remove the workspace {info.path}: {exc}", err=True)
         return
     if not quiet:
-        click.echo(
-            f"workspace removed (--keep keeps it); `oopav apply {session_id[:13]}` applies the result",
-            err=True,
+        # Only a result that passed its gates is worth applying; a failed or aborted session's
+        # hint pointed at `apply`, which then said it changed nothing.
+        hint = (
+            f"; `oopav apply {session_id[:13]}` applies the result"
+            if outcome in ("success", "success_unverified")
+            else ""
         )
+        click.echo(f"workspace removed (--keep keeps it){hint}", err=True)
 
 
 @click.command()
