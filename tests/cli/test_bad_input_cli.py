@@ -78,3 +78,20 @@ def test_sigterm_stops_a_process_waiting_for_a_server_that_is_down(
     assert err.strip().splitlines()[-1] == (
         "Error: stopped while waiting for the NATS server nats://127.0.0.1:1"
     )
+
+
+def test_eval_on_an_empty_split_and_a_count_below_one_are_refused(tmp_path: Path) -> None:
+    suite = tmp_path / "tasks"
+    suite.mkdir()
+    (suite / "test.jsonl").write_text("")  # what `tasks generate --n 20` can leave
+    runner = CliRunner()
+    result = runner.invoke(cli, ["eval", "--model", "synth:", "--suite", str(suite)])
+    assert result.exit_code == 1
+    assert "has no test tasks (its test split is empty)" in result.output, result.output
+    for args in (
+        ["eval", "--model", "synth:", "--suite", str(suite), "--n", "0"],
+        ["tasks", "generate", "--n", "-5", "--out", str(tmp_path / "out")],
+    ):
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 2 and "is not in the range x>=1" in result.output, args
+    assert not (tmp_path / "out").exists()
