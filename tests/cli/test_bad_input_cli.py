@@ -95,3 +95,37 @@ def test_eval_on_an_empty_split_and_a_count_below_one_are_refused(tmp_path: Path
         result = runner.invoke(cli, args)
         assert result.exit_code == 2 and "is not in the range x>=1" in result.output, args
     assert not (tmp_path / "out").exists()
+
+
+def test_a_submission_nobody_answers_is_queued_not_rejected(tmp_path: Path) -> None:
+    # With no intake running, OOPAV_INTAKE still stores the submission and a later `oopav up`
+    # turns it into a session: "rejected" (exit 2) made users submit it twice.
+    import asyncio
+
+    import nats
+
+    from oopav.bus.server import EmbeddedServer
+
+    server = EmbeddedServer(tmp_path / "nats")
+    url = server.start()
+    try:
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        result = CliRunner().invoke(
+            cli, ["--nats-url", url, "submit", "--repo", str(repo), "Rename f to g"]
+        )
+        assert result.exit_code == 1, result.output
+        assert result.output.startswith("queued: no intake answered"), result.output
+        assert "rejected" not in result.output
+
+        async def stored() -> int:
+            nc = await nats.connect(url)
+            try:
+                info = await nc.jetstream().stream_info("OOPAV_INTAKE")
+                return int(info.state.messages)
+            finally:
+                await nc.close()
+
+        assert asyncio.run(stored()) == 1
+    finally:
+        server.stop()

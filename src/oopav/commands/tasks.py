@@ -60,15 +60,16 @@ async def submit(
     async with open_bus(c.settings, name="oopav-submit") as bus:
         reply = await submit_task(bus, body)
         if "error" in reply:
+            queued = reply.get("code") == "queued"
             if as_json:
                 _json_out(reply)
             else:
                 click.echo(
-                    f"rejected: {reply['error']}"
+                    f"{'queued' if queued else 'rejected'}: {reply['error']}"
                     + (f" (field: {reply['field']})" if reply.get("field") else ""),
                     err=True,
                 )
-            sys.exit(2)
+            sys.exit(1 if queued else 2)
         if not wait:
             _json_out(reply) if as_json else click.echo(reply["session_id"])
             return
