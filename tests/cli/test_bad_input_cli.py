@@ -129,3 +129,19 @@ def test_a_submission_nobody_answers_is_queued_not_rejected(tmp_path: Path) -> N
         assert asyncio.run(stored()) == 1
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_no_repository_is_a_usage_error_before_anything_starts(
+    command: str, tmp_path: Path
+) -> None:
+    task = tmp_path / "task.json"
+    task.write_text('{"instruction": "Rename f to g"}')
+    for args in (["Rename f to g"], ["--task", str(task)]):
+        result = CliRunner().invoke(
+            cli, ["--data-dir", str(tmp_path / "data"), command, "--model", "synth:", *args]
+        )
+        assert result.exit_code == 2, result.output
+        assert "no repository: pass --repo DIRECTORY" in result.output, result.output
+        # Refused at the CLI: no embedded server was started to reject it.
+        assert not (tmp_path / "data" / "nats").exists()
