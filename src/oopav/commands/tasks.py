@@ -280,6 +280,10 @@ async def resume(c: Ctx, session: str, model: str | None, timeout: float, as_jso
     from oopav.app import open_bus
     from oopav.services import resolve_session, resume_point
 
+    # Like `oopav run`: the timeline on the terminal, the handlers' log lines in a file.
+    log_file = c.log_to_file("resume")
+    if log_file is not None and not as_json:
+        click.echo(f"log: {log_file}", err=True)
     async with open_bus(c.settings, embedded=True, name="oopav-resume") as bus:
         sid = await resolve_session(bus, session)
         try:
