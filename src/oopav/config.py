@@ -48,3 +48,15 @@ class Settings(BaseModel):
 
     def artifacts_for(self, session_id: str) -> Path:
         return self.artifacts_dir / session_id
+
+
+def yaml_error(exc: Exception) -> str:
+    """A YAML parse error on one line (PyYAML's own text spans several, with carets), so that
+    a malformed config file gives a one-line error."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if not problem:
+        return " ".join(str(exc).split())
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    context = getattr(exc, "context", None)
+    return f"{problem}{where}" + (f" ({context})" if context else "")

@@ -240,7 +240,15 @@ async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> 
     except nats.errors.NoRespondersError:
         return {"error": "no intake handler is running: start `oopav up`", "field": None}
     except nats.errors.TimeoutError:
-        return {"error": f"the intake did not answer within {timeout:.0f}s", "field": None}
+        # OOPAV_INTAKE stored the submission all the same: an intake that starts later turns
+        # it into a session, so this is not a rejection (resubmitting would make two).
+        return {
+            "error": f"no intake answered within {timeout:.0f}s; the submission is stored in "
+            "OOPAV_INTAKE and becomes a session when an intake runs (`oopav up`): see "
+            "`oopav sessions` then, and do not submit it again",
+            "field": None,
+            "code": "queued",
+        }
     reply: dict[str, Any] = json.loads(msg.data)
     return reply
 

@@ -64,3 +64,5 @@ async def test_only_interrupted_sessions_resume(nc: Any, nats_url: str, tmp_path
     rc, _out, err = await oopav(nats_url, tmp_path, "resume", sid)
     assert rc != 0 and "only an interrupted session can be resumed" in err
     assert "Traceback" not in err
+    # The handlers' JSON log lines go to a file, as with `oopav run`, not over the timeline.
+    assert err.startswith("log: ") and "/logs/resume-" in err.splitlines()[0], err

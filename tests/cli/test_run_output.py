@@ -94,3 +94,22 @@ def test_run_verbose_and_keep(nc: Any, nats_url: str, tmp_path: Path) -> None:
     assert '"event": "consumer_started"' in run.stderr  # -v: the log lines on stderr
     [sid] = [p.name for p in (data / "workspaces").iterdir() if p.is_dir() and p.name[0] != "."]
     assert (data / "workspaces" / sid / "webtool" / "client.py").exists()
+
+
+def test_a_failed_run_does_not_point_at_apply(nc: Any, nats_url: str, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("def f():\n    return 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], check=True)
+    run = oopav(
+        "run", "--repo", str(repo), "--test-command", "no-such-command-xyz", "--model", "synth:",
+        "Rename f to g", "--nats-url", nats_url, "--data-dir", str(tmp_path / "data"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 1 and ": failed (completed)" in run.stdout, run.stdout + run.stderr
+    # The hint to apply the result was printed after any outcome; a failed session has none.
+    [removed] = [line for line in run.stderr.splitlines() if "workspace removed" in line]
+    assert "oopav apply" not in removed, removed

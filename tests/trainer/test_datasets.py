@@ -99,6 +99,38 @@ def test_written_dataset_is_deduplicated_rebuildable_and_loadable(tmp_path: Path
     assert [r["id"] for r in read_records(tmp_path / "a")] == ds["id"]
 
 
+def test_two_writers_of_one_dataset_directory_do_not_collide(tmp_path: Path) -> None:
+    # Two `oopav run` (or `oopav up`) on one data directory each run a learner that rebuilds
+    # <data>/datasets: a shared temporary file name made one writer rename the other's file
+    # away (FileNotFoundError, the learner crashed and restarted).
+    import threading
+
+    sessions = [
+        session_records(numbered(session(S1), 1), Filters()),
+        session_records(numbered(session(S2), 100), Filters()),
+    ]
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def writer() -> None:
+        start.wait()
+        for _ in range(15):
+            try:
+                write_dataset(tmp_path / "d", "sft", sessions, Filters())
+            except Exception as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=writer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    names = sorted(p.name for p in (tmp_path / "d").iterdir())
+    assert names == ["manifest.json", "sft-00000.jsonl", "sft-00000.parquet"]
+    assert len(read_records(tmp_path / "d")) == 3
+
+
 async def _append(nc: object, *sessions: list) -> None:
     store = EventStore(nc)  # type: ignore[arg-type]
     for events in sessions:

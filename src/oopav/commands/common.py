@@ -126,6 +126,12 @@ def _submission(
     if "repo" in body:
         # Paths are resolved on the intake host; make a local relative path absolute here.
         body["repo"] = str((base / Path(body["repo"]).expanduser()).resolve())
+    elif instruction or task_file is not None:
+        # Said here, before `oopav run` starts a server and every handler to be told so.
+        raise click.UsageError(
+            "no repository: pass --repo DIRECTORY (e.g. --repo .)"
+            + (f' or add "repo" to {task_file}' if task_file is not None else "")
+        )
     if mission:
         body["mission"] = mission
     if model:

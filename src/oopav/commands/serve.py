@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from oopav import __version__
 from oopav.clikit import Ctx, pass_ctx, run_async
 from oopav.commands.common import cli_model_spec
+
+T = TypeVar("T")
 
 
 def _reflector_options(fn: Any) -> Any:
@@ -104,16 +107,25 @@ async def up(
     from oopav.services import run_handlers
 
     model = cli_model_spec(model)
+    reflector = _reflector_config(reflector_config, critic_model)  # a bad file fails at once
     # Signals are ours from the start: a SIGTERM during start-up still stops the server.
     stop = asyncio.Event()
     remove_signals = install_stop_signals(stop.set)
-    async with open_bus(
-        c.settings,
-        embedded=True,
-        name="oopav-up",
-        give_up_after=give_up_after or float("inf"),
-        owns_server=True,
-    ) as bus:
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await _unless_stopped(
+            stop,
+            stack.enter_async_context(
+                open_bus(
+                    c.settings,
+                    embedded=True,
+                    name="oopav-up",
+                    give_up_after=give_up_after or float("inf"),
+                    owns_server=True,
+                )
+            ),
+            c.settings.nats_url,
+            remove_signals,
+        )
         click.echo(
             f"oopav {__version__} up: NATS at {bus.url}" + (" (embedded)" if bus.embedded else ""),
             err=True,
@@ -131,10 +143,38 @@ async def up(
                 concurrency=concurrency,
                 signals=False,
                 cleanup=not keep,
-                reflector_config=_reflector_config(reflector_config, critic_model),
+                reflector_config=reflector,
             )
         finally:
             remove_signals()
+
+
+async def _unless_stopped(
+    stop: asyncio.Event,
+    connecting: Awaitable[T],
+    url: str | None,
+    remove_signals: Callable[[], None],
+) -> T:
+    """Await ``connecting`` unless ``stop`` comes first. Long-running processes wait for a
+    server that is down for as long as it takes (a restart during an outage), and nothing else
+    watched ``stop`` meanwhile: Ctrl-C printed "stopping" and SIGTERM did nothing."""
+    connect = asyncio.ensure_future(connecting)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({connect, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if connect.done():
+        try:
+            return connect.result()
+        except BaseException:
+            remove_signals()
+            raise
+    connect.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await connect
+    remove_signals()
+    raise click.ClickException(f"stopped while waiting for the NATS server {url or ''}".rstrip())
 
 
 def _without(name: str) -> tuple[str, ...]:
@@ -233,11 +273,20 @@ async def handler_cmd(
     if problem:
         click.echo(f"error: {problem}", err=True)
         sys.exit(1)
+    reflector = _reflector_config(reflector_config, critic_model)  # a bad file fails at once
     stop = asyncio.Event()
     remove_signals = install_stop_signals(stop.set)
-    async with open_bus(
-        c.settings, name=f"oopav-{name}", give_up_after=give_up_after or float("inf")
-    ) as bus:
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await _unless_stopped(
+            stop,
+            stack.enter_async_context(
+                open_bus(
+                    c.settings, name=f"oopav-{name}", give_up_after=give_up_after or float("inf")
+                )
+            ),
+            c.settings.nats_url,
+            remove_signals,
+        )
         click.echo(f"handler {name}: NATS at {bus.url}", err=True)
         try:
             await run_handlers(
@@ -248,7 +297,7 @@ async def handler_cmd(
                 projection=False,
                 concurrency=concurrency,
                 signals=False,
-                reflector_config=_reflector_config(reflector_config, critic_model),
+                reflector_config=reflector,
             )
         finally:
             remove_signals()

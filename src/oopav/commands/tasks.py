@@ -60,15 +60,16 @@ async def submit(
     async with open_bus(c.settings, name="oopav-submit") as bus:
         reply = await submit_task(bus, body)
         if "error" in reply:
+            queued = reply.get("code") == "queued"
             if as_json:
                 _json_out(reply)
             else:
                 click.echo(
-                    f"rejected: {reply['error']}"
+                    f"{'queued' if queued else 'rejected'}: {reply['error']}"
                     + (f" (field: {reply['field']})" if reply.get("field") else ""),
                     err=True,
                 )
-            sys.exit(2)
+            sys.exit(1 if queued else 2)
         if not wait:
             _json_out(reply) if as_json else click.echo(reply["session_id"])
             return
@@ -237,12 +238,12 @@ async def run(
 
             keep_workspace(c.settings, sid)
         elif state.phase in ("completed", "rejected"):
-            _remove_workspace(c, sid, quiet or as_json)
+            _remove_workspace(c, sid, quiet or as_json, state.outcome)
         _print_outcome(state, as_json)
         sys.exit(exit_code)
 
 
-def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
+def _remove_workspace(c: Ctx, session_id: str, quiet: bool, outcome: str | None = None) -> None:
     """Remove a finished session's worktree and branch (its result is kept for `apply`)."""
     from oopav.sandbox.workspace import WorkspaceError, find_workspace, remove_workspace
 
@@ -256,10 +257,14 @@ def _remove_workspace(c: Ctx, session_id: str, quiet: bool) -> None:
         click.echo(f"warning: could not remove the workspace {info.path}: {exc}", err=True)
         return
     if not quiet:
-        click.echo(
-            f"workspace removed (--keep keeps it); `oopav apply {session_id[:13]}` applies the result",
-            err=True,
+        # Only a result that passed its gates is worth applying; a failed or aborted session's
+        # hint pointed at `apply`, which then said it changed nothing.
+        hint = (
+            f"; `oopav apply {session_id[:13]}` applies the result"
+            if outcome in ("success", "success_unverified")
+            else ""
         )
+        click.echo(f"workspace removed (--keep keeps it){hint}", err=True)
 
 
 @click.command()
@@ -275,6 +280,10 @@ async def resume(c: Ctx, session: str, model: str | None, timeout: float, as_jso
     from oopav.app import open_bus
     from oopav.services import resolve_session, resume_point
 
+    # Like `oopav run`: the timeline on the terminal, the handlers' log lines in a file.
+    log_file = c.log_to_file("resume")
+    if log_file is not None and not as_json:
+        click.echo(f"log: {log_file}", err=True)
     async with open_bus(c.settings, embedded=True, name="oopav-resume") as bus:
         sid = await resolve_session(bus, session)
         try:

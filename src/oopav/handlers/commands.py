@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from oopav.config import yaml_error
+
 EXIT_STATUS = {"success": 0, "success_unverified": 4, "rejected": 2}
 """``oopav run`` / ``submit --wait``: 0 success, 4 success_unverified (every gate that ran
 passed, the tests could not run), 3 a permission nobody can answer (``oopav run`` without a
@@ -83,7 +85,7 @@ def _load_policy(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise click.UsageError(f"cannot read policy file {path}: {exc}") from None
+        raise click.UsageError(f"cannot read policy file {path}: {yaml_error(exc)}") from None
     if not isinstance(data, dict):
         raise click.UsageError(f"policy file {path} must hold a mapping (YAML or JSON object)")
     return data

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
 from oopav.bus.errors import ConcurrencyConflict
 from oopav.bus.store import EventStore
+from oopav.config import yaml_error
 from oopav.events import catalog as ev
 from oopav.events import mission as mev
 from oopav.events.catalog import Event
@@ -109,6 +110,10 @@ class ReflectorConfig(BaseModel):
                 data = yaml.safe_load(p.read_text()) or {}
             except OSError as exc:
                 raise ValueError(f"cannot read reflector config {p}: {exc.strerror}") from None
+            except yaml.YAMLError as exc:
+                raise ValueError(
+                    f"reflector config {p} is not valid YAML: {yaml_error(exc)}"
+                ) from None
             if not isinstance(data, dict):
                 raise ValueError(f"reflector config {p} must be a mapping")
             tpl = data.get("consolidator_template_file")

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from oopav.config import yaml_error
 from oopav.events import mission as mev
 
 
@@ -45,7 +46,7 @@ def load_seed_file(path: Path) -> list[mev.GuidanceEntry]:
     except OSError as exc:
         raise click.ClickException(f"cannot read {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise click.ClickException(f"{path} is not valid YAML/JSON: {exc}") from None
+        raise click.ClickException(f"{path} is not valid YAML/JSON: {yaml_error(exc)}") from None
     if isinstance(data, dict):
         data = data.get("entries")
     if not isinstance(data, list):

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from oopav.config import yaml_error
 from oopav.models.base import (
     ModelError,
     ModelRequest,
@@ -55,7 +56,9 @@ class ScriptedBackend:
         try:
             data = json.loads(raw) if p.suffix == ".json" else yaml.safe_load(raw)
         except (json.JSONDecodeError, yaml.YAMLError) as exc:
-            raise ModelError("invalid_spec", f"script {p} is not valid JSON/YAML: {exc}") from exc
+            raise ModelError(
+                "invalid_spec", f"script {p} is not valid JSON/YAML: {yaml_error(exc)}"
+            ) from exc
         if not isinstance(data, list | dict):
             raise ModelError(
                 "invalid_spec",

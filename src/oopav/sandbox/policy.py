@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from oopav.config import yaml_error
 from oopav.sandbox.capabilities import Scope, ScopeError, covers, parse_scope
 
 
@@ -57,7 +58,7 @@ def load_policy(path: Path) -> Policy:
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"cannot read policy {path}: {exc}") from exc
+        raise ValueError(f"cannot read policy {path}: {yaml_error(exc)}") from exc
     if data is not None and not isinstance(data, dict):
         raise ValueError(f"policy {path} must be a mapping, got {type(data).__name__}")
     return policy_from(data)

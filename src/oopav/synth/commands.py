@@ -10,6 +10,8 @@ from typing import Any
 import click
 import yaml
 
+from oopav.config import yaml_error
+
 EXIT_NO_RULE = 3
 
 
@@ -24,7 +26,7 @@ def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     try:
         data = json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise click.ClickException(f"{path} is not valid JSON/YAML: {exc}") from None
+        raise click.ClickException(f"{path} is not valid JSON/YAML: {yaml_error(exc)}") from None
     language = None
     if isinstance(data, dict):
         language = data.get("language")

@@ -125,7 +125,7 @@ def tasks() -> None:
 
 @tasks.command("generate")
 @click.option("--kind", type=click.Choice(["synthetic", "git"]), default="synthetic")
-@click.option("--n", "n", type=int, default=1000, show_default=True)
+@click.option("--n", "n", type=click.IntRange(min=1), default=1000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "--holdout", type=float, default=0.2, show_default=True, help="Share of source files held out."
@@ -252,7 +252,7 @@ def _fmt(x: Any) -> str:
     "--suite", required=True, help="A tasks directory (oopav tasks generate) or synthetic-heldout."
 )
 @click.option("--split", default="test", show_default=True)
-@click.option("--n", "n", type=int, default=100, show_default=True)
+@click.option("--n", "n", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--max-new-tokens", type=int, default=160, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option(
@@ -284,6 +284,12 @@ def eval_cmd(
         )
     try:
         items = load_suite(suite, split=split, n=n)
+        if not items:
+            # A small synthetic set can hold out no file at all: a table of 0.0% said nothing.
+            raise click.ClickException(
+                f"suite {suite} has no {split} tasks (its {split} split is empty): generate "
+                "more tasks, or pass --split train"
+            )
         report = evaluate_spec(
             spec, items, max_new_tokens=max_new_tokens, suite=suite, constrained=constrained
         )

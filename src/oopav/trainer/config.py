@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from oopav.config import yaml_error
+
 C = TypeVar("C")
 
 
@@ -21,8 +23,10 @@ def load_config(cls: type[C], source: str | Path | dict[str, Any]) -> C:
     else:
         try:
             data = yaml.safe_load(Path(source).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read config {source}: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {source}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config {source} is not valid YAML: {yaml_error(exc)}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"config {source} must be a mapping of settings")
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]

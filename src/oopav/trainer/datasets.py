@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -384,7 +386,7 @@ def write_dataset(
     manifest.content_hash = digest.hexdigest()
     for stale in directory.glob(f"{fmt}-*.*"):
         if stale.name not in written:
-            stale.unlink()
+            stale.unlink(missing_ok=True)
     _atomic_write(
         directory / "manifest.json",
         json.dumps(manifest.to_json(), sort_keys=True, indent=1).encode() + b"\n",
@@ -416,13 +418,20 @@ def _write_parquet(pa: Any, path: Path, records: list[dict[str, Any]]) -> None:
         for r in records
     ]
     table = pa.Table.from_pylist(flat)
-    tmp = path.with_suffix(".parquet.tmp")
+    tmp = _tmp_name(path)
     pq.write_table(table, tmp, compression="zstd")
     tmp.replace(path)
 
 
+def _tmp_name(path: Path) -> Path:
+    # One name per writer: two learners (two `oopav run` on one data directory) rebuild the
+    # same dataset, and a shared name let one rename the other's file away. The leading dot
+    # keeps it out of the stale-shard glob above.
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = _tmp_name(path)
     tmp.write_bytes(data)
     tmp.replace(path)
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from oopav.config import yaml_error
 from oopav.events.catalog import Budgets
 
 BUDGET_FIELDS: tuple[str, ...] = tuple(Budgets.__struct_fields__)
@@ -39,7 +40,7 @@ def deployment_caps(env: Mapping[str, str] | None = None) -> dict[str, float | i
         try:
             data = yaml.safe_load(Path(path).read_text()) or {}
         except (OSError, yaml.YAMLError) as exc:
-            raise ValueError(f"cannot read OOPAV_DEPLOYMENT {path}: {exc}") from None
+            raise ValueError(f"cannot read OOPAV_DEPLOYMENT {path}: {yaml_error(exc)}") from None
         if not isinstance(data, dict):
             raise ValueError(f"OOPAV_DEPLOYMENT {path} must hold a mapping")
         raw = data.get("budget_caps") or {}
