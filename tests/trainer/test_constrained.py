@@ -65,7 +65,9 @@ def test_untrained_policy_is_valid_only_under_the_grammar(tasks_dir: Path, untra
     assert not any(_valid(c) for c in free.completions)
 
     bound = evaluate_model(model, tok, tasks, max_new_tokens=budget, constrained=TIGHT)
-    assert bound.summary()["valid"] == 1.0 and bound.summary()["constrained"]
+    # The grammar guarantees the format (every answer parses); the eval's `valid` also needs
+    # the rule to compile against the code, which no grammar can promise for a random policy.
+    assert bound.summary()["constrained"]
     assert all(_valid(c) for c in bound.completions)
     assert all(0 < n <= budget for n in bound.completion_tokens)
 
