@@ -220,13 +220,15 @@ async def _mission_events(store: Any, recorded: list[tuple[int, Event]]) -> list
 
 
 def _root_events(recorded: list[tuple[int, Event]]) -> list[tuple[int, Event, str | None]]:
-    """Events no handler produced (the task, grants by people, the watchdog's timeouts), each
-    with the id of the recorded event just before it: it is injected once the replay has
-    reproduced that one."""
+    """Events no loop handler produced (the task, grants and answers by people, the watchdog's
+    timeouts, the abort of an interrupted `oopav run`), each with the id of the recorded event
+    just before it: it is injected once the replay has reproduced that one."""
+    from oopav.handlers.registry import LOOP_HANDLERS
+
     out = []
     prev: str | None = None
     for seq, e in recorded:
-        if e.causation_id is None or e.actor.startswith("watchdog/"):
+        if e.causation_id is None or e.actor.split("/", 1)[0] not in LOOP_HANDLERS:
             out.append((seq, e, prev))
         prev = e.id
     return out

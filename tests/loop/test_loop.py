@@ -17,6 +17,7 @@ from loop_harness import (
     assert_causal,
     assert_replays,
     assert_unique_ids,
+    events_of,
     finish,
     finish_session,
     loop,
@@ -404,4 +405,23 @@ async def test_a_change_applied_but_never_recorded_is_undone_before_the_next_pro
     first = next(e for e in of(events, "model_called") if e.role == "actor")
     prompt = str(first.request)
     assert "def fetch(url" in prompt and "def fetch_page(url" not in prompt
+    await assert_replays(nats_url, sid)
+
+
+async def test_an_interrupted_session_replays(nats_url: str, repo: Path) -> None:
+    """Ctrl-C on `oopav run` while the observer's baseline test run is in flight: the session
+    ends aborted(interrupted) by `run`, and `replay --verify` reproduces it (the abort is
+    injected like a person's grant; the baseline that never finished has nothing to serve)."""
+    from oopav.services import abort_interrupted
+
+    slow = ["python", "-c", "import time; time.sleep(5)"]
+    async with loop(nats_url, {"planner": [plan_answer()]}) as bus:
+        sid = await start(bus, task(repo, test_command=slow))
+        await wait_for(bus, sid, "task_submitted")
+        await asyncio.sleep(1.5)  # the observer is preparing the workspace / baseline now
+        # What `oopav run` writes on Ctrl-C, while the observer's work is in flight.
+        state = await abort_interrupted(bus, sid)
+        assert state.outcome == "aborted" and state.end_reason == "interrupted"
+        events = await events_of(bus, sid)
+    assert types(events)[-1] == "session_completed"
     await assert_replays(nats_url, sid)
