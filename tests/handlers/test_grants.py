@@ -214,3 +214,9 @@ def test_cli_grant_and_deny(nats_url: str, tmp_path: Path):
     missing = runner.invoke(cli, [*base, "grant", "0" * 36, "net.any"])
     assert missing.exit_code == 2 and "no session" in missing.output
     assert len(_read_via(nats_url, sid)) == len(stored)
+
+
+async def test_a_grant_on_a_misspelt_subject_is_answered(nc, grants):
+    msg = await nc.request("oopav.grants.grant", b'{"session_id": "x"}', timeout=5)
+    answer = json.loads(msg.data)
+    assert answer["code"] == "unknown_subject" and "oopav.grants.submit" in answer["error"]

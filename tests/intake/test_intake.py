@@ -214,3 +214,18 @@ async def test_redelivered_submission_creates_no_second_session(nc: Any, repo: P
     assert again.consumer.processed == 1
     events = await session_events(nc)
     assert [e.id for e in events] == [reply["session_id"]]
+
+
+async def test_a_request_on_a_misspelt_subject_is_answered_not_left_to_time_out(
+    nc: Any, intake: Intake, repo: Path
+) -> None:
+    """`nats req oopav.tasks.sumbit …` is stored by the intake stream (`oopav.tasks.>`) but
+    nothing processes it: the intake answers at once, naming the right subject."""
+    body = json.dumps({"instruction": "x", "repo": str(repo)}).encode()
+    msg = await nc.request("oopav.tasks.sumbit", body, timeout=5)
+    answer = json.loads(msg.data)
+    assert answer["code"] == "unknown_subject" and answer["field"] == "subject"
+    assert "oopav.tasks.sumbit" in answer["error"] and INTAKE_SUBJECT in answer["error"]
+    # The real subject is not answered twice (once by the refusal).
+    ok = await request(nc, body)
+    assert "session_id" in ok and "code" not in ok

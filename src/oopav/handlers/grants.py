@@ -39,7 +39,7 @@ from oopav.bus.streams import GRANT_SUBJECT, INTAKE_STREAM, dlq_subject
 from oopav.events.catalog import PermissionDenied, PermissionGranted
 from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.ids import uuid7_from
-from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest
+from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest, refuse_other_subjects
 from oopav.logging import get_logger
 from oopav.sandbox.capabilities import (
     ScopeError,
@@ -306,4 +306,9 @@ class Grants(RespondingHandler):
         return [
             (f"{OUTCOME_PREFIX}.*", None, self._on_outcome),
             (GRANT_SUBJECT, "oopav-grants", self.replies.on_request),
+            (
+                GRANT_SUBJECT.rsplit(".", 1)[0] + ".*",
+                "oopav-grants-other",
+                refuse_other_subjects(GRANT_SUBJECT),
+            ),
         ]

@@ -32,7 +32,7 @@ from oopav.events.factory import actor_name
 from oopav.events.ids import id_timestamp_ms, uuid7_from
 from oopav.handlers.contract import Accepted, Rejected, parse_submission, safe_text
 from oopav.handlers.groups import fan_out, group_info
-from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest
+from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest, refuse_other_subjects
 from oopav.logging import get_logger
 
 HANDLER = "intake"
@@ -239,4 +239,9 @@ class Intake(RespondingHandler):
             ("oopav.ev.session.*.task_submitted", None, self._on_result),
             ("oopav.ev.session.*.task_rejected", None, self._on_result),
             (INTAKE_SUBJECT, "oopav-intake", self.replies.on_request),
+            (
+                INTAKE_SUBJECT.rsplit(".", 1)[0] + ".*",
+                "oopav-intake-other",
+                refuse_other_subjects(INTAKE_SUBJECT),
+            ),
         ]

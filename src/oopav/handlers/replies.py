@@ -27,6 +27,32 @@ REPLY_TTL = 30.0
 MATCH_WINDOW_MS = 5_000
 
 
+def refuse_other_subjects(known: str) -> Any:
+    """A callback for ``<prefix>.*`` that answers a request on any subject but ``known`` with
+    a specific error, instead of leaving it stored, unprocessed and unanswered until the
+    requester times out (``nats req oopav.tasks.sumbit …``)."""
+    import json
+
+    from oopav.logging import get_logger
+
+    log = get_logger("oopav.handlers.replies")
+
+    async def refuse(msg: Msg) -> None:
+        if msg.subject == known:
+            return
+        log.warning("unknown_subject", subject=msg.subject, expected=known, bytes=len(msg.data))
+        if msg.reply:
+            answer = {
+                "error": f"nothing is served on {msg.subject}: submit on {known}",
+                "field": "subject",
+                "code": "unknown_subject",
+            }
+            with contextlib.suppress(Exception):
+                await msg.respond(json.dumps(answer).encode())
+
+    return refuse
+
+
 def digest(payload: bytes) -> str:
     return hashlib.sha256(payload).hexdigest()
 
