@@ -81,6 +81,7 @@ async def open_bus(
     # After `oopav run` exits, its store is still there: read commands (show, sessions,
     # replay) start the embedded server on demand instead of asking for `oopav up`.
     on_demand = url is None and not embedded and (settings.nats_store_dir / "jetstream").is_dir()
+    quiet = on_demand or not owns_server
     if url is None:
         if not embedded and not on_demand:
             raise NoServer(
@@ -88,10 +89,9 @@ async def open_bus(
                 "OOPAV_NATS_URL for an existing server"
             )
         server = EmbeddedServer(settings.nats_store_dir, sync=settings.nats_sync)
-        if on_demand:
-            with structlog_quiet():
-                url = server.start()
-        else:
+        # Only `oopav up` (which owns its server) announces it; for a one-shot command the
+        # embedded server is a detail, and its log lines would land over the command's output.
+        with structlog_quiet() if quiet else contextlib.nullcontext():
             url = server.start()
     try:
         try:
@@ -110,7 +110,7 @@ async def open_bus(
                 bus._snapshots.close()
     finally:
         if server is not None:
-            with structlog_quiet() if on_demand else contextlib.nullcontext():
+            with structlog_quiet() if quiet else contextlib.nullcontext():
                 server.stop(only_if_unused=not owns_server)
         elif attached:
             release_if_last(settings.nats_store_dir)
