@@ -113,3 +113,30 @@ def test_cli_subprocess_with_unreachable_server(tmp_path: Path) -> None:
     assert proc.stderr.strip().count("\n") == 0, proc.stderr
     assert "cannot reach NATS at nats://127.0.0.1:1" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_frozen_embedded_server_is_named_as_such(tmp_path: Path) -> None:
+    """`kill -STOP` on the server of a live `oopav up`: a command says the server is not
+    answering, not 'pass --nats-url' to the very server that does not answer."""
+    import os
+    import signal
+
+    server = EmbeddedServer(tmp_path / "nats")
+    server.start()
+    assert server.proc is not None
+    os.kill(server.proc.pid, signal.SIGSTOP)
+    try:
+        env = {k: v for k, v in os.environ.items() if k != "OOPAV_NATS_URL"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "oopav.cli", "--data-dir", str(tmp_path), "sessions"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+        server.stop()
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not answering its health check" in lines[0], proc.stderr

@@ -95,6 +95,15 @@ class EmbeddedServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         running = find_running(self.store_dir)
         if running:
+            data = _info(self.store_dir) or {}
+            monitor = int(data.get("monitor_port") or 0)
+            if monitor and not _healthy(monitor):
+                # Reached from open_bus only when adopting it failed: it is there, not answering.
+                raise ServerError(
+                    f"the embedded server on {self.store_dir} (pid {data.get('pid')}, {running}) "
+                    "is running but not answering its health check: it is stopped (SIGSTOP), "
+                    "overloaded or stuck; wait for it, or stop it and start `oopav up` again"
+                )
             raise ServerError(
                 f"an embedded server already uses {self.store_dir} at {running}; "
                 f"pass --nats-url {running} to use it"
