@@ -1,7 +1,7 @@
 """The demonstration that the policy learns: held-out exact-apply before and after training.
 
-    python bench/learning.py                 # full form (~20 min on 2 busy cores): parts a and b
-    python bench/learning.py --parts a,b,c   # + c (SFT on imperfect sessions), ~+10 min
+    python bench/learning.py                 # full form (22-30 min on 2 busy cores): parts a and b
+    python bench/learning.py --parts c --c-steps 300 --c-phase-steps 2   # c alone, step-bounded
     python bench/learning.py --short         # CI form (<= 60 s): SFT only, a smaller policy
 
 Everything is built here; nothing is downloaded. Synthetic codemod tasks are generated from the
@@ -14,11 +14,14 @@ run aggregate on the same stream. Format validity and exact-apply are reported a
 - **a) SFT off the stream**: the untrained policy (the control) against the policy after
   ``--sft-seconds`` of SFT, on held-out tasks of the families it was shown.
 - **b) learning from verdicts where no demonstration exists**: one family (``--heldout-family``)
-  is kept out of the SFT data; from the (a) checkpoint, GRPO with ``reward_env`` on that
-  family's prompts for ``--grpo-seconds``, against an equal-time control that continues SFT on
-  the other families. Reported on the held-out family's test tasks.
-- **c) learning from imperfect sessions**: SFT on every session (30% of the teacher's answers
-  wrong, sessions failed) against SFT on verified-successful sessions only, equal time.
+  is kept out of the SFT data; from the (a) checkpoint, GRPO and RFT (rejection-sampling
+  fine-tuning, ``oopav train rft``) with ``reward_env`` on that family's prompts for
+  ``--grpo-seconds`` each, against an equal-time control that continues SFT on the other
+  families. Reported on the held-out family's test tasks (and the shown families', to see
+  what a learner cost them).
+- **c) learning from imperfect sessions**: SFT on every session of a teacher wrong 30% of the
+  time (its failed sessions included) against SFT on its verified-successful sessions only,
+  each with and without a ``--c-phase`` (RFT or GRPO) phase.
 """
 
 from __future__ import annotations
