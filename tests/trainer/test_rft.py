@@ -154,3 +154,13 @@ def test_train_rft_cli_records_a_run(
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**cfg, "keep_min_reward": -1.0}))
     r = CliRunner().invoke(cli, [*args, "train", "rft", "--config", str(tmp_path / "bad.yaml")])
     assert r.exit_code != 0 and "keep_min_reward" in r.output
+
+
+def test_example_rft_config_loads() -> None:
+    from oopav.trainer.config import load_config
+    from oopav.trainer.rft import RFTRecipe, check
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "training"
+    cfg = load_config(RFTRecipe, root / "rft.yaml")
+    check(cfg)
+    assert cfg.keep_min_reward == 1.0 and cfg.model == "runs/sft/final"

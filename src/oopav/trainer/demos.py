@@ -120,9 +120,11 @@ async def publish_demonstrations(
     *,
     wrong: Sequence[bool] | None = None,
     seed: int = 0,
+    start: datetime = datetime(2026, 1, 1, tzinfo=UTC),
 ) -> list[str]:
-    """Append one session per task (``wrong[i]``: the teacher answers wrongly); session ids."""
-    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC), step=0.001)
+    """Append one session per task (``wrong[i]``: the teacher answers wrongly), timed from
+    ``start`` (so ``export --since`` can tell two teachers apart); session ids."""
+    clock = ManualClock(start, step=0.001)
     ids = IdGenerator(clock, seed=seed)
     sids = []
     for i, task in enumerate(tasks):

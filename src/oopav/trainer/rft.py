@@ -16,6 +16,7 @@ samples are written to ``<output_dir>/kept.jsonl`` with their rewards.
 from __future__ import annotations
 
 import json
+import random
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ class RFTRecipe:
     rounds: int = 3
     max_seconds: float = 0.0  # the whole run, sampling included (0: no limit)
     samples: int = 8  # completions per prompt and round
+    prompts_per_round: int = 0  # a random draw of this many prompts per round (0: all)
     temperature: float = 1.0
     max_completion_length: int = 96
     keep_min_reward: float = 1.0  # keep a sample scoring at least this (1.0: exact)
@@ -148,16 +150,18 @@ class RejectionSampling:
         t0 = time.perf_counter()
         deadline = t0 + cfg.max_seconds if cfg.max_seconds else float("inf")
         keys: set[tuple[str, str]] = set()
+        rng = random.Random(cfg.seed)
         for r in range(cfg.rounds):
             if time.perf_counter() > deadline:
                 break
             ts = time.perf_counter()
-            groups = sample(
-                self.model, self.tokenizer, [x["prompt"] for x in self.rows], cfg, deadline
-            )
+            rows = self.rows
+            if 0 < cfg.prompts_per_round < len(rows):
+                rows = rng.sample(rows, cfg.prompts_per_round)
+            groups = sample(self.model, self.tokenizer, [x["prompt"] for x in rows], cfg, deadline)
             rewards: list[float] = []
             valid = same = new = solved = 0
-            for row, texts in zip(self.rows, groups, strict=False):
+            for row, texts in zip(rows, groups, strict=False):
                 scores = [score_env(t, row["pre"], row["post"], row["language"]) for t in texts]
                 rewards += [s.reward for s in scores]
                 valid += sum(s.valid for s in scores)
