@@ -96,3 +96,22 @@ def test_srl_and_composite() -> None:
     assert abs(composite(True, True, 1.0) - 1.0) < 1e-9
     assert abs(composite(True, None) - 0.6) < 1e-9
     assert composite(False, True, 0.5, CompositeWeights(0.5, 0.5, 0.0)) == 0.5
+
+
+def test_rewards_reach_trl_on_a_grid_where_equal_groups_have_zero_advantage() -> None:
+    """GRPO's group mean in float32 of eight equal non-binary rewards (0.8 - a penalty) is off
+    by an ulp, which Adam turns into a full random step; on the 2**-10 grid it is exact."""
+    import numpy as np
+
+    from oopav.trainer.rewards import QUANTUM, for_trainer
+
+    def reward_env(prompts=None, completions=(), **_):  # type: ignore[no-untyped-def]
+        return [0.8 - 0.013] * len(completions)
+
+    wrapped = for_trainer(reward_env)
+    assert wrapped.__name__ == "reward_env"  # TRL logs rewards/<name>/mean
+    raw = np.array(reward_env(completions=[""] * 8), dtype=np.float32)
+    got = np.array(wrapped(completions=[""] * 8), dtype=np.float32)
+    assert all(r / QUANTUM == int(r / QUANTUM) for r in got)
+    assert float(np.abs(got - got.mean()).max()) == 0.0
+    assert abs(float(got[0]) - float(raw[0])) <= QUANTUM / 2

@@ -129,7 +129,7 @@ def test_train_srl_grpo_scores_samples_with_reward_srl(
     # The reward is reward_srl (16 tokens never close an answer: all invalid, −0.2), and
     # validity is logged next to it.
     assert all(s.reward_mean == pytest.approx(-0.2, abs=1e-3) and s.validity == 0.0 for s in steps)
-    # Groups of equal rewards are seen as such (exactly zero advantages; srl.QUANTUM says why).
+    # Groups of equal rewards are seen as such (exactly zero advantages; rewards.QUANTUM says why).
     assert all(s.zero_std_fraction == 1.0 for s in steps)
     assert "rewards/reward_srl_teacher/mean" in steps[0].metrics
     assert not [e for e in events if e.type == "evaluation_completed"]  # eval_n 0

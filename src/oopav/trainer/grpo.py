@@ -130,7 +130,7 @@ def train_grpo(
 
     from oopav.models.constrain import constrain_generate, decoding_options, vllm_kwargs
     from oopav.trainer.callbacks import RunCallback
-    from oopav.trainer.rewards import reward_env, reward_valid
+    from oopav.trainer.rewards import for_trainer, reward_env, reward_valid
 
     check(cfg)
     grammar = decoding_options(cfg.grammar) if cfg.constrained else None
@@ -173,7 +173,7 @@ def train_grpo(
         callbacks.append(_deadline(TrainerCallback, cfg.max_seconds))
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=rewards or [reward_env, reward_valid],
+        reward_funcs=rewards or [for_trainer(reward_env), reward_valid],
         args=args,
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,

@@ -124,26 +124,19 @@ def _digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-# Rewards are rounded to multiples of 2**-10 before TRL sees them. A group of equal rewards
-# must give advantages of exactly 0: TRL computes group means and stds in float32, and for a
-# value such as -0.2 (not a binary fraction) the mean of eight copies is off by an ulp, so
-# every completion gets an advantage of ~1e-4 and Adam, which normalises the gradient, moves
-# the weights by a full learning-rate step in a random direction. Measured here: 15 steps in
-# which every sample was invalid (TRL reported 0% zero-std groups) turned a policy answering
-# 25% of steps validly into one answering none. On this grid the sums TRL takes are exact.
-QUANTUM = 2.0**-10
+# Rounded onto the grid of rewards.QUANTUM: see there why TRL needs it.
 
 
 def reward_fn(invalid: float) -> Any:
     """``reward_srl`` in TRL's reward signature: the ``teacher`` column (canonical JSON of the
     teacher's action) arrives as a keyword list aligned with ``completions``."""
-    from oopav.trainer.rewards import reward_srl
+    from oopav.trainer.rewards import quantize, reward_srl
 
     def reward_srl_teacher(
         prompts: Any = None, completions: Any = (), *, teacher: list[str], **_: Any
     ) -> list[float]:
         return [
-            round(reward_srl(c, json.loads(t), invalid=invalid) / QUANTUM) * QUANTUM
+            quantize(reward_srl(c, json.loads(t), invalid=invalid))
             for c, t in zip(completions, teacher, strict=True)
         ]
 
