@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from tiny_policy import make_policy, make_tasks
 
 from oopav.models.prompt import AnswerError, parse_role_answer
 from oopav.models.schema_grammar import GrammarOptions, answer_grammar
@@ -24,23 +25,12 @@ TIGHT_DICT = {"think_chars": 8, "max_string_length": 6, "max_items": 1, "max_esc
 
 @pytest.fixture(scope="module")
 def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from oopav.trainer.tasks import generate, write_tasks
-
-    out = tmp_path_factory.mktemp("tasks")
-    write_tasks(generate(40, seed=3, holdout=0.3, families=("rename_call", "swap_args")), out)
-    return out
+    return make_tasks(tmp_path_factory, 40, seed=3)
 
 
 @pytest.fixture(scope="module")
 def untrained(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
-    from oopav.trainer.policy import PolicyShape, build_policy
-    from oopav.trainer.tasks import load_tasks, target_text
-
-    texts = [t.instruction + t.pre + target_text(t.rule) for t in load_tasks(tasks_dir)]
-    shape = PolicyShape(
-        vocab_size=400, hidden_size=32, intermediate_size=64, layers=1, heads=2, kv_heads=1
-    )
-    return build_policy(tmp_path_factory.mktemp("base") / "m", texts, shape=shape)
+    return make_policy(tmp_path_factory, tasks_dir)
 
 
 def _valid(text: str) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from tiny_policy import make_policy, make_tasks, read_run
 
 from oopav.cli import cli
 
@@ -17,38 +18,12 @@ pytest.importorskip("trl")
 
 @pytest.fixture(scope="module")
 def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from oopav.trainer.tasks import generate, write_tasks
-
-    out = tmp_path_factory.mktemp("tasks")
-    write_tasks(generate(40, seed=5, holdout=0.3, families=("rename_call", "swap_args")), out)
-    return out
+    return make_tasks(tmp_path_factory, 40, seed=5)
 
 
 @pytest.fixture(scope="module")
 def base_model(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
-    from oopav.trainer.policy import PolicyShape, build_policy
-    from oopav.trainer.tasks import load_tasks, target_text
-
-    texts = [t.instruction + t.pre + target_text(t.rule) for t in load_tasks(tasks_dir)]
-    shape = PolicyShape(
-        vocab_size=400, hidden_size=32, intermediate_size=64, layers=1, heads=2, kv_heads=1
-    )
-    return build_policy(tmp_path_factory.mktemp("base") / "m", texts, shape=shape)
-
-
-def run_events(nats_url: str, run_id: str) -> list[Any]:
-    import asyncio
-
-    from oopav.bus.store import EventStore, connect
-
-    async def go() -> list[Any]:
-        nc = await connect(nats_url, name="test")
-        try:
-            return [e for _, e in await EventStore(nc).read("run", run_id)]
-        finally:
-            await nc.close()
-
-    return asyncio.run(go())
+    return make_policy(tmp_path_factory, tasks_dir)
 
 
 def task_of(prompt: str, tasks: list[Any]) -> Any:
@@ -138,7 +113,7 @@ def test_train_rft_cli_records_a_run(
     assert r.exit_code == 0, r.output
     result = json.loads([x for x in r.stdout.splitlines() if x.startswith('{"')][-1])
     assert result["status"] == "completed"
-    events = run_events(nats_url, result["run_id"])
+    events = read_run(nats_url, result["run_id"])
     types = [e.type for e in events]
     assert types[0] == "training_started" and types[-1] == "training_completed"
     assert events[0].recipe == "rft"

@@ -7,33 +7,26 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_train import invoke, last_json, read_run
+from test_train import invoke, last_json
+from tiny_policy import make_policy, make_tasks, read_run
 from trainer_sessions import numbered, session
 
 from oopav.events.ids import derive_id
 from oopav.trainer.datasets import Filters, session_records, write_dataset
 from oopav.trainer.srl import SRLRecipe, load_steps, reward_fn
-from oopav.trainer.tasks import generate, load_tasks, target_text, write_tasks
+from oopav.trainer.tasks import target_text
 
 pytest.importorskip("trl")
 
 
 @pytest.fixture(scope="module")
 def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("srl-tasks")
-    write_tasks(generate(30, seed=5, holdout=0.3, families=("rename_call", "swap_args")), out)
-    return out
+    return make_tasks(tmp_path_factory, 30, seed=5, name="srl-tasks")
 
 
 @pytest.fixture(scope="module")
 def base_model(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
-    from oopav.trainer.policy import PolicyShape, build_policy
-
-    texts = [t.instruction + t.pre + target_text(t.rule) for t in load_tasks(tasks_dir)]
-    shape = PolicyShape(
-        vocab_size=400, hidden_size=64, intermediate_size=128, layers=1, heads=2, kv_heads=1
-    )
-    return build_policy(tmp_path_factory.mktemp("srl-base") / "m", texts, shape=shape)
+    return make_policy(tmp_path_factory, tasks_dir, hidden=64, name="srl-base")
 
 
 def test_steps_from_an_srl_dataset_and_the_teacher_reward(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from tiny_policy import make_policy, make_tasks, read_run
 
 from oopav.cli import cli
 
@@ -16,38 +17,12 @@ pytest.importorskip("trl")
 
 @pytest.fixture(scope="module")
 def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from oopav.trainer.tasks import generate, write_tasks
-
-    out = tmp_path_factory.mktemp("tasks")
-    write_tasks(generate(60, seed=3, holdout=0.3, families=("rename_call", "swap_args")), out)
-    return out
+    return make_tasks(tmp_path_factory, 60, seed=3)
 
 
 @pytest.fixture(scope="module")
 def base_model(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
-    from oopav.trainer.policy import PolicyShape, build_policy
-    from oopav.trainer.tasks import load_tasks, target_text
-
-    texts = [t.instruction + t.pre + target_text(t.rule) for t in load_tasks(tasks_dir)]
-    shape = PolicyShape(
-        vocab_size=400, hidden_size=32, intermediate_size=64, layers=1, heads=2, kv_heads=1
-    )
-    return build_policy(tmp_path_factory.mktemp("base") / "m", texts, shape=shape)
-
-
-def read_run(nats_url: str, run_id: str) -> list:
-    import asyncio
-
-    from oopav.bus.store import EventStore, connect
-
-    async def go() -> list:
-        nc = await connect(nats_url, name="test")
-        try:
-            return [e for _, e in await EventStore(nc).read("run", run_id)]
-        finally:
-            await nc.close()
-
-    return asyncio.run(go())
+    return make_policy(tmp_path_factory, tasks_dir)
 
 
 def last_json(text: str) -> dict:

@@ -1,0 +1,49 @@
+"""The trainer tests' shared set-up: a small synthetic task set and a tiny policy built on it
+(CPU, seconds), and reading a run's events back from the stream."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def make_tasks(factory: pytest.TempPathFactory, n: int, seed: int, name: str = "tasks") -> Path:
+    from oopav.trainer.tasks import generate, write_tasks
+
+    out = factory.mktemp(name)
+    write_tasks(generate(n, seed=seed, holdout=0.3, families=("rename_call", "swap_args")), out)
+    return out
+
+
+def make_policy(
+    factory: pytest.TempPathFactory, tasks_dir: Path, hidden: int = 32, name: str = "base"
+) -> Path:
+    from oopav.trainer.policy import PolicyShape, build_policy
+    from oopav.trainer.tasks import load_tasks, target_text
+
+    texts = [t.instruction + t.pre + target_text(t.rule) for t in load_tasks(tasks_dir)]
+    shape = PolicyShape(
+        vocab_size=400,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        layers=1,
+        heads=2,
+        kv_heads=1,
+    )
+    return build_policy(factory.mktemp(name) / "m", texts, shape=shape)
+
+
+def read_run(nats_url: str, run_id: str) -> list[Any]:
+    from oopav.bus.store import EventStore, connect
+
+    async def go() -> list[Any]:
+        nc = await connect(nats_url, name="test")
+        try:
+            return [e for _, e in await EventStore(nc).read("run", run_id)]
+        finally:
+            await nc.close()
+
+    return asyncio.run(go())
