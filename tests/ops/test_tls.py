@@ -164,3 +164,18 @@ def test_the_cli_takes_tls_files_as_options_before_or_after_the_command(
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and "TLS with the server failed" in lines[0], refused.stderr
     assert "CERTIFICATE_VERIFY_FAILED" in lines[0] and "--tls-ca" in lines[0]
+
+
+async def test_a_file_that_is_not_a_certificate_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bogus = tmp_path / "ca.pem"
+    bogus.write_text("not a certificate\n")
+    monkeypatch.setenv("OOPAV_TLS_CA", str(bogus))
+    with pytest.raises(NatsUnavailable, match="is not a usable CA certificate"):
+        await connect("nats://127.0.0.1:1", name="test-tls-bogus")
+    monkeypatch.delenv("OOPAV_TLS_CA")
+    monkeypatch.setenv("OOPAV_TLS_CERT", str(bogus))
+    monkeypatch.setenv("OOPAV_TLS_KEY", str(bogus))
+    with pytest.raises(NatsUnavailable, match="not a usable certificate and key"):
+        await connect("nats://127.0.0.1:1", name="test-tls-bogus")

@@ -52,9 +52,20 @@ def tls_context(
     for label, path in (("--tls-ca", ca), ("--tls-cert", cert), ("--tls-key", key)):
         if path and not Path(path).is_file():
             raise CredentialsError(f"{label}: no such file: {path}")
-    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca)
+    try:
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca)
+    except (ssl.SSLError, OSError) as exc:
+        raise CredentialsError(
+            f"--tls-ca {ca} is not a usable CA certificate (PEM): {exc}"
+        ) from None
     if cert and key:
-        ctx.load_cert_chain(cert, key)
+        try:
+            ctx.load_cert_chain(cert, key)
+        except (ssl.SSLError, OSError) as exc:
+            raise CredentialsError(
+                f"--tls-cert {cert} / --tls-key {key} are not a usable certificate and key "
+                f"(PEM, the key matching the certificate): {exc}"
+            ) from None
     return ctx
 
 
