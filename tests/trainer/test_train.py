@@ -130,6 +130,15 @@ def test_grpo_with_a_bad_batch_is_a_failed_run_and_a_clear_error(
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"output_dir": "x", "learning_rat": 1}))
     r = invoke(nats_url, tmp_path / "data", "train", "sft", "--config", str(tmp_path / "bad.yaml"))
     assert r.exit_code != 0 and "unknown setting(s) learning_rat" in r.output
+    for recipe in ("sft", "srl", "grpo", "rft"):
+        (tmp_path / "short.yaml").write_text(yaml.safe_dump({"tasks": str(tasks_dir)}))
+        r = invoke(
+            nats_url, tmp_path / "data", "train", recipe, "--config", str(tmp_path / "short.yaml")
+        )
+        assert r.exit_code == 1 and "lacks the required setting(s) output_dir" in r.output, (
+            recipe,
+            r.output,
+        )
 
 
 def test_grpo_trains_from_rewards(

@@ -42,6 +42,18 @@ def load_config(cls: type[C], source: str | Path | dict[str, Any]) -> C:
         if isinstance(default, int | float) and not isinstance(default, bool):
             if not isinstance(value, int | float) or isinstance(value, bool):
                 raise ConfigError(f"{name} must be a number, not {value!r}")
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in data
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ConfigError(
+            f"config {source if not isinstance(source, dict) else ''} lacks the required "
+            f"setting(s) {', '.join(missing)} for {cls.__name__}".replace("config  ", "config ")
+        )
     return cls(**data)
 
 
