@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 from pathlib import Path
 
@@ -68,3 +69,25 @@ def test_cli_generate_writes_splits_and_manifest(tmp_path: Path) -> None:
     assert (
         r.exit_code != 0 and "--kind git needs --repo" in r.output
     )  # (tests/trainer/test_mined.py)
+
+
+def test_a_small_set_still_has_a_test_split_disjoint_by_file(tmp_path: Path) -> None:
+    """A small set whose files all hashed to train had no test split, and `train`'s final
+    evaluation reported n=0: the smallest file moves to test; from a single file there is
+    nothing to move, and `tasks generate` says so."""
+    from oopav.cli import cli
+    from oopav.trainer.tasks import ensure_test_split, generate
+
+    tasks = generate(4, seed=0, holdout=0.2).tasks
+    sources = ["big.py", "big.py", "big.py", "small.py"]
+    train_only = [
+        dataclasses.replace(t, source=f, split="train") for t, f in zip(tasks, sources, strict=True)
+    ]
+    split = ensure_test_split(train_only, 0.2)
+    assert [t.split for t in split] == ["train", "train", "train", "test"]
+    assert ensure_test_split(train_only, 0.0) == train_only
+    # Four tasks from the standard library's first shuffled file (seed 0): one file.
+    r = CliRunner().invoke(cli, ["tasks", "generate", "--n", "4", "--out", str(tmp_path / "t")])
+    assert r.exit_code == 0, r.output
+    assert "train=4" in r.output and "warning: no test split" in r.output
+    assert "from 1 source file(s)" in r.output

@@ -28,6 +28,7 @@ from oopav.trainer.tasks import (
     Task,
     _parses,
     _verify,
+    ensure_test_split,
     snippet_spans,
     split_of,
 )
@@ -150,7 +151,7 @@ def mine(
                 continue
             seen.add(task.id)
             tasks.append(task)
-    return Generated(tasks, rejected)
+    return Generated(ensure_test_split(tasks, holdout), rejected)
 
 
 def _is_repo(path: Path) -> bool:

@@ -13,6 +13,7 @@ code the policy never saw.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -462,7 +463,22 @@ def generate(
                     per_family[fam] += 1
                     made += 1
                     break
-    return Generated(tasks, rejected)
+    return Generated(ensure_test_split(tasks, holdout), rejected)
+
+
+def ensure_test_split(tasks: list[Task], holdout: float) -> list[Task]:
+    """A small set can fall entirely on the train side of the by-file split (a few files, all
+    hashing above ``holdout``), and an evaluation on it would quietly report n=0. Move the
+    source file with the fewest tasks to test: the split stays disjoint by file."""
+    if holdout <= 0 or any(t.split == "test" for t in tasks):
+        return tasks
+    files: dict[str, int] = {}
+    for t in tasks:
+        files[t.source] = files.get(t.source, 0) + 1
+    if len(files) < 2:
+        return tasks
+    moved = min(files, key=lambda f: (files[f], f))
+    return [dataclasses.replace(t, split="test") if t.source == moved else t for t in tasks]
 
 
 def _verify(
