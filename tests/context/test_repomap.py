@@ -199,6 +199,27 @@ def test_a_damaged_cache_is_rebuilt(repo100: Path, tmp_path: Path) -> None:
     assert build_repo_map(repo100, cache_dir=cache).hash == first.hash
 
 
+def test_writers_of_one_key_at_once_and_an_unwritable_cache_never_change_the_map(
+    git_repo100: Path, tmp_path: Path
+) -> None:
+    """Handlers in one process build the same map at once (chaos found a rename of a
+    temporary file another thread had already renamed, quoted into a prompt as
+    '(unavailable: …)'); a cache that cannot be written is skipped, not reported."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    expected = build_repo_map(git_repo100).text
+    cache = tmp_path / "cache"
+    with ThreadPoolExecutor(8) as pool:
+        texts = list(
+            pool.map(lambda _: build_repo_map(git_repo100, cache_dir=cache).text, range(16))
+        )
+    assert set(texts) == {expected}
+    assert not [p for p in cache.rglob("*.tmp")]
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory should be\n")
+    assert build_repo_map(git_repo100, cache_dir=blocked).text == expected
+
+
 def test_tags_cache_reparses_only_changed_files(
     repo100: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
