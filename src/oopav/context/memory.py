@@ -377,6 +377,6 @@ class SessionMemory:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    from oopav.files import atomic_write
+
+    atomic_write(path, data)

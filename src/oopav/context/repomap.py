@@ -23,7 +23,6 @@ How it is made (docs/context.md has the long version):
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import os
@@ -430,23 +429,14 @@ def _cache_root(cache_dir: str | Path) -> Path:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """Best effort: the cache is disposable, and a failed write must not change what the map
-    says (a prompt that quoted the error drifted on replay). The temporary name is unique per
-    writer: two threads of one process (handlers share one) once wrote the same key at once,
-    and the second rename found its file already renamed away."""
-    import secrets
-    import threading
+    says (a prompt that quoted the error drifted on replay)."""
+    from oopav.files import atomic_write
 
-    tmp = path.with_name(
-        f".{path.name}.{os.getpid()}.{threading.get_ident()}.{secrets.token_hex(4)}.tmp"
-    )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        atomic_write(path, data)
     except OSError as exc:
         _log().debug("repomap_cache_write_failed", path=str(path), error=str(exc))
-        with contextlib.suppress(OSError):
-            tmp.unlink()
 
 
 def _load_tags_cache(root: Path) -> dict[str, list[Tag]]:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -417,23 +415,18 @@ def _write_parquet(pa: Any, path: Path, records: list[dict[str, Any]]) -> None:
         }
         for r in records
     ]
+    from oopav.files import temporary_name
+
     table = pa.Table.from_pylist(flat)
-    tmp = _tmp_name(path)
+    tmp = temporary_name(path)
     pq.write_table(table, tmp, compression="zstd")
     tmp.replace(path)
 
 
-def _tmp_name(path: Path) -> Path:
-    # One name per writer: two learners (two `oopav run` on one data directory) rebuild the
-    # same dataset, and a shared name let one rename the other's file away. The leading dot
-    # keeps it out of the stale-shard glob above.
-    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-
-
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = _tmp_name(path)
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    from oopav.files import atomic_write
+
+    atomic_write(path, data)
 
 
 def read_manifest(directory: str | Path) -> dict[str, Any]:
