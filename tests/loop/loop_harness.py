@@ -130,6 +130,22 @@ def finish(summary: str = "renamed fetch to fetch_page") -> str:
     return action_answer({"type": "finish", "summary": summary}, "finish")
 
 
+# A change that breaks the tests: fetch's body becomes a stub.
+STUB = action_answer(
+    {
+        "type": "search_replace",
+        "edits": [
+            {
+                "path": "webtool/client.py",
+                "search": "    pages = SITE if site is None else site\n",
+                "replace": "    raise NotImplementedError\n",
+            }
+        ],
+    },
+    "stub the body",
+)
+
+
 def rename_definition_only() -> str:
     return action_answer(
         {

@@ -10,6 +10,7 @@ from loop_harness import (
     FILES,
     INSTRUCTION,
     PYTEST,
+    STUB,
     action_answer,
     assert_replays,
     assert_unique_ids,
@@ -28,20 +29,6 @@ from loop_harness import (
 )
 
 from oopav.handlers.commands import publish_answer
-
-STUB = action_answer(
-    {
-        "type": "search_replace",
-        "edits": [
-            {
-                "path": "webtool/client.py",
-                "search": "    pages = SITE if site is None else site\n",
-                "replace": "    raise NotImplementedError\n",
-            }
-        ],
-    },
-    "stub the body",
-)
 
 
 def no_tests_repo(repo: Path) -> Path:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from loop_harness import (
     FILES,
+    STUB,
     action_answer,
     assert_replays,
     finish,
@@ -107,20 +108,6 @@ async def test_the_compile_gate_fails_only_on_errors_the_baseline_did_not_have(
 
 
 # -- §3 rejected attempts go into the retrieval memory -------------------------------------------
-
-STUB = action_answer(
-    {
-        "type": "search_replace",
-        "edits": [
-            {
-                "path": "webtool/client.py",
-                "search": "    pages = SITE if site is None else site\n",
-                "replace": "    raise NotImplementedError\n",
-            }
-        ],
-    },
-    "stub the body",
-)
 
 
 async def test_a_rolled_back_attempt_is_remembered_and_a_later_session_is_told_not_to_repeat_it(

@@ -8,10 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
-from tiny_policy import make_policy, make_tasks, read_run
-
-from oopav.cli import cli
+from tiny_policy import invoke, make_policy, make_tasks, train
 
 pytest.importorskip("trl")
 
@@ -105,15 +102,8 @@ def test_train_rft_cli_records_a_run(
         "max_completion_length": 12,
         "eval_n": 2,
     }
-    (tmp_path / "rft.yaml").write_text(yaml.safe_dump(cfg))
-    args = ["--nats-url", nats_url, "--data-dir", str(tmp_path / "data")]
-    r = CliRunner().invoke(
-        cli, [*args, "train", "rft", "--config", str(tmp_path / "rft.yaml")], catch_exceptions=False
-    )
-    assert r.exit_code == 0, r.output
-    result = json.loads([x for x in r.stdout.splitlines() if x.startswith('{"')][-1])
+    result, events = train(nats_url, tmp_path, "rft", cfg)
     assert result["status"] == "completed"
-    events = read_run(nats_url, result["run_id"])
     types = [e.type for e in events]
     assert types[0] == "training_started" and types[-1] == "training_completed"
     assert events[0].recipe == "rft"
@@ -127,7 +117,7 @@ def test_train_rft_cli_records_a_run(
     assert all(json.loads(k)["reward"] >= 1.0 for k in kept)
 
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**cfg, "keep_min_reward": -1.0}))
-    r = CliRunner().invoke(cli, [*args, "train", "rft", "--config", str(tmp_path / "bad.yaml")])
+    r = invoke(nats_url, tmp_path / "data", "train", "rft", "--config", str(tmp_path / "bad.yaml"))
     assert r.exit_code != 0 and "keep_min_reward" in r.output
 
 

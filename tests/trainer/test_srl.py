@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
-from test_train import invoke, last_json
-from tiny_policy import make_policy, make_tasks, read_run
+from tiny_policy import invoke, make_policy, make_tasks, train
 from trainer_sessions import numbered, session
 
 from oopav.events.ids import derive_id
@@ -74,12 +72,8 @@ def test_train_srl_teacher_forced_records_the_run_and_the_loss_falls(
         "eval_n": 2,
         "max_completion_length": 24,
     }
-    (tmp_path / "srl.yaml").write_text(yaml.safe_dump(cfg))
-    r = invoke(nats_url, tmp_path / "data", "train", "srl", "--config", str(tmp_path / "srl.yaml"))
-    assert r.exit_code == 0, r.output
-    result = last_json(r.stdout)
+    result, events = train(nats_url, tmp_path, "srl", cfg)
     assert result["status"] == "completed" and result["steps"] == 24
-    events = read_run(nats_url, result["run_id"])
     types = [e.type for e in events]
     assert types[:2] == ["training_started", "evaluation_completed"]
     assert types[-1] == "training_completed" and "checkpoint_saved" in types
@@ -112,11 +106,7 @@ def test_train_srl_grpo_scores_samples_with_reward_srl(
         "max_completion_length": 16,
         "eval_n": 0,
     }
-    (tmp_path / "g.yaml").write_text(yaml.safe_dump(cfg))
-    r = invoke(nats_url, tmp_path / "data", "train", "srl", "--config", str(tmp_path / "g.yaml"))
-    assert r.exit_code == 0, r.output
-    result = last_json(r.stdout)
-    events = read_run(nats_url, result["run_id"])
+    _, events = train(nats_url, tmp_path, "srl", cfg)
     steps = [e for e in events if e.type == "training_step_completed"]
     assert len(steps) == 2
     # The reward is reward_srl (16 tokens never close an answer: all invalid, −0.2), and

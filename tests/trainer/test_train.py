@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from tiny_policy import make_policy, make_tasks, read_run
+from tiny_policy import invoke, last_json, make_policy, make_tasks, read_run, train
 
 from oopav.cli import cli
 
@@ -25,19 +25,6 @@ def base_model(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Pat
     return make_policy(tmp_path_factory, tasks_dir)
 
 
-def last_json(text: str) -> dict:
-    for line in reversed(text.splitlines()):
-        if line.startswith('{"'):
-            return json.loads(line)
-    raise AssertionError(f"no JSON result in {text[-500:]!r}")
-
-
-def invoke(nats_url: str, data_dir: Path, *args: str) -> object:
-    return CliRunner().invoke(
-        cli, ["--nats-url", nats_url, "--data-dir", str(data_dir), *args], catch_exceptions=False
-    )
-
-
 def test_train_sft_records_a_run_and_its_checkpoint_evaluates(
     nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
 ) -> None:
@@ -50,10 +37,7 @@ def test_train_sft_records_a_run_and_its_checkpoint_evaluates(
         "logging_steps": 1,
         "eval_n": 4,
     }
-    (tmp_path / "sft.yaml").write_text(yaml.safe_dump(cfg))
-    r = invoke(nats_url, tmp_path / "data", "train", "sft", "--config", str(tmp_path / "sft.yaml"))
-    assert r.exit_code == 0, r.output
-    result = last_json(r.stdout)
+    result, _ = train(nats_url, tmp_path, "sft", cfg)
     assert result["status"] == "completed" and result["steps"] == 3
     final = Path(result["checkpoint"])
     assert (final / "config.json").exists() and (final / "tokenizer.json").exists()
@@ -154,11 +138,8 @@ def test_grpo_trains_from_rewards(
         "max_completion_length": 16,
         "eval_n": 0,
     }
-    (tmp_path / "g.yaml").write_text(yaml.safe_dump(cfg))
-    r = invoke(nats_url, tmp_path / "data", "train", "grpo", "--config", str(tmp_path / "g.yaml"))
-    assert r.exit_code == 0, r.output
-    result = last_json(r.stdout)
-    steps = [e for e in read_run(nats_url, result["run_id"]) if e.type == "training_step_completed"]
+    _, events = train(nats_url, tmp_path, "grpo", cfg)
+    steps = [e for e in events if e.type == "training_step_completed"]
     assert len(steps) == 2
     # Reward and validity are separate fields of every step.
     assert all(s.reward_mean is not None and s.validity is not None for s in steps)

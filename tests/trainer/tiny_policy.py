@@ -47,3 +47,36 @@ def read_run(nats_url: str, run_id: str) -> list[Any]:
             await nc.close()
 
     return asyncio.run(go())
+
+
+def invoke(nats_url: str, data_dir: Path, *args: str) -> Any:
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
+
+    return CliRunner().invoke(
+        cli, ["--nats-url", nats_url, "--data-dir", str(data_dir), *args], catch_exceptions=False
+    )
+
+
+def last_json(text: str) -> dict[str, Any]:
+    import json
+
+    for line in reversed(text.splitlines()):
+        if line.startswith('{"'):
+            return dict(json.loads(line))
+    raise AssertionError(f"no JSON result in {text[-500:]!r}")
+
+
+def train(
+    nats_url: str, tmp_path: Path, recipe: str, cfg: dict[str, Any]
+) -> tuple[dict[str, Any], list[Any]]:
+    """`oopav train RECIPE --config` with ``cfg``; the run's result line and its events."""
+    import yaml
+
+    config = tmp_path / f"{recipe}.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    r = invoke(nats_url, tmp_path / "data", "train", recipe, "--config", str(config))
+    assert r.exit_code == 0, r.output
+    result = last_json(r.stdout)
+    return result, read_run(nats_url, result["run_id"])
