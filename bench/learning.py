@@ -106,6 +106,7 @@ async def run(
     c_phase_seconds: float = 120.0,
     c_steps: int = 0,
     c_phase_steps: int = 0,
+    sft_checkpoint: str = "",
 ) -> dict[str, Any]:
     from oopav.bus.server import EmbeddedServer
     from oopav.bus.store import EventStore, connect
@@ -228,7 +229,13 @@ async def run(
 
         if "a" in parts or "b" in parts:
             before = evaluate(base, test_shown, "untrained")
-            a = await sft("sft", base, sft_dir, sft_seconds)
+            if sft_checkpoint:
+                # Part b again from an earlier run's (a) checkpoint: it must come from the same
+                # --seed, --tasks and --heldout-family, or the held-out family was shown to it.
+                a = {"checkpoint": sft_checkpoint, "steps": 0, "wall_seconds": 0.0}
+                a |= {"steps_per_s": 0.0, "load": [load_avg()] * 2, "run_id": None}
+            else:
+                a = await sft("sft", base, sft_dir, sft_seconds)
             after = evaluate(a["checkpoint"], test_shown, "sft")
             figures["a"] = {
                 "before": before,
@@ -489,6 +496,11 @@ def main() -> None:
     ap.add_argument(
         "--c-phase-steps", type=int, default=0, help="Bound c's phase by GRPO steps / RFT rounds."
     )
+    ap.add_argument(
+        "--sft-checkpoint",
+        default="",
+        help="Reuse this (a) checkpoint (same --seed/--tasks/--heldout-family) instead of SFT.",
+    )
     ap.add_argument("--workdir", type=Path, help="Keep everything here (default: a temp dir).")
     ap.add_argument(
         "--json", dest="json_out", type=Path, help="Also write the figures as JSON here."
@@ -518,6 +530,7 @@ def main() -> None:
             c_phase_seconds=args.c_phase_seconds,
             c_steps=args.c_steps,
             c_phase_steps=args.c_phase_steps,
+            sft_checkpoint=args.sft_checkpoint,
         )
     )
     if args.json_out:
