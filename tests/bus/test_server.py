@@ -140,3 +140,27 @@ def test_a_frozen_embedded_server_is_named_as_such(tmp_path: Path) -> None:
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "not answering its health check" in lines[0], proc.stderr
+
+
+def test_a_port_taken_between_choosing_and_binding_is_chosen_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process can bind a free port before nats-server does (seen when two test runs
+    shared a machine): the server picks another instead of failing."""
+    import socket
+
+    from oopav.bus import server as server_mod
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    real_free_port = server_mod.free_port
+    first = [taken.getsockname()[1]]
+    monkeypatch.setattr(server_mod, "free_port", lambda: first.pop() if first else real_free_port())
+    server = EmbeddedServer(tmp_path / "nats", write_info=False)
+    try:
+        url = server.start()
+        assert url.endswith(f":{server.port}") and server.port != taken.getsockname()[1]
+    finally:
+        server.stop()
+        taken.close()

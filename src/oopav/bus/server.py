@@ -108,8 +108,27 @@ class EmbeddedServer:
                 f"an embedded server already uses {self.store_dir} at {running}; "
                 f"pass --nats-url {running} to use it"
             )
-        self.port = self.port or free_port()
-        self.monitor_port = self.monitor_port or free_port()
+        chosen_port, chosen_monitor = self.port is None, not self.monitor_port
+        for attempt in range(3):
+            self.port = self.port or free_port()
+            self.monitor_port = self.monitor_port or free_port()
+            try:
+                return self._spawn(timeout)
+            except ServerError as exc:
+                # A free port can be taken by another process before the server binds it;
+                # ports we chose ourselves are chosen again.
+                if "address already in use" not in str(exc) or attempt == 2:
+                    raise
+                if not (chosen_port or chosen_monitor):
+                    raise
+                log.warning("nats_port_taken_retrying", error=str(exc)[-200:])
+                if chosen_port:
+                    self.port = None
+                if chosen_monitor:
+                    self.monitor_port = 0
+        raise AssertionError("unreachable")
+
+    def _spawn(self, timeout: float) -> str:
         sync = [f"  sync_interval: {self.sync}"] if self.sync and self.sync != "default" else []
         cfg = self.store_dir / "nats-server.conf"
         cfg.write_text(
