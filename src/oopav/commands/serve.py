@@ -60,6 +60,35 @@ def service_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+_metrics_port_option = click.option(
+    "--metrics-port",
+    type=int,
+    envvar="OOPAV_METRICS_PORT",
+    help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
+)
+
+
+def _start(
+    model: str | None,
+    metrics_port: int | None,
+    reflector_config: Path | None,
+    critic_model: str | None,
+) -> tuple[str | None, Any, asyncio.Event, Callable[[], None]]:
+    """What `up` and `handler` do before connecting: every bad option (a reflector file, a
+    model spec) fails at once, and the signals are ours from the start, so a SIGTERM during
+    start-up (a server still down) still stops the process."""
+    from oopav.bus.consumer import install_stop_signals
+
+    if metrics_port:
+        from oopav.metrics import serve
+
+        serve(metrics_port)
+    model = cli_model_spec(model)
+    reflector = _reflector_config(reflector_config, critic_model)
+    stop = asyncio.Event()
+    return model, reflector, stop, install_stop_signals(stop.set)
+
+
 @click.command()
 @pass_ctx
 @run_async
@@ -70,12 +99,7 @@ def service_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     help="Keep each session's worktree and oopav/<id> branch after it completes (default: "
     "removed; `oopav apply` still works from the kept result).",
 )
-@click.option(
-    "--metrics-port",
-    type=int,
-    envvar="OOPAV_METRICS_PORT",
-    help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
-)
+@_metrics_port_option
 @click.option(
     "--no-learner",
     is_flag=True,
@@ -98,19 +122,12 @@ async def up(
     streams, every handler (the learner included: finished sessions become training datasets
     under <data dir>/datasets) and the session projection. Ctrl-C (or SIGTERM) drains and stops,
     the embedded server included; a second Ctrl-C exits at once."""
-    if metrics_port:
-        from oopav.metrics import serve
-
-        serve(metrics_port)
     from oopav.app import open_bus
-    from oopav.bus.consumer import install_stop_signals
     from oopav.services import run_handlers
 
-    model = cli_model_spec(model)
-    reflector = _reflector_config(reflector_config, critic_model)  # a bad file fails at once
-    # Signals are ours from the start: a SIGTERM during start-up still stops the server.
-    stop = asyncio.Event()
-    remove_signals = install_stop_signals(stop.set)
+    model, reflector, stop, remove_signals = _start(
+        model, metrics_port, reflector_config, critic_model
+    )
     async with contextlib.AsyncExitStack() as stack:
         bus = await _unless_stopped(
             stop,
@@ -236,12 +253,7 @@ def streams_export(out: Path) -> None:
 @click.option(
     "--model", help="Default model spec for sessions that name none (planner, actor, verifier)."
 )
-@click.option(
-    "--metrics-port",
-    type=int,
-    envvar="OOPAV_METRICS_PORT",
-    help="Serve Prometheus metrics on 127.0.0.1:PORT/metrics (docs/operations.md).",
-)
+@_metrics_port_option
 @_reflector_options
 @service_options
 @pass_ctx
@@ -259,23 +271,17 @@ async def handler_cmd(
     """Run one handler as its own process. Several processes of one handler share its durable
     consumer, which is how a handler scales out. It survives NATS outages (reconnects and
     resumes); Ctrl-C drains and stops."""
-    if metrics_port:
-        from oopav.metrics import serve
-
-        serve(metrics_port)
     from oopav.app import open_bus
-    from oopav.bus.consumer import install_stop_signals
     from oopav.handlers.accounts import check_credential
     from oopav.services import run_handlers
 
-    model = cli_model_spec(model)
     problem = check_credential([name])
     if problem:
         click.echo(f"error: {problem}", err=True)
         sys.exit(1)
-    reflector = _reflector_config(reflector_config, critic_model)  # a bad file fails at once
-    stop = asyncio.Event()
-    remove_signals = install_stop_signals(stop.set)
+    model, reflector, stop, remove_signals = _start(
+        model, metrics_port, reflector_config, critic_model
+    )
     async with contextlib.AsyncExitStack() as stack:
         bus = await _unless_stopped(
             stop,
