@@ -201,15 +201,27 @@ def ops_accounts(out: Path) -> None:
 def status_cmd(c: Any, as_json: bool) -> None:
     """Servers, streams (messages, bytes, replicas), consumers (pending, redelivered, waiting
     pulls) and which handlers are alive."""
-    from oopav.app import server_url
+    from oopav.app import NoServer, open_bus, server_url
     from oopav.bus.errors import BusError
 
+    async def on_demand() -> dict[str, Any]:
+        # No server runs, but an earlier `oopav run` left its store: start the embedded server
+        # for this command (as show, sessions and replay do) instead of reporting nothing.
+        async with open_bus(c.settings, setup=False, name="oopav-status") as bus:
+            report = await collect_status(bus.url)
+        report["server"]["started_for_this_command"] = True
+        return report
+
     url = server_url(c.settings)
-    if url is None:
-        click.echo("error: no NATS server: pass --nats-url or start one with `oopav up`", err=True)
-        sys.exit(1)
     try:
-        report = asyncio.run(collect_status(url))
+        report = asyncio.run(collect_status(url) if url is not None else on_demand())
+    except NoServer:
+        click.echo(
+            "error: no NATS server and no embedded store yet: pass --nats-url or start one "
+            "with `oopav up`",
+            err=True,
+        )
+        sys.exit(1)
     except BusError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
@@ -219,6 +231,11 @@ def status_cmd(c: Any, as_json: bool) -> None:
     click.echo(
         f"server   {report['server']['url']}  nats-server {report['server']['version']}  "
         f"cluster {report['server']['cluster'] or '-'}"
+        + (
+            "  (embedded, started for this command)"
+            if report["server"].get("started_for_this_command")
+            else ""
+        )
     )
     click.echo(f"{'stream':16} {'messages':>10} {'bytes':>12} {'replicas':>8}  leader")
     for s in report["streams"]:
