@@ -113,3 +113,14 @@ def test_a_failed_run_does_not_point_at_apply(nc: Any, nats_url: str, tmp_path: 
     # The hint to apply the result was printed after any outcome; a failed session has none.
     [removed] = [line for line in run.stderr.splitlines() if "workspace removed" in line]
     assert "oopav apply" not in removed, removed
+    # Nor does apply take its result: the gates refused it. --force is the way to insist.
+    sid = run.stdout.split()[1].rstrip(":")
+    data = str(tmp_path / "data")
+    refused = oopav("apply", sid, "--nats-url", nats_url, "--data-dir", data, cwd=repo)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert f"session {sid} ended failed" in refused.stderr, refused.stderr
+    assert "--force applies it anyway" in refused.stderr
+    assert (repo / "a.py").read_text() == "def f():\n    return 1\n"
+    forced = oopav("apply", sid, "--force", "--nats-url", nats_url, "--data-dir", data, cwd=repo)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "did not pass the gates" not in forced.stderr

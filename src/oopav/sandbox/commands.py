@@ -139,13 +139,21 @@ def exec_cmd(
     help="Dry run: report what would change and refuse on conflicts; write nothing.",
 )
 @click.option("--print", "print_diff", is_flag=True, help="Print the diff instead of applying it.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Apply the result of a session that did not succeed (failed, aborted, still running).",
+)
 @click.pass_context
-def apply_cmd(ctx: click.Context, session: str, check_only: bool, print_diff: bool) -> None:
+def apply_cmd(
+    ctx: click.Context, session: str, check_only: bool, print_diff: bool, force: bool
+) -> None:
     """Apply SESSION's final result to the directory it was made from.
 
-    Each file the session changed must still hold what the session started from; otherwise
-    nothing is written and the conflicting files are named. Files are read back afterwards to
-    verify that the tree matches the session's result."""
+    Only a session that succeeded is applied (its verdict passed the gates); --force applies
+    another's last state. Each file the session changed must still hold what the session
+    started from; otherwise nothing is written and the conflicting files are named. Files are
+    read back afterwards to verify that the tree matches the session's result."""
     from oopav.config import Settings
     from oopav.sandbox.workspace import (
         WorkspaceError,
@@ -160,6 +168,8 @@ def apply_cmd(ctx: click.Context, session: str, check_only: bool, print_diff: bo
         if print_diff:
             click.echo(session_result(info, settings).diff, nl=False)
             return
+        if not force:
+            _refuse_unless_succeeded(settings, info.session_id)
         report = apply_to_repo(info, check_only=check_only, settings=settings)
     except WorkspaceError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -173,6 +183,51 @@ def apply_cmd(ctx: click.Context, session: str, check_only: bool, print_diff: bo
         click.echo(f"{verb} {len(report.applied)} file(s) to {report.repo}: {what}{done}")
     if report.already:
         click.echo(f"already applied: {', '.join(report.already)}")
+
+
+def _refuse_unless_succeeded(settings: Any, session_id: str) -> None:
+    """A failed or aborted session's workspace holds whatever its last attempt left, which the
+    gates rejected: applying it silently would put a change the verifier refused into the
+    user's tree. The outcome is on the stream; where no stream can be reached (the handlers ran
+    elsewhere and no --nats-url was given), say so and go on, as before."""
+    from oopav.app import NoServer
+    from oopav.bus.errors import BusError
+
+    try:
+        state = asyncio.run(_session_state(settings, session_id))
+    except (NoServer, BusError, OSError) as exc:
+        click.echo(
+            f"warning: could not check session {session_id}'s outcome ({exc}); applying its "
+            "last state",
+            err=True,
+        )
+        return
+    if state.outcome == "success":
+        return
+    if state.event_count == 0:
+        click.echo(
+            f"warning: session {session_id} is not on this server's stream (pass the --nats-url "
+            "its handlers used); applying its last state without checking its outcome",
+            err=True,
+        )
+        return
+    if state.outcome is None:
+        what = "has not finished yet"
+    else:
+        what = f"ended {state.outcome}" + (f" ({state.end_reason})" if state.end_reason else "")
+    raise click.ClickException(
+        f"session {session_id} {what}: its result did not pass the gates, so it is not applied. "
+        f"Look at it with `oopav show {session_id}` and `oopav apply {session_id} --print`; "
+        "--force applies it anyway."
+    )
+
+
+async def _session_state(settings: Any, session_id: str) -> Any:
+    from oopav.app import open_bus
+    from oopav.services import session_state
+
+    async with open_bus(settings, setup=False, name="oopav-apply") as bus:
+        return await session_state(bus, session_id)
 
 
 async def _record(settings: Any, body: dict[str, Any]) -> dict[str, Any]:
