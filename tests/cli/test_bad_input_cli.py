@@ -145,3 +145,28 @@ def test_no_repository_is_a_usage_error_before_anything_starts(
         assert "no repository: pass --repo DIRECTORY" in result.output, result.output
         # Refused at the CLI: no embedded server was started to reject it.
         assert not (tmp_path / "data" / "nats").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("sessions", "--limit", "0"), "Invalid value for '--limit'"),
+        (("sessions", "--limit", "-1"), "Invalid value for '--limit'"),
+        (("dlq", "--limit", "0"), "Invalid value for '--limit'"),
+        (("runs", "--limit", "-3"), "Invalid value for '--limit'"),
+        (("models", "check", "--max-tokens", "0"), "Invalid value for '--max-tokens'"),
+        (("cluster", "up", "--nodes", "2"), "odd number of nodes (1, 3, 5), not 2"),
+        (("cluster", "up", "--replicas", "4"), "between 1 and the number of nodes (3), not 4"),
+        (("streams", "create", "--replicas", "0"), "Invalid value for '--replicas'"),
+    ],
+    ids=lambda a: " ".join(a) if isinstance(a, tuple) else "",
+)
+def test_a_count_out_of_range_is_a_usage_error_before_anything_runs(
+    args: tuple[str, ...], says: str, tmp_path: Path
+) -> None:
+    # `sessions --limit -1` listed nothing and said "no sessions yet" about a store that had
+    # some; `cluster up --nodes 2` started and stopped a cluster before complaining.
+    result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "data"), *DEAD, *args])
+    assert result.exit_code == 2, result.output
+    assert says in result.output, result.output
+    assert not (tmp_path / "data").exists()

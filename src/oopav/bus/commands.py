@@ -46,6 +46,16 @@ def cluster_up(nodes: int, base_dir: Path | None, replicas: int | None) -> None:
     from oopav.bus.cluster import LocalCluster
     from oopav.bus.server import ServerError
 
+    # Checked before anything starts: a bad count used to start and stop a cluster first.
+    if nodes not in (1, 3, 5):
+        raise click.BadParameter(
+            f"a JetStream cluster needs an odd number of nodes (1, 3, 5), not {nodes}",
+            param_hint="--nodes",
+        )
+    if replicas is not None and not 1 <= replicas <= nodes:
+        raise click.BadParameter(
+            f"between 1 and the number of nodes ({nodes}), not {replicas}", param_hint="--replicas"
+        )
     base = base_dir or Path(tempfile.mkdtemp(prefix="oopav-cluster-"))
     cluster = LocalCluster(base, nodes)
     try:
@@ -144,7 +154,11 @@ def cluster_config(out: Path, hosts: str, store: str) -> None:
 
 @click.command("create")
 @click.option(
-    "--replicas", type=int, default=1, show_default=True, help="1 on one server, 3 on a cluster."
+    "--replicas",
+    type=click.IntRange(1, 5),
+    default=1,
+    show_default=True,
+    help="1 on one server, 3 on a cluster.",
 )
 @click.pass_obj
 def streams_create(c: Any, replicas: int) -> None:

@@ -13,7 +13,7 @@ from oopav.commands.common import _fork, cli_model_spec
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @click.option("--rejected", is_flag=True, help="List rejected submissions (task_rejected) instead.")
 @pass_ctx
 @run_async
@@ -172,7 +172,7 @@ async def replay(
 @click.command()
 @click.option("--handler", help="Only this handler's dead letters.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @pass_ctx
 @run_async
 async def dlq(c: Ctx, handler: str | None, as_json: bool, limit: int) -> None:

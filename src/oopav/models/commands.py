@@ -34,7 +34,7 @@ def models() -> None:
     help="Ask for the full prompt-contract envelope, or a bare JSON action. Default: ask for "
     "bare JSON and accept either form in the answer (a scripted file holds envelopes).",
 )
-@click.option("--max-tokens", default=256, show_default=True, type=int)
+@click.option("--max-tokens", default=256, show_default=True, type=click.IntRange(min=1))
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, type=float)
 def check(spec: str | None, envelope: bool | None, max_tokens: int, timeout_s: float) -> None:
     """Send one small schema-constrained request through SPEC (default $OOPAV_MODEL) and print

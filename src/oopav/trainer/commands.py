@@ -217,7 +217,7 @@ def train(ctx: click.Context, recipe: str, config_path: Path) -> None:
 
 @click.command("runs")
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @click.pass_context
 def runs(ctx: click.Context, as_json: bool, limit: int) -> None:
     """Training runs recorded on the stream, newest first."""
@@ -260,7 +260,7 @@ def _fmt(x: Any) -> str:
 )
 @click.option("--split", default="test", show_default=True)
 @click.option("--n", "n", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--max-new-tokens", type=int, default=160, show_default=True)
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=160, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option(
     "--record/--no-record", default=False, help="Also publish evaluation_completed on the stream."
