@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -122,27 +122,19 @@ async def up(
     streams, every handler (the learner included: finished sessions become training datasets
     under <data dir>/datasets) and the session projection. Ctrl-C (or SIGTERM) drains and stops,
     the embedded server included; a second Ctrl-C exits at once."""
-    from oopav.app import open_bus
     from oopav.services import run_handlers
 
-    model, reflector, stop, remove_signals = _start(
-        model, metrics_port, reflector_config, critic_model
-    )
-    async with contextlib.AsyncExitStack() as stack:
-        bus = await _unless_stopped(
-            stop,
-            stack.enter_async_context(
-                open_bus(
-                    c.settings,
-                    embedded=True,
-                    name="oopav-up",
-                    give_up_after=give_up_after or float("inf"),
-                    owns_server=True,
-                )
-            ),
-            c.settings.nats_url,
-            remove_signals,
-        )
+    async with _serving(
+        c,
+        model,
+        metrics_port,
+        reflector_config,
+        critic_model,
+        embedded=True,
+        name="oopav-up",
+        give_up_after=give_up_after or float("inf"),
+        owns_server=True,
+    ) as (bus, model, reflector, stop):
         click.echo(
             f"oopav {__version__} up: NATS at {bus.url}" + (" (embedded)" if bus.embedded else ""),
             err=True,
@@ -151,17 +143,43 @@ async def up(
             f'submit with: nats --server {bus.url} req oopav.tasks.submit \'{{"instruction": "...", "repo": "/abs/path"}}\'',
             err=True,
         )
+        await run_handlers(
+            bus,
+            stop,
+            names=_without("learner") if no_learner else None,
+            model=model,
+            concurrency=concurrency,
+            signals=False,
+            cleanup=not keep,
+            reflector_config=reflector,
+        )
+
+
+@contextlib.asynccontextmanager
+async def _serving(
+    c: Ctx,
+    model: str | None,
+    metrics_port: int | None,
+    reflector_config: Path | None,
+    critic_model: str | None,
+    **bus_options: Any,
+) -> AsyncIterator[tuple[Any, str | None, Any, asyncio.Event]]:
+    """What `up` and `handler` share: the start-up checks, then the bus once connected (or a
+    one-line exit if Ctrl-C/SIGTERM comes first), our signal handlers removed at the end."""
+    from oopav.app import open_bus
+
+    model, reflector, stop, remove_signals = _start(
+        model, metrics_port, reflector_config, critic_model
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        bus = await _unless_stopped(
+            stop,
+            stack.enter_async_context(open_bus(c.settings, **bus_options)),
+            c.settings.nats_url,
+            remove_signals,
+        )
         try:
-            await run_handlers(
-                bus,
-                stop,
-                names=_without("learner") if no_learner else None,
-                model=model,
-                concurrency=concurrency,
-                signals=False,
-                cleanup=not keep,
-                reflector_config=reflector,
-            )
+            yield bus, model, reflector, stop
         finally:
             remove_signals()
 
@@ -271,7 +289,6 @@ async def handler_cmd(
     """Run one handler as its own process. Several processes of one handler share its durable
     consumer, which is how a handler scales out. It survives NATS outages (reconnects and
     resumes); Ctrl-C drains and stops."""
-    from oopav.app import open_bus
     from oopav.handlers.accounts import check_credential
     from oopav.services import run_handlers
 
@@ -279,34 +296,26 @@ async def handler_cmd(
     if problem:
         click.echo(f"error: {problem}", err=True)
         sys.exit(1)
-    model, reflector, stop, remove_signals = _start(
-        model, metrics_port, reflector_config, critic_model
-    )
-    async with contextlib.AsyncExitStack() as stack:
-        bus = await _unless_stopped(
-            stop,
-            stack.enter_async_context(
-                open_bus(
-                    c.settings, name=f"oopav-{name}", give_up_after=give_up_after or float("inf")
-                )
-            ),
-            c.settings.nats_url,
-            remove_signals,
-        )
+    async with _serving(
+        c,
+        model,
+        metrics_port,
+        reflector_config,
+        critic_model,
+        name=f"oopav-{name}",
+        give_up_after=give_up_after or float("inf"),
+    ) as (bus, model, reflector, stop):
         click.echo(f"handler {name}: NATS at {bus.url}", err=True)
-        try:
-            await run_handlers(
-                bus,
-                stop,
-                names=(name,),
-                model=model,
-                projection=False,
-                concurrency=concurrency,
-                signals=False,
-                reflector_config=reflector,
-            )
-        finally:
-            remove_signals()
+        await run_handlers(
+            bus,
+            stop,
+            names=(name,),
+            model=model,
+            projection=False,
+            concurrency=concurrency,
+            signals=False,
+            reflector_config=reflector,
+        )
 
 
 @click.group()
