@@ -124,7 +124,9 @@ def bench_astgrep(n: int = 10, email: bool = True) -> dict[str, float]:
         many.mkdir()
         files = []
         for k in range(10):
-            (many / f"m{k}.py").write_text(body)
+            # Distinct contents: identical files would share one cached tree, and "cold"
+            # would parse one file instead of ten.
+            (many / f"m{k}.py").write_text(f"# module {k}\n{body}")
             files.append(f"m{k}.py")
         rule = rule_from_action(
             AstGrepAction(
