@@ -6,8 +6,9 @@ never drop one that can. So a requirement is derived only where ast-grep's match
 
 - ``pattern`` (a plain string, default strictness): every *named* leaf of the parsed pattern
   is compared with the candidate's leaf by text (ast-grep ``match_terminal``), so its text is
-  in the file. Metavariables, unnamed tokens (compared by kind only), comments, and anything
-  holding a ``$``/expando character are left out; a pattern that parses with an ERROR node,
+  in the file. Metavariables, unnamed tokens (compared by kind only), comments and other
+  leaves without a letter or digit, and anything holding a ``$``/expando character are left
+  out; a pattern that parses with an ERROR node,
   or a pattern object (``context``/``selector``/``strictness``), requires nothing.
 - the keys of one rule object all hold (AND); ``all`` is AND, ``any`` is OR; ``has``,
   ``inside``, ``precedes``, ``follows`` need a node of the same file matching their sub-rule
@@ -100,7 +101,14 @@ def pattern_literals(pattern: str, language: str) -> list[str] | None:
         children = node.children()
         if children:
             return all(walk(c) for c in children)
-        if node.is_named() and text and "comment" not in kind and not sigils & set(text):
+        # Extras (comments, line continuations) may be skipped by the matcher: only named
+        # leaves with a letter or digit, outside comments, count.
+        if (
+            node.is_named()
+            and "comment" not in kind
+            and any(ch.isalnum() for ch in text)
+            and not sigils & set(text)
+        ):
             found.append(text)
         return True
 
