@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -330,6 +331,7 @@ class _Prepared(NamedTuple):
 # cached); callers apply one Rule object to every file of an action.
 _prepared: dict[int, tuple[Rule, _Prepared]] = {}
 _PREPARED_MAX = 64
+_prepared_lock = threading.Lock()
 
 
 def _prepare(rule: Rule) -> _Prepared:
@@ -340,9 +342,10 @@ def _prepare(rule: Rule) -> _Prepared:
     prepared = _Prepared(
         config=rule.config(), expand=compile_template(tuple(template)), need=required_text(rule)
     )
-    if len(_prepared) >= _PREPARED_MAX:
-        _prepared.pop(next(iter(_prepared)), None)
-    _prepared[id(rule)] = (rule, prepared)
+    with _prepared_lock:
+        while len(_prepared) >= _PREPARED_MAX:
+            _prepared.pop(next(iter(_prepared)))
+        _prepared[id(rule)] = (rule, prepared)
     return prepared
 
 
