@@ -206,3 +206,12 @@ def test_fuzz_rewrites_equal_unfiltered(monkeypatch: pytest.MonkeyPatch) -> None
     unfiltered = [[rewrite_source(text, r) for _, text in corpus] for r in rules]
     assert filtered == unfiltered
     assert sum(n for row in filtered for _, n in row) > 0
+
+
+def test_per_rule_preparation_is_bounded() -> None:
+    from oopav.sandbox import astgrep
+
+    for i in range(3 * astgrep._PREPARED_MAX):
+        rule = Rule(id="t", language="python", rule={"pattern": f"f{i}($A)"}, fix="g($A)")
+        assert rewrite_source(f"f{i}(1)\n", rule) == ("g(1)\n", 1)
+    assert len(astgrep._prepared) <= astgrep._PREPARED_MAX
