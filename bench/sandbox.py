@@ -7,6 +7,8 @@
   ``ast-grep`` CLI on the same files: warm (trees parsed by an earlier rule) >= 20x on one
   file and >= 10x on 10 files, cold (nothing cached) >= 3x on 10 files; also the standard
   library's ``email`` package as a real-package case (figures only);
+  in-process results must equal the CLI's byte for byte (asserted), and files lacking a
+  literal every match needs are neither parsed nor searched (``sandbox/rulefilter.py``);
 - search/replace on a 10k-line file, hit and zero-match with hints (target: <= 20 ms).
 """
 
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Figure, conclude, parser, repeat, report, runs_of
 from oopav.sandbox.astgrep import Rule, cli_rewrite, files_for, rewrite_source, rule_from_action
 from oopav.sandbox.patch import SearchFailure, apply_edit
+from oopav.sandbox.rulefilter import may_match, required_text
 from oopav.sandbox.runner import default_config, run_sandboxed
 from oopav.sandbox.treecache import TreeCache
 
@@ -61,24 +64,26 @@ def _restore(root: Path, sources: dict[str, str]) -> None:
         (root / f).write_text(text)
 
 
-def _in_process(root: Path, files: list[str], rule: Rule, trees: TreeCache) -> int:
+def _in_process(root: Path, files: list[str], rule: Rule, trees: TreeCache) -> dict[str, str]:
     """What the actor's rule application does per file: read, (cached) parse, match, rewrite."""
-    total = 0
+    out = {}
     for f in files:
-        _, n = rewrite_source((root / f).read_text(), rule, trees=trees, path=f)
-        total += n
-    return total
+        out[f], _ = rewrite_source((root / f).read_text(), rule, trees=trees, path=f)
+    return out
 
 
-def _cli(root: Path, files: list[str], rule: Rule, sources: dict[str, str], n: int) -> float:
+def _cli(
+    root: Path, files: list[str], rule: Rule, sources: dict[str, str], n: int
+) -> tuple[float, dict[str, str]]:
     out = []
+    result: dict[str, str] = {}
     for _ in range(n):
         _restore(root, sources)
         t = time.perf_counter()
-        cli_rewrite(root, rule, files)
+        result = cli_rewrite(root, rule, files)
         out.append((time.perf_counter() - t) * 1000)
     _restore(root, sources)
-    return statistics.median(out)
+    return statistics.median(out), result
 
 
 def astgrep_case(
@@ -87,13 +92,17 @@ def astgrep_case(
     """CLI vs in-process on the same files: cold (a fresh tree cache, every file parsed) and
     warm (the trees were parsed by an earlier rule, as for an agent's second rule)."""
     sources = {f: (root / f).read_text() for f in files}
-    cli_ms = _cli(root, files, rule, sources, n)
+    cli_ms, expected = _cli(root, files, rule, sources, n)
+    # The figures count only if the outputs are the CLI's, byte for byte.
+    assert _in_process(root, files, rule, TreeCache()) == expected, "differs from the CLI"
+    assert any(expected[f] != sources[f] for f in files), "the rule rewrote nothing"
     cold = statistics.median(timed(lambda: _in_process(root, files, rule, TreeCache()), n))
     trees = TreeCache()
     _in_process(root, files, warm_rule, trees)
     misses = trees.misses
     warm = statistics.median(timed(lambda: _in_process(root, files, rule, trees), n))
     assert misses and trees.misses == misses, "warm runs parsed again"
+    assert _in_process(root, files, rule, trees) == expected, "warm differs from the CLI"
     return {
         f"{prefix}_cli_ms": cli_ms,
         f"{prefix}_cold_ms": cold,
@@ -115,7 +124,9 @@ def bench_astgrep(n: int = 10, email: bool = True) -> dict[str, float]:
         many.mkdir()
         files = []
         for k in range(10):
-            (many / f"m{k}.py").write_text(body)
+            # Distinct contents: identical files would share one cached tree, and "cold"
+            # would parse one file instead of ten.
+            (many / f"m{k}.py").write_text(f"# module {k}\n{body}")
             files.append(f"m{k}.py")
         rule = rule_from_action(
             AstGrepAction(
@@ -143,6 +154,10 @@ def bench_astgrep(n: int = 10, email: bool = True) -> dict[str, float]:
                 AstGrepAction(
                     pattern="isinstance($A, $B)", rewrite="is_a($A, $B)", language="python"
                 )
+            )
+            need = required_text(iso)
+            out["email_candidates"] = float(
+                sum(may_match(need, (pkg / f).read_text()) for f in pkg_files)
             )
             out.update(astgrep_case("email", pkg, pkg_files, iso, warm_rule, max(3, n // 3)))
     finally:
@@ -177,10 +192,15 @@ FIGURES = [
     Figure("one_warm_x", "in-process warm vs CLI, one file", "x", 20.0),
     Figure("one_cold_x", "in-process cold vs CLI, one file", "x"),
     Figure("ten_cli_ms", "ast-grep CLI, 10 files / 14k lines", "ms"),
+    Figure("ten_cold_ms", "in-process cold, 10 files", "ms"),
+    Figure("ten_warm_ms", "in-process warm, 10 files", "ms"),
     Figure("ten_cold_x", "in-process cold vs CLI, 10 files", "x", 3.0),
     Figure("ten_warm_x", "in-process warm vs CLI, 10 files", "x", 10.0),
     Figure("email_files", "stdlib email package, files", "", fmt=".0f"),
+    Figure("email_candidates", "email files holding the rule's literal", "", fmt=".0f"),
     Figure("email_cli_ms", "ast-grep CLI, email package", "ms"),
+    Figure("email_cold_ms", "in-process cold, email package", "ms"),
+    Figure("email_warm_ms", "in-process warm, email package", "ms"),
     Figure("email_cold_x", "in-process cold vs CLI, email package", "x"),
     Figure("email_warm_x", "in-process warm vs CLI, email package", "x"),
     Figure("sr_hit_ms", "search/replace 10k lines, match", "ms", 20.0, higher=False),

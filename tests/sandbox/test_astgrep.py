@@ -253,3 +253,27 @@ def test_globs_and_hidden_dirs(tmp_path: Path) -> None:
     assert files_for(tmp_path, ["."], "python") == ["a/x.py", "b.py"]
     shutil.rmtree(tmp_path / "a")
     assert files_for(tmp_path, ["*.py"], "python") == ["b.py"]
+
+
+NON_ASCII = """# café ✓ — 𝔘𝔫𝔦𝔠𝔬𝔡𝔢
+def héllo(x):
+    s = "naïve ☃"
+    y = fetch(s, "ü")
+    if y is None:
+        return fetch(fetch("日本"),
+                     timeout=3)
+    print("ø", fetch(y))
+    return y
+"""
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 5, 7, 11])
+def test_in_process_matches_cli_on_non_ascii_text(index: int, tmp_path: Path) -> None:
+    """Offsets from ast-grep-py are in characters; multi-byte text before a match must not
+    shift a rewrite."""
+    rule = rule_from_action(CORPUS[index])
+    (tmp_path / "m.py").write_text(NON_ASCII)
+    expected = cli_rewrite(tmp_path, rule, ["m.py"])["m.py"]
+    new, n = rewrite_source(NON_ASCII, rule)
+    assert n > 0 and new != NON_ASCII
+    assert new == expected
