@@ -172,3 +172,30 @@ def test_worktree_of_a_repository_is_known_clean(tmp_path: Path, settings: Setti
     assert info.kind == "worktree" and info.uncommitted == ["b.py"]
     assert clean.clean_at(Path(info.path), info.base_commit) == info.base_commit
     assert git(Path(info.path), "status", "--porcelain") == ""
+
+
+def test_in_process_init_writes_what_git_init_writes(tmp_path: Path) -> None:
+    from oopav.sandbox.workspace import _init_separate
+
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for d in (ours, theirs):
+        d.mkdir()
+        (d / "a.py").write_text("a = 1\n")
+    _init_separate(ours, tmp_path / "ours.git", "oopav/sess-1")
+    separate = f"--separate-git-dir={tmp_path / 'theirs.git'}"
+    subprocess.run(
+        ["git", "init", "-q", "--template=", separate, "-b", "oopav/sess-1"], cwd=theirs, check=True
+    )
+
+    def layout(gitdir: Path) -> dict[str, str]:
+        return {
+            str(p.relative_to(gitdir)): p.read_text() if p.is_file() else "<dir>"
+            for p in sorted(gitdir.rglob("*"))
+        }
+
+    assert layout(tmp_path / "ours.git") == layout(tmp_path / "theirs.git")
+    assert (ours / ".git").read_text() == f"gitdir: {tmp_path / 'ours.git'}\n"
+    git(ours, "add", "-A")
+    git(ours, "commit", "-q", "-m", "base")
+    assert git(ours, "ls-files") == "a.py\n"
+    assert git(ours, "rev-parse", "--abbrev-ref", "HEAD").strip() == "oopav/sess-1"

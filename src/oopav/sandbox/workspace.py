@@ -46,6 +46,12 @@ _SAFE_GIT = [
     "commit.gpgsign=false",
     "-c",
     "safe.directory=*",
+    # No `git maintenance run --auto` process after each commit (1-2 ms each here), and no
+    # background gc started in a user's repository by a session's checkpoints.
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "gc.auto=0",
 ]
 
 
@@ -155,6 +161,55 @@ def _snapshot_working_tree(repo: Path, worktree: Path) -> list[str]:
     return taken
 
 
+def _init_separate(path: Path, gitdir: Path, branch: str) -> None:
+    """`git init -q --template= --separate-git-dir <gitdir> -b <branch>` for ``path``, written
+    here: a new repository is five small files, and the git process cost 2-5 ms per session.
+
+    git's probes of the file system are repeated, so the config says what git would: whether
+    the executable bit sticks (``filemode``), symlinks can be made, names ignore case. A branch
+    name git would refuse, or a `.git` already there (copied from a broken repository), takes
+    git's own init."""
+    if not _refname_ok(branch) or os.path.lexists(path / ".git"):
+        git(path, "init", "-q", "--template=", "--separate-git-dir", str(gitdir), "-b", branch)
+        return
+    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+        (gitdir / sub).mkdir(parents=True, exist_ok=True)
+    config = gitdir / "config"
+    config.write_text("")
+    lines = ["[core]", "\trepositoryformatversion = 0"]
+    mode = config.stat().st_mode
+    os.chmod(config, mode ^ 0o100)
+    filemode = (config.stat().st_mode ^ mode) & 0o100 != 0
+    os.chmod(config, mode)
+    lines.append(f"\tfilemode = {'true' if filemode else 'false'}")
+    lines += ["\tbare = false", "\tlogallrefupdates = true"]
+    probe = gitdir / "tXXXXXX"
+    try:
+        os.symlink("testing", probe)
+        probe.unlink()
+    except OSError:
+        lines.append("\tsymlinks = false")
+    if (gitdir / "CoNfIg").exists():
+        lines.append("\tignorecase = true")
+    config.write_text("\n".join(lines) + "\n")
+    (gitdir / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+    (path / ".git").write_text(f"gitdir: {gitdir}\n")
+
+
+def _refname_ok(branch: str) -> bool:
+    """The branch names this module makes (``oopav/<session id>``): plain ASCII components
+    that git's ref-name rules accept."""
+    parts = branch.split("/")
+    return all(
+        part
+        and not part.startswith(".")
+        and not part.endswith((".lock", "."))
+        and ".." not in part
+        and all(c.isascii() and (c.isalnum() or c in "-_.") for c in part)
+        for part in parts
+    )
+
+
 def branch_for(session_id: str) -> str:
     return f"oopav/{session_id}"
 
@@ -240,8 +295,7 @@ def prepare_workspace(
             gitdir.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(repo, path, symlinks=True)
             files = clean.snapshot(path)
-            # No template: its sample hooks never run here (hooks are off), copying them is waste.
-            git(path, "init", "-q", "--template=", "--separate-git-dir", str(gitdir), "-b", branch)
+            _init_separate(path, gitdir, branch)
             git(path, "add", "-A")
             git(path, "commit", "-q", "--allow-empty", "-m", "oopav: base copy")
             base = _fresh_ref(gitdir, branch) or git(path, "rev-parse", "HEAD").strip()
