@@ -377,7 +377,9 @@ async def measure(
             print(f"  {kind:60} {len(rows):3} {hop_med:9.2f} {own_med:9.2f} {over_med:9.2f}")
     if prof:
         s = io.StringIO()
-        pstats.Stats(prof, stream=s).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(45)
+        pstats.Stats(prof, stream=s).sort_stats(
+            os.environ.get("BENCH_SORT", "cumulative")
+        ).print_stats(45)
         print(s.getvalue())
 
     # -- throughput -----------------------------------------------------------------------------

@@ -199,3 +199,16 @@ def test_in_process_init_writes_what_git_init_writes(tmp_path: Path) -> None:
     git(ours, "commit", "-q", "-m", "base")
     assert git(ours, "ls-files") == "a.py\n"
     assert git(ours, "rev-parse", "--abbrev-ref", "HEAD").strip() == "oopav/sess-1"
+
+
+def test_a_large_workspace_is_left_to_git(
+    ws: WorkspaceInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = Path(ws.path)
+    monkeypatch.setattr(clean, "MAX_ENTRIES", 2)
+    (path / "app.py").write_text("def main():\n    return 5\n")
+    commit = checkpoint(ws, "big")
+    assert clean.clean_at(path) is None  # no witness: rollback and diffs ask git
+    assert rollback(ws, commit) == commit
+    assert "+    return 5" in final_diff(ws)
+    assert clean.snapshot(path)[1] is None  # and later checkpoints do not walk again

@@ -48,6 +48,7 @@ class Witness:
 
 _lock = threading.Lock()
 _witnesses: dict[str, Witness] = {}
+_too_big: set[str] = set()
 
 
 def _digest(path: str, st: os.stat_result) -> str:
@@ -118,7 +119,16 @@ Snapshot = tuple[int, dict[str, _Entry] | None]
 def snapshot(root: Path) -> Snapshot:
     """The entries of ``root`` now: the first half of ``record``, taken before git runs."""
     since = time.time_ns() - RACY_NS
-    return since, _walk(str(root), since)
+    key = str(root)
+    if key in _too_big:
+        return since, None  # walked past MAX_ENTRIES once: git answers for this one
+    entries = _walk(key, since)
+    if entries is None:
+        with _lock:
+            if len(_too_big) >= MAX_WITNESSES:
+                _too_big.pop()
+            _too_big.add(key)
+    return since, entries
 
 
 def record(root: Path, commit: str, before: Snapshot) -> None:
