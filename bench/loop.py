@@ -377,7 +377,9 @@ async def measure(
             print(f"  {kind:60} {len(rows):3} {hop_med:9.2f} {own_med:9.2f} {over_med:9.2f}")
     if prof:
         s = io.StringIO()
-        pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(45)
+        pstats.Stats(prof, stream=s).sort_stats(
+            os.environ.get("BENCH_SORT", "cumulative")
+        ).print_stats(45)
         print(s.getvalue())
 
     # -- throughput -----------------------------------------------------------------------------
@@ -413,6 +415,12 @@ async def main() -> None:
         help="no throughput stages with one process per handler (they spawn 6 and 12 processes)",
     )
     ap.add_argument("--verbose", action="store_true", help="the per-hop table of every run")
+    ap.add_argument(
+        "--sync",
+        default=os.environ.get("OOPAV_NATS_SYNC") or "always",
+        help="the embedded server's JetStream sync_interval: always (oopav's default, as "
+        "shipped) or default (nats-server's: fsync every 2 min); OOPAV_NATS_SYNC sets it too",
+    )
     args = ap.parse_args()
     if args.quick:
         args.sessions, args.concurrency, args.hop_sessions = 4, 2, 3
@@ -428,7 +436,7 @@ async def main() -> None:
     os.environ.setdefault("OOPAV_LOG_LEVEL", "WARNING")
     configure(level="WARNING")
     root = Path(tempfile.mkdtemp(prefix="oopav-bench-loop-"))
-    server = EmbeddedServer(root / "nats", write_info=False)
+    server = EmbeddedServer(root / "nats", write_info=False, sync=args.sync)
     url = server.start()
     data_dir = root / "data"
     settings = Settings(data_dir=data_dir, nats_url=url)
@@ -438,7 +446,8 @@ async def main() -> None:
     body = submission(repo, script_file)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
-        f"Python {platform.python_version()}"
+        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}, "
+        f"JetStream sync_interval {args.sync}"
     )
     try:
         results = await arepeat(
@@ -449,6 +458,7 @@ async def main() -> None:
         import shutil
 
         shutil.rmtree(root, ignore_errors=True)
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     conclude(report("loop", FIGURES, results))
 
 

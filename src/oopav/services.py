@@ -265,19 +265,16 @@ async def wait_session(bus: Bus, session_id: str, timeout: float) -> SessionStat
     """Wait until the session completes (or is rejected), following its events."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    done = asyncio.Event()
     final = asyncio.Event()
 
     async def on_msg(msg: Any) -> None:
-        done.set()
         if msg.subject.endswith((".session_completed", ".task_rejected")):
             final.set()
 
     sub = await bus.nc.subscribe(f"oopav.ev.session.{session_id}.>", cb=on_msg)
+    pause = 0.002
     try:
         while True:
-            # Clear before loading: an event landing during the load must wake us.
-            done.clear()
             state = await session_state(bus, session_id)
             if state.phase in ("completed", "rejected"):
                 return state
@@ -287,10 +284,13 @@ async def wait_session(bus: Bus, session_id: str, timeout: float) -> SessionStat
             if final.is_set():
                 # Core subscribers see a message as it is published, a moment before the
                 # stream has committed it (atomic batches): read again shortly.
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(min(pause, remaining))
+                pause = min(pause * 2, 0.05)
                 continue
+            # Only the end is worth a read: reading on every event of the session loaded the
+            # server while the handlers worked. A missed core message costs a second at most.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), timeout=min(remaining, 1.0))
+                await asyncio.wait_for(final.wait(), timeout=min(remaining, 1.0))
     finally:
         await sub.unsubscribe()
 

@@ -154,6 +154,7 @@ def _fingerprint(scanned: Sequence[tuple[str, os.stat_result]]) -> str:
 
 
 def _clean_git_key(root: Path) -> str | None:
+    from oopav.sandbox.clean import clean_at
     from oopav.sandbox.workspace import head_tree
 
     # The top level of a work tree (a session's workspace) has no prefix, and its HEAD's tree
@@ -166,6 +167,9 @@ def _clean_git_key(root: Path) -> str | None:
             return None
         prefix, _, rest = out.partition("\n")
         tree = rest.strip()
+    if tree and not prefix and clean_at(root):
+        # Provably HEAD's files (``sandbox.clean``): `git status` would print nothing.
+        return f"git:{tree}:"
     status = _git(root, "status", "--porcelain", "-z", "--untracked-files=all", "--", ".")
     if tree and status == "":
         return f"git:{tree}:{prefix.strip()}"

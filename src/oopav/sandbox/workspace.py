@@ -30,6 +30,8 @@ from typing import Literal
 import msgspec
 
 from oopav.config import Settings
+from oopav.sandbox import clean
+from oopav.sandbox.clean import _common_dir, _gitdir_of, _hash_in, _head_from_files, _is_hash
 
 _SAFE_GIT = [
     "-c",
@@ -44,6 +46,12 @@ _SAFE_GIT = [
     "commit.gpgsign=false",
     "-c",
     "safe.directory=*",
+    # No `git maintenance run --auto` process after each commit (1-2 ms each here), and no
+    # background gc started in a user's repository by a session's checkpoints.
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "gc.auto=0",
 ]
 
 
@@ -153,6 +161,55 @@ def _snapshot_working_tree(repo: Path, worktree: Path) -> list[str]:
     return taken
 
 
+def _init_separate(path: Path, gitdir: Path, branch: str) -> None:
+    """`git init -q --template= --separate-git-dir <gitdir> -b <branch>` for ``path``, written
+    here: a new repository is five small files, and the git process cost 2-5 ms per session.
+
+    git's probes of the file system are repeated, so the config says what git would: whether
+    the executable bit sticks (``filemode``), symlinks can be made, names ignore case. A branch
+    name git would refuse, or a `.git` already there (copied from a broken repository), takes
+    git's own init."""
+    if not _refname_ok(branch) or os.path.lexists(path / ".git"):
+        git(path, "init", "-q", "--template=", "--separate-git-dir", str(gitdir), "-b", branch)
+        return
+    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+        (gitdir / sub).mkdir(parents=True, exist_ok=True)
+    config = gitdir / "config"
+    config.write_text("")
+    lines = ["[core]", "\trepositoryformatversion = 0"]
+    mode = config.stat().st_mode
+    os.chmod(config, mode ^ 0o100)
+    filemode = (config.stat().st_mode ^ mode) & 0o100 != 0
+    os.chmod(config, mode)
+    lines.append(f"\tfilemode = {'true' if filemode else 'false'}")
+    lines += ["\tbare = false", "\tlogallrefupdates = true"]
+    probe = gitdir / "tXXXXXX"
+    try:
+        os.symlink("testing", probe)
+        probe.unlink()
+    except OSError:
+        lines.append("\tsymlinks = false")
+    if (gitdir / "CoNfIg").exists():
+        lines.append("\tignorecase = true")
+    config.write_text("\n".join(lines) + "\n")
+    (gitdir / "HEAD").write_text(f"ref: refs/heads/{branch}\n")
+    (path / ".git").write_text(f"gitdir: {gitdir}\n")
+
+
+def _refname_ok(branch: str) -> bool:
+    """The branch names this module makes (``oopav/<session id>``): plain ASCII components
+    that git's ref-name rules accept."""
+    parts = branch.split("/")
+    return all(
+        part
+        and not part.startswith(".")
+        and not part.endswith((".lock", "."))
+        and ".." not in part
+        and all(c.isascii() and (c.isalnum() or c in "-_.") for c in part)
+        for part in parts
+    )
+
+
 def branch_for(session_id: str) -> str:
     return f"oopav/{session_id}"
 
@@ -211,6 +268,7 @@ def prepare_workspace(
             head = git(repo, "rev-parse", "HEAD").strip()
             git(repo, "worktree", "add", "--force", "-B", branch, str(path), head)
             uncommitted = _snapshot_working_tree(repo, path)
+            files = clean.snapshot(path)
             base = head
             if uncommitted:
                 git(path, "add", "-A")
@@ -227,6 +285,7 @@ def prepare_workspace(
                 # A ref keeps the snapshot reachable after the session branch is removed, so
                 # `oopav replay` can still check it out.
                 git(repo, "update-ref", f"refs/oopav/snapshots/{session_id}", base)
+            clean.record(path, base, files)
             kind = "worktree"
         else:
             # The copy's git directory lives outside the workspace so that the sandbox (which
@@ -235,10 +294,12 @@ def prepare_workspace(
             shutil.rmtree(gitdir, ignore_errors=True)
             gitdir.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(repo, path, symlinks=True)
-            git(path, "init", "-q", "--separate-git-dir", str(gitdir), "-b", branch)
+            files = clean.snapshot(path)
+            _init_separate(path, gitdir, branch)
             git(path, "add", "-A")
             git(path, "commit", "-q", "--allow-empty", "-m", "oopav: base copy")
             base = _fresh_ref(gitdir, branch) or git(path, "rev-parse", "HEAD").strip()
+            clean.record(path, base, files)
             kind = "copy"
         info = WorkspaceInfo(
             session_id=session_id,
@@ -277,6 +338,7 @@ def checkpoint(info: WorkspaceInfo, message: str) -> str:
     """Commit everything in the workspace on the session branch; returns the commit (HEAD
     unchanged when nothing changed)."""
     path = Path(info.path)
+    files = clean.snapshot(path)
     git(path, "add", "-A")
     # Commit straight away (one git process fewer than asking `status` first): git exits 1
     # when there is nothing to commit, and only then is the tree's status looked at.
@@ -285,7 +347,10 @@ def checkpoint(info: WorkspaceInfo, message: str) -> str:
         proc.returncode != 1 or git(path, "status", "--porcelain").strip()
     ):
         raise WorkspaceError(f"git commit failed in {path}: {proc.stderr.strip()}")
-    return head_commit(path)
+    commit = head_commit(path)
+    # The files are now the commit's tree: later steps can know it without asking git.
+    clean.record(path, commit, files)
+    return commit
 
 
 def head_commit(path: Path) -> str:
@@ -299,25 +364,6 @@ def head_commit(path: Path) -> str:
     except OSError:
         found = None
     return found or git(Path(path), "rev-parse", "HEAD").strip()
-
-
-def _common_dir(gitdir: Path) -> Path:
-    commondir = gitdir / "commondir"
-    if commondir.is_file():
-        return (gitdir / commondir.read_text().strip()).resolve()
-    return gitdir
-
-
-def _head_from_files(gitdir: Path) -> str | None:
-    head = (gitdir / "HEAD").read_text().strip()
-    if head.startswith("ref: "):
-        ref = head[5:].strip()
-        for base in (gitdir, _common_dir(gitdir)):
-            value = _hash_in(base / ref)
-            if value:
-                return value
-        return None
-    return head if _is_hash(head) else None
 
 
 def head_tree(path: Path) -> str | None:
@@ -346,8 +392,16 @@ def diff_between(path: Path, before: str, after: str) -> tuple[str, list[str]]:
     """``git diff before after`` and the changed paths (``--name-only``, unquoted) from one
     git process: ``--raw -z`` records come first, then the patch, byte for byte the same."""
     out = git(path, "diff", "--raw", "-z", "-p", before, after)
+    names, pos = _raw_names(out, 0)
+    if out.startswith("\0", pos):
+        pos += 1
+    return out[pos:], names
+
+
+def _raw_names(out: str, pos: int) -> tuple[list[str], int]:
+    """The paths of ``--raw -z`` records from ``pos`` (the new path of a rename or copy), and
+    where the records end."""
     names: list[str] = []
-    pos = 0
     while out.startswith(":", pos):
         end = out.index("\0", pos)
         status = out[pos:end].rsplit(" ", 1)[-1]
@@ -358,9 +412,7 @@ def diff_between(path: Path, before: str, after: str) -> tuple[str, list[str]]:
             paths.append(out[pos:end])
             pos = end + 1
         names.append(paths[-1])
-    if out.startswith("\0", pos):
-        pos += 1
-    return out[pos:], names
+    return names, pos
 
 
 def numstat_and_diff(path: Path, before: str, after: str, *args: str) -> tuple[list[str], str]:
@@ -369,28 +421,6 @@ def numstat_and_diff(path: Path, before: str, after: str, *args: str) -> tuple[l
     lines = out.split("\n")
     start = next((i for i, line in enumerate(lines) if line.startswith("diff --git")), len(lines))
     return [line for line in lines[:start] if line], "\n".join(lines[start:])
-
-
-def _gitdir_of(path: Path) -> Path:
-    dotgit = path / ".git"
-    if dotgit.is_dir():
-        return dotgit
-    text = dotgit.read_text().strip()
-    if not text.startswith("gitdir: "):
-        raise OSError(f"unexpected {dotgit}")
-    return (path / text[8:].strip()).resolve()
-
-
-def _is_hash(value: str) -> bool:
-    return len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value)
-
-
-def _hash_in(ref_file: Path) -> str | None:
-    try:
-        value = ref_file.read_text().strip()
-    except OSError:
-        return None
-    return value if _is_hash(value) else None
 
 
 def _fresh_ref(gitdir: Path, branch: str) -> str | None:
@@ -403,26 +433,85 @@ def rollback(info: WorkspaceInfo, commit: str | None = None) -> str:
     """Discard everything since ``commit`` (default: the last checkpoint)."""
     path = Path(info.path)
     target = commit or git(path, "rev-parse", "HEAD").strip()
+    if clean.clean_at(path, target):
+        return target  # exactly there already: reset and clean would change nothing
     git(path, "reset", "-q", "--hard", target)
     git(path, "clean", "-q", "-fd")
+    clean.record(path, target, clean.snapshot(path))
     return target
 
 
 def final_diff(info: WorkspaceInfo) -> str:
     """The whole change against the base commit, uncommitted work included."""
     path = Path(info.path)
+    committed = committed_change(path, info.base_commit)
+    if committed is not None:
+        return committed.patch
     git(path, "add", "-A")
     return git(path, "diff", "--cached", "--binary", info.base_commit)
 
 
 def changed_files(info: WorkspaceInfo) -> list[str]:
     path = Path(info.path)
+    committed = committed_change(path, info.base_commit)
+    # `--name-only` quotes unusual paths (`core.quotePath`): those take git's own answer.
+    if committed is not None and all(map(_plain, committed.names)):
+        return list(committed.names)
     git(path, "add", "-A")
     return [
         line
         for line in git(path, "diff", "--cached", "--name-only", info.base_commit).splitlines()
         if line
     ]
+
+
+def _plain(name: str) -> bool:
+    return all(" " <= c <= "~" and c not in '"\\' for c in name)
+
+
+class CommittedChange(msgspec.Struct, frozen=True):
+    """What the verifier asks about a workspace that is exactly at a commit: the changed
+    paths (``--name-only``), added + deleted lines (``--numstat``) and the ``--binary``
+    patch against ``base``, from one git process."""
+
+    names: tuple[str, ...]
+    lines: int
+    patch: str
+
+
+_COMMITTED: dict[tuple[str, str, str], CommittedChange] = {}
+
+
+def committed_change(path: Path, base: str) -> CommittedChange | None:
+    """The change from ``base`` to the workspace, when the workspace is provably its HEAD
+    commit (``sandbox.clean``): then ``git add -A`` + ``diff --cached base`` equals the diff
+    between the two commits, which never changes, so it is computed once per pair. None:
+    ask git the long way."""
+    head = clean.clean_at(path)
+    if head is None:
+        return None
+    key = (str(path), base, head)
+    found = _COMMITTED.get(key)
+    if found is not None:
+        return found
+    out = git(path, "diff", "--raw", "-z", "--numstat", "-p", "--binary", base, head)
+    names, pos = _raw_names(out, 0)
+    lines = 0
+    while pos < len(out) and out[pos] != "\0":
+        end = out.index("\0", pos)
+        added, deleted, rel = out[pos:end].split("\t", 2)
+        pos = end + 1
+        if not rel:  # a rename: the old and the new path follow
+            pos = out.index("\0", out.index("\0", pos) + 1) + 1
+        if added.isdigit() and deleted.isdigit():
+            lines += int(added) + int(deleted)
+    if out.startswith("\0", pos):
+        pos += 1
+    found = CommittedChange(names=tuple(names), lines=lines, patch=out[pos:])
+    if len(_COMMITTED) >= 64:
+        _COMMITTED.pop(next(iter(_COMMITTED)))
+    _COMMITTED[key] = found
+    return found
 
 
 class FileResult(msgspec.Struct, kw_only=True, frozen=True):

@@ -94,6 +94,11 @@ def detect_test_command(root: Path) -> tuple[list[str] | None, str]:
 
 def changed_lines(root: Path, base: str) -> int:
     """Added plus deleted lines between ``base`` and the working tree (binary files count 0)."""
+    from oopav.sandbox.workspace import committed_change
+
+    committed = committed_change(root, base)
+    if committed is not None:
+        return committed.lines
     try:
         subprocess.run(["git", "add", "-A"], cwd=root, check=True, capture_output=True)
         out = subprocess.run(
