@@ -107,6 +107,7 @@ async def run(
     c_steps: int = 0,
     c_phase_steps: int = 0,
     sft_checkpoint: str = "",
+    families: tuple[str, ...] = FAMILIES,
 ) -> dict[str, Any]:
     from oopav.bus.server import EmbeddedServer
     from oopav.bus.store import EventStore, connect
@@ -134,10 +135,12 @@ async def run(
     store = EventStore(nc)
     t_start = time.perf_counter()
     figures: dict[str, Any] = {"short": short, "parts": parts, "snippet_chars": snippet_chars}
+    figures["families"] = list(families)
     try:
         # The short form teaches one family whose rules come from a fixed API table: learnable
         # in seconds. Families that copy names out of the instruction take minutes.
-        families = ("migrate_api",) if short else FAMILIES
+        if short:
+            families = ("migrate_api",)
         got = generate(
             n_tasks,
             seed=seed,
@@ -501,6 +504,12 @@ def main() -> None:
         default="",
         help="Reuse this (a) checkpoint (same --seed/--tasks/--heldout-family) instead of SFT.",
     )
+    ap.add_argument(
+        "--families",
+        default=",".join(FAMILIES),
+        help="Task families generated (default: the standard mix; add rename_attr for part b "
+        "with rename_method held out).",
+    )
     ap.add_argument("--workdir", type=Path, help="Keep everything here (default: a temp dir).")
     ap.add_argument(
         "--json", dest="json_out", type=Path, help="Also write the figures as JSON here."
@@ -531,6 +540,7 @@ def main() -> None:
             c_steps=args.c_steps,
             c_phase_steps=args.c_phase_steps,
             sft_checkpoint=args.sft_checkpoint,
+            families=tuple(x for x in args.families.split(",") if x),
         )
     )
     if args.json_out:
