@@ -108,6 +108,8 @@ async def run(
     c_phase_steps: int = 0,
     sft_checkpoint: str = "",
     families: tuple[str, ...] = FAMILIES,
+    pass_k: int = 16,
+    pass_n: int = 48,
 ) -> dict[str, Any]:
     from oopav.bus.server import EmbeddedServer
     from oopav.bus.store import EventStore, connect
@@ -315,6 +317,25 @@ async def run(
             # Did a learner cost the shown families? Checked on the first half of their tests.
             shown_check = test_shown[: max(1, len(test_shown) // 2)]
             figures["b"] = {"family": heldout_family, "sft_checkpoint": hidden_before}
+            if pass_k and pass_n:
+                # Reachable at all? Verdicts only sharpen what sampling finds: pass@k of the
+                # checkpoint on the family's training prompts (the ones the learners see).
+                from oopav.trainer.evaluate import load_hf, pass_at_k
+
+                hidden_train = [t for t in train if t.family == heldout_family]
+                random.Random(seed).shuffle(hidden_train)
+                model, tok = load_hf(a["checkpoint"])
+                t0 = time.perf_counter()
+                reach = pass_at_k(
+                    model, tok, hidden_train[:pass_n], k=pass_k, temperature=temperature, seed=seed
+                )
+                reach |= {"seconds": time.perf_counter() - t0, "load": load_avg()}
+                figures["b"]["reach"] = reach
+                log(
+                    f"pass@{pass_k} on {reach['n']} {heldout_family} training prompts at "
+                    f"T={temperature}: {reach['pass_at_k']:.1%} (samples exact "
+                    f"{reach['samples']['exact']:.1%}, valid {reach['samples']['valid']:.1%})"
+                )
             budget = 0.0
             for recipe in learners:
                 got_b = await learner(
@@ -432,6 +453,16 @@ def report(f: dict[str, Any]) -> str:
                 for k in learned
             )
             + f" vs SFT control {b['control_steps']} steps ({b['control_seconds']:.0f} s):",
+            *(
+                [
+                    f"reachable: pass@{b['reach']['k']} {b['reach']['pass_at_k']:.1%} on "
+                    f"{b['reach']['n']} of its training prompts (samples exact "
+                    f"{b['reach']['samples']['exact']:.1%}, valid "
+                    f"{b['reach']['samples']['valid']:.1%}, T={b['reach']['temperature']})"
+                ]
+                if "reach" in b
+                else []
+            ),
             head,
             row("SFT checkpoint", b["sft_checkpoint"]),
             *[row(f"+ {k.upper()} on its prompts", b[k]["hidden"]) for k in learned],
@@ -510,6 +541,10 @@ def main() -> None:
         help="Task families generated (default: the standard mix; add rename_attr for part b "
         "with rename_method held out).",
     )
+    ap.add_argument(
+        "--pass-k", type=int, default=16, help="Part b: samples per prompt for pass@k (0: skip)."
+    )
+    ap.add_argument("--pass-n", type=int, default=48, help="Part b: prompts for pass@k.")
     ap.add_argument("--workdir", type=Path, help="Keep everything here (default: a temp dir).")
     ap.add_argument(
         "--json", dest="json_out", type=Path, help="Also write the figures as JSON here."
@@ -541,6 +576,8 @@ def main() -> None:
             c_phase_steps=args.c_phase_steps,
             sft_checkpoint=args.sft_checkpoint,
             families=tuple(x for x in args.families.split(",") if x),
+            pass_k=args.pass_k,
+            pass_n=args.pass_n,
         )
     )
     if args.json_out:
