@@ -107,6 +107,9 @@ async def run(
     c_steps: int = 0,
     c_phase_steps: int = 0,
     sft_checkpoint: str = "",
+    families: tuple[str, ...] = FAMILIES,
+    pass_k: int = 16,
+    pass_n: int = 48,
 ) -> dict[str, Any]:
     from oopav.bus.server import EmbeddedServer
     from oopav.bus.store import EventStore, connect
@@ -134,10 +137,12 @@ async def run(
     store = EventStore(nc)
     t_start = time.perf_counter()
     figures: dict[str, Any] = {"short": short, "parts": parts, "snippet_chars": snippet_chars}
+    figures["families"] = list(families)
     try:
         # The short form teaches one family whose rules come from a fixed API table: learnable
         # in seconds. Families that copy names out of the instruction take minutes.
-        families = ("migrate_api",) if short else FAMILIES
+        if short:
+            families = ("migrate_api",)
         got = generate(
             n_tasks,
             seed=seed,
@@ -312,6 +317,25 @@ async def run(
             # Did a learner cost the shown families? Checked on the first half of their tests.
             shown_check = test_shown[: max(1, len(test_shown) // 2)]
             figures["b"] = {"family": heldout_family, "sft_checkpoint": hidden_before}
+            if pass_k and pass_n:
+                # Reachable at all? Verdicts only sharpen what sampling finds: pass@k of the
+                # checkpoint on the family's training prompts (the ones the learners see).
+                from oopav.trainer.evaluate import load_hf, pass_at_k
+
+                hidden_train = [t for t in train if t.family == heldout_family]
+                random.Random(seed).shuffle(hidden_train)
+                model, tok = load_hf(a["checkpoint"])
+                t0 = time.perf_counter()
+                reach = pass_at_k(
+                    model, tok, hidden_train[:pass_n], k=pass_k, temperature=temperature, seed=seed
+                )
+                reach |= {"seconds": time.perf_counter() - t0, "load": load_avg()}
+                figures["b"]["reach"] = reach
+                log(
+                    f"pass@{pass_k} on {reach['n']} {heldout_family} training prompts at "
+                    f"T={temperature}: {reach['pass_at_k']:.1%} (samples exact "
+                    f"{reach['samples']['exact']:.1%}, valid {reach['samples']['valid']:.1%})"
+                )
             budget = 0.0
             for recipe in learners:
                 got_b = await learner(
@@ -429,6 +453,16 @@ def report(f: dict[str, Any]) -> str:
                 for k in learned
             )
             + f" vs SFT control {b['control_steps']} steps ({b['control_seconds']:.0f} s):",
+            *(
+                [
+                    f"reachable: pass@{b['reach']['k']} {b['reach']['pass_at_k']:.1%} on "
+                    f"{b['reach']['n']} of its training prompts (samples exact "
+                    f"{b['reach']['samples']['exact']:.1%}, valid "
+                    f"{b['reach']['samples']['valid']:.1%}, T={b['reach']['temperature']})"
+                ]
+                if "reach" in b
+                else []
+            ),
             head,
             row("SFT checkpoint", b["sft_checkpoint"]),
             *[row(f"+ {k.upper()} on its prompts", b[k]["hidden"]) for k in learned],
@@ -501,6 +535,16 @@ def main() -> None:
         default="",
         help="Reuse this (a) checkpoint (same --seed/--tasks/--heldout-family) instead of SFT.",
     )
+    ap.add_argument(
+        "--families",
+        default=",".join(FAMILIES),
+        help="Task families generated (default: the standard mix; add rename_attr for part b "
+        "with rename_method held out).",
+    )
+    ap.add_argument(
+        "--pass-k", type=int, default=16, help="Part b: samples per prompt for pass@k (0: skip)."
+    )
+    ap.add_argument("--pass-n", type=int, default=48, help="Part b: prompts for pass@k.")
     ap.add_argument("--workdir", type=Path, help="Keep everything here (default: a temp dir).")
     ap.add_argument(
         "--json", dest="json_out", type=Path, help="Also write the figures as JSON here."
@@ -531,6 +575,9 @@ def main() -> None:
             c_steps=args.c_steps,
             c_phase_steps=args.c_phase_steps,
             sft_checkpoint=args.sft_checkpoint,
+            families=tuple(x for x in args.families.split(",") if x),
+            pass_k=args.pass_k,
+            pass_n=args.pass_n,
         )
     )
     if args.json_out:

@@ -129,3 +129,36 @@ def test_example_rft_config_loads() -> None:
     cfg = load_config(RFTRecipe, root / "rft.yaml")
     check(cfg)
     assert cfg.keep_min_reward == 1.0 and cfg.model == "runs/sft/final"
+
+
+def test_pass_at_k_counts_a_task_solved_by_any_sample_and_samples_with_the_tiny_policy(
+    tasks_dir: Path, base_model: Path
+) -> None:
+    """pass@k (how bench/learning.py checks a held-out family is reachable before training on
+    verdicts): a task counts once however many samples are exact, a task with none counts 0;
+    the sampling form draws k completions per task from a real (tiny) policy."""
+    from oopav.trainer.evaluate import load_hf, pass_at_k, pass_at_k_summary
+    from oopav.trainer.tasks import load_tasks, target_text
+
+    tasks = load_tasks(tasks_dir)[:3]
+    gold = [target_text(t.rule) for t in tasks]
+    noop = [target_text({**t.rule, "rewrite": t.rule["pattern"]}) for t in tasks]
+    groups = [
+        [noop[0], gold[0], gold[0], "junk"],
+        [noop[1]] * 4,
+        ["junk", "junk", gold[2], noop[2]],
+    ]
+    got = pass_at_k_summary(tasks, groups)
+    assert got["n"] == 3 and got["k"] == 4
+    assert got["pass_at_k"] == pytest.approx(2 / 3)
+    assert got["samples"]["exact"] == pytest.approx(3 / 12)
+    assert got["samples"]["valid"] == pytest.approx(9 / 12)
+    assert got["reasons"]["exact"] == 3 and got["reasons"]["noop"] == 6
+
+    model, tok = load_hf(base_model)
+    sampled = pass_at_k(model, tok, tasks, k=3, temperature=1.0, max_new_tokens=8)
+    assert sampled["n"] == 3 and sampled["k"] == 3 and sampled["temperature"] == 1.0
+    assert sum(sampled["reasons"].values()) == 9
+    assert 0.0 <= sampled["pass_at_k"] <= 1.0
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        pass_at_k(model, tok, tasks, k=0)

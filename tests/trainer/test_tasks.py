@@ -91,3 +91,28 @@ def test_a_small_set_still_has_a_test_split_disjoint_by_file(tmp_path: Path) -> 
     assert r.exit_code == 0, r.output
     assert "train=4" in r.output and "warning: no test split" in r.output
     assert "from 1 source file(s)" in r.output
+
+
+def test_rename_attr_renames_accesses_not_calls_and_leaves_the_default_mix_alone(
+    tmp_path: Path,
+) -> None:
+    """``rename_attr`` (asked for by name) renames ``obj.a`` reads and writes; its sites are
+    not method calls; without it, generation is what it was (the default split's figures)."""
+    from oopav.trainer.tasks import EXTRA_FAMILIES, sites
+
+    code = "def f(self, doc):\n    self.size = doc.size + 1\n    return doc.render(self.size)\n"
+    got = sites(code, "python", attrs=True)
+    assert {(s.kind, s.name) for s in got if s.kind == "attr"} == {("attr", "size")}
+    # doc.render(...) is a call site (a lower-case receiver reads as a module), not an attr one.
+    assert ("module", "render") in {(s.kind, s.name) for s in got}
+    assert all(s.kind != "attr" for s in sites(code, "python"))
+
+    (tmp_path / "m.py").write_text(code)
+    (t,) = generate(1, corpus=tmp_path, families=EXTRA_FAMILIES).tasks
+    assert t.family == "rename_attr" and t.rule["pattern"] == "$OBJ.size"
+    new = t.rule["rewrite"].removeprefix("$OBJ.")
+    assert new.startswith("size_") and new + "`" in t.instruction
+    assert t.post == code.replace(".size", f".{new}") and t.rewrites == 3
+    # Off by default: the default mix never sees attribute sites.
+    assert "rename_attr" not in FAMILIES
+    assert all(t.family in FAMILIES for t in generate(60, seed=3).tasks)

@@ -171,6 +171,57 @@ def evaluate_model(
     return EvalReport(name, suite, list(tasks), texts, scores, counts, bool(constrained))
 
 
+def pass_at_k_summary(tasks: Sequence[Task], groups: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Reachability from sampled completions (``groups[i]``: task i's samples): the fraction
+    of tasks with at least one exact sample (pass@k), per-sample validity and exact, and why
+    samples failed. A learner from verdicts (GRPO, RFT) only sharpens what sampling finds, so
+    a family with pass@k 0 is out of its reach."""
+    from collections import Counter
+
+    solved = 0
+    scores: list[Score] = []
+    for t, texts in zip(tasks, groups, strict=True):
+        group = [score_env(c, t.pre, t.post, t.language) for c in texts]
+        solved += any(s.exact for s in group)
+        scores += group
+    k = max((len(g) for g in groups), default=0)
+    return {
+        "n": len(groups),
+        "k": k,
+        "pass_at_k": solved / max(1, len(groups)),
+        "samples": summarize(scores),
+        "reasons": dict(Counter(s.reason for s in scores).most_common()),
+    }
+
+
+def pass_at_k(
+    model: Any,
+    tokenizer: Any,
+    tasks: Sequence[Task],
+    *,
+    k: int = 16,
+    temperature: float = 1.0,
+    max_new_tokens: int = 64,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``k`` samples per task at ``temperature`` (the RFT recipe's sampler), summarised by
+    :func:`pass_at_k_summary`."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from oopav.trainer.rft import sample
+
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    torch.manual_seed(seed)
+    cfg = SimpleNamespace(
+        samples=k, temperature=temperature, max_completion_length=max_new_tokens, sample_batch=128
+    )
+    groups = sample(model, tokenizer, prompt_texts(tokenizer, tasks), cfg, float("inf"))  # type: ignore[arg-type]
+    return {**pass_at_k_summary(tasks, groups), "temperature": temperature}
+
+
 def load_hf(path: str | Path) -> tuple[Any, Any]:
     from oopav.models.grammar import require
 

@@ -39,6 +39,11 @@ FAMILIES = (
     "optional_chaining",
     "migrate_api",
 )
+# Families a caller asks for by name (not in the default mix, so the default split and the
+# figures measured on it stay as they were). ``rename_attr`` shows ``$OBJ.name`` receivers with
+# a renamed attribute: part b of the learning bench holds ``rename_method`` out, whose answer
+# composes that with a rename (docs/benchmarks.md § Learning).
+EXTRA_FAMILIES = ("rename_attr",)
 _SUFFIXES = ("_v2", "_new", "_safe", "_impl", "_fast", "_checked")
 _WRAPPERS = ("list", "tuple", "sorted", "repr", "str", "len")
 _KWARGS = ("strict=True", "timeout=30", "check=False", "default=None", "verbose=False")
@@ -71,7 +76,9 @@ class Task:
 class Site:
     """One call site in a snippet, as the templates see it."""
 
-    kind: str  # "call" (f(...)), "method" (obj.m(...)), "module" (mod.f(...)), "guard" (a && a.b)
+    # "call" (f(...)), "method" (obj.m(...)), "module" (mod.f(...)), "guard" (a && a.b),
+    # "attr" (obj.a read or written, not called; only when asked for)
+    kind: str
     name: str
     receiver: str
     nargs: int
@@ -157,7 +164,9 @@ def _parses(code: str, language: str) -> bool:
     return SgRoot(code, language).root().find(kind="ERROR") is None
 
 
-def sites(code: str, language: str) -> list[Site]:
+def sites(code: str, language: str, attrs: bool = False) -> list[Site]:
+    """Call sites of ``code`` (and, with ``attrs``, Python attribute accesses that are not
+    calls: off by default, because more candidates reshuffle every existing split)."""
     from ast_grep_py import SgRoot
 
     root = SgRoot(code, language).root()
@@ -179,6 +188,16 @@ def sites(code: str, language: str) -> list[Site]:
                 continue
             kind = "module" if obj.kind() == "identifier" and obj.text().islower() else "method"
             out.append(Site(kind, prop.text(), obj.text(), nargs))
+    if attrs and language == "python":
+        for node in root.find_all(kind="attribute"):
+            parent = node.parent()
+            fn = parent.field("function") if parent is not None else None
+            if fn is not None and fn.range() == node.range():
+                continue  # obj.m(...): a method site
+            obj, prop = node.field("object"), node.field("attribute")
+            if obj is None or prop is None or not _IDENT.match(prop.text()):
+                continue
+            out.append(Site("attr", prop.text(), obj.text(), 0))
     if language == "javascript":
         for node in root.find_all(pattern="$A && $A.$B"):
             a, b = node.get_match("A"), node.get_match("B")
@@ -227,6 +246,20 @@ def _rename_method(s: Site, rng: random.Random, lang: str) -> tuple[str, AstGrep
     return text, AstGrepAction(
         pattern=f"$OBJ.{s.name}($$$ARGS)", rewrite=f"$OBJ.{new}($$$ARGS)", language=lang
     )
+
+
+def _rename_attr(s: Site, rng: random.Random, lang: str) -> tuple[str, AstGrepAction] | None:
+    if s.kind != "attr" or s.name.startswith("__"):
+        return None
+    new = s.name + _pick(rng, _SUFFIXES)
+    text = _pick(
+        rng,
+        (
+            f"Rename the attribute `{s.name}` to `{new}` everywhere it is used.",
+            f"Accesses like `x.{s.name}` should become `x.{new}`.",
+        ),
+    )
+    return text, AstGrepAction(pattern=f"$OBJ.{s.name}", rewrite=f"$OBJ.{new}", language=lang)
 
 
 def _add_kwarg(s: Site, rng: random.Random, lang: str) -> tuple[str, AstGrepAction] | None:
@@ -391,6 +424,7 @@ TEMPLATES: dict[str, Template] = {
     "replace_api": _replace_api,
     "optional_chaining": _optional_chaining,
     "migrate_api": _migrate_api,
+    "rename_attr": _rename_attr,
 }
 
 
@@ -443,7 +477,7 @@ def generate(
         for code in snippets(source, lang, max_lines, max_chars):
             if len(tasks) >= n:
                 break
-            candidates = sites(code, lang)
+            candidates = sites(code, lang, attrs="rename_attr" in families)
             rng.shuffle(candidates)
             made = 0
             # Least-represented families first: balance without discarding the corpus.
