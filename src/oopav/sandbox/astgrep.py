@@ -300,7 +300,7 @@ Expander = Callable[[list[str], SgNode, str], bool]
 def compile_template(template: tuple[str | tuple[str, str, int], ...]) -> Expander:
     """A function appending the fix text of one match to a list; it returns True when the
     text has a newline (the caller re-indents it). Generated once per template: a generic
-    loop over the pieces costs a fifth of a warm rewrite on 4,000 matches."""
+    loop over the pieces made a warm rewrite of 4,000 matches ~11% slower."""
     lines = ["def expand(out, node, source):", "    append = out.append"]
     newline = False
     for piece in template:
