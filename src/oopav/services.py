@@ -74,8 +74,12 @@ async def run_handlers(
         # Supervised like the handlers: restarted with backoff (and logged) if it dies.
         services.append(runner)
         services.append(watchdog)
+    # One session cache for the loop handlers of this process: each one's outputs are folded
+    # in as appended (the intake's new sessions too), so the next handler's input is usually
+    # folded without a read.
+    shared = SessionCache(bus.events)
     if "intake" in chosen:
-        intake = Intake(bus.nc)
+        intake = Intake(bus.nc, cache=shared)
         # Answer requests before anyone is told we are up.
         await intake.start_responder()
         services.append(intake)
@@ -90,9 +94,6 @@ async def run_handlers(
         memory = await _open_memory(bus)
         if memory is not None:
             tasks.append(asyncio.create_task(follow_memory(bus, memory, stop)))
-    # One session cache for the loop handlers of this process: each one's outputs are folded
-    # in as appended, so the next handler's input is usually folded without a read.
-    shared = SessionCache(bus.events)
     for name in chosen:
         if name in LOOP_HANDLERS:
             options = ConsumerOptions(concurrency=concurrency)

@@ -229,3 +229,33 @@ async def test_a_request_on_a_misspelt_subject_is_answered_not_left_to_time_out(
     # The real subject is not answered twice (once by the refusal).
     ok = await request(nc, body)
     assert "session_id" in ok and "code" not in ok
+
+
+async def test_a_new_session_is_in_the_shared_cache_as_stored(nc: Any, repo: Path) -> None:
+    """With the loop handlers' cache of its process, the intake puts each new session in it
+    as stored, so the observer's first decision needs no read of the stream."""
+    from oopav.handlers.runtime import SessionCache
+    from oopav.projections.session import fold
+
+    cache = SessionCache(EventStore(nc))
+    handler = Intake(nc, cache=cache)
+    task = asyncio.create_task(handler.run())
+    await asyncio.wait_for(handler.ready.wait(), 10)
+    try:
+        body = {"instruction": "rename fetch to fetch_page", "repo": str(repo)}
+        reply = await request(nc, json.dumps(body).encode())
+    finally:
+        handler.stop()
+        await asyncio.wait_for(task, 10)
+    sid = reply["session_id"]
+    stored = await EventStore(nc).read("session", sid)
+    [(seq, event)] = stored
+    state = await cache.load(sid, delivered=(seq, event))
+    assert cache.reads == 0 and cache.followed == 1
+    fresh = fold(stored)
+    assert (state.event_ids, state.last_sequence, state.chain_hash, state.phase) == (
+        fresh.event_ids,
+        fresh.last_sequence,
+        fresh.chain_hash,
+        fresh.phase,
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from nats.aio.client import Client as NATS
@@ -34,6 +34,9 @@ from oopav.handlers.contract import Accepted, Rejected, parse_submission, safe_t
 from oopav.handlers.groups import fan_out, group_info
 from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest, refuse_other_subjects
 from oopav.logging import get_logger
+
+if TYPE_CHECKING:
+    from oopav.handlers.runtime import SessionCache
 
 HANDLER = "intake"
 log = get_logger("oopav.handlers.intake", handler=HANDLER)
@@ -165,9 +168,19 @@ def reply_for(event: Event) -> dict[str, Any]:
 class Intake(RespondingHandler):
     """The intake handler process: durable consumer + reply responder."""
 
-    def __init__(self, nc: NATS, *, clock: Clock = SYSTEM_CLOCK, check_repo: bool = True) -> None:
+    def __init__(
+        self,
+        nc: NATS,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        check_repo: bool = True,
+        cache: SessionCache | None = None,
+    ) -> None:
         self.nc = nc
-        self.events = EventStore(nc)
+        self.events = cache.events if cache is not None else EventStore(nc)
+        # The loop handlers' session cache of this process (``run_handlers``): a new session
+        # is put in as appended, so the observer here needs no read for it.
+        self.cache = cache
         self.clock = clock
         self.check_repo = check_repo
         self.replies = ReplyMatcher(
@@ -207,7 +220,7 @@ class Intake(RespondingHandler):
         ):
             # The session id is fresh, so its aggregate must be empty (expected 0); a
             # redelivery finds its own event there and counts as a duplicate.
-            appended = await self.events.append(event, expected=0)
+            appended = await self._append(event)
             log.info(
                 "task_rejected" if isinstance(event, TaskRejected) else "task_submitted",
                 session_id=event.aggregate_id,
@@ -215,6 +228,27 @@ class Intake(RespondingHandler):
                 seq=appended.sequence,
                 duplicate=appended.duplicate,
             )
+
+    async def _append(self, event: Event) -> Any:
+        if self.cache is None:
+            return await self.events.append(event, expected=0)
+        # Linked as `append` links a session's first event: this is what will be stored, and
+        # what the cache holds (announced first: the observer may see it before the ack).
+        sid = event.aggregate_id
+        [event] = await self.events.link([event], 0)
+        stored = self.events.canonical(event)
+        self.cache.appending(sid, 0, [stored])
+        try:
+            appended = await self.events.append(event, expected=0)
+        except BaseException:
+            self.cache.appended(sid, 0, None)
+            raise
+        if appended.duplicate:
+            self.cache.appended(sid, 0, None)
+        else:
+            self.cache.appended(sid, 0, [(appended.sequence, stored)])
+            self.cache.started(sid, appended.sequence, stored)
+        return appended
 
     # -- replies --------------------------------------------------------------------------
 

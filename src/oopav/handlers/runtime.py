@@ -68,6 +68,10 @@ class SessionCache:
         """The session's state as of its last stored event. ``delivered``: the (stream
         sequence, event) just delivered; no read when the cache already holds its batch."""
         cached = self._states.get(session_id)
+        if cached is None and delivered is not None and 0 in self._pending.get(session_id, {}):
+            # A new session whose first event this process is appending (the intake's): its
+            # delivery may come before the append returns.
+            cached = initial(session_id)
         if (
             delivered is not None
             and cached is not None
@@ -98,6 +102,21 @@ class SessionCache:
             self._own.pop(evicted, None)
         self._states[session_id] = cached
         return _copy(cached)
+
+    def started(self, session_id: str, sequence: int, event: Event) -> None:
+        """A session's first event, appended by this process (the intake's ``task_submitted``,
+        as stored): the observer of this process then decides on it without a read."""
+        if session_id in self._states:
+            return
+        state = evolve(initial(session_id), event, sequence)
+        if state.phase in TERMINAL_PHASES:
+            return
+        if len(self._states) >= self.max_sessions:
+            evicted = next(iter(self._states))
+            self._states.pop(evicted)
+            self._own.pop(evicted, None)
+        self._states[session_id] = state
+        self._own.setdefault(session_id, set()).add(event.id)
 
     def _fold_delivered(self, cached: SessionState, sequence: int, event: Event) -> bool:
         """Bring ``cached`` up to the delivered event without a read, when that is exact."""
