@@ -18,7 +18,9 @@ run aggregate on the same stream. Format validity and exact-apply are reported a
   fine-tuning, ``oopav train rft``) with ``reward_env`` on that family's prompts for
   ``--grpo-seconds`` each, against an equal-time control that continues SFT on the other
   families. Reported on the held-out family's test tasks (and the shown families', to see
-  what a learner cost them).
+  what a learner cost them), after pass@k of the checkpoint on the family's training prompts
+  (``--pass-k``): verdicts only sharpen what sampling finds. The setting that passes holds out
+  ``rename_method`` and shows ``rename_attr`` (``--families``, docs/benchmarks.md § Learning).
 - **c) learning from imperfect sessions**: SFT on every session of a teacher wrong 30% of the
   time (its failed sessions included) against SFT on its verified-successful sessions only,
   each with and without a ``--c-phase`` (RFT or GRPO) phase.

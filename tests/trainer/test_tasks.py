@@ -65,6 +65,14 @@ def test_cli_generate_writes_splits_and_manifest(tmp_path: Path) -> None:
     assert manifest["counts"]["train"] + manifest["counts"]["test"] == 40
     assert len(load_tasks(tmp_path, "train")) == manifest["counts"]["train"]
     assert set(manifest["families"]) <= set(FAMILIES)
+    named = tmp_path / "named"
+    args = ["tasks", "generate", "--n", "30", "--families", "rename_attr,swap_args"]
+    r = CliRunner().invoke(cli, [*args, "--out", str(named)])
+    assert r.exit_code == 0, r.output
+    got = json.loads((named / "manifest.json").read_text())["families"]
+    assert set(got) == {"rename_attr", "swap_args"}
+    r = CliRunner().invoke(cli, [*args[:-1], "rename_atr", "--out", str(named)])
+    assert r.exit_code != 0 and "unknown task families: rename_atr" in r.output
     r = CliRunner().invoke(cli, ["tasks", "generate", "--kind", "git", "--out", str(tmp_path)])
     assert (
         r.exit_code != 0 and "--kind git needs --repo" in r.output

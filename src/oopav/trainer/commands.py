@@ -142,6 +142,11 @@ def tasks() -> None:
     "--rev",
     help="--kind git: the commits to mine, a range A..B or a revision (default: HEAD's history).",
 )
+@click.option(
+    "--families",
+    help="--kind synthetic: comma-separated task families (default: the standard mix; "
+    "rename_attr only when named).",
+)
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True)
 def tasks_generate(
     kind: str,
@@ -151,6 +156,7 @@ def tasks_generate(
     corpus: Path | None,
     repo: Path | None,
     rev: str | None,
+    families: str | None,
     out: Path,
 ) -> None:
     """Generate codemod tasks (instruction, pre, post, gold ast-grep rule), each verified by
@@ -169,7 +175,15 @@ def tasks_generate(
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
     else:
-        result = generate(n, seed=seed, holdout=holdout, corpus=corpus)
+        from oopav.trainer.tasks import FAMILIES
+
+        chosen = (
+            tuple(f.strip() for f in families.split(",") if f.strip()) if families else FAMILIES
+        )
+        try:
+            result = generate(n, seed=seed, holdout=holdout, corpus=corpus, families=chosen)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
     counts = write_tasks(result, out)
     click.echo(
         f"{sum(counts.values())} tasks -> {out} "
