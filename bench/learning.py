@@ -322,7 +322,8 @@ async def run(
             if pass_k and pass_n:
                 # Reachable at all? Verdicts only sharpen what sampling finds: pass@k of the
                 # checkpoint on the family's training prompts (the ones the learners see).
-                from oopav.trainer.evaluate import load_hf, pass_at_k
+                from oopav.trainer.evaluate import load_hf
+                from oopav.trainer.rft import pass_at_k
 
                 hidden_train = [t for t in train if t.family == heldout_family]
                 random.Random(seed).shuffle(hidden_train)

@@ -137,7 +137,8 @@ def test_pass_at_k_counts_a_task_solved_by_any_sample_and_samples_with_the_tiny_
     """pass@k (how bench/learning.py checks a held-out family is reachable before training on
     verdicts): a task counts once however many samples are exact, a task with none counts 0;
     the sampling form draws k completions per task from a real (tiny) policy."""
-    from oopav.trainer.evaluate import load_hf, pass_at_k, pass_at_k_summary
+    from oopav.trainer.evaluate import load_hf, pass_at_k_summary
+    from oopav.trainer.rft import pass_at_k
     from oopav.trainer.tasks import load_tasks, target_text
 
     tasks = load_tasks(tasks_dir)[:3]

@@ -194,34 +194,6 @@ def pass_at_k_summary(tasks: Sequence[Task], groups: Sequence[Sequence[str]]) ->
     }
 
 
-def pass_at_k(
-    model: Any,
-    tokenizer: Any,
-    tasks: Sequence[Task],
-    *,
-    k: int = 16,
-    temperature: float = 1.0,
-    max_new_tokens: int = 64,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """``k`` samples per task at ``temperature`` (the RFT recipe's sampler), summarised by
-    :func:`pass_at_k_summary`."""
-    from types import SimpleNamespace
-
-    import torch
-
-    from oopav.trainer.rft import sample
-
-    if k < 1:
-        raise ValueError("k must be at least 1")
-    torch.manual_seed(seed)
-    cfg = SimpleNamespace(
-        samples=k, temperature=temperature, max_completion_length=max_new_tokens, sample_batch=128
-    )
-    groups = sample(model, tokenizer, prompt_texts(tokenizer, tasks), cfg, float("inf"))  # type: ignore[arg-type]
-    return {**pass_at_k_summary(tasks, groups), "temperature": temperature}
-
-
 def load_hf(path: str | Path) -> tuple[Any, Any]:
     from oopav.models.grammar import require
 

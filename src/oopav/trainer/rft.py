@@ -19,6 +19,7 @@ import json
 import random
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,6 +27,7 @@ from typing import Any
 
 from oopav.trainer.rewards import Score, score_env
 from oopav.trainer.sft import Emit, prepare_model, sft_args, start_run, train_and_save
+from oopav.trainer.tasks import Task
 
 
 @dataclass
@@ -262,3 +264,29 @@ def train_rft(cfg: RFTRecipe, emit: Emit) -> dict[str, Any]:
     result["kept"] = len(loop.kept)
     result["rounds"] = loop.rounds
     return result
+
+
+def pass_at_k(
+    model: Any,
+    tokenizer: Any,
+    tasks: Sequence[Task],
+    *,
+    k: int = 16,
+    temperature: float = 1.0,
+    max_new_tokens: int = 64,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``k`` samples per task at ``temperature`` (the RFT recipe's sampler), summarised by
+    :func:`oopav.trainer.evaluate.pass_at_k_summary`."""
+    import torch
+
+    from oopav.trainer.evaluate import pass_at_k_summary, prompt_texts
+
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    torch.manual_seed(seed)
+    cfg = SimpleNamespace(
+        samples=k, temperature=temperature, max_completion_length=max_new_tokens, sample_batch=128
+    )
+    groups = sample(model, tokenizer, prompt_texts(tokenizer, tasks), cfg, float("inf"))  # type: ignore[arg-type]
+    return {**pass_at_k_summary(tasks, groups), "temperature": temperature}
