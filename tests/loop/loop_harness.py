@@ -236,10 +236,12 @@ async def loop(
                 await asyncio.wait_for(runner, 20)
 
 
-async def start(bus: Any, body: dict[str, Any]) -> str:
+async def start(bus: Any, body: dict[str, Any], timeout: float = 30.0) -> str:
     from oopav.services import submit_task
 
-    reply = await submit_task(bus, body)
+    # Longer than the CLI's 10 s: on a loaded CI machine a fresh cluster's intake consumer
+    # took longer than that to answer its first request (the submission was stored: "queued").
+    reply = await submit_task(bus, body, timeout=timeout)
     assert "session_id" in reply, reply
     return str(reply["session_id"])
 

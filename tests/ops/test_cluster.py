@@ -65,7 +65,7 @@ async def test_session_survives_killing_the_stream_leader(
 ) -> None:
     await _streams(cluster.url)
     async with loop(cluster.url, SCRIPT) as bus:
-        sid = await start(bus, task(repo, test_command=TEST_COMMAND))
+        sid = await start(bus, task(repo, test_command=TEST_COMMAND), timeout=90)
         await wait_for(bus, sid, "plan_proposed", timeout=60)
         leader = cluster.stream_leader(EVENTS_STREAM)
         assert leader is not None
@@ -93,7 +93,7 @@ async def test_handlers_on_different_nodes_share_one_session(
         loop(first, SCRIPT, names=("intake", "observer", "orient", "planner")) as bus,
         loop(second, SCRIPT, names=("actor", "verifier")),
     ):
-        sid = await start(bus, task(repo, test_command=TEST_COMMAND))
+        sid = await start(bus, task(repo, test_command=TEST_COMMAND), timeout=90)
         state, events = await finish_session(bus, sid, timeout=120)
     assert state.outcome == "success", state.summary
     assert_unique_ids(events)
