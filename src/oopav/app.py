@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from nats.aio.client import Client as NATS
 
+from oopav.bus import staging
 from oopav.bus.errors import NatsUnavailable
 from oopav.bus.server import EmbeddedServer, adopt_running, find_running, release_if_last
 from oopav.bus.store import EventStore, connect
@@ -78,6 +79,9 @@ async def open_bus(
     if url is None:
         url = adopt_running(settings.nats_store_dir)
         attached = url is not None
+        if attached:
+            # Its streams stage batches in memory: a stream this process creates does too.
+            staging.register(settings.nats_store_dir)
     # After `oopav run` exits, its store is still there: read commands (show, sessions,
     # replay) start the embedded server on demand instead of asking for `oopav up`.
     on_demand = url is None and not embedded and (settings.nats_store_dir / "jetstream").is_dir()

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from oopav.bus import staging
 from oopav.logging import get_logger
 
 log = get_logger("oopav.bus.server")
@@ -175,6 +176,10 @@ class EmbeddedServer:
                         )
                     )
                 _LIVE.add(self.proc)
+                # Recovery is over once the server answers: its streams' atomic batches can
+                # be staged in memory again (bus/staging.py).
+                staging.register(self.store_dir)
+                staging.stage(self.store_dir, clean=True)
                 log.info("nats_started", url=self.url, store=str(self.store_dir))
                 return self.url
             time.sleep(0.02)
@@ -210,6 +215,7 @@ class EmbeddedServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        staging.release(self.store_dir)
         if self.write_info:
             with contextlib.suppress(FileNotFoundError):
                 self.info_file.unlink()
@@ -327,6 +333,7 @@ def adopt_running(store_dir: Path) -> str | None:
 def release_if_last(store_dir: Path) -> None:
     """Called by an oopav process that used (not started) an embedded server, at its end: if
     the server's starter is gone and no client is left, stop it, so no server is orphaned."""
+    staging.forget(store_dir)
     data = _info(store_dir)
     if data is None:
         return
@@ -337,6 +344,7 @@ def release_if_last(store_dir: Path) -> None:
         return
     log.info("nats_stopped_last_user", url=data["url"], pid=data["pid"])
     _terminate(int(data["pid"]))
+    staging.release(store_dir)
     with contextlib.suppress(FileNotFoundError):
         (Path(store_dir) / "server.json").unlink()
 

@@ -14,6 +14,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 from nats.js.errors import NotFoundError
 
+from oopav.bus import staging
 from oopav.bus.server import MAX_PAYLOAD
 
 EVENTS_STREAM = "OOPAV_EVENTS"
@@ -120,6 +121,9 @@ async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> l
     done: list[str] = []
     for name, raw in stream_definitions(replicas or 1).items():
         done.append(await _ensure_one(js, name, raw, replicas))
+    if any(d.endswith("created") for d in done):
+        # A new stream of an embedded server of this process stages its batches in memory.
+        staging.stage_local()
     return done
 
 

@@ -1,0 +1,145 @@
+"""Atomic batches of the embedded server staged in memory.
+
+nats-server stages every atomic batch of a one-replica file stream in a file store of its own,
+``<stream>/batches/<hash>``, created and removed per batch (replicated and memory streams stage
+in memory). On an ordinary disk that directory's life costs about 2 ms per batch, against
+0.2-0.4 ms for the batch itself (docs/benchmarks.md § Bus), and every handler decision with
+more than one event is such a batch.
+
+That staging store is written without fsync (the server opens it with ``AsyncFlush`` and never
+``SyncAlways``), so it survives a crash of the server process but not of the machine: a
+memory file system (``/dev/shm``) gives exactly the same guarantee. The embedded server's
+``batches`` directories are therefore symbolic links to a private directory there. Recovery of
+a partial commit after ``kill -9`` reads it through the link as before; the server removes the
+link while it recovers, and it is put back once the server answers, after recovery is done.
+
+Anything unexpected (no ``/dev/shm``, a target not owned by this user or open to others, a
+batch in flight) leaves that stream staging on disk, as nats-server does by default: slower,
+never wrong. ``OOPAV_NATS_BATCH_STAGING=disk`` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from oopav.logging import get_logger
+
+log = get_logger("oopav.bus.staging")
+
+SHM = Path("/dev/shm")
+_PREFIX = "oopav-batches-"
+
+# Store directories of embedded servers this process started or attached to: a stream created
+# later (``ensure_streams``) is linked too.
+_LOCAL: set[Path] = set()
+
+
+def enabled() -> bool:
+    return os.environ.get("OOPAV_NATS_BATCH_STAGING", "memory") != "disk" and SHM.is_dir()
+
+
+def register(store_dir: Path) -> None:
+    """Remember an embedded server's store (the ``--store`` of ``EmbeddedServer``)."""
+    _LOCAL.add(Path(store_dir))
+
+
+def forget(store_dir: Path) -> None:
+    _LOCAL.discard(Path(store_dir))
+
+
+def stage_local() -> int:
+    """Link the streams of every registered store (after streams were created)."""
+    return sum(stage(d) for d in list(_LOCAL))
+
+
+def stream_dirs(store_dir: Path) -> list[Path]:
+    # EmbeddedServer gives nats-server <store_dir>/jetstream as its store_dir, under which the
+    # server keeps jetstream/<account>/streams/<name>.
+    root = Path(store_dir) / "jetstream"
+    return sorted(p for p in root.glob("jetstream/*/streams/*") if p.is_dir())
+
+
+def target_for(stream_dir: Path) -> Path:
+    key = hashlib.sha256(str(Path(stream_dir).resolve()).encode()).hexdigest()[:20]
+    return SHM / f"{_PREFIX}{os.getuid()}-{key}"
+
+
+def stage(store_dir: Path, *, clean: bool = False) -> int:
+    """Point each stream's ``batches`` directory of the store at memory; returns how many
+    streams stage in memory now. ``clean``: empty the targets first, only right after this
+    process started the server (its recovery has read them by then)."""
+    if not enabled():
+        return 0
+    staged = 0
+    for sdir in stream_dirs(store_dir):
+        with contextlib.suppress(OSError):
+            staged += _link(sdir, clean=clean)
+    return staged
+
+
+def _private_dir(path: Path) -> bool:
+    """Create the target, or accept an existing one only if it is this user's own private
+    directory (``/dev/shm`` is shared: never follow a name someone else made)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    ok = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    if not ok:
+        log.warning("batch_staging_refused", target=str(path), reason="not a private directory")
+    return ok
+
+
+def _link(sdir: Path, *, clean: bool) -> bool:
+    target = target_for(sdir)
+    link = sdir / "batches"
+    if link.is_symlink():
+        if os.readlink(link) != str(target):
+            return False  # somebody else's arrangement: leave it
+        if not _private_dir(target):
+            return False
+        if clean:
+            _empty(target)
+        return True
+    if not _private_dir(target):
+        return False
+    if clean:
+        _empty(target)
+    if link.exists():
+        try:
+            link.rmdir()  # only when empty: a batch being staged keeps its directory
+        except OSError:
+            return False
+    try:
+        os.symlink(target, link)
+    except FileExistsError:
+        return False  # the server made one in between: this stream stages on disk for now
+    return True
+
+
+def _empty(target: Path) -> None:
+    for child in target.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                child.unlink()
+
+
+def release(store_dir: Path) -> None:
+    """After the server stopped: remove its empty memory targets (a leftover partial batch
+    stays for the next start's recovery)."""
+    forget(store_dir)
+    for sdir in stream_dirs(store_dir):
+        link = sdir / "batches"
+        if link.is_symlink():
+            target = Path(os.readlink(link))
+            if target.parent == SHM and target.name.startswith(_PREFIX):
+                with contextlib.suppress(OSError):
+                    target.rmdir()
