@@ -127,6 +127,24 @@ def check_disk(settings: Settings) -> Check:
     return Check("disk", "ok", detail)
 
 
+def check_batch_staging(settings: Settings) -> Check:
+    from oopav.bus import staging
+
+    if settings.nats_url:
+        return Check(
+            "batch staging", "ok", "the server at --nats-url keeps its own (docs/operations.md)"
+        )
+    if os.environ.get("OOPAV_NATS_BATCH_STAGING", "memory") == "disk":
+        return Check("batch staging", "ok", "on disk (OOPAV_NATS_BATCH_STAGING=disk)")
+    if not staging.enabled():
+        return Check(
+            "batch staging",
+            "warn",
+            f"on disk: no {staging.SHM}; each multi-event decision costs ~2 ms more",
+        )
+    return Check("batch staging", "ok", f"atomic batches staged in memory ({staging.SHM})")
+
+
 def check_model(settings: Settings, spec: str | None = None) -> Check:
     from oopav.models.registry import check_spec
 
@@ -185,6 +203,7 @@ CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_astgrep,
     check_git,
     check_disk,
+    check_batch_staging,
 )
 
 

@@ -157,3 +157,16 @@ async def test_a_batch_in_flight_keeps_its_disk_directory(tmp_path: Path) -> Non
         await _batch_round(url, "s1")
     finally:
         server.stop()
+
+
+def test_doctor_says_where_batches_are_staged(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
+
+    result = CliRunner().invoke(cli, ["doctor"])
+    assert "batch staging" in result.output
+    assert f"atomic batches staged in memory ({staging.SHM})" in result.output
+    monkeypatch.setenv("OOPAV_NATS_BATCH_STAGING", "disk")
+    result = CliRunner().invoke(cli, ["doctor"])
+    assert "on disk (OOPAV_NATS_BATCH_STAGING=disk)" in result.output
