@@ -103,6 +103,9 @@ def absolute_spec(spec: str, base: str | os.PathLike[str] | None = None) -> str:
     return spec
 
 
+_SCRIPT_CHECKS: dict[tuple[str, int, int], str | None] = {}
+
+
 def check_spec(spec: str) -> str | None:
     """Why ``spec`` cannot be used, or None. Cheap and offline: it checks the form, that a
     scripted file exists and parses, and that a local model path exists; it does not contact
@@ -119,15 +122,29 @@ def check_spec(spec: str) -> str | None:
     if not sep or not rest or scheme not in SCHEMES:
         return f"bad model spec {spec!r}: expected one of {', '.join(s + ':…' for s in SCHEMES)}"
     if scheme == "scripted":
-        if not Path(rest).expanduser().is_file():
+        path = Path(rest).expanduser()
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        if st is None or not path.is_file():
             return f"scripted model file {rest} does not exist"
+        # The intake checks every submission's spec: a file unchanged since its last check
+        # (same size and modification time) is not parsed again.
+        key = (str(path), st.st_mtime_ns, st.st_size)
+        if key in _SCRIPT_CHECKS:
+            return _SCRIPT_CHECKS[key]
         from oopav.models.scripted import ScriptedBackend
 
+        problem: str | None = None
         try:
-            ScriptedBackend.from_file(Path(rest).expanduser())
+            ScriptedBackend.from_file(path)
         except ModelError as exc:
-            return exc.message
-        return None
+            problem = exc.message
+        if len(_SCRIPT_CHECKS) >= 256:
+            _SCRIPT_CHECKS.clear()
+        _SCRIPT_CHECKS[key] = problem
+        return problem
     if scheme == "openai":
         base_url, hash_, model = rest.rpartition("#")
         if not hash_ or not base_url or not model:
