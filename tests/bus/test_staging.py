@@ -170,3 +170,20 @@ def test_doctor_says_where_batches_are_staged(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("OOPAV_NATS_BATCH_STAGING", "disk")
     result = CliRunner().invoke(cli, ["doctor"])
     assert "on disk (OOPAV_NATS_BATCH_STAGING=disk)" in result.output
+
+
+async def test_memory_directory_removed_under_a_running_server(tmp_path: Path) -> None:
+    """systemd's RemoveIPC (at logout) or a /dev/shm cleaner can remove the directory while
+    the server runs: the next batch puts it back instead of failing."""
+    server = EmbeddedServer(tmp_path / "nats", write_info=False)
+    url = server.start()
+    try:
+        await _batch_round(url, "s1")
+        target = staging.target_for(_events_dir(server.store_dir))
+        target.rmdir()
+        await _batch_round(url, "s2")  # healed and committed
+        assert target.is_dir()
+        assert (_events_dir(server.store_dir) / "batches").is_symlink()
+        assert staging.heal() is False  # nothing left to repair
+    finally:
+        server.stop()

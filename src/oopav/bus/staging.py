@@ -132,6 +132,23 @@ def _empty(target: Path) -> None:
                 child.unlink()
 
 
+def heal() -> bool:
+    """Recreate memory directories removed while their server runs (a ``/dev/shm`` cleaner,
+    or systemd's ``RemoveIPC`` when the user logs out): the server cannot stage a batch
+    through a dangling link. True when one was put back (the caller sends its batch again)."""
+    healed = False
+    for store_dir in list(_LOCAL):
+        for sdir in stream_dirs(store_dir):
+            link = sdir / "batches"
+            target = target_for(sdir)
+            with contextlib.suppress(OSError):
+                if link.is_symlink() and os.readlink(link) == str(target) and not target.exists():
+                    if _private_dir(target):
+                        log.warning("batch_staging_repaired", target=str(target))
+                        healed = True
+    return healed
+
+
 def release(store_dir: Path) -> None:
     """After the server stopped: remove its empty memory targets (a leftover partial batch
     stays for the next start's recovery)."""

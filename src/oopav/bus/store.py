@@ -34,6 +34,7 @@ from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError
 
+from oopav.bus import staging
 from oopav.bus.errors import AppendRejected, ConcurrencyConflict, NatsUnavailable, ServerTooOld
 from oopav.bus.security import CredentialsError, connect_options
 from oopav.bus.streams import EVENTS_STREAM, aggregate_filter
@@ -538,7 +539,9 @@ class EventStore:
             )
         return out
 
-    async def _append_chunk(self, chunk: Sequence[Event], expected: int | None) -> list[Appended]:
+    async def _append_chunk(
+        self, chunk: Sequence[Event], expected: int | None, *, healed: bool = False
+    ) -> list[Appended]:
         batch_id = uuid.uuid4().hex
         encode = self.registry.encode
         last = len(chunk)
@@ -572,6 +575,10 @@ class EventStore:
                     raise ConcurrencyConflict(
                         chunk[0].aggregate_id, expected, err.get("description", "")
                     )
+            if not healed and staging.heal():
+                # The server could not stage the batch because its memory directory was
+                # removed under it (bus/staging.py): put back, and the batch sent again.
+                return await self._append_chunk(chunk, expected, healed=True)
             raise AppendRejected(f"atomic batch of {last} rejected: {err.get('description')}")
         first_seq = int(resp["seq"]) - last + 1
         return [Appended(e.id, first_seq + i) for i, e in enumerate(chunk)]
