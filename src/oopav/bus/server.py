@@ -164,6 +164,10 @@ class EmbeddedServer:
                 tail = log_path.read_text(errors="replace")[-800:]
                 raise ServerError(f"nats-server exited with {self.proc.returncode}: {tail}")
             if _port_open(self.port) and _healthy(self.monitor_port):
+                # Recovery is over once the server answers: its streams' atomic batches can
+                # be staged in memory again (bus/staging.py), before anyone is told the url.
+                staging.register(self.store_dir)
+                staging.stage(self.store_dir, clean=True)
                 if self.write_info:
                     self.info_file.write_text(
                         json.dumps(
@@ -176,10 +180,6 @@ class EmbeddedServer:
                         )
                     )
                 _LIVE.add(self.proc)
-                # Recovery is over once the server answers: its streams' atomic batches can
-                # be staged in memory again (bus/staging.py).
-                staging.register(self.store_dir)
-                staging.stage(self.store_dir, clean=True)
                 log.info("nats_started", url=self.url, store=str(self.store_dir))
                 return self.url
             time.sleep(0.02)
