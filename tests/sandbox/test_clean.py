@@ -212,3 +212,80 @@ def test_a_large_workspace_is_left_to_git(
     assert rollback(ws, commit) == commit
     assert "+    return 5" in final_diff(ws)
     assert clean.snapshot(path)[1] is None  # and later checkpoints do not walk again
+
+
+def _tree(path: Path) -> str:
+    return git(path, "rev-parse", "HEAD^{tree}").strip()
+
+
+@pytest.mark.parametrize(
+    ("change", "fast"),
+    [
+        ("modify", True),
+        ("delete", True),
+        ("chmod", True),
+        ("modify_ignored", True),
+        ("new_file", False),
+        ("new_ignored", False),
+        ("file_to_symlink", False),
+        ("gitignore_edited", False),
+        ("gitignore_removed", False),
+        ("nested_repo", False),
+    ],
+)
+def test_checkpoint_commit_a_equals_add_all(
+    tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch, change: str, fast: bool
+) -> None:
+    """A checkpoint takes `commit -a` (one git process) only when it commits the same tree
+    as `add -A` + `commit`: the same change in two workspaces, one forced the long way."""
+    trees = []
+    for name, allow in (("long", False), ("short", True)):
+        repo = _plain_dir(tmp_path / f"repo-{name}")
+        (repo / ".gitignore").write_text("*.log\nhidden/\n")
+        (repo / "run.log").write_text("old log\n")
+        (repo / "hidden").mkdir()
+        (repo / "hidden" / "secret.txt").write_text("s\n")
+        info = prepare_workspace(repo, f"sess-ca-{name}", settings)
+        path = Path(info.path)
+        if change == "modify":
+            (path / "app.py").write_text("def main():\n    return 2\n")
+        elif change == "delete":
+            (path / "old.py").unlink()
+        elif change == "chmod":
+            os.chmod(path / "app.py", 0o755)
+        elif change == "modify_ignored":
+            (path / "run.log").write_text("new log\n")
+            (path / "app.py").write_text("def main():\n    return 3\n")
+        elif change == "new_file":
+            (path / "new.py").write_text("N = 1\n")
+        elif change == "new_ignored":
+            (path / "more.log").write_text("x\n")
+        elif change == "file_to_symlink":
+            (path / "old.py").unlink()
+            (path / "old.py").symlink_to("app.py")
+        elif change == "gitignore_edited":
+            (path / ".gitignore").write_text("hidden/\n")  # run.log is no longer ignored
+        elif change == "gitignore_removed":
+            (path / ".gitignore").unlink()
+        elif change == "nested_repo":
+            (path / "app.py").write_text("def main():\n    return 4\n")
+        if change == "nested_repo":
+            # A nested repository that was already there when the witness was recorded.
+            sub = path / "vendored"
+            sub.mkdir()
+            (sub / "lib.py").write_text("L = 1\n")
+            ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+            subprocess.run(["git", "init", "-q", str(sub)], check=True)
+            subprocess.run(["git", "-C", str(sub), "add", "-A"], check=True)
+            subprocess.run(["git", *ident, "-C", str(sub), "commit", "-qm", "v"], check=True)
+            clean.record(path, info.base_commit, clean.snapshot(path))
+        decided = clean.tracked_changes_only(path, clean.snapshot(path))
+        if allow:
+            assert decided is fast, change
+        else:
+            monkeypatch.setattr(clean, "tracked_changes_only", lambda *_: False)
+        checkpoint(info, "step")
+        monkeypatch.undo()
+        trees.append(_tree(path))
+        assert clean.clean_at(path) == git(path, "rev-parse", "HEAD").strip()
+    assert trees[0] == trees[1], change

@@ -266,3 +266,52 @@ def test_export_cli_writes_a_dataset(nats_url: str, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "srl: 2 records from 1 sessions" in r.output
     assert read_manifest(out)["filters"]["mission"] == "cli-mission"
+
+
+def _session_files(root: Path) -> None:
+    """Session files as the learner writes them, for three finished sessions."""
+    (root / "sessions").mkdir(parents=True)
+    for i, sid in enumerate((S1, S2, S3)):
+        recs = session_records(numbered(session(sid), start=1 + 100 * i), Filters())
+        assert recs.source is not None
+        data = {"source": recs.source.to_json(), "records": recs.records}
+        (root / "sessions" / f"{sid}.json").write_text(json.dumps(data, sort_keys=True))
+
+
+async def test_learner_rebuilds_in_a_child_process_with_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under `oopav up` the rebuild (every session in memory at once) runs in a child process
+    so the long-running process does not keep its peak; the files are the in-process bytes,
+    filters included. A child that cannot start falls back to rebuilding in process."""
+    import oopav.handlers.learner as learner_mod
+    from oopav.handlers.learner import Learner
+
+    filters = Filters(require_applied=False, roles=("actor",))
+    built = {}
+    for name, out_of_process in (("child", True), ("here", False)):
+        root = tmp_path / name
+        _session_files(root)
+        learner = Learner.__new__(Learner)  # no connection needed: only the files are used
+        learner.root, learner.filters, learner.parquet = root, filters, False
+        learner.out_of_process, learner.rebuilds, learner.last_rebuild_s = out_of_process, 0, 0.0
+        await learner._rebuild()
+        assert learner.rebuilds == 1
+        built[name] = {
+            p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and p.parent.name != "sessions"
+        }
+    assert built["child"] == built["here"]
+    assert "sft/sft-00000.jsonl" in built["child"]
+    manifest = json.loads(built["child"]["sft/manifest.json"])
+    assert manifest["filters"]["roles"] == ["actor"] and manifest["count"] > 0
+
+    root = tmp_path / "fallback"
+    _session_files(root)
+    monkeypatch.setattr(learner_mod.sys, "executable", str(tmp_path / "no-such-python"))
+    learner = Learner.__new__(Learner)
+    learner.root, learner.filters, learner.parquet = root, filters, False
+    learner.out_of_process, learner.rebuilds, learner.last_rebuild_s = True, 0, 0.0
+    await learner._rebuild()
+    assert (root / "sft" / "sft-00000.jsonl").read_bytes() == built["here"]["sft/sft-00000.jsonl"]

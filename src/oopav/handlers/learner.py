@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,13 @@ from oopav.trainer.stream import COMPLETED_SUBJECT, records_of
 NAME = "learner"
 log = get_logger("oopav.learner")
 
+# A rebuild that takes longer than this is stopped (and tried again at the next change).
+REBUILD_TIMEOUT = 600.0
+
+
+class RebuildFailed(RuntimeError):
+    pass
+
 
 class Learner:
     """Run with ``oopav handler learner`` (a service for ``run_until_signalled``)."""
@@ -56,8 +65,11 @@ class Learner:
         rebuild_every: float = 2.0,
         options: ConsumerOptions | None = None,
         parquet: bool = True,
+        out_of_process: bool = True,
     ) -> None:
         self.nc = nc
+        self.out_of_process = out_of_process
+        self.last_rebuild_s = 0.0
         self.root = Path(root)
         self.filters = filters or Filters()
         self.rebuild_every = rebuild_every
@@ -78,7 +90,7 @@ class Learner:
         await self._reset_if_empty()
         # What a previous run stored, before following the stream; in a thread, as under
         # `oopav up` the other handlers share this event loop.
-        await asyncio.to_thread(self.rebuild)
+        await self._rebuild()
         flusher = asyncio.create_task(self._flush_loop())
         try:
             await self.consumer.run()
@@ -87,7 +99,7 @@ class Learner:
             with contextlib.suppress(asyncio.CancelledError):
                 await flusher
             if self._dirty:
-                await asyncio.to_thread(self.rebuild)
+                await self._rebuild()
 
     def stop(self) -> None:
         self.consumer.stop()
@@ -128,10 +140,36 @@ class Learner:
 
     async def _flush_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.rebuild_every)
+            # A rebuild reads every session file, so it costs more as sessions accumulate:
+            # never more than a fifth of the time on it, however many there are.
+            await asyncio.sleep(max(self.rebuild_every, 4 * self.last_rebuild_s))
             if self._dirty:
                 self._dirty = False
+                try:
+                    await self._rebuild()
+                except asyncio.CancelledError:
+                    self._dirty = True  # stopped mid-rebuild: the final one in run() redoes it
+                    raise
+
+    async def _rebuild(self) -> None:
+        """``rebuild`` in a child process when ``out_of_process`` (the default): the whole
+        datasets are in memory while they are rebuilt, and a long-running ``oopav up`` would
+        keep that peak (malloc arenas, pyarrow's pool) for good, growing with every session
+        (docs/benchmarks.md § Memory). The child writes the same bytes (the same function)
+        and gives its memory back when it exits. If it cannot run, this process rebuilds."""
+        start = time.monotonic()
+        try:
+            if not self.out_of_process:
                 await asyncio.to_thread(self.rebuild)
+                return
+            try:
+                await _run_child(self.root, self.filters, self.parquet, REBUILD_TIMEOUT)
+                self.rebuilds += 1
+            except RebuildFailed as exc:
+                log.warning("learner_rebuild_child_failed", handler=NAME, error=str(exc))
+                await asyncio.to_thread(self.rebuild)
+        finally:
+            self.last_rebuild_s = time.monotonic() - start
 
     def load_sessions(self) -> list[SessionRecords]:
         out = []
@@ -150,3 +188,52 @@ class Learner:
         for fmt in FORMATS:
             write_dataset(self.root / fmt, fmt, sessions, self.filters, parquet=self.parquet)
         self.rebuilds += 1
+
+
+async def _run_child(root: Path, filters: Filters, parquet: bool, timeout: float) -> None:
+    """``python -m oopav.handlers.learner ROOT``: one rebuild, then exit."""
+    args = [sys.executable, "-m", "oopav.handlers.learner", str(root)]
+    args += ["--filters", json.dumps(filters.to_json())]
+    if not parquet:
+        args.append("--no-parquet")
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+        )
+    except OSError as exc:
+        raise RebuildFailed(f"cannot start {sys.executable}: {exc}") from exc
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        raise RebuildFailed(f"the rebuild took longer than {timeout:.0f}s") from None
+    except asyncio.CancelledError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        raise
+    if proc.returncode != 0:
+        tail = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        raise RebuildFailed(f"exit {proc.returncode}: {tail[0][:300]}")
+
+
+def _main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m oopav.handlers.learner")
+    ap.add_argument("root", help="the learner's datasets directory")
+    ap.add_argument("--filters", default="{}", help="Filters.to_json() as JSON")
+    ap.add_argument("--no-parquet", action="store_true")
+    args = ap.parse_args(argv)
+    learner = Learner.__new__(Learner)  # no connection: only the files
+    learner.root = Path(args.root)
+    learner.filters = Filters.from_json(json.loads(args.filters))
+    learner.parquet = not args.no_parquet
+    learner.rebuilds = 0
+    learner.rebuild()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

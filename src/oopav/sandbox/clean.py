@@ -184,6 +184,42 @@ def clean_at(root: Path, commit: str | None = None) -> str | None:
     return witness.commit
 
 
+def tracked_changes_only(root: Path, now: Snapshot) -> bool:
+    """True when ``git commit -a`` would commit exactly what ``git add -A`` + ``git commit``
+    would: the workspace is at its witnessed commit with the index untouched, and the files in
+    ``now`` (a ``snapshot`` taken just before) add no path the witness lacks, change no file's
+    type, and leave every ignore file and nested repository as it was. ``commit -a`` stages
+    modified and removed tracked files only; every path here was tracked or ignored at the
+    commit (``add -A`` ran just before it), so with the same ignore rules nothing is missed.
+    Anything else, or any doubt: False (the caller adds first)."""
+    key = str(root)
+    with _lock:
+        witness = _witnesses.get(key)
+    _, entries = now
+    if witness is None or entries is None:
+        return False
+    found = _head(root)
+    if found is None or found[1] != witness.commit:
+        return False
+    if _index_stat(found[0]) != witness.index:
+        return False
+    was = witness.entries
+    if not entries.keys() <= was.keys():
+        return False
+    for rel, entry in was.items():
+        base = rel.rsplit("/", 1)[-1]
+        if base == ".git":
+            # A nested repository can outlive `clean -fd` untracked; `add -A` would add it
+            # as a gitlink and `commit -a` would not.
+            return False
+        if base == ".gitignore" and entries.get(rel) != entry:
+            return False  # the ignore rules changed: `add -A` may see new files
+    for rel, entry in entries.items():
+        if stat.S_IFMT(entry[2]) != stat.S_IFMT(was[rel][2]):
+            return False
+    return True
+
+
 # -- git's own files, read without a git process (HEAD, refs) ------------------------------
 
 

@@ -55,6 +55,18 @@ class Filters:
         d["since"] = self.since.isoformat() if self.since else None
         return d
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Filters:
+        since = data.get("since")
+        return cls(
+            successful_only=bool(data.get("successful_only", cls.successful_only)),
+            require_parsed=bool(data.get("require_parsed", cls.require_parsed)),
+            require_applied=bool(data.get("require_applied", cls.require_applied)),
+            roles=tuple(data.get("roles") or cls.roles),
+            mission=data.get("mission"),
+            since=datetime.fromisoformat(since) if since else None,
+        )
+
 
 @dataclass(frozen=True)
 class SessionSource:
