@@ -1,0 +1,126 @@
+"""The ast-grep worker pool: same results as in-process, trees reused across rules, errors in
+file order, and every failure falling back to in-process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from oopav.events.actions import AstGrepAction
+from oopav.sandbox import astpool, treecache
+from oopav.sandbox.apply import ActionPlan, plan_action
+from oopav.sandbox.astgrep import Rule, RuleError, rewrite_source, rule_from_action
+
+RULE = rule_from_action(
+    AstGrepAction(pattern="fetch($$$A)", rewrite="fetch_page($$$A)", language="python")
+)
+OTHER = rule_from_action(
+    AstGrepAction(pattern="return $X", rewrite="return ($X)", language="python")
+)
+
+
+def _module(k: int, functions: int = 200) -> str:
+    body = "".join(
+        f"def f{i}(x):\n    y = fetch(x, {i + k})\n    if y:\n        return fetch(\n"
+        f"            y,\n        )\n    return None\n\n\n"
+        for i in range(functions)
+    )
+    return f"# module {k}\n{body}"
+
+
+# Big enough for the pool (>= MIN_POOL_BYTES of candidates), one file without the literal.
+ITEMS = [(f"pkg/m{k}.py", _module(k)) for k in range(6)] + [("pkg/none.py", "x = 1\n")]
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[astpool.AstGrepPool]:
+    p = astpool.AstGrepPool(2)
+    assert p.start(wait=True)
+    monkeypatch.setattr(astpool, "_pool", p)
+    yield p
+    p.close()
+
+
+def _serial(items: list[tuple[str, str]], rule: Rule) -> list[tuple[str, int]]:
+    return [rewrite_source(text, rule) for _, text in items]
+
+
+def test_batch_is_big_enough_for_the_pool() -> None:
+    assert sum(len(t) for _, t in ITEMS) >= 2 * astpool.MIN_POOL_BYTES
+
+
+def test_pool_results_equal_in_process_and_a_second_rule_reuses_the_trees(
+    pool: astpool.AstGrepPool, tmp_path: Path
+) -> None:
+    expected = _serial(ITEMS, RULE)
+    assert sum(n for _, n in expected) == 6 * 400
+    first = astpool.rewrite_files(tmp_path, ITEMS, OTHER)
+    assert first == _serial(ITEMS, OTHER)
+    # `return` is a keyword (compared by kind), so that rule needs no literal: all 7 parsed.
+    assert pool.batches == 1 and pool.misses == 7
+    assert astpool.rewrite_files(tmp_path, ITEMS, RULE) == expected
+    assert pool.batches == 2 and pool.misses == 7  # the second rule parsed nothing
+    assert len(treecache.for_workspace(tmp_path)) == 0  # nothing parsed in-process
+    # Both workers took files, each content staying with the worker that parsed it.
+    assert set(pool._holders.values()) == {0, 1}
+
+
+def test_drop_and_forget_reach_the_workers(pool: astpool.AstGrepPool, tmp_path: Path) -> None:
+    astpool.rewrite_files(tmp_path, ITEMS, RULE)
+    astpool.drop_workspace(tmp_path)
+    astpool.rewrite_files(tmp_path, ITEMS, RULE)
+    assert pool.misses == 12  # dropped: every file parsed again
+    astpool.forget(tmp_path, ["pkg/m0.py"])
+    astpool.rewrite_files(tmp_path, ITEMS, RULE)
+    assert pool.misses == 13  # only the forgotten file's tree is gone
+
+
+def test_small_batch_stays_in_process(pool: astpool.AstGrepPool, tmp_path: Path) -> None:
+    treecache.drop_workspace(tmp_path)
+    small = [("a.py", "fetch(1)\n"), ("b.py", "fetch(2, 3)\n")]
+    assert astpool.rewrite_files(tmp_path, small, RULE) == [
+        ("fetch_page(1)\n", 1),
+        ("fetch_page(2, 3)\n", 1),
+    ]
+    assert pool.batches == 0 and treecache.for_workspace(tmp_path).misses == 2
+
+
+def test_rule_error_is_the_first_in_file_order(pool: astpool.AstGrepPool, tmp_path: Path) -> None:
+    bad = Rule(id="bad", language="python", rule={"matches": "nowhere"}, fix="x")
+    with pytest.raises(RuleError) as serial:
+        _serial(ITEMS, bad)
+    with pytest.raises(RuleError) as pooled:
+        astpool.rewrite_files(tmp_path, ITEMS, bad)
+    assert pool.batches == 1  # it ran on the workers
+    assert (pooled.value.code, pooled.value.message) == (serial.value.code, serial.value.message)
+
+
+def test_a_dead_worker_makes_the_batch_run_in_process(
+    pool: astpool.AstGrepPool, tmp_path: Path
+) -> None:
+    pool._procs[1].kill()
+    pool._procs[1].join(5)
+    assert astpool.rewrite_files(tmp_path, ITEMS, RULE) == _serial(ITEMS, RULE)
+    assert not pool.ready()  # closed; a later batch starts it again in the background
+    assert treecache.for_workspace(tmp_path).misses == 6
+    treecache.drop_workspace(tmp_path)
+
+
+def test_plan_action_on_a_big_workspace_uses_the_pool(
+    pool: astpool.AstGrepPool, tmp_path: Path
+) -> None:
+    for path, text in ITEMS:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    plan = plan_action(
+        tmp_path,
+        AstGrepAction(pattern="fetch($$$A)", rewrite="fetch_page($$$A)", language="python"),
+    )
+    assert isinstance(plan, ActionPlan)
+    assert pool.batches == 1
+    assert plan.matches == 6 * 400
+    assert {c.path: c.after for c in plan.changes} == {
+        p: a for (p, _), (a, n) in zip(ITEMS, _serial(ITEMS, RULE), strict=True) if n
+    }
