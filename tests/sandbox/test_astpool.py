@@ -124,3 +124,22 @@ def test_plan_action_on_a_big_workspace_uses_the_pool(
     assert {c.path: c.after for c in plan.changes} == {
         p: a for (p, _), (a, n) in zip(ITEMS, _serial(ITEMS, RULE), strict=True) if n
     }
+
+
+def test_a_pool_that_cannot_start_leaves_batches_in_process(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    class NoProcesses:
+        def Pipe(self) -> object:
+            raise OSError("no more processes")
+
+    monkeypatch.setattr(astpool.multiprocessing, "get_context", lambda _: NoProcesses())
+    p = astpool.AstGrepPool(2)
+    monkeypatch.setattr(astpool, "_pool", p)
+    assert not p.start(wait=True)
+    starter = p._starting
+    assert not p.start(wait=True) and p._starting is starter  # no retry within RETRY_S
+    treecache.drop_workspace(tmp_path)
+    assert astpool.rewrite_files(tmp_path, ITEMS, RULE) == _serial(ITEMS, RULE)
+    assert p.batches == 0 and treecache.for_workspace(tmp_path).misses == 6
+    treecache.drop_workspace(tmp_path)

@@ -46,6 +46,7 @@ log = structlog.get_logger(__name__)
 MIN_POOL_BYTES = 48 << 10
 DEADLINE_S = 300.0
 START_DEADLINE_S = 60.0
+RETRY_S = 60.0  # after a failed start (e.g. a daemonic caller may not have children)
 MAX_HOLDERS = 200_000  # entries in the "which worker holds this content" hint
 
 
@@ -106,6 +107,7 @@ class AstGrepPool:
         self._lock = threading.Lock()  # one batch on the pipes at a time
         # (workspace, content key) -> worker index: where a content's tree was parsed.
         self._holders: OrderedDict[tuple[str, tuple[str, bytes]], int] = OrderedDict()
+        self._retry_at = 0.0  # no new start before this (after a failed one)
         self.batches = 0
         self.misses = 0  # trees the workers parsed
 
@@ -117,6 +119,8 @@ class AstGrepPool:
         with self._lock:
             if self._conns:
                 return True
+            if time.monotonic() < self._retry_at:
+                return False
             if self._starting is None or not self._starting.is_alive():
                 self._starting = threading.Thread(
                     target=self._spawn, name="astpool-start", daemon=True
@@ -151,6 +155,7 @@ class AstGrepPool:
             log.warning("astpool.start_failed", error=str(exc))
             for proc in procs:
                 proc.kill()
+            self._retry_at = time.monotonic() + RETRY_S
             return
         with self._lock:
             self._conns, self._procs = conns, procs
