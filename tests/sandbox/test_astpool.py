@@ -36,11 +36,16 @@ ITEMS = [(f"pkg/m{k}.py", _module(k)) for k in range(6)] + [("pkg/none.py", "x =
 
 @pytest.fixture
 def pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[astpool.AstGrepPool]:
-    p = astpool.AstGrepPool(2)
+    p = astpool.AstGrepPool(1)  # this process + one worker
     assert p.start(wait=True)
     monkeypatch.setattr(astpool, "_pool", p)
     yield p
     p.close()
+
+
+def _parsed(p: astpool.AstGrepPool, ws: Path) -> int:
+    """Trees parsed for ``ws``: by the worker, and by this process for its own share."""
+    return p.misses + treecache.for_workspace(ws).misses
 
 
 def _serial(items: list[tuple[str, str]], rule: Rule) -> list[tuple[str, int]]:
@@ -56,25 +61,31 @@ def test_pool_results_equal_in_process_and_a_second_rule_reuses_the_trees(
 ) -> None:
     expected = _serial(ITEMS, RULE)
     assert sum(n for _, n in expected) == 6 * 400
+    treecache.drop_workspace(tmp_path)
     first = astpool.rewrite_files(tmp_path, ITEMS, OTHER)
     assert first == _serial(ITEMS, OTHER)
     # `return` is a keyword (compared by kind), so that rule needs no literal: all 7 parsed.
-    assert pool.batches == 1 and pool.misses == 7
+    assert pool.batches == 1 and _parsed(pool, tmp_path) == 7
+    assert 1 <= pool.misses <= 6  # the worker took a share, this process the rest
     assert astpool.rewrite_files(tmp_path, ITEMS, RULE) == expected
-    assert pool.batches == 2 and pool.misses == 7  # the second rule parsed nothing
-    assert len(treecache.for_workspace(tmp_path)) == 0  # nothing parsed in-process
-    # Both workers took files, each content staying with the worker that parsed it.
+    assert pool.batches == 2 and _parsed(pool, tmp_path) == 7  # the second rule parsed nothing
     assert set(pool._holders.values()) == {0, 1}
+    treecache.drop_workspace(tmp_path)
 
 
 def test_drop_and_forget_reach_the_workers(pool: astpool.AstGrepPool, tmp_path: Path) -> None:
-    astpool.rewrite_files(tmp_path, ITEMS, RULE)
     astpool.drop_workspace(tmp_path)
     astpool.rewrite_files(tmp_path, ITEMS, RULE)
-    assert pool.misses == 12  # dropped: every file parsed again
-    astpool.forget(tmp_path, ["pkg/m0.py"])
+    worker = pool.misses
+    astpool.drop_workspace(tmp_path)  # this process's trees and the worker's
     astpool.rewrite_files(tmp_path, ITEMS, RULE)
-    assert pool.misses == 13  # only the forgotten file's tree is gone
+    assert pool.misses == 2 * worker and _parsed(pool, tmp_path) == worker + 6
+    for path in ("pkg/m0.py", "pkg/m1.py", "pkg/m2.py"):
+        before = _parsed(pool, tmp_path)
+        astpool.forget(tmp_path, [path])
+        astpool.rewrite_files(tmp_path, ITEMS, RULE)
+        assert _parsed(pool, tmp_path) == before + 1  # only the forgotten file's tree is gone
+    astpool.drop_workspace(tmp_path)
 
 
 def test_small_batch_stays_in_process(pool: astpool.AstGrepPool, tmp_path: Path) -> None:
@@ -100,10 +111,12 @@ def test_rule_error_is_the_first_in_file_order(pool: astpool.AstGrepPool, tmp_pa
 def test_a_dead_worker_makes_the_batch_run_in_process(
     pool: astpool.AstGrepPool, tmp_path: Path
 ) -> None:
-    pool._procs[1].kill()
-    pool._procs[1].join(5)
+    treecache.drop_workspace(tmp_path)
+    pool._procs[0].kill()
+    pool._procs[0].join(5)
     assert astpool.rewrite_files(tmp_path, ITEMS, RULE) == _serial(ITEMS, RULE)
     assert not pool.ready()  # closed; a later batch starts it again in the background
+    # Each file parsed once in this process (its own share's trees were reused).
     assert treecache.for_workspace(tmp_path).misses == 6
     treecache.drop_workspace(tmp_path)
 
@@ -134,7 +147,7 @@ def test_a_pool_that_cannot_start_leaves_batches_in_process(
             raise OSError("no more processes")
 
     monkeypatch.setattr(astpool.multiprocessing, "get_context", lambda _: NoProcesses())
-    p = astpool.AstGrepPool(2)
+    p = astpool.AstGrepPool(1)
     monkeypatch.setattr(astpool, "_pool", p)
     assert not p.start(wait=True)
     starter = p._starting

@@ -3,14 +3,15 @@
 ast-grep-py holds the GIL while it parses and matches (threads measured no faster than one),
 so a rule over many files runs on one core in-process, while the ``ast-grep`` CLI parses on
 all of them. For a batch big enough to pay for the hand-over (``MIN_POOL_BYTES`` of source in
-at least two files that pass the literal filter), the files are split over worker processes
-that each run ``rewrite_source`` with their own parsed-tree caches; smaller batches (an
-agent's usual one file) stay in-process, where a round trip would cost more than the work.
+at least two files that pass the literal filter), the files are split between this process
+(which would otherwise wait) and worker processes, one per further core, each running
+``rewrite_source`` with its own parsed-tree caches; smaller batches (an agent's usual one
+file) stay in-process, where a round trip would cost more than the work.
 
 - **Trees stay where they were parsed.** A file's content (language + BLAKE2b, as in
-  ``treecache``) is sent back to the worker that parsed it, so a second rule on the same files
-  reuses the worker's trees; a content no worker holds goes to the worker with the fewest
-  bytes in this batch. The map of who holds what is a hint only: a worker that dropped a tree
+  ``treecache``) goes back to the process that parsed it, so a second rule on the same files
+  reuses its trees; a content nobody holds goes to the one with the fewest bytes in this
+  batch (largest files first). The map of who holds what is a hint only: a worker that dropped a tree
   parses again, with the same result.
 - **Same results as in-process**, file for file: workers run the same function; the first
   ``RuleError`` in file order is raised, as the serial loop would.
@@ -57,7 +58,8 @@ def worker_count() -> int:
             return max(0, int(raw))
         except ValueError:
             log.warning("astpool.bad_workers_env", value=raw)
-    return min(os.cpu_count() or 1, 4)
+    # This process works on its own share of every batch, so one core is already its.
+    return min(os.cpu_count() or 1, 4) - 1
 
 
 def _serve(conn: Connection) -> None:
@@ -220,20 +222,21 @@ class AstGrepPool:
     def _rewrite_locked(
         self, workspace: str, items: Sequence[tuple[str, str]], rule: Rule
     ) -> list[tuple[str, int]] | None:
-        n = len(self._conns)
+        # Shard 0 is this process (it would otherwise wait idle), shard w >= 1 worker w - 1.
+        n = len(self._conns) + 1
         owner = [-1] * len(items)
         load = [0] * n
         fresh = []
         for i, (_, source) in enumerate(items):
             key = (workspace, treecache.content_key(source, rule.language))
             w = self._holders.get(key)
-            if w is None:
+            if w is None or w >= n:
                 fresh.append((len(source), i, key))
             else:
                 owner[i] = w
                 load[w] += len(source)
-        # New contents, largest first, each to the least loaded worker (parse time follows
-        # size; one big file in a package otherwise leaves a worker idle).
+        # New contents, largest first, each to the least loaded shard (parse time follows
+        # size; one big file in a package otherwise leaves a core idle).
         for size, i, key in sorted(fresh, key=lambda t: -t[0]):
             w = owner[i] = min(range(n), key=load.__getitem__)
             load[w] += size
@@ -243,15 +246,27 @@ class AstGrepPool:
         shards: list[list[int]] = [[] for _ in range(n)]
         for i, w in enumerate(owner):
             shards[w].append(i)
-        busy = [w for w in range(n) if shards[w]]
+        busy = [w for w in range(1, n) if shards[w]]
         for w in busy:
-            self._conns[w].send(("rewrite", workspace, rule, [items[i] for i in shards[w]]))
-        deadline = time.monotonic() + DEADLINE_S
+            self._conns[w - 1].send(("rewrite", workspace, rule, [items[i] for i in shards[w]]))
         results: list[tuple[str, int] | None] = [None] * len(items)
         first_error: tuple[int, str, str] | None = None
+        local_failure: BaseException | None = None
+        trees = treecache.for_workspace(workspace)
+        for i in shards[0]:
+            path, source = items[i]
+            try:
+                results[i] = rewrite_source(source, rule, trees=trees, path=path)
+            except RuleError as exc:
+                first_error = (i, exc.code, exc.message)
+                break
+            except Exception as exc:  # raised once the workers' answers are read
+                local_failure = exc
+                break
+        deadline = time.monotonic() + DEADLINE_S
         crashed = None
         for w in busy:
-            conn = self._conns[w]
+            conn = self._conns[w - 1]
             if not conn.poll(max(0.0, deadline - time.monotonic())):
                 raise TimeoutError(f"ast-grep worker {w} gave no answer in {DEADLINE_S:.0f} s")
             reply = conn.recv()
@@ -260,13 +275,15 @@ class AstGrepPool:
                 continue
             self.misses += reply[2]
             for i, res in zip(shards[w], reply[1], strict=False):
-                if res[0] == "error":
+                if len(res) == 3:  # ("error", code, message)
                     if first_error is None or i < first_error[0]:
                         first_error = (i, res[1], res[2])
                     break
                 after, count = res
                 results[i] = (items[i][1] if after is None else after, count)
         self.batches += 1
+        if local_failure is not None:
+            raise local_failure
         if crashed is not None:
             log.warning("astpool.worker_error", error=crashed)
             return None
@@ -285,7 +302,7 @@ def pool() -> AstGrepPool | None:
     with _pool_lock:
         if _pool is None:
             n = worker_count()
-            if n < 2:
+            if n < 1:
                 return None
             _pool = AstGrepPool(n)
         return _pool
