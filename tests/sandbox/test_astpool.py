@@ -156,3 +156,15 @@ def test_a_pool_that_cannot_start_leaves_batches_in_process(
     assert astpool.rewrite_files(tmp_path, ITEMS, RULE) == _serial(ITEMS, RULE)
     assert p.batches == 0 and treecache.for_workspace(tmp_path).misses == 6
     treecache.drop_workspace(tmp_path)
+
+
+def test_worker_count_follows_the_allowed_cores_and_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OOPAV_ASTGREP_WORKERS", raising=False)
+    monkeypatch.setattr(astpool.os, "sched_getaffinity", lambda _: {0}, raising=False)
+    assert astpool.worker_count() == 0  # one core: no pool, everything in-process
+    monkeypatch.setattr(astpool.os, "sched_getaffinity", lambda _: set(range(16)), raising=False)
+    assert astpool.worker_count() == 3
+    monkeypatch.setenv("OOPAV_ASTGREP_WORKERS", "0")
+    assert astpool.worker_count() == 0

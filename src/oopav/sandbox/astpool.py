@@ -58,8 +58,13 @@ def worker_count() -> int:
             return max(0, int(raw))
         except ValueError:
             log.warning("astpool.bad_workers_env", value=raw)
-    # This process works on its own share of every batch, so one core is already its.
-    return min(os.cpu_count() or 1, 4) - 1
+    # The cores this process may run on (a container or taskset may allow fewer than the
+    # machine has); this process works on its own share of every batch, so one is its own.
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return min(cores, 4) - 1
 
 
 def _serve(conn: Connection) -> None:
