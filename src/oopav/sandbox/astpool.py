@@ -313,10 +313,6 @@ def pool() -> AstGrepPool | None:
         return _pool
 
 
-def _key(workspace: Path | str) -> str:
-    return str(Path(workspace).resolve())
-
-
 def rewrite_files(
     workspace: Path | str, items: Sequence[tuple[str, str]], rule: Rule
 ) -> list[tuple[str, int]]:
@@ -333,7 +329,9 @@ def rewrite_files(
             if not p.ready():
                 p.start()
             else:
-                done = p.rewrite(_key(workspace), [items[i] for i in candidates], rule)
+                done = p.rewrite(
+                    treecache.workspace_key(workspace), [items[i] for i in candidates], rule
+                )
                 if done is not None:
                     for i, res in zip(candidates, done, strict=True):
                         out[i] = res
@@ -351,11 +349,11 @@ def forget(workspace: Path | str, paths: Sequence[str]) -> None:
     for path in paths:
         trees.forget(path)
     if _pool is not None:
-        _pool.forget(_key(workspace), paths)
+        _pool.forget(treecache.workspace_key(workspace), paths)
 
 
 def drop_workspace(workspace: Path | str) -> None:
     """Forget a workspace's trees, in-process and in the workers."""
     treecache.drop_workspace(workspace)
     if _pool is not None:
-        _pool.drop(_key(workspace))
+        _pool.drop(treecache.workspace_key(workspace))
