@@ -183,12 +183,17 @@ class AstGrepPool:
         self._conns, self._procs = [], []
         self._holders.clear()
 
-    def _notify(self, msg: tuple[Any, ...]) -> None:
+    def _notify(self, msg: tuple[Any, ...], unhold: str | None = None) -> None:
         """A message needing no answer; skipped while a batch is on the pipes (the trees it
-        would drop are bounded by the workers' LRU anyway)."""
+        would drop are bounded by the workers' LRU anyway). ``unhold``: a workspace whose
+        contents no process holds any more."""
         if not self._lock.acquire(blocking=False):
             return
         try:
+            if unhold is not None:
+                self._holders = OrderedDict(
+                    (k, v) for k, v in self._holders.items() if k[0] != unhold
+                )
             for conn in self._conns:
                 conn.send(msg)
         except OSError:
@@ -202,10 +207,7 @@ class AstGrepPool:
 
     def drop(self, workspace: str) -> None:
         if self._conns:
-            self._holders = OrderedDict(
-                (k, v) for k, v in self._holders.items() if k[0] != workspace
-            )
-            self._notify(("drop", workspace))
+            self._notify(("drop", workspace), workspace)
 
     def rewrite(
         self, workspace: str, items: Sequence[tuple[str, str]], rule: Rule
@@ -253,7 +255,12 @@ class AstGrepPool:
             shards[w].append(i)
         busy = [w for w in range(1, n) if shards[w]]
         for w in busy:
-            self._conns[w - 1].send(("rewrite", workspace, rule, [items[i] for i in shards[w]]))
+            try:
+                self._conns[w - 1].send(("rewrite", workspace, rule, [items[i] for i in shards[w]]))
+            except OSError:
+                raise
+            except Exception as exc:  # e.g. a rule that does not pickle: start afresh
+                raise OSError(f"cannot hand the batch to worker {w}: {exc}") from exc
         results: list[tuple[str, int] | None] = [None] * len(items)
         first_error: tuple[int, str, str] | None = None
         local_failure: BaseException | None = None
