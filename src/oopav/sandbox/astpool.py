@@ -112,7 +112,7 @@ class AstGrepPool:
         self._procs: list[Any] = []
         self._starting: threading.Thread | None = None
         self._lock = threading.Lock()  # one batch on the pipes at a time
-        # (workspace, content key) -> worker index: where a content's tree was parsed.
+        # (workspace, content key) -> shard that parsed its tree: 0 this process, w worker w-1.
         self._holders: OrderedDict[tuple[str, tuple[str, bytes]], int] = OrderedDict()
         self._retry_at = 0.0  # no new start before this (after a failed one)
         self.batches = 0
