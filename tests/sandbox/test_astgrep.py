@@ -277,3 +277,20 @@ def test_in_process_matches_cli_on_non_ascii_text(index: int, tmp_path: Path) ->
     new, n = rewrite_source(NON_ASCII, rule)
     assert n > 0 and new != NON_ASCII
     assert new == expected
+
+
+def test_matches_out_of_order_are_sorted_before_splicing() -> None:
+    from ast_grep_py import SgRoot
+
+    from oopav.sandbox.astgrep import _prepare, _span_key, _splice
+
+    rule = rule_from_action(
+        AstGrepAction(pattern="fetch($$$A)", rewrite="get($$$A)", language="python")
+    )
+    src = "a = fetch(fetch(1), 2)\nb = fetch(3)\n"
+    nodes = SgRoot(src, "python").root().find_all(_prepare(rule).config)
+    expand = _prepare(rule).expand
+    expected = ("a = get(fetch(1), 2)\nb = get(3)\n", 2)  # the nested call is skipped
+    assert _splice(src, nodes, expand) == expected == rewrite_source(src, rule)
+    assert _splice(src, nodes[::-1], expand) is None
+    assert _splice(src, sorted(nodes[::-1], key=_span_key), expand) == expected

@@ -24,8 +24,8 @@ from oopav.events.actions import (
     SearchReplaceAction,
     WriteFileAction,
 )
-from oopav.sandbox import treecache
-from oopav.sandbox.astgrep import RuleError, check_rule, files_for, rewrite_source, rule_from_action
+from oopav.sandbox import astpool
+from oopav.sandbox.astgrep import RuleError, check_rule, files_for, rule_from_action
 from oopav.sandbox.capabilities import Decision, ScopeError, exec_scope, parse_scope
 from oopav.sandbox.patch import SearchFailure, apply_edit, normalize, restore_newlines
 from oopav.sandbox.policy import Policy
@@ -239,16 +239,17 @@ def _plan_ast_grep(
         )
     changes: list[FileChange] = []
     total = 0
-    trees = treecache.for_workspace(workspace)
+    items: list[tuple[str, str]] = []
     for rel in files:
         norm, target = _guard(workspace, rel)
         before = _read(target)
-        if before is None:
-            continue
-        try:
-            after, n = rewrite_source(before, rule, trees=trees, path=norm)
-        except RuleError as exc:
-            return Rejection(reason=exc.code, message=exc.message)
+        if before is not None:
+            items.append((norm, before))
+    try:
+        results = astpool.rewrite_files(workspace, items, rule)
+    except RuleError as exc:
+        return Rejection(reason=exc.code, message=exc.message)
+    for (norm, before), (after, n) in zip(items, results, strict=True):
         total += n
         if n and after != before:
             changes.append(FileChange(path=norm, before=before, after=after))
@@ -289,9 +290,7 @@ def apply_plan(workspace: Path, plan: ActionPlan) -> list[str]:
             Path(tmp).unlink(missing_ok=True)
             raise
         written.append(c.path)
-    trees = treecache.for_workspace(workspace)
-    for path in written:
-        trees.forget(path)
+    astpool.forget(workspace, written)
     return written
 
 

@@ -380,37 +380,47 @@ def rewrite_source(
         raise RuleError("rule_invalid", _clean_error(exc)) from exc
     if not nodes:
         return source, 0
-    expand = prepared.expand
-    # One call per match for both offsets. find_all yields matches in pre-order, which is
-    # already (start, longest first); sort only if that ever does not hold.
-    spans = []
-    last_start = last_end = -1
-    ordered = True
-    for node in nodes:
-        edit = node.replace("")
-        start, end = edit.start_pos, edit.end_pos
-        if start < last_start or (start == last_start and end > last_end):
-            ordered = False
-        last_start, last_end = start, end
-        spans.append((start, end, node))
-    if not ordered:
-        spans.sort(key=lambda t: (t[0], -t[1]))
+    done = _splice(source, nodes, prepared.expand)
+    if done is None:
+        # find_all yields matches in pre-order, i.e. already by (start, longest first); this
+        # is only a safety net should that ever not hold.
+        done = _splice(source, sorted(nodes, key=_span_key), prepared.expand)
+        assert done is not None
+    return done
+
+
+def _span_key(node: SgNode) -> tuple[int, int]:
+    edit = node.replace("")
+    return edit.start_pos, -edit.end_pos
+
+
+def _splice(source: str, nodes: list[SgNode], expand: Expander) -> tuple[str, int] | None:
+    """The source with each match replaced by its fix, in one pass over matches ordered by
+    (start, longest first); None if they are not so ordered. A match nested in one already
+    replaced is skipped, as the CLI skips overlapping edits."""
     out: list[str] = []
-    pos = 0
-    count = 0
-    for start, end, node in spans:
+    append = out.append
+    pos = count = 0
+    last_start = last_end = -1
+    for node in nodes:
+        edit = node.replace("")  # both offsets in one call into ast-grep-py
+        start = edit.start_pos
+        end = edit.end_pos
+        if start < last_start or (start == last_start and end > last_end):
+            return None
+        last_start = start
+        last_end = end
         if start < pos:
-            # Nested inside a match already rewritten: the CLI skips overlapping edits too.
             continue
-        out.append(source[pos:start])
+        append(source[pos:start])
         mark = len(out)
         if expand(out, node, source):
             replacement = "".join(out[mark:])
             del out[mark:]
-            out.append(reindent(replacement, 0, indent_at(source, start)))
+            append(reindent(replacement, 0, indent_at(source, start)))
         pos = end
         count += 1
-    out.append(source[pos:])
+    append(source[pos:])
     return "".join(out), count
 
 
