@@ -28,6 +28,11 @@ S = TypeVar("S")
 _HIGH_WATER = 20_000  # buffered deliveries before the callback waits for the folder
 _YIELD_EVERY = 2_000  # folded events between yields to the event loop
 CACHE_STATES = 256  # folded states kept in memory after a commit (the rest are in LMDB)
+# ... after a commit while catching up: the map of states changed since the last commit can
+# hold ``commit_every`` states anyway, so this adds little to the peak, and a stream that
+# interleaves more sessions than CACHE_STATES would otherwise read most of them back from
+# LMDB after every commit.
+CATCH_UP_STATES = 4096
 log = get_logger("oopav.projections")
 
 
@@ -298,7 +303,7 @@ class ProjectionRunner(Generic[S]):
             if num_pending == 0 or since_commit >= commit_every:
                 self.position = position
                 self._pending = since_commit = 0
-                await self._commit()
+                await self._commit(CACHE_STATES if num_pending == 0 else CATCH_UP_STATES)
                 dirty = self._dirty
                 if num_pending == 0:
                     caught_up.set()
@@ -309,7 +314,7 @@ class ProjectionRunner(Generic[S]):
         self.position = position
         self._pending = since_commit
 
-    async def _commit(self) -> None:
+    async def _commit(self, keep: int = CACHE_STATES) -> None:
         version = self.projection.version
         self.snapshots.commit(
             self._dirty,
@@ -320,7 +325,7 @@ class ProjectionRunner(Generic[S]):
         # Committed states are in LMDB; the cache keeps the most recently folded ones only,
         # so memory does not grow with the number of sessions a process has seen.
         cache = self._cache
-        while len(cache) > CACHE_STATES:
+        while len(cache) > keep:
             cache.pop(next(iter(cache)))
         await self._notify()
 
