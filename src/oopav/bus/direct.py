@@ -37,17 +37,20 @@ def route(nc: Any, sid: int, handler: Handler) -> None:
     if table is None:
         table = {}
         original = nc._process_msg
+        # The parser awaits what this returns: nats-py's own coroutine for every other
+        # subscription (no extra frame for them), an already finished future when the
+        # routed handler had nothing to wait for (awaiting it does not suspend).
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(None)
 
-        async def process_msg(
+        def process_msg(
             sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes
-        ) -> None:
+        ) -> Awaitable[None]:
             h = table.get(sid)
             if h is None:
-                await original(sid, subject, reply, data, headers)
-                return
+                return original(sid, subject, reply, data, headers)  # type: ignore[no-any-return]
             pending = h(subject, reply, data, headers)
-            if pending is not None:
-                await pending
+            return done if pending is None else pending
 
         nc._process_msg = process_msg
         nc._oopav_direct_subs = table
@@ -84,6 +87,12 @@ class Responses:
         self.prefix = prefix  # b"_INBOX.<nuid>."
         self._tokens = itertools.count(1)
         self._waiting: dict[bytes, asyncio.Future[tuple[bytes, bytes]]] = {}
+
+    @staticmethod
+    def ready(nc: Any) -> Responses | None:
+        """``nc``'s inbox when it is made already (no await on the hot path)."""
+        made = getattr(nc, "_oopav_responses", None)
+        return made if isinstance(made, Responses) else None
 
     @classmethod
     async def of(cls, nc: Any) -> Responses:

@@ -332,11 +332,13 @@ class EventStore:
             return await self._append_one(event, expected)
         if expected is None:
             return await self._append_linked_to_last(event)
-        prev = (
-            GENESIS
-            if expected == 0
-            else await self._hash_at(event.aggregate, event.aggregate_id, expected)
-        )
+        tail = self._tails.get((event.aggregate, event.aggregate_id))
+        if expected == 0:
+            prev: str | None = GENESIS
+        elif tail is not None and tail[0] == expected:
+            prev = tail[1]  # what a handler appending in turn finds: no read, no await
+        else:
+            prev = await self._hash_at(event.aggregate, event.aggregate_id, expected)
         event = msgspec.structs.replace(event, prev_hash=prev)
         # Encoded once: these bytes are sent, and their read-back hash is the tail to remember.
         payload = self.registry.encode(event)
@@ -442,7 +444,7 @@ class EventStore:
                 % (expected, aggregate_filter(event.aggregate, event.aggregate_id).encode())
             )
         hdr += b"\r\n"
-        responses = await direct.Responses.of(nc)
+        responses = direct.Responses.ready(nc) or await direct.Responses.of(nc)
         try:
             data, headers = await responses.request(
                 event.subject.encode(), hdr, payload, self._timeout
