@@ -49,7 +49,10 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 def make_events(n: int, sessions: int, salt: str) -> list[ev.Event]:
     """``n`` events spread round-robin over ``sessions`` sessions: a task_submitted each, then
-    a mix of model calls, gates and observations (~350-450 bytes of JSON each)."""
+    a mix of model calls, gates and observations (~450-650 bytes of JSON each), each under its
+    type's current schema as handlers write them (``events.factory``); before wave 5 the
+    task_submitted and model_called events here carried schema 1, so a third of every read
+    went through the upcasting path."""
     sids = [derive_id(salt, "bench-session", i) for i in range(sessions)]
     out: list[ev.Event] = []
     for i in range(n):
@@ -64,7 +67,14 @@ def make_events(n: int, sessions: int, salt: str) -> list[ev.Event]:
             "ts": T0 + timedelta(milliseconds=i),
         }
         if k == 0:
-            out.append(ev.TaskSubmitted(instruction="rename fetch to fetch_page", repo="/r", **env))
+            out.append(
+                ev.TaskSubmitted(
+                    instruction="rename fetch to fetch_page",
+                    repo="/r",
+                    schema=ev.TaskSubmitted.SCHEMA,
+                    **env,
+                )
+            )
         elif k % 3 == 0:
             out.append(
                 ev.ModelCalled(
@@ -76,17 +86,28 @@ def make_events(n: int, sessions: int, salt: str) -> list[ev.Event]:
                     prompt_tokens=120,
                     completion_tokens=30,
                     latency_ms=1.5,
+                    schema=ev.ModelCalled.SCHEMA,
                     **env,
                 )
             )
         elif k % 3 == 1:
             out.append(
-                ev.GateEvaluated(gate="tests", passed=k % 2 == 0, evidence="3 passed", **env)
+                ev.GateEvaluated(
+                    gate="tests",
+                    passed=k % 2 == 0,
+                    evidence="3 passed",
+                    schema=ev.GateEvaluated.SCHEMA,
+                    **env,
+                )
             )
         else:
             out.append(
                 ev.ObservationRecorded(
-                    phase="change", files_total=12, changed_files=["src/app.py"], **env
+                    phase="change",
+                    files_total=12,
+                    changed_files=["src/app.py"],
+                    schema=ev.ObservationRecorded.SCHEMA,
+                    **env,
                 )
             )
     return out

@@ -33,8 +33,7 @@ async def test_out_of_order_delivery_recreates_the_consumer_without_loss(nc: Any
     before: list[str] = []
     reader: ordered.OrderedReader
 
-    def on_data(reply: str, data: bytes) -> None:
-        seq = int(reply.split(".")[5])
+    def on_data(seq: int, pending: int, data: bytes) -> None:
         got.append(seq)
         if seq == 30:
             before.append(reader.consumer)
@@ -99,7 +98,7 @@ async def test_a_lost_consumer_is_recreated_from_the_last_sequence(
     got: list[int] = []
     failures: list[BaseException] = []
     reader = ordered.OrderedReader(
-        nc, SESSIONS.subject, 1, lambda r, d: got.append(int(r.split(".")[5])), failures.append
+        nc, SESSIONS.subject, 1, lambda seq, pending, d: got.append(seq), failures.append
     )
     await reader.start()
     try:

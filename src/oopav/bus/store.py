@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import secrets
 import ssl
 import time
 import uuid
@@ -34,7 +33,7 @@ from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError
 
-from oopav.bus import staging
+from oopav.bus import direct, staging
 from oopav.bus.errors import AppendRejected, ConcurrencyConflict, NatsUnavailable, ServerTooOld
 from oopav.bus.security import CredentialsError, connect_options
 from oopav.bus.streams import EVENTS_STREAM, aggregate_filter
@@ -329,17 +328,27 @@ class EventStore:
     async def append(self, event: Event, *, expected: int | None = None) -> Appended:
         """Append one event. ``expected``: the aggregate's last sequence this was decided on
         (0 for a new aggregate); None appends unconditionally."""
-        if self._chained(event):
-            if expected is None:
-                return await self._append_linked_to_last(event)
-            [event] = await self._linked([event], expected)
-        appended = await self._append_one(event, expected)
-        if self._chained(event) and not appended.duplicate:
+        if not self._chained(event):
+            return await self._append_one(event, expected)
+        if expected is None:
+            return await self._append_linked_to_last(event)
+        tail = self._tails.get((event.aggregate, event.aggregate_id))
+        if expected == 0:
+            prev: str | None = GENESIS
+        elif tail is not None and tail[0] == expected:
+            prev = tail[1]  # what a handler appending in turn finds: no read, no await
+        else:
+            prev = await self._hash_at(event.aggregate, event.aggregate_id, expected)
+        event = msgspec.structs.replace(event, prev_hash=prev)
+        # Encoded once: these bytes are sent, and their read-back hash is the tail to remember.
+        payload = self.registry.encode(event)
+        appended = await self._append_one(event, expected, payload)
+        if not appended.duplicate:
             self._remember(
                 event.aggregate,
                 event.aggregate_id,
                 appended.sequence,
-                _canonical_hash(self.registry, event),
+                _payload_hash(self.registry, payload),
             )
         return appended
 
@@ -382,9 +391,13 @@ class EventStore:
             )
         return appended
 
-    async def _append_one(self, event: Event, expected: int | None) -> Appended:
+    async def _append_one(
+        self, event: Event, expected: int | None, payload: bytes | None = None
+    ) -> Appended:
+        if payload is None:
+            payload = self.registry.encode(event)
         if _fast_request_ok(self.nc):
-            return await self._append_frame(event, expected)
+            return await self._append_frame(event, expected, payload)
         headers = {"Nats-Msg-Id": event.id}
         if expected is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = str(expected)
@@ -393,7 +406,7 @@ class EventStore:
             )
         try:
             ack = await self.js.publish(
-                event.subject, self.registry.encode(event), headers=headers, stream=EVENTS_STREAM
+                event.subject, payload, headers=headers, stream=EVENTS_STREAM
             )
         except APIError as exc:
             if exc.err_code == WRONG_LAST_SEQUENCE and expected is not None:
@@ -408,15 +421,17 @@ class EventStore:
             ) from None
         return Appended(event.id, ack.seq, bool(ack.duplicate))
 
-    async def _append_frame(self, event: Event, expected: int | None) -> Appended:
-        """``append`` as one pre-built HPUB frame on nats-py's request multiplexer.
+    async def _append_frame(self, event: Event, expected: int | None, payload: bytes) -> Appended:
+        """``append`` as one pre-built HPUB frame on the connection's direct response inbox.
 
-        ``js.publish`` builds and validates a header dict, adds an expected-stream header and
-        parses the ack with ``json``; our header values are ids and numbers we generate, so
-        the frame is written directly and the ack decoded with msgspec. Same request, same
-        server checks (dedup, optimistic concurrency), one round trip."""
+        ``js.publish`` builds and validates a header dict, adds an expected-stream header,
+        goes through nats-py's request multiplexer (a ``Msg``, a queue and a task hop per
+        answer, ``asyncio.wait_for``) and parses the ack with ``json``; our header values are
+        ids and numbers we generate, so the frame is written directly, the answer resolves
+        the future from the connection's read loop (``bus.direct``) and the ack is decoded
+        with msgspec. Same request, same server checks (dedup, optimistic concurrency), one
+        round trip."""
         nc = self.nc
-        payload = self.registry.encode(event)
         if len(payload) > nc.max_payload:
             raise AppendRejected(
                 f"{event.type} {event.id} is {len(payload)} bytes; the server limit is {nc.max_payload}"
@@ -429,37 +444,23 @@ class EventStore:
                 % (expected, aggregate_filter(event.aggregate, event.aggregate_id).encode())
             )
         hdr += b"\r\n"
-        if not nc._resp_sub_prefix:
-            await nc._init_request_sub()
-        token = nc._nuid.next()
-        token.extend(secrets.token_hex(2).encode())
-        key = token.decode()
-        inbox = bytes(nc._resp_sub_prefix) + bytes(token)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        nc._resp_map[key] = future
+        responses = direct.Responses.ready(nc) or await direct.Responses.of(nc)
         try:
-            await nc._send_command(
-                b"HPUB %s %s %d %d\r\n%s%s\r\n"
-                % (event.subject.encode(), inbox, len(hdr), len(hdr) + len(payload), hdr, payload)
+            data, headers = await responses.request(
+                event.subject.encode(), hdr, payload, self._timeout
             )
-            if nc._flush_queue is not None and nc._flush_queue.empty():
-                await nc._flush_pending()
-            try:
-                msg = await asyncio.wait_for(future, self._timeout)
-            except TimeoutError:
-                raise AppendRejected(
-                    f"no acknowledgement for {event.type} {event.id} within {self._timeout} s "
-                    f"(is {EVENTS_STREAM} there? `oopav streams init`)"
-                ) from None
-        finally:
-            nc._resp_map.pop(key, None)
-        if not msg.data:
-            status = (msg.headers or {}).get("Status", "")
+        except TimeoutError:
             raise AppendRejected(
-                f"append of {event.type} {event.id}: no stream answered (status {status}); "
+                f"no acknowledgement for {event.type} {event.id} within {self._timeout} s "
+                f"(is {EVENTS_STREAM} there? `oopav streams init`)"
+            ) from None
+        if not data:
+            raise AppendRejected(
+                f"append of {event.type} {event.id}: no stream answered "
+                f"(status {direct.status_of(headers)}); "
                 f"create the streams with `oopav streams init`"
             )
-        ack = _ACK.decode(msg.data)
+        ack = _ACK.decode(data)
         if ack.error is not None:
             code = ack.error.get("err_code")
             description = ack.error.get("description", "")
@@ -816,7 +817,12 @@ class EventStore:
 def _canonical_hash(registry: Registry, event: Event) -> str:
     """The hash of ``event`` as it will read back (a float field holding an int, say, reads
     back as a float), which is what the next event must carry (``EventStore.canonical``)."""
-    return event_hash(registry.decode(registry.encode(event)))
+    return _payload_hash(registry, registry.encode(event))
+
+
+def _payload_hash(registry: Registry, payload: bytes) -> str:
+    """``_canonical_hash`` of the event encoded as ``payload``."""
+    return event_hash(registry.decode(payload))
 
 
 class _PubAck(msgspec.Struct):
@@ -830,16 +836,9 @@ _ACK = msgspec.json.Decoder(_PubAck)
 
 
 def _fast_request_ok(nc: Any) -> bool:
-    """Whether the client exposes the request multiplexer that ``_append_frame`` uses (the
-    plain ``js.publish`` path is taken otherwise)."""
-    return (
-        nc.is_connected
-        and hasattr(nc, "_resp_sub_prefix")
-        and hasattr(nc, "_resp_map")
-        and hasattr(nc, "_nuid")
-        and hasattr(nc, "_flush_queue")
-        and callable(getattr(nc, "_send_command", None))
-    )
+    """Whether the client exposes what ``_append_frame`` uses (``bus.direct``); the plain
+    ``js.publish`` path is taken otherwise."""
+    return direct.request_ok(nc)
 
 
 def _expect(headers: dict[str, str], event: Event, expected: int) -> None:

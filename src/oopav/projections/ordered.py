@@ -3,9 +3,9 @@
 nats-py spends most of a delivery's client time on things a projection does not need: parsing
 every message's headers into a dict (``Nats-Msg-Id`` and the atomic-batch headers are stored
 with each event), building a ``Msg``, the ordered-consumer bookkeeping (the reply subject is
-parsed twice) and a queue hand-off to the subscription's task. Here the connection's message
-dispatch is wrapped for this one subscription only: a delivery arrives as (reply subject,
-payload), and everything else on the connection goes through nats-py unchanged.
+parsed twice) and a queue hand-off to the subscription's task. Here this one subscription is
+routed below nats-py (``bus.direct``): a delivery arrives as (reply subject, payload), and
+everything else on the connection goes through nats-py unchanged.
 
 What nats-py's ordered consumer does is kept: an ephemeral consumer with no acks, flow control
 and idle heartbeats; a delivery out of order (its consumer sequence is not the next one, or a
@@ -14,57 +14,32 @@ taken + 1, and deliveries of the old consumer are ignored. Flow control is answe
 unless the reader is behind (``paused()``), in which case the answer waits for ``resume()``:
 that is what holds the server back, never the connection's reader.
 
-``available(nc)`` says whether the client exposes what this needs; otherwise the runner uses
-nats-py's ordered consumer.
+``available(nc)`` (``bus.direct``) says whether the client exposes what this needs; otherwise
+the runner uses nats-py's ordered consumer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from oopav.bus import direct
 from oopav.logging import get_logger
 
 log = get_logger("oopav.projections")
 
-OnData = Callable[[str, bytes], None]
+available = direct.available
+# (stream sequence, messages pending after it, payload)
+OnData = Callable[[int, int, bytes], None]
 _STATUS_100 = b"NATS/1.0 100"
 _HEARTBEAT = 5.0  # seconds between the server's idle heartbeats
-
-
-def available(nc: Any) -> bool:
-    return callable(getattr(nc, "_process_msg", None)) and hasattr(nc, "_subs")
-
-
-def _route(nc: Any, sid: int, handler: Callable[[bytes, bytes, bytes], Awaitable[None]]) -> None:
-    table: dict[int, Any] | None = getattr(nc, "_oopav_direct_subs", None)
-    if table is None:
-        table = {}
-        original = nc._process_msg
-
-        async def process_msg(
-            sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes
-        ) -> None:
-            h = table.get(sid)
-            if h is None:
-                await original(sid, subject, reply, data, headers)
-            else:
-                await h(reply, data, headers)
-
-        nc._process_msg = process_msg
-        nc._oopav_direct_subs = table
-    table[sid] = handler
-
-
-def _unroute(nc: Any, sid: int) -> None:
-    table = getattr(nc, "_oopav_direct_subs", None)
-    if table is not None:
-        table.pop(sid, None)
+_now = time.monotonic
 
 
 class OrderedReader:
@@ -86,6 +61,7 @@ class OrderedReader:
         self.last_stream_seq = start_seq - 1
         self.stream = ""
         self.consumer = ""
+        self._consumer_b = b""
         self._created = ""
         self._next_dseq = 1
         self._sub: Any = None
@@ -99,9 +75,9 @@ class OrderedReader:
         """Create the consumer; returns the number of messages pending at its start."""
         self.stream = await self.js.find_stream_name_by_subject(self.subject)
         self._sub = await self.nc.subscribe(self.nc.new_inbox())
-        _route(self.nc, self._sub._id, self._on_msg)
+        direct.route(self.nc, self._sub._id, self._on_msg)
         pending = await self._create()
-        self._last_seen = asyncio.get_running_loop().time()
+        self._last_seen = _now()
         self._watchdog = asyncio.get_running_loop().create_task(self._watch())
         return pending
 
@@ -109,11 +85,10 @@ class OrderedReader:
         """Heartbeats come every ``_HEARTBEAT`` s when idle: three missed ones mean the
         consumer is gone (a server restart, a reconnect), so it is created again from the last
         stream sequence taken; a failure is retried at the next check."""
-        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(_HEARTBEAT)
-            if loop.time() - self._last_seen > 3 * _HEARTBEAT:
-                self._last_seen = loop.time()
+            if _now() - self._last_seen > 3 * _HEARTBEAT:
+                self._last_seen = _now()
                 self._reset("no heartbeat", fatal=False)
 
     async def _create(self) -> int:
@@ -121,6 +96,7 @@ class OrderedReader:
         # Named by us before it exists: its first deliveries can arrive before the API's answer.
         # Deliveries of the old consumer are ignored from here on.
         self.consumer = self._created = f"oopav_proj_{uuid.uuid4().hex[:16]}"
+        self._consumer_b = self.consumer.encode()
         self._next_dseq = 1
         if old:
             with contextlib.suppress(Exception):
@@ -149,7 +125,7 @@ class OrderedReader:
         if self._resetting is not None:
             self._resetting.cancel()
         if self._sub is not None:
-            _unroute(self.nc, self._sub._id)
+            direct.unroute(self.nc, self._sub._id)
             with contextlib.suppress(Exception):
                 await self._sub.unsubscribe()
         if self._created:
@@ -170,29 +146,32 @@ class OrderedReader:
 
     # -- deliveries -----------------------------------------------------------------------
 
-    async def _on_msg(self, reply: bytes, data: bytes, headers: bytes) -> None:
-        self._last_seen = asyncio.get_running_loop().time()
+    def _on_msg(
+        self, subject: bytes, reply: bytes, data: bytes, headers: bytes
+    ) -> Awaitable[None] | None:
+        # Called from the connection's read loop for every delivery (``bus.direct``): no
+        # coroutine unless a control message has to be answered.
+        self._last_seen = _now()
         if headers and not data and headers.startswith(_STATUS_100):
-            await self._on_control(reply, headers)
-            return
+            return self._on_control(reply, headers)
         if not self.consumer or not reply:
-            return
-        r = reply.decode()
-        tokens = r.split(".")
-        if len(tokens) == 9:
-            consumer, sseq, dseq = tokens[3], tokens[5], tokens[6]
-        elif len(tokens) >= 12:
-            consumer, sseq, dseq = tokens[5], tokens[7], tokens[8]
+            return None
+        tokens = reply.split(b".")
+        if len(tokens) == 9:  # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>
+            consumer, sseq, dseq, pending = tokens[3], tokens[5], tokens[6], tokens[8]
+        elif len(tokens) >= 12:  # with domain and account hash first
+            consumer, sseq, dseq, pending = tokens[5], tokens[7], tokens[8], tokens[10]
         else:
-            return
-        if consumer != self.consumer:
-            return
+            return None
+        if consumer != self._consumer_b:
+            return None
         if int(dseq) != self._next_dseq:
             self._reset("out of order delivery")
-            return
+            return None
         self._next_dseq += 1
-        self.last_stream_seq = int(sseq)
-        self.on_data(r, data)
+        seq = self.last_stream_seq = int(sseq)
+        self.on_data(seq, int(pending), data)
+        return None
 
     async def _on_control(self, reply: bytes, headers: bytes) -> None:
         text = headers.decode(errors="replace")
@@ -222,6 +201,7 @@ class OrderedReader:
             return
         log.info("projection_consumer_reset", reason=why, from_seq=self.last_stream_seq + 1)
         self.consumer = ""
+        self._consumer_b = b""
 
         async def again() -> None:
             try:

@@ -28,6 +28,11 @@ S = TypeVar("S")
 _HIGH_WATER = 20_000  # buffered deliveries before the callback waits for the folder
 _YIELD_EVERY = 2_000  # folded events between yields to the event loop
 CACHE_STATES = 256  # folded states kept in memory after a commit (the rest are in LMDB)
+# ... after a commit while catching up: the map of states changed since the last commit can
+# hold ``commit_every`` states anyway, so this adds little to the peak, and a stream that
+# interleaves more sessions than CACHE_STATES would otherwise read most of them back from
+# LMDB after every commit.
+CATCH_UP_STATES = 4096
 log = get_logger("oopav.projections")
 
 
@@ -88,6 +93,7 @@ class ProjectionRunner(Generic[S]):
         self._cond = asyncio.Condition()
         self._stop = asyncio.Event()
         self._sub: Any = None
+        self._stream = ""  # the stream read (for the undecodable hook)
 
     # -- state access ---------------------------------------------------------------------
 
@@ -144,7 +150,7 @@ class ProjectionRunner(Generic[S]):
         # runner reaches the head of the stream.
         caught_up = asyncio.Event()
         failure: list[BaseException] = []
-        buf: list[tuple[str, bytes]] = []
+        buf: list[tuple[int, int, bytes]] = []  # (stream sequence, pending after it, payload)
         ready = asyncio.Event()
         drained = asyncio.Event()
         drained.set()
@@ -155,8 +161,8 @@ class ProjectionRunner(Generic[S]):
             caught_up.set()
             drained.set()
 
-        def on_data(reply: str, data: bytes) -> None:
-            buf.append((reply, data))
+        def on_data(seq: int, pending: int, data: bytes) -> None:
+            buf.append((seq, pending, data))
             ready.set()
             if len(buf) >= _HIGH_WATER and reader is not None:
                 reader.pause()
@@ -164,7 +170,14 @@ class ProjectionRunner(Generic[S]):
         async def on_msg(msg: Any) -> None:
             if failure:
                 return
-            buf.append((msg.reply, msg.data))
+            try:
+                seq, pending = _position(msg.reply)
+            except ValueError as exc:
+                fail(exc)
+                return
+            if not self._stream:
+                self._stream = _stream_of(msg.reply)
+            buf.append((seq, pending, msg.data))
             ready.set()
             if len(buf) >= _HIGH_WATER:
                 drained.clear()
@@ -193,7 +206,9 @@ class ProjectionRunner(Generic[S]):
                 self.nc, self.projection.subject, self.position + 1, on_data, fail
             )
             try:
-                if await reader.start() == 0:
+                pending_at_start = await reader.start()
+                self._stream = reader.stream
+                if pending_at_start == 0:
                     caught_up.set()
             except BaseException:
                 await reader.stop()
@@ -243,7 +258,9 @@ class ProjectionRunner(Generic[S]):
         if failure:
             raise failure[0]
 
-    async def _fold_chunk(self, chunk: list[tuple[str, bytes]], caught_up: asyncio.Event) -> None:
+    async def _fold_chunk(
+        self, chunk: list[tuple[int, int, bytes]], caught_up: asyncio.Event
+    ) -> None:
         """Decode and fold buffered deliveries in order; commit at the head of the stream
         and every ``commit_every`` events."""
         decode = self.registry.decode
@@ -254,9 +271,13 @@ class ProjectionRunner(Generic[S]):
         cache = self._cache
         dirty = self._dirty
         listeners = self.listeners
-        for n, (reply, data) in enumerate(chunk, start=1):
-            seq, num_pending = _position(reply)
-            if seq <= self.position:
+        commit_every = self.commit_every
+        # The position and the count since the last commit live in locals in the loop and are
+        # stored back before anything that reads them (a commit, a yield, the end).
+        position = self.position
+        since_commit = self._pending
+        for n, (seq, num_pending, data) in enumerate(chunk, start=1):
+            if seq <= position:
                 continue  # an ordered consumer's reset redelivered what we folded already
             try:
                 event = decode(data)
@@ -264,33 +285,36 @@ class ProjectionRunner(Generic[S]):
                 self.skipped += 1
                 log.warning("projection_skipped_event", seq=seq, reason=exc.reason)
                 if self.on_undecodable is not None:
-                    self.on_undecodable(_Skipped.of(reply, data, seq), exc)
+                    self.on_undecodable(_Skipped(data, self._stream, seq), exc)
                 event = None
             if event is not None:
                 key = key_of(event)
                 if key is not None:
-                    state = cache.get(key)
+                    state = cache.pop(key, None)  # re-inserted: most recently folded last
                     if state is None:
                         state = snapshot_of(key) or initial(key)
                     state = evolve(state, event, seq)
-                    cache.pop(key, None)  # most recently folded last: evicted last
                     cache[key] = state
                     dirty[key] = state
                     for listener in listeners:
                         listener(seq, event, state)
-            self.position = seq
-            self._pending += 1
-            at_head = num_pending == 0
-            if self._pending >= self.commit_every or at_head:
-                self._pending = 0
-                await self._commit()
+            position = seq
+            since_commit += 1
+            if num_pending == 0 or since_commit >= commit_every:
+                self.position = position
+                self._pending = since_commit = 0
+                await self._commit(CACHE_STATES if num_pending == 0 else CATCH_UP_STATES)
                 dirty = self._dirty
-            if at_head:
-                caught_up.set()
+                if num_pending == 0:
+                    caught_up.set()
             elif n % _YIELD_EVERY == 0:
+                self.position = position
+                self._pending = since_commit
                 await asyncio.sleep(0)  # let deliveries (and flow control) through
+        self.position = position
+        self._pending = since_commit
 
-    async def _commit(self) -> None:
+    async def _commit(self, keep: int = CACHE_STATES) -> None:
         version = self.projection.version
         self.snapshots.commit(
             self._dirty,
@@ -301,7 +325,7 @@ class ProjectionRunner(Generic[S]):
         # Committed states are in LMDB; the cache keeps the most recently folded ones only,
         # so memory does not grow with the number of sessions a process has seen.
         cache = self._cache
-        while len(cache) > CACHE_STATES:
+        while len(cache) > keep:
             cache.pop(next(iter(cache)))
         await self._notify()
 
@@ -337,6 +361,12 @@ async def load_session(
     return st
 
 
+def _stream_of(reply: str) -> str:
+    # $JS.ACK.<stream>.<consumer>... (with or without a domain).
+    parts = reply.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "ACK" else ""
+
+
 class _Skipped:
     """An undecodable delivery as the ``on_undecodable`` hook sees it: the payload and its
     stream position (the fast reader keeps no subject; the hook looks it up when it needs it)."""
@@ -347,10 +377,3 @@ class _Skipped:
         self.subject: str | None = None
         self.data = data
         self.metadata = SimpleNamespace(stream=stream, sequence=SimpleNamespace(stream=seq))
-
-    @classmethod
-    def of(cls, reply: str, data: bytes, seq: int) -> _Skipped:
-        # $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>... (with or without a domain).
-        parts = reply.split(".")
-        stream = parts[2] if len(parts) > 2 and parts[1] == "ACK" else ""
-        return cls(data, stream, seq)

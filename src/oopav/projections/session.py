@@ -169,15 +169,16 @@ def evolve(state: SessionState, event: Event, sequence: int = 0) -> SessionState
         return state
     if state.chained or event.prev_hash is not None:
         _link(state, event, sequence)
-    if event.type in TERMINAL_TYPES and state.outcome is not None:
+    etype = event.type  # a property: read once
+    if etype in TERMINAL_TYPES and state.outcome is not None:
         # The first terminal event wins; a later one is counted, not applied.
         state.event_count += 1
         if sequence:
             state.last_sequence = sequence
         state.last_event_id = event.id
-        state.last_event_type = event.type
+        state.last_event_type = etype
         state.event_ids.append(event.id)
-        state.late_terminals.append(f"seq {sequence} ({event.type} {event.id} by {event.actor})")
+        state.late_terminals.append(f"seq {sequence} ({etype} {event.id} by {event.actor})")
         return state
     if not state.session_id:
         state.session_id = event.aggregate_id
@@ -185,13 +186,13 @@ def evolve(state: SessionState, event: Event, sequence: int = 0) -> SessionState
     if sequence:
         state.last_sequence = sequence
     state.last_event_id = event.id
-    state.last_event_type = event.type
+    state.last_event_type = etype
     state.event_ids.append(event.id)
     if state.created_at is None:
         state.created_at = event.ts
     state.updated_at = event.ts
     before = state.phase
-    phase = PHASE_BY_EVENT.get(event.type)
+    phase = PHASE_BY_EVENT.get(etype)
     if phase and state.phase != "completed":
         state.phase = phase
     fn = _APPLY.get(type(event))

@@ -80,9 +80,12 @@ class Snapshots(Generic[S]):
         return meta.last_sequence if meta and meta.schema == self.schema else 0
 
     def get(self, key: str) -> S | None:
-        if not self.valid():
-            return None
+        # The schema check and the read in one transaction: a rebuild calls this for every
+        # state that is not in its memory.
         with self.store.env.begin(db=self._db) as txn:
+            raw_meta = txn.get(_META)
+            if not raw_meta or self._meta_dec.decode(raw_meta).schema != self.schema:
+                return None
             raw = txn.get(key.encode())
         return self._dec.decode(raw[8:]) if raw else None
 
