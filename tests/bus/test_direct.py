@@ -75,3 +75,24 @@ async def test_other_subscriptions_on_the_connection_are_untouched(nc: Any) -> N
         await asyncio.sleep(0.02)
     assert got == [b"still nats-py"]
     assert (await store.append(verdict("d1", 1), expected=1)).sequence == 2
+
+
+def test_a_client_with_another_dispatch_keeps_the_public_path() -> None:
+    from oopav.bus import direct
+
+    class Changed:
+        _subs = ()
+
+        async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes) -> None:
+            return None
+
+    class Same:
+        _subs = ()
+
+        async def _process_msg(
+            self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes
+        ) -> None:
+            return None
+
+    assert direct.available(Changed()) is False
+    assert direct.available(Same()) is True

@@ -27,8 +27,25 @@ from typing import Any
 Handler = Callable[[bytes, bytes, bytes, bytes], Awaitable[None] | None]
 
 
+_EXPECTED = ("sid", "subject", "reply", "data", "headers")
+_checked: dict[type, bool] = {}
+
+
 def available(nc: Any) -> bool:
-    return callable(getattr(nc, "_process_msg", None)) and hasattr(nc, "_subs")
+    """nats-py's private dispatch as this module knows it (checked by its signature, once
+    per client class): a client that changed it keeps nats-py's own, public path."""
+    kind = type(nc)
+    ok = _checked.get(kind)
+    if ok is None:
+        import inspect
+
+        fn = getattr(kind, "_process_msg", None)
+        try:
+            names = tuple(inspect.signature(fn).parameters)[1:] if callable(fn) else ()
+        except (TypeError, ValueError):
+            names = ()
+        ok = _checked[kind] = names == _EXPECTED
+    return ok and hasattr(nc, "_subs")
 
 
 def route(nc: Any, sid: int, handler: Handler) -> None:
