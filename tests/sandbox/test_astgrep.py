@@ -294,3 +294,29 @@ def test_matches_out_of_order_are_sorted_before_splicing() -> None:
     assert _splice(src, nodes, expand) == expected == rewrite_source(src, rule)
     assert _splice(src, nodes[::-1], expand) is None
     assert _splice(src, sorted(nodes[::-1], key=_span_key), expand) == expected
+
+
+def test_find_cli_never_takes_shadow_utils_sg(tmp_path, monkeypatch) -> None:
+    """`/usr/bin/sg` on most Linux systems is shadow-utils' "execute as group": with the
+    venv not activated (`.venv/bin/oopav`), the CLI beside the interpreter wins, and a
+    foreign `sg` on PATH is never taken for ast-grep."""
+    import subprocess
+    import sys
+
+    from oopav.sandbox import astgrep
+
+    found = astgrep.find_cli()
+    out = subprocess.run([found, "--version"], capture_output=True, text=True, check=True)
+    assert "ast-grep" in out.stdout.lower()
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    impostor = fake / "sg"
+    impostor.write_text("#!/bin/sh\necho 'sg from shadow-utils'\n")
+    impostor.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "elsewhere" / "python"))
+    with pytest.raises(FileNotFoundError, match="ast-grep CLI not found"):
+        astgrep.find_cli()
+    real = fake / "ast-grep"
+    real.symlink_to(found)
+    assert astgrep.find_cli() == str(real)

@@ -536,17 +536,31 @@ def files_for(workspace: Path, paths: Iterable[str], language: str) -> list[str]
 
 
 def find_cli() -> str:
-    for name in ("ast-grep", "sg"):
-        found = shutil.which(name)
-        if found:
-            return found
+    """The ``ast-grep`` CLI: the one installed beside this interpreter first (the wheel's, even
+    when the venv is not activated), then ``ast-grep`` on PATH. ``sg`` only when it says it is
+    ast-grep: on most Linux systems ``/usr/bin/sg`` is shadow-utils' "execute as group"."""
     import sys
 
+    here = Path(sys.executable).parent
     for name in ("ast-grep", "sg"):
-        cand = Path(sys.executable).parent / name
-        if cand.exists():
+        cand = here / name
+        if cand.is_file() and os.access(cand, os.X_OK):
             return str(cand)
+    found = shutil.which("ast-grep")
+    if found:
+        return found
+    sg = shutil.which("sg")
+    if sg and _is_ast_grep(sg):
+        return sg
     raise FileNotFoundError("ast-grep CLI not found: pip install ast-grep-cli")
+
+
+def _is_ast_grep(path: str) -> bool:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "ast-grep" in (out.stdout + out.stderr).lower()
 
 
 def cli_rewrite(directory: Path, rule: Rule, files: list[str]) -> dict[str, str]:
