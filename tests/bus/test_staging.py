@@ -41,6 +41,18 @@ def _events_dir(store: Path) -> Path:
     return dirs[0]
 
 
+async def _unlinked_streams(server: EmbeddedServer, url: str) -> Path:
+    """Create the streams without linking them (this process forgets the store first);
+    returns the events stream's directory."""
+    staging.forget(server.store_dir)
+    nc = await connect(url)
+    try:
+        await ensure_streams(nc.jetstream())
+    finally:
+        await nc.close()
+    return _events_dir(server.store_dir)
+
+
 async def _batch_round(url: str, sid: str) -> list[int]:
     nc = await connect(url)
     try:
@@ -115,13 +127,7 @@ async def test_a_target_open_to_others_is_refused(tmp_path: Path) -> None:
     server = EmbeddedServer(tmp_path / "nats", write_info=False)
     url = server.start()
     try:
-        nc = await connect(url)
-        try:
-            staging.forget(server.store_dir)  # create the streams without linking them
-            await ensure_streams(nc.jetstream())
-        finally:
-            await nc.close()
-        sdir = _events_dir(server.store_dir)
+        sdir = await _unlinked_streams(server, url)
         target = staging.target_for(sdir)
         target.mkdir(mode=0o777)
         os.chmod(target, 0o777)  # as if someone else had made it: never used
@@ -140,13 +146,7 @@ async def test_a_batch_in_flight_keeps_its_disk_directory(tmp_path: Path) -> Non
     server = EmbeddedServer(tmp_path / "nats", write_info=False)
     url = server.start()
     try:
-        staging.forget(server.store_dir)
-        nc = await connect(url)
-        try:
-            await ensure_streams(nc.jetstream())
-        finally:
-            await nc.close()
-        sdir = _events_dir(server.store_dir)
+        sdir = await _unlinked_streams(server, url)
         busy = sdir / "batches" / "inflight"
         busy.mkdir(parents=True)
         assert staging.stage(server.store_dir) < len(staging.stream_dirs(server.store_dir))
