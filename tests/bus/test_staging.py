@@ -5,6 +5,7 @@ on disk whenever anything is unexpected, and the batches themselves unchanged.""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,7 +80,7 @@ async def test_new_stream_stages_in_memory_and_batches_commit(tmp_path: Path) ->
         assert target.parent == staging.SHM
         assert oct(target.stat().st_mode & 0o777) == oct(0o700)
         # The staged store of a committed batch is gone: nothing accumulates in memory.
-        assert list(target.iterdir()) == []
+        assert [c.name for c in target.iterdir()] == [staging.OWNER]
     finally:
         server.stop()
     assert not target.exists(), "stop removes the empty memory directory"
@@ -180,10 +181,39 @@ async def test_memory_directory_removed_under_a_running_server(tmp_path: Path) -
     try:
         await _batch_round(url, "s1")
         target = staging.target_for(_events_dir(server.store_dir))
-        target.rmdir()
+        shutil.rmtree(target)
         await _batch_round(url, "s2")  # healed and committed
         assert target.is_dir()
         assert (_events_dir(server.store_dir) / "batches").is_symlink()
         assert staging.heal() is False  # nothing left to repair
     finally:
         server.stop()
+
+
+async def test_memory_directories_of_a_deleted_store_are_swept(tmp_path: Path) -> None:
+    """A server killed without `stop` leaves its memory directories; once its store is gone
+    (a test's temporary directory, a deleted data dir) the next start removes them, and
+    never those of a store still on disk."""
+    gone, kept = tmp_path / "gone" / "nats", tmp_path / "kept" / "nats"
+    targets = {}
+    for store in (gone, kept):
+        server = EmbeddedServer(store, write_info=False)
+        await _batch_round(server.start(), "s1")
+        targets[store] = staging.target_for(_events_dir(store))
+        assert server.proc is not None
+        os.kill(server.proc.pid, signal.SIGKILL)  # no stop: nothing released
+        server.proc.wait()
+        server.proc = None
+        assert targets[store].is_dir()
+    shutil.rmtree(gone.parent)
+    other = EmbeddedServer(tmp_path / "other" / "nats", write_info=False)
+    other.start()
+    try:
+        assert not targets[gone].exists()
+        assert targets[kept].is_dir()
+    finally:
+        other.stop()
+    again = EmbeddedServer(kept, write_info=False)
+    await _batch_round(again.start(), "s2")
+    again.stop()
+    assert not targets[kept].exists()  # stopped properly: released

@@ -33,6 +33,7 @@ log = get_logger("oopav.bus.staging")
 
 SHM = Path("/dev/shm")
 _PREFIX = "oopav-batches-"
+OWNER = ".oopav-owner"  # inside a target: the stream directory it serves
 
 # Store directories of embedded servers this process started or attached to: a stream created
 # later (``ensure_streams``) is linked too.
@@ -75,6 +76,8 @@ def stage(store_dir: Path, *, clean: bool = False) -> int:
     process started the server (its recovery has read them by then)."""
     if not enabled():
         return 0
+    if clean:
+        sweep()
     staged = 0
     for sdir in stream_dirs(store_dir):
         with contextlib.suppress(OSError):
@@ -82,9 +85,10 @@ def stage(store_dir: Path, *, clean: bool = False) -> int:
     return staged
 
 
-def _private_dir(path: Path) -> bool:
+def _private_dir(path: Path, owner: Path | None = None) -> bool:
     """Create the target, or accept an existing one only if it is this user's own private
-    directory (``/dev/shm`` is shared: never follow a name someone else made)."""
+    directory (``/dev/shm`` is shared: never follow a name someone else made). ``owner``: the
+    stream directory it serves, noted inside so that ``sweep`` can tell when it is gone."""
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
@@ -93,7 +97,29 @@ def _private_dir(path: Path) -> bool:
     ok = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
     if not ok:
         log.warning("batch_staging_refused", target=str(path), reason="not a private directory")
+    elif owner is not None and not (path / OWNER).exists():
+        (path / OWNER).write_text(str(Path(owner).resolve()))
     return ok
+
+
+def sweep() -> int:
+    """Remove this user's memory directories whose stream directory no longer exists (a
+    deleted store, a test's temporary one; a server killed without ``stop``). Those of a
+    store still on disk stay: a restart's recovery may need what they hold."""
+    removed = 0
+    for target in SHM.glob(f"{_PREFIX}{os.getuid()}-*"):
+        with contextlib.suppress(OSError):
+            st = os.lstat(target)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            owner = (target / OWNER).read_text().strip() if (target / OWNER).exists() else ""
+            if owner and Path(owner).exists():
+                continue
+            if not owner and any(target.iterdir()):
+                continue  # no note (made by an older oopav) and not empty: leave it
+            shutil.rmtree(target)
+            removed += 1
+    return removed
 
 
 def _link(sdir: Path, *, clean: bool) -> bool:
@@ -102,12 +128,12 @@ def _link(sdir: Path, *, clean: bool) -> bool:
     if link.is_symlink():
         if os.readlink(link) != str(target):
             return False  # somebody else's arrangement: leave it
-        if not _private_dir(target):
+        if not _private_dir(target, sdir):
             return False
         if clean:
             _empty(target)
         return True
-    if not _private_dir(target):
+    if not _private_dir(target, sdir):
         return False
     if clean:
         _empty(target)
@@ -125,6 +151,8 @@ def _link(sdir: Path, *, clean: bool) -> bool:
 
 def _empty(target: Path) -> None:
     for child in target.iterdir():
+        if child.name == OWNER:
+            continue
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child, ignore_errors=True)
         else:
@@ -143,7 +171,7 @@ def heal() -> bool:
             target = target_for(sdir)
             with contextlib.suppress(OSError):
                 if link.is_symlink() and os.readlink(link) == str(target) and not target.exists():
-                    if _private_dir(target):
+                    if _private_dir(target, sdir):
                         log.warning("batch_staging_repaired", target=str(target))
                         healed = True
     return healed
@@ -159,4 +187,6 @@ def release(store_dir: Path) -> None:
             target = Path(os.readlink(link))
             if target.parent == SHM and target.name.startswith(_PREFIX):
                 with contextlib.suppress(OSError):
+                    if [c.name for c in target.iterdir()] == [OWNER]:
+                        (target / OWNER).unlink()
                     target.rmdir()
