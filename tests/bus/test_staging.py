@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +20,15 @@ from oopav.bus.streams import EVENTS_STREAM, ensure_streams
 from oopav.events import catalog as ev
 
 pytestmark = pytest.mark.skipif(not staging.SHM.is_dir(), reason="no /dev/shm on this system")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+    """An embedded server of its own (this process registers and links its store)."""
+    embedded = EmbeddedServer(tmp_path / "nats", write_info=False)
+    embedded.start()
+    yield embedded
+    embedded.stop()
 
 
 def _events(sid: str, n: int) -> list[ev.Event]:
@@ -113,51 +123,41 @@ async def test_link_is_back_after_kill_and_restart(tmp_path: Path) -> None:
         again.stop()
 
 
-async def test_disk_staging_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_disk_staging_when_asked(
+    server: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OOPAV_NATS_BATCH_STAGING", "disk")
-    server = EmbeddedServer(tmp_path / "nats", write_info=False)
-    url = server.start()
+    url = server.url
+    await _batch_round(url, "s1")
+    assert not (_events_dir(server.store_dir) / "batches").is_symlink()
+
+
+async def test_a_target_open_to_others_is_refused(server: EmbeddedServer) -> None:
+    url = server.url
+    sdir = await _unlinked_streams(server, url)
+    target = staging.target_for(sdir)
+    target.mkdir(mode=0o777)
+    os.chmod(target, 0o777)  # as if someone else had made it: never used
     try:
-        await _batch_round(url, "s1")
-        assert not (_events_dir(server.store_dir) / "batches").is_symlink()
-    finally:
-        server.stop()
-
-
-async def test_a_target_open_to_others_is_refused(tmp_path: Path) -> None:
-    server = EmbeddedServer(tmp_path / "nats", write_info=False)
-    url = server.start()
-    try:
-        sdir = await _unlinked_streams(server, url)
-        target = staging.target_for(sdir)
-        target.mkdir(mode=0o777)
-        os.chmod(target, 0o777)  # as if someone else had made it: never used
-        try:
-            assert staging.stage(server.store_dir) < len(staging.stream_dirs(server.store_dir))
-            assert not (sdir / "batches").is_symlink()
-            await _batch_round(url, "s1")  # still works, staged on disk
-            assert list(target.iterdir()) == []
-        finally:
-            target.rmdir()
-    finally:
-        server.stop()
-
-
-async def test_a_batch_in_flight_keeps_its_disk_directory(tmp_path: Path) -> None:
-    server = EmbeddedServer(tmp_path / "nats", write_info=False)
-    url = server.start()
-    try:
-        sdir = await _unlinked_streams(server, url)
-        busy = sdir / "batches" / "inflight"
-        busy.mkdir(parents=True)
         assert staging.stage(server.store_dir) < len(staging.stream_dirs(server.store_dir))
-        assert busy.is_dir() and not (sdir / "batches").is_symlink()
-        busy.rmdir()
-        assert staging.stage(server.store_dir) == len(staging.stream_dirs(server.store_dir))
-        assert (sdir / "batches").is_symlink()
-        await _batch_round(url, "s1")
+        assert not (sdir / "batches").is_symlink()
+        await _batch_round(url, "s1")  # still works, staged on disk
+        assert list(target.iterdir()) == []
     finally:
-        server.stop()
+        target.rmdir()
+
+
+async def test_a_batch_in_flight_keeps_its_disk_directory(server: EmbeddedServer) -> None:
+    url = server.url
+    sdir = await _unlinked_streams(server, url)
+    busy = sdir / "batches" / "inflight"
+    busy.mkdir(parents=True)
+    assert staging.stage(server.store_dir) < len(staging.stream_dirs(server.store_dir))
+    assert busy.is_dir() and not (sdir / "batches").is_symlink()
+    busy.rmdir()
+    assert staging.stage(server.store_dir) == len(staging.stream_dirs(server.store_dir))
+    assert (sdir / "batches").is_symlink()
+    await _batch_round(url, "s1")
 
 
 def test_doctor_says_where_batches_are_staged(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,21 +173,17 @@ def test_doctor_says_where_batches_are_staged(monkeypatch: pytest.MonkeyPatch) -
     assert "on disk (OOPAV_NATS_BATCH_STAGING=disk)" in result.output
 
 
-async def test_memory_directory_removed_under_a_running_server(tmp_path: Path) -> None:
+async def test_memory_directory_removed_under_a_running_server(server: EmbeddedServer) -> None:
     """systemd's RemoveIPC (at logout) or a /dev/shm cleaner can remove the directory while
     the server runs: the next batch puts it back instead of failing."""
-    server = EmbeddedServer(tmp_path / "nats", write_info=False)
-    url = server.start()
-    try:
-        await _batch_round(url, "s1")
-        target = staging.target_for(_events_dir(server.store_dir))
-        shutil.rmtree(target)
-        await _batch_round(url, "s2")  # healed and committed
-        assert target.is_dir()
-        assert (_events_dir(server.store_dir) / "batches").is_symlink()
-        assert staging.heal() is False  # nothing left to repair
-    finally:
-        server.stop()
+    url = server.url
+    await _batch_round(url, "s1")
+    target = staging.target_for(_events_dir(server.store_dir))
+    shutil.rmtree(target)
+    await _batch_round(url, "s2")  # healed and committed
+    assert target.is_dir()
+    assert (_events_dir(server.store_dir) / "batches").is_symlink()
+    assert staging.heal() is False  # nothing left to repair
 
 
 async def test_memory_directories_of_a_deleted_store_are_swept(tmp_path: Path) -> None:
