@@ -56,10 +56,10 @@ def default_tasks(root: Path) -> list[dict[str, Any]]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from oopav.app import open_bus
+    from oopav.cli.guidance import seed_event
     from oopav.config import Settings
     from oopav.handlers.ports import Ports
     from oopav.handlers.reflector import ReflectorConfig
-    from oopav.handlers.reflector_commands import seed_event
     from oopav.projections.guidance import fold, stats
     from oopav.services import run_handlers, submit_task
 

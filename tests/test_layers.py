@@ -1,10 +1,11 @@
 """The import structure: one direction of dependency, no cycles.
 
 Layers, lowest first: ``events`` ← ``bus`` ← ``projections`` / ``sandbox`` / ``models`` /
-``context`` ← ``handlers`` ← process wiring (``app``, ``services``, ``replay``) ← ``cli``,
-``tui``. A module may import its own layer and those below it. Imports inside functions count
-too (a function-level import is how a cycle hides), except ``if TYPE_CHECKING:`` blocks, which
-never run.
+``context`` / ``synth`` ← ``decide`` (pure) ← ``reflection`` ← ``handlers`` ← process wiring
+(``app``, ``services``, ``replay``, ``mission_replay``) ← ``tui`` ← ``cli``. A module may
+import its own layer and those below it. ``decide`` imports no bus, sandbox, model client or
+click; only ``cli`` imports click. Imports inside functions count too (a function-level import
+is how a cycle hides), except ``if TYPE_CHECKING:`` blocks, which never run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "oopav"
 # The lowest layer a package may NOT import: events imports nothing of oopav but events; bus
 # sits on events; handlers may use everything below the process wiring; nothing below the CLI
 # imports it.
+WIRING = ("oopav.app", "oopav.services", "oopav.replay", "oopav.mission_replay")
+ABOVE_HANDLERS = ("oopav.handlers", *WIRING, "oopav.tui", "oopav.cli")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "oopav.events": (
         "oopav.bus",
@@ -25,19 +28,33 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "oopav.sandbox",
         "oopav.models",
         "oopav.context",
-        "oopav.handlers",
-        "oopav.cli",
-        "oopav.tui",
-        "oopav.replay",
-        "oopav.services",
+        "oopav.synth",
+        "oopav.decide",
+        "oopav.reflection",
+        *ABOVE_HANDLERS,
     ),
-    "oopav.bus": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay", "oopav.services"),
-    "oopav.projections": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
-    "oopav.sandbox": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
-    "oopav.models": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
-    "oopav.context": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
-    "oopav.synth": ("oopav.handlers", "oopav.cli", "oopav.tui", "oopav.replay"),
-    "oopav.handlers": ("oopav.cli", "oopav.tui"),
+    "oopav.bus": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
+    "oopav.projections": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
+    "oopav.sandbox": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
+    "oopav.models": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
+    "oopav.context": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
+    "oopav.synth": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
+    "oopav.trainer": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
+    # Pure decisions: facts in, decisions out; nothing that talks to the world.
+    "oopav.decide": (
+        "oopav.bus",
+        "oopav.sandbox",
+        "oopav.models",
+        "oopav.reflection",
+        *ABOVE_HANDLERS,
+    ),
+    "oopav.reflection": ABOVE_HANDLERS,
+    "oopav.handlers": (*WIRING, "oopav.tui", "oopav.cli"),
+    "oopav.app": ("oopav.tui", "oopav.cli"),
+    "oopav.services": ("oopav.tui", "oopav.cli"),
+    "oopav.replay": ("oopav.tui", "oopav.cli"),
+    "oopav.mission_replay": ("oopav.tui", "oopav.cli"),
+    "oopav.tui": ("oopav.cli",),
 }
 
 
@@ -135,28 +152,32 @@ def test_no_import_cycles() -> None:
     )
 
 
-def is_cli_adapter(module: str) -> bool:
-    """Subcommands live next to what they drive (``sandbox/commands.py`` …): they are the CLI
-    layer, so they may import any layer but the ``oopav.cli`` entry point itself."""
-    last = module.rpartition(".")[2]
-    if module == "oopav.commands" or module.startswith("oopav.commands."):
-        return True  # the spine's own command groups
-    return last in ("commands", "asks", "gc_command") or last.endswith("_commands")
-
-
 def test_layers_point_one_way() -> None:
     graph = import_graph()
     wrong = []
     for module, deps in sorted(graph.items()):
-        if is_cli_adapter(module):
-            wrong += [f"{module} -> {d}" for d in sorted(deps) if d == "oopav.cli"]
-            continue
         for layer, forbidden in FORBIDDEN.items():
             if module == layer or module.startswith(layer + "."):
                 for dep in sorted(deps):
                     if any(dep == f or dep.startswith(f + ".") for f in forbidden):
                         wrong.append(f"{module} -> {dep}")
     assert wrong == [], "imports against the layer order:\n" + "\n".join(wrong)
+
+
+def test_only_the_cli_imports_click() -> None:
+    wrong = []
+    for name, path in sorted(_modules().items()):
+        if name == "oopav.cli" or name.startswith("oopav.cli."):
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] == "click" for a in node.names
+            ):
+                wrong.append(name)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "click":
+                wrong.append(name)
+    assert wrong == [], "click imported outside oopav.cli: " + ", ".join(sorted(set(wrong)))
 
 
 def test_the_checker_sees_a_cycle_hidden_in_a_function() -> None:

@@ -10,7 +10,12 @@ from nats.aio.client import Client as NATS
 
 from oopav.bus import staging
 from oopav.bus.errors import NatsUnavailable
-from oopav.bus.server import EmbeddedServer, adopt_running, find_running, release_if_last
+from oopav.bus.server import (
+    EmbeddedServer,
+    adopt_running,
+    release_if_last,
+    server_url,  # noqa: F401  (re-exported: the CLI's lookup)
+)
 from oopav.bus.store import EventStore, connect
 from oopav.bus.streams import ensure_streams
 from oopav.config import Settings
@@ -50,11 +55,6 @@ class Bus:
         if self._snapshots is None:
             self._snapshots = SnapshotStore(self.settings.snapshots_dir)
         return self._snapshots
-
-
-def server_url(settings: Settings) -> str | None:
-    """The server to use: ``--nats-url`` / ``OOPAV_NATS_URL``, else a running ``oopav up``."""
-    return settings.nats_url or find_running(settings.nats_store_dir)
 
 
 @contextlib.asynccontextmanager

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from oopav.app import Bus
+from oopav.app import Bus, open_bus
 from oopav.bus.consumer import run_until_signalled
 from oopav.bus.streams import DLQ_STREAM, EVENTS_STREAM, INTAKE_SUBJECT
 from oopav.events import catalog as ev
@@ -557,3 +558,82 @@ async def read_dlq(bus: Bus, handler: str | None, limit: int) -> list[dict[str, 
     finally:
         await sub.unsubscribe()
     return rows[-limit:]
+
+
+async def publish_answer(
+    bus: Any, session: str, answer: str, by: str, *, request_id: str | None = None
+) -> dict[str, Any]:
+    """Append ``human_input_provided`` to a session that waits for a person. ``request_id``:
+    the question being answered, when the caller saw it arrive (its read waits up to 5 s for the
+    stream to show it, since a live notification can precede a read of the stored batch)."""
+    from oopav.events import catalog as ev
+    from oopav.events.factory import root_event
+    from oopav.projections.session import fold
+    from oopav.services import resolve_session
+
+    sid = await resolve_session(bus, session)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5.0
+    while True:
+        state = fold(await bus.events.read("session", sid))
+        seen = state.human_request is not None and state.human_request.id == request_id
+        if request_id is None or seen or loop.time() >= deadline:
+            break
+        await asyncio.sleep(0.1)
+    if state.phase == "completed":
+        return {"error": f"session {sid} is already completed ({state.outcome})"}
+    asked = state.human_request
+    if asked is None or not state.human_pending:
+        return {"error": f"session {sid} is not waiting for an answer (phase {state.phase})"}
+    if asked.options and answer not in asked.options:
+        return {"error": f"answer one of {', '.join(asked.options)} (got {answer!r})"}
+    event = root_event(
+        ev.HumanInputProvided,
+        handler="cli.answer",
+        aggregate_id=sid,
+        answer=answer,
+        answered_by=by,
+        request_id=asked.id,
+    )
+    await bus.events.append(event)
+    return {"session_id": sid, "answer_id": event.id, "request_id": asked.id}
+
+
+async def run_training(
+    settings: Any, recipe: str, config: str | Path | dict[str, Any]
+) -> dict[str, Any]:
+    """``oopav train``: load the recipe's config, train, record the run on the stream."""
+    from oopav.trainer.config import load_config, to_dict
+    from oopav.trainer.runs import recipe_of, record_run
+
+    cls, fn = recipe_of(recipe)
+    cfg = load_config(cls, config)
+    async with open_bus(settings, embedded=True, name="oopav-train") as bus:
+        return await record_run(
+            bus.events, recipe, to_dict(cfg), cfg.output_dir, lambda emit: fn(cfg, emit)
+        )
+
+
+async def record_evaluation(settings: Any, spec: str, suite: str, report: Any) -> str:
+    """An evaluation outside a training run: a run aggregate of its own (recipe ``eval``)."""
+
+    from oopav.trainer.runs import RunRecorder
+
+    summary = report.summary()
+    recorder = RunRecorder("eval", {"model": spec, "suite": suite}, "")
+    events = recorder.event("started", {"base_model": spec, "dataset": suite})
+    events += recorder.event(
+        "evaluation",
+        {
+            "suite": suite,
+            "model": spec,
+            "n": int(summary["n"]),
+            "metrics": {k: float(v) for k, v in summary.items() if isinstance(v, int | float)},
+            "families": summary["families"],
+        },
+    )
+    events += recorder.event("completed", {"status": "completed"})
+    async with open_bus(settings, embedded=True, name="oopav-eval") as bus:
+        for e in events:
+            await bus.events.append(e)
+    return recorder.run_id or ""

@@ -14,8 +14,8 @@ from test_cli_spine import oopav
 from oopav.bus.store import EventStore
 from oopav.events import catalog as ev
 from oopav.events.factory import caused_event
-from oopav.handlers.contract import Accepted, Rejected, parse_submission
 from oopav.handlers.intake import Intake
+from oopav.handlers.support.submission import Accepted, Rejected, parse_submission
 
 
 @pytest.fixture

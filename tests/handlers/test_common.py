@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from oopav.config import Settings
-from oopav.handlers.common import MAX_EVENT_DIFF, cap_diff
 from oopav.handlers.planner import missing_test_step
 from oopav.handlers.ports import Ports
+from oopav.handlers.support.workspace import MAX_EVENT_DIFF, cap_diff
 from oopav.models.prompt import PlanOutput, PlanStepOutput
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oopav.handlers.critique import (
+from oopav.reflection.critique import (
     CriticConfig,
     GateLine,
     build_pack,

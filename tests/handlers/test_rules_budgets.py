@@ -1,4 +1,4 @@
-"""Budget accounting (oopav.handlers.rules.budgets)."""
+"""Budget accounting (oopav.decide.budgets)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oopav.events.catalog import Budgets
-from oopav.handlers.rules import (
+from oopav.decide import (
     clip_output,
     merge_budgets,
 )
+from oopav.events.catalog import Budgets
 
 # --- merge ----------------------------------------------------------------------------------
 

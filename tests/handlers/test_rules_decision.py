@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from oopav.handlers.rules.budgets import summarise_context
-from oopav.handlers.rules.evidence import gather, mentioned_symbols
-from oopav.handlers.rules.orient import decide_gate
-from oopav.handlers.rules.policy import LoopPolicy, TestPolicy, loop_policy_problem
-from oopav.handlers.rules.tests import detect_test_command, effective_decision, select_tests
+from oopav.decide.budgets import summarise_context
+from oopav.decide.evidence import gather, mentioned_symbols
+from oopav.decide.orient import decide_gate
+from oopav.decide.policy import LoopPolicy, TestPolicy, loop_policy_problem
+from oopav.decide.tests import detect_test_command, effective_decision, select_tests
 
 
 @pytest.mark.parametrize(

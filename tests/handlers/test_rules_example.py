@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from oopav.handlers.rules import OrientInput, mentioned_paths, orient, scan_tree
+from oopav.decide import OrientInput, mentioned_paths, orient, scan_tree
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rename_fetch"
 

@@ -1,11 +1,11 @@
-"""The observer action rules (oopav.handlers.rules.observer)."""
+"""The observer action rules (oopav.decide.observer)."""
 
 from __future__ import annotations
 
 import pytest
 
+from oopav.decide import ObserverFacts, decide_observer_action, is_secret_path
 from oopav.events.catalog import Finding
-from oopav.handlers.rules import ObserverFacts, decide_observer_action, is_secret_path
 
 PARSE = Finding(path="a.py", line=3, kind="parse_error", message="syntax error at column 1")
 STUB = Finding(path="a.py", line=4, kind="stub", message="empty body (pass) in `f`")

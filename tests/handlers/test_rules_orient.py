@@ -1,10 +1,10 @@
-"""The orient report rules (oopav.handlers.rules.orient)."""
+"""The orient report rules (oopav.decide.orient)."""
 
 from __future__ import annotations
 
 import pytest
 
-from oopav.handlers.rules import (
+from oopav.decide import (
     OrientInput,
     classify_category,
     decide_risk,
@@ -14,7 +14,7 @@ from oopav.handlers.rules import (
     score_complexity,
     score_evidence_gap,
 )
-from oopav.handlers.rules.orient import Category
+from oopav.decide.orient import Category
 
 DEMO = (
     "Rename the function `fetch` to `fetch_page` everywhere in the repository and keep the "

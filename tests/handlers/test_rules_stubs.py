@@ -1,4 +1,4 @@
-"""Stub markers and tree scanning (oopav.handlers.rules.stubs)."""
+"""Stub markers and tree scanning (oopav.decide.stubs)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from oopav.decide import new_findings, scan_stubs, scan_tree
 from oopav.events.catalog import Finding
-from oopav.handlers.rules import new_findings, scan_stubs, scan_tree
 
 
 def messages(path: str, source: str) -> list[str]:

@@ -1,9 +1,10 @@
-"""Stuck detection (oopav.handlers.rules.stuck) on real canonical action hashes."""
+"""Stuck detection (oopav.decide.stuck) on real canonical action hashes."""
 
 from __future__ import annotations
 
 import pytest
 
+from oopav.decide import PERTURBATIONS, StuckMatch, detect_stuck, next_response
 from oopav.events.actions import (
     AstGrepAction,
     RunCommandAction,
@@ -11,7 +12,6 @@ from oopav.events.actions import (
     SearchReplaceEdit,
     action_hash,
 )
-from oopav.handlers.rules import PERTURBATIONS, StuckMatch, detect_stuck, next_response
 
 A = action_hash(AstGrepAction(pattern="fetch($A)", rewrite="fetch_page($A)", language="python"))
 B = action_hash(

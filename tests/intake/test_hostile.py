@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from oopav.bus.store import EventStore
 from oopav.bus.streams import INTAKE_SUBJECT
 from oopav.events import catalog as ev
-from oopav.handlers.contract import Rejected, parse_submission
 from oopav.handlers.intake import Intake
-from oopav.handlers.repo_check import filesystem_type, repo_problem
+from oopav.handlers.support.repo_check import filesystem_type, repo_problem
+from oopav.handlers.support.submission import Rejected, parse_submission
 
 
 @pytest.fixture

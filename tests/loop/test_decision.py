@@ -28,7 +28,7 @@ from loop_harness import (
     wait_for,
 )
 
-from oopav.handlers.commands import publish_answer
+from oopav.services import publish_answer
 
 
 def no_tests_repo(repo: Path) -> Path:
@@ -59,7 +59,7 @@ async def test_required_tests_without_any_command_end_success_unverified(
     assert "none was detected" in done.summary
     tests_gate = next(g for g in of(events, "gate_evaluated") if g.gate == "tests")
     assert tests_gate.skipped and "none was detected" in tests_gate.evidence
-    from oopav.handlers.commands import exit_status
+    from oopav.cli.decision import exit_status
     from oopav.services import outcome_dict
 
     assert exit_status(state.outcome) == 4
@@ -612,7 +612,7 @@ async def test_oopav_run_asks_the_question_inline_and_publishes_the_answer(
 ) -> None:
     import click
 
-    from oopav.handlers.commands import ask_inline
+    from oopav.cli.decision import ask_inline
 
     asked: list[str] = []
 

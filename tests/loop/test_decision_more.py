@@ -337,7 +337,7 @@ async def test_on_escalation_the_critic_gives_the_person_a_second_opinion(
 ) -> None:
     from loop_harness import verdict, wait_for
 
-    from oopav.handlers.commands import publish_answer
+    from oopav.services import publish_answer
 
     script = {
         "planner": [plan_answer()],

@@ -43,7 +43,7 @@ def test_up_no_learner_leaves_it_out() -> None:
     from click.testing import CliRunner
 
     from oopav.cli import cli
-    from oopav.commands.serve import _without
+    from oopav.cli.serve import _without
 
     names = _without("learner")
     assert "learner" not in names and set(names) == set(ALL_HANDLERS) - {"learner"}

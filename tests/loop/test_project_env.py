@@ -284,7 +284,7 @@ async def test_inline_answers_to_permission_asks_become_grant_events(
 ) -> None:
     """What `oopav run` does on a terminal: each ask is answered inline (here by a function
     standing in for the prompt) and recorded like `oopav grant` / `oopav deny`."""
-    from oopav.sandbox.asks import PermissionAsks
+    from oopav.cli.asks import PermissionAsks
 
     repo = make_repo(tmp_path / "repo", pytest_suite=False)
     asked: list[str] = []

@@ -27,13 +27,13 @@ from loop_harness import (
 )
 
 from oopav.app import open_bus
+from oopav.bus.accounts import generate, user_permissions
 from oopav.bus.cluster import LocalCluster
+from oopav.bus.contracts import EMITS
 from oopav.bus.errors import NatsUnavailable
 from oopav.bus.store import connect
 from oopav.bus.streams import ensure_streams
 from oopav.config import Settings
-from oopav.handlers.accounts import generate, user_permissions
-from oopav.handlers.contracts import EMITS
 
 SCRIPT = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
 
@@ -87,6 +87,12 @@ async def _denied(nc: Any, subject: str) -> bool:
 
 
 def test_contracts_cover_every_handler() -> None:
+    from oopav.bus.contracts import SUBSCRIBES
+    from oopav.handlers.registry import LOOP_HANDLERS, build_loop_handler
+
+    # The contract is declared beside the credentials; it must say what each handler reads.
+    for name in LOOP_HANDLERS:
+        assert SUBSCRIBES[name] == tuple(build_loop_handler(name).subscribes), name
     perms = user_permissions()
     for handler in ("intake", "grants", "observer", "orient", "planner", "actor", "verifier"):
         assert handler in perms

@@ -137,7 +137,7 @@ async def session_events(bus: Any, sid: str) -> list[Any]:
 
 
 async def seed(bus: Any, mission: str, lines: list[str]) -> None:
-    from oopav.handlers.reflector_commands import seed_event
+    from oopav.cli.guidance import seed_event
     from oopav.projections.guidance import fold
 
     state = fold(await bus.events.read("mission", mev.mission_aggregate_id(mission)), mission)

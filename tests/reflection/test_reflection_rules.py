@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
+from oopav.decide.reflection import eligibility, group_signals, selected
 from oopav.events import catalog as ev
 from oopav.events.clock import SYSTEM_CLOCK
 from oopav.events.mission import CandidateSignal, TaskSpec
-from oopav.handlers.groups import normalise_verdict
 from oopav.handlers.intake import decide_all, reply_for
 from oopav.handlers.reflector import ReflectorConfig
-from oopav.handlers.reflector_prompts import (
+from oopav.reflection.groups import normalise_verdict
+from oopav.reflection.prompts import (
     CONSOLIDATOR_TEMPLATE,
     ConsolidatorAnswer,
     CriticAnswer,
@@ -24,7 +25,6 @@ from oopav.handlers.reflector_prompts import (
     parse_strict,
     validate_template,
 )
-from oopav.handlers.rules.reflection import eligibility, group_signals, selected
 
 
 def sig(sid: str, match: bool, confidence: float = 0.5) -> CandidateSignal:

@@ -105,7 +105,7 @@ async def test_failures_critique_op_holdout_uplift_applied(
     state = fold(recorded, "answers")
     assert state.lines() == [("G0", "Keep changes small."), ("G1", f"Remember: {MAGIC}.")]
     # Re-running the reflector's decisions from the recording reproduces the mission.
-    from oopav.handlers.reflector_replay import verify_mission
+    from oopav.mission_replay import verify_mission
 
     report = await verify_mission(nats_url, "answers")
     assert report.ok, report.first_divergence

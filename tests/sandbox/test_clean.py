@@ -12,11 +12,11 @@ import pytest
 
 from oopav.config import Settings
 from oopav.context.repomap import tree_key
-from oopav.handlers.rules.tests import changed_lines
 from oopav.sandbox import clean
 from oopav.sandbox.workspace import (
     WorkspaceInfo,
     changed_files,
+    changed_lines,
     checkpoint,
     committed_change,
     final_diff,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from oopav.config import Settings
+from oopav.decide.gates import compare_tests, introduced, ruff_findings
 from oopav.events.catalog import ExecRecord, TestReport
-from oopav.handlers.gates import compare_tests, introduced, ruff_findings
 from oopav.handlers.ports import BwrapSandbox
 from oopav.sandbox.environment import (
     EnvironmentError_,
@@ -213,7 +213,7 @@ def test_cli_folds_env_options_into_the_submission(tmp_path: Path) -> None:
 def test_the_intake_rejects_bad_environments_with_the_field(tmp_path: Path) -> None:
     import json
 
-    from oopav.handlers.contract import Accepted, Rejected, parse_submission
+    from oopav.handlers.support.submission import Accepted, Rejected, parse_submission
 
     def submit(env: object) -> Accepted | Rejected:
         body = {"instruction": "x", "repo": str(tmp_path), "environment": env}

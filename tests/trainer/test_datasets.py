@@ -215,7 +215,7 @@ def test_export_cli_needs_a_format(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["export", "--out", str(tmp_path)])
     assert r.exit_code != 0 and "--format" in r.output
     with pytest.raises(click.BadParameter):
-        from oopav.trainer.commands import parse_since
+        from oopav.cli.train import parse_since
 
         parse_since("yesterday-ish")
 

@@ -403,3 +403,8 @@ def _healthy(monitor_port: int) -> bool:
             return bool(resp.status == 200)
     except (urllib.error.URLError, OSError):
         return False
+
+
+def server_url(settings: Any) -> str | None:
+    """The server to use: ``--nats-url`` / ``OOPAV_NATS_URL``, else a running ``oopav up``."""
+    return settings.nats_url or find_running(settings.nats_store_dir)

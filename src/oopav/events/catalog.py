@@ -421,7 +421,7 @@ class StuckDetected(Event, tag="stuck_detected", frozen=True):
 
 
 class CriticVerdict(Event, tag="critic_verdict", frozen=True):
-    """An optional read-only model's verdict (handlers/critique.py): approve and caution
+    """An optional read-only model's verdict (reflection/critique.py): approve and caution
     proceed, block sends the change back, refused and unavailable proceed with a warning.
     ``payload_sha256`` is the hash of the exact (redacted) payload the critic received;
     ``cached`` says the verdict was reused for an identical payload instead of a new call."""

@@ -16,6 +16,8 @@ from typing import Any
 import msgspec
 
 from oopav.bus.consumer import Delivery
+from oopav.decide import detect_stuck, next_response
+from oopav.decide.gates import remembered_rejections
 from oopav.events import catalog as ev
 from oopav.events.actions import (
     READ_ONLY_ACTIONS,
@@ -25,22 +27,14 @@ from oopav.events.actions import (
     action_hash,
 )
 from oopav.events.catalog import Event
-from oopav.handlers.baseline import environment_spec
-from oopav.handlers.candidates import choose
-from oopav.handlers.common import (
-    ask_model,
-    cap_diff,
-    clip,
-    complete,
-    over_wall_budget,
-    sandbox_policy,
-    tokens_exceeded,
-    workspace_info,
-)
-from oopav.handlers.decide import remembered_rejections
 from oopav.handlers.ports import Ports, exec_key
-from oopav.handlers.rules import detect_stuck, next_response
 from oopav.handlers.runtime import Emitter
+from oopav.handlers.support.baseline import environment_spec
+from oopav.handlers.support.budgets import over_wall_budget, tokens_exceeded
+from oopav.handlers.support.candidates import choose
+from oopav.handlers.support.completion import complete
+from oopav.handlers.support.model_calls import ask_model, clip
+from oopav.handlers.support.workspace import cap_diff, sandbox_policy, workspace_info
 from oopav.projections.session import SessionState
 
 NAME = "actor"
@@ -158,7 +152,7 @@ class Actor:
         # so the redelivered step (and its replay) sees the same files.
         await self._rollback(state)
         # -- decision core: competing candidates (candidates.py) when the policy asks for them.
-        from oopav.handlers.common import decision_policy
+        from oopav.decide.policy import decision_policy
 
         n = decision_policy(state).candidates
         if n > 1:
@@ -362,7 +356,7 @@ class Actor:
     async def _read_only(
         self, action_id: str, action: Action, state: SessionState, out: Emitter
     ) -> None:
-        from oopav.handlers.retrieval import read_only
+        from oopav.handlers.support.retrieval import read_only
 
         root = Path(state.workspace.path)  # type: ignore[union-attr]
         ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]
@@ -659,7 +653,7 @@ def _similar_actions(done: list) -> object | None:  # type: ignore[type-arg]
     """Fuzzy repetition (issue 17 §10): the last three actions touch the same targets and are
     each more than 90% like the one before — a loop exact hashes miss (a patch retried with a
     tweak, a file rewritten back and forth)."""
-    from oopav.handlers.rules.stuck import SIMILAR_RUN, detect_similar
+    from oopav.decide.stuck import SIMILAR_RUN, detect_similar
 
     tail = done[-SIMILAR_RUN:]
     if len(tail) < SIMILAR_RUN or any(a.action is None for a in tail):

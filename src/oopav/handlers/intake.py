@@ -30,10 +30,10 @@ from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.codec import REGISTRY
 from oopav.events.factory import actor_name
 from oopav.events.ids import id_timestamp_ms, uuid7_from
-from oopav.handlers.contract import Accepted, Rejected, parse_submission, safe_text
-from oopav.handlers.groups import fan_out, group_info
 from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest, refuse_other_subjects
+from oopav.handlers.support.submission import Accepted, Rejected, parse_submission, safe_text
 from oopav.logging import get_logger
+from oopav.reflection.groups import fan_out, group_info
 
 if TYPE_CHECKING:
     from oopav.handlers.runtime import SessionCache

@@ -21,14 +21,16 @@ import functools
 from pathlib import Path
 
 from oopav.bus.consumer import Delivery
+from oopav.decide import ObserverFacts, decide_observer_action, new_findings, scan_tree
+from oopav.decide.gates import base_decision, describe_action
+from oopav.decide.policy import decision_policy
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event, Finding, TestRun
-from oopav.handlers.baseline import baseline_unrunnable, environment_spec, probe_environment
-from oopav.handlers.common import complete, decision_policy
-from oopav.handlers.decide import ask_person, base_decision, describe_action, roll_back
 from oopav.handlers.ports import Ports, exec_key
-from oopav.handlers.rules import ObserverFacts, decide_observer_action, new_findings, scan_tree
 from oopav.handlers.runtime import Emitter
+from oopav.handlers.support.baseline import baseline_unrunnable, environment_spec, probe_environment
+from oopav.handlers.support.completion import complete
+from oopav.handlers.support.steps import ask_person, roll_back
 from oopav.projections.session import SessionState
 
 NAME = "observer"
@@ -84,7 +86,7 @@ class Observer:
     async def _baseline(
         self, event: ev.TaskSubmitted, state: SessionState, out: Emitter, delivery: Delivery | None
     ) -> None:
-        from oopav.handlers.repo_check import repo_problem
+        from oopav.handlers.support.repo_check import repo_problem
         from oopav.sandbox.workspace import WorkspaceError, prepare_workspace
 
         ports = out.ports
@@ -209,8 +211,8 @@ class Observer:
     ) -> None:
         """Targeted evidence (``rules.evidence``) and, when no test result exists yet, one
         test run (the task's command, else a detected one)."""
-        from oopav.handlers.rules.evidence import gather
-        from oopav.handlers.rules.tests import detect_test_command
+        from oopav.decide.evidence import gather
+        from oopav.decide.tests import detect_test_command
 
         task = state.task
         assert task is not None
@@ -403,9 +405,9 @@ class Observer:
 async def _second_opinion(state: SessionState, out: Emitter, reasons: list[str]) -> str:
     """With ``policy.critic.on`` holding ``escalation``, the critic reviews the change so far and
     the reasons for escalating; its verdict is shown to the person, who still decides."""
-    from oopav.handlers.common import final_diff
-    from oopav.handlers.critic_review import review
-    from oopav.handlers.critique import build_pack, critic_config
+    from oopav.handlers.support.critic import review
+    from oopav.handlers.support.workspace import final_diff
+    from oopav.reflection.critique import build_pack, critic_config
 
     task = state.task
     cfg = critic_config(task.policy) if task is not None else None

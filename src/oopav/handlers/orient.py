@@ -12,13 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from oopav.bus.consumer import Delivery
+from oopav.decide import OrientInput, mentioned_paths, orient
+from oopav.decide.policy import decision_policy
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
-from oopav.handlers.common import complete, decision_policy
-from oopav.handlers.decide import ask_person
 from oopav.handlers.ports import Ports
-from oopav.handlers.rules import OrientInput, mentioned_paths, orient
 from oopav.handlers.runtime import Emitter
+from oopav.handlers.support.completion import complete
+from oopav.handlers.support.steps import ask_person
 from oopav.projections.session import SessionState
 
 NAME = "orient"

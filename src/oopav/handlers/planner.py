@@ -13,19 +13,15 @@ from typing import Any
 import msgspec
 
 from oopav.bus.consumer import Delivery
+from oopav.decide.gates import remembered_rejections
+from oopav.decide.policy import decision_policy
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event, PlanStep
-from oopav.handlers.common import (
-    ask_model,
-    clip,
-    complete,
-    decision_policy,
-    over_wall_budget,
-    tokens_exceeded,
-)
-from oopav.handlers.decide import remembered_rejections
 from oopav.handlers.ports import Ports
 from oopav.handlers.runtime import Emitter
+from oopav.handlers.support.budgets import over_wall_budget, tokens_exceeded
+from oopav.handlers.support.completion import complete
+from oopav.handlers.support.model_calls import ask_model, clip
 from oopav.projections.session import SessionState
 
 NAME = "planner"
@@ -164,7 +160,7 @@ class Planner:
         asking = state
         n = decision_policy(state).plan_candidates
         if n > 1 and state.workspace is not None:
-            from oopav.handlers.plan_candidates import NoValidPlan, choose_plan
+            from oopav.handlers.support.plans import NoValidPlan, choose_plan
 
             answer = await choose_plan(
                 state, out, context, lambda plan: missing_test_step(plan, decision), n
@@ -210,8 +206,8 @@ class Planner:
         proposed; ``block`` replans (source ``critic``) with its reasons, within the replan cap
         (``policy.replans.cap`` blocks per session; past it the plan goes ahead, the verdict on
         record). Any other verdict lets the plan through."""
-        from oopav.handlers.critic_review import review
-        from oopav.handlers.critique import build_pack, critic_config, effect
+        from oopav.handlers.support.critic import review
+        from oopav.reflection.critique import build_pack, critic_config, effect
 
         task = state.task
         assert task is not None
@@ -254,8 +250,8 @@ class Planner:
     ) -> bool:
         """Fuzzy repetition of plans: a third plan more than 90% like the two before it is
         not proposed; the planner replans with a perturbation (then, a second time, aborts)."""
-        from oopav.handlers.rules import next_response
-        from oopav.handlers.rules.stuck import SIMILAR_RUN, detect_similar
+        from oopav.decide import next_response
+        from oopav.decide.stuck import SIMILAR_RUN, detect_similar
         from oopav.projections.session import plan_text
 
         if len(state.plan_texts) < SIMILAR_RUN - 1:

@@ -30,14 +30,24 @@ from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
 from oopav.bus.errors import ConcurrencyConflict
 from oopav.bus.store import EventStore
 from oopav.config import yaml_error
+from oopav.decide.reflection import (
+    AllWrongStrategy,
+    EligibilityPolicy,
+    candidate_signal,
+    eligibility,
+    group_signals,
+    mean_label_match,
+)
 from oopav.events import catalog as ev
 from oopav.events import mission as mev
 from oopav.events.catalog import Event
 from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.factory import actor_name, caused_event
 from oopav.events.ids import derive_id, uuid7_from
-from oopav.handlers.guidance import StreamGuidance
-from oopav.handlers.reflector_prompts import (
+from oopav.logging import get_logger
+from oopav.projections.guidance import GuidanceState, OpsRefused, plan_operations
+from oopav.reflection.guidance import StreamGuidance
+from oopav.reflection.prompts import (
     CONSOLIDATOR_TEMPLATE,
     MAX_CANDIDATES,
     ConsolidatorAnswer,
@@ -49,16 +59,6 @@ from oopav.handlers.reflector_prompts import (
     parse_strict,
     validate_template,
 )
-from oopav.handlers.rules.reflection import (
-    AllWrongStrategy,
-    EligibilityPolicy,
-    candidate_signal,
-    eligibility,
-    group_signals,
-    mean_label_match,
-)
-from oopav.logging import get_logger
-from oopav.projections.guidance import GuidanceState, OpsRefused, plan_operations
 
 NAME = "reflector"
 log = get_logger("oopav.handlers.reflector", handler=NAME)

@@ -201,7 +201,7 @@ class HandlerRunner:
             self.cache = SessionCache(EventStore(self.nc))
         self.events = self.cache.events
         if self.ports.guidance is None:
-            from oopav.handlers.guidance import StreamGuidance
+            from oopav.reflection.guidance import StreamGuidance
 
             self.ports.guidance = StreamGuidance(self.events)
         subjects = [f"oopav.ev.session.*.{t}" for t in self.handler.subscribes]

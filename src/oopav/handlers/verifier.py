@@ -19,24 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from oopav.bus.consumer import Delivery
+from oopav.decide.gates import TIER_GATES, GateOutcome, tier_of
+from oopav.decide.policy import decision_policy
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
-from oopav.handlers.checks import gate_compile, gate_doctest
-from oopav.handlers.common import (
-    complete,
-    decision_policy,
-)
-from oopav.handlers.decide import TIER_GATES, choose_tests, tier_of
-from oopav.handlers.gates import (
-    GateOutcome,
+from oopav.handlers.ports import Ports
+from oopav.handlers.runtime import Emitter
+from oopav.handlers.support.completion import complete
+from oopav.handlers.support.gates import (
     _changed,
+    choose_tests,
+    gate_compile,
+    gate_doctest,
     gate_lint,
     gate_parse,
     gate_stubs,
     gate_tests,
 )
-from oopav.handlers.ports import Ports
-from oopav.handlers.runtime import Emitter
 from oopav.projections.session import SessionState
 
 NAME = "verifier"
@@ -163,13 +162,13 @@ class Verifier:
         changed: list[str],
         so_far: list[GateOutcome],
     ) -> GateOutcome:
-        """A read-only model call, possibly to an outside provider (handlers/critique.py): it
+        """A read-only model call, possibly to an outside provider (reflection/critique.py): it
         sees a bounded, redacted pack; the payload's sha256 is recorded and an identical
         payload reuses the earlier verdict; its calls and tokens are capped; only ``block``
         fails the gate, and a refusal, garbage or an unavailable model never blocks."""
-        from oopav.handlers.common import final_diff
-        from oopav.handlers.critic_review import review
-        from oopav.handlers.critique import GateLine, build_pack, critic_config, effect
+        from oopav.handlers.support.critic import review
+        from oopav.handlers.support.workspace import final_diff
+        from oopav.reflection.critique import GateLine, build_pack, critic_config, effect
 
         task = state.task
         assert task is not None
@@ -240,7 +239,7 @@ def _score_replan(
 async def _roll_back_to_good(state: SessionState, out: Emitter, gate: str) -> str:
     """Reset the workspace to the last checkpoint whose gates passed (the baseline when none
     did), record it as ``workspace_rolled_back``, and say so for the replan's reason."""
-    from oopav.handlers.decide import roll_back
+    from oopav.handlers.support.steps import roll_back
 
     target = state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]
     start = 0

@@ -46,8 +46,8 @@ def fork_backend_factory(
     at = int(seq_text)
 
     async def load(_: str) -> list[tuple[int, Event]]:
-        from oopav.app import server_url
         from oopav.bus.reader import read_aggregate
+        from oopav.bus.server import server_url
         from oopav.config import Settings
 
         url = nats_url or server_url(Settings())

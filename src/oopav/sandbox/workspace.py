@@ -769,3 +769,27 @@ def export_tree(repo: Path, commit: str, dest: Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(dest, filter="data")
     return dest
+
+
+def changed_lines(root: Path, base: str) -> int:
+    """Added plus deleted lines between ``base`` and the working tree (binary files count 0)."""
+    committed = committed_change(root, base)
+    if committed is not None:
+        return committed.lines
+    try:
+        subprocess.run(["git", "add", "-A"], cwd=root, check=True, capture_output=True)
+        out = subprocess.run(
+            ["git", "diff", "--cached", "--numstat", base],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return 0
+    total = 0
+    for line in out.splitlines():
+        added, deleted, *_ = line.split("\t")
+        if added.isdigit() and deleted.isdigit():
+            total += int(added) + int(deleted)
+    return total

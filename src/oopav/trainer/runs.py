@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from oopav import __version__
@@ -158,45 +157,6 @@ def recipe_of(recipe: str) -> tuple[type, Callable[..., dict[str, Any]]]:
 
         return RFTRecipe, train_rft
     raise ValueError(f"unknown recipe {recipe!r}; one of: sft, srl, grpo, rft")
-
-
-async def run_training(
-    settings: Any, recipe: str, config: str | Path | dict[str, Any]
-) -> dict[str, Any]:
-    """``oopav train``: load the recipe's config, train, record the run on the stream."""
-    from oopav.app import open_bus
-    from oopav.trainer.config import load_config, to_dict
-
-    cls, fn = recipe_of(recipe)
-    cfg = load_config(cls, config)
-    async with open_bus(settings, embedded=True, name="oopav-train") as bus:
-        return await record_run(
-            bus.events, recipe, to_dict(cfg), cfg.output_dir, lambda emit: fn(cfg, emit)
-        )
-
-
-async def record_evaluation(settings: Any, spec: str, suite: str, report: Any) -> str:
-    """An evaluation outside a training run: a run aggregate of its own (recipe ``eval``)."""
-    from oopav.app import open_bus
-
-    summary = report.summary()
-    recorder = RunRecorder("eval", {"model": spec, "suite": suite}, "")
-    events = recorder.event("started", {"base_model": spec, "dataset": suite})
-    events += recorder.event(
-        "evaluation",
-        {
-            "suite": suite,
-            "model": spec,
-            "n": int(summary["n"]),
-            "metrics": {k: float(v) for k, v in summary.items() if isinstance(v, int | float)},
-            "families": summary["families"],
-        },
-    )
-    events += recorder.event("completed", {"status": "completed"})
-    async with open_bus(settings, embedded=True, name="oopav-eval") as bus:
-        for e in events:
-            await bus.events.append(e)
-    return recorder.run_id or ""
 
 
 async def list_runs(store: EventStore) -> list[dict[str, Any]]:

@@ -416,7 +416,7 @@ class OopavTUI(App[None]):
     async def _answer_submitted(self, event: Input.Submitted) -> None:
         import getpass
 
-        from oopav.handlers.commands import publish_answer
+        from oopav.services import publish_answer
 
         text = event.value.strip()
         target = self._answering

@@ -1,0 +1,201 @@
+"""Commands that read sessions back: ``oopav sessions``, ``oopav show``, ``oopav replay``, ``oopav dlq``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from oopav.cli.common import _fork, cli_model_spec
+from oopav.cli.kit import Ctx, _json_out, pass_ctx, run_async
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--rejected", is_flag=True, help="List rejected submissions (task_rejected) instead.")
+@pass_ctx
+@run_async
+async def sessions(c: Ctx, as_json: bool, limit: int, rejected: bool) -> None:
+    """List sessions, newest first, from the session projection."""
+    from oopav.app import open_bus
+    from oopav.services import list_sessions
+
+    async with open_bus(c.settings, name="oopav-sessions") as bus:
+        rows = await list_sessions(bus, 1_000_000)
+    # A rejected submission never became a session: it is listed only on request.
+    rows = [r for r in rows if (r["phase"] == "rejected") == rejected][:limit]
+    if as_json:
+        _json_out(rows)
+        return
+    if not rows:
+        click.echo("no rejected submissions" if rejected else "no sessions yet")
+        return
+    phase_w = max(len("PHASE"), *(len(r["phase"]) for r in rows))
+    outcome_w = max(len("OUTCOME"), *(len(r["outcome"] or "-") for r in rows))
+    click.echo(
+        f"{'SESSION':36}  {'PHASE':{phase_w}}  {'OUTCOME':{outcome_w}}  {'EVENTS':>6}  INSTRUCTION"
+    )
+    for r in rows:
+        click.echo(
+            f"{r['session_id']:36}  {r['phase']:{phase_w}}  {r['outcome'] or '-':{outcome_w}}  "
+            f"{r['events']:>6}  {r['instruction'][:60]}"
+        )
+
+
+@click.command()
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
+@pass_ctx
+@run_async
+async def show(c: Ctx, session: str, as_json: bool) -> None:
+    """Show the timeline of one session's events."""
+    import msgspec
+
+    from oopav.app import open_bus
+    from oopav.bus.store import Undecodable
+    from oopav.services import describe_event, resolve_session
+
+    async with open_bus(c.settings, name="oopav-show") as bus:
+        sid = await resolve_session(bus, session)
+        events = await bus.events.read_with_undecodable("session", sid)
+    if not events:
+        raise click.ClickException(f"no events for session {session}")
+    if as_json:
+        _json_out(
+            [
+                {"seq": seq, "type": e.type, "reason": e.reason, "detail": e.detail}
+                if isinstance(e, Undecodable)
+                else {"seq": seq, **msgspec.to_builtins(e), "type": e.type}
+                for seq, e in events
+            ]
+        )
+        return
+    click.echo(f"session {sid}: {len(events)} events")
+    from oopav.events.chain import check_chain
+
+    for finding in check_chain([(s, e) for s, e in events if not isinstance(e, Undecodable)]):
+        click.echo(f"WARNING: {finding.describe()}")  # tamper evidence (docs/operations.md)
+    t0 = next((e.ts for _, e in events if not isinstance(e, Undecodable)), None)
+    for seq, e in events:
+        if isinstance(e, Undecodable):
+            # Garbage on the session's subjects: shown where it sits, never a traceback.
+            click.echo(
+                f"{seq:>7}  {'':10} {'(undecodable)':24} {'-':18} {e.reason}: {e.detail[:90]}"
+            )
+            continue
+        dt = (e.ts - t0).total_seconds() if t0 is not None else 0.0
+        click.echo(f"{seq:>7}  +{dt:8.3f}s  {e.type:24} {e.actor:18} {describe_event(e)}")
+
+
+@click.command()
+@click.argument("session")
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Re-run the handlers on a fresh temporary stream, serving recorded model answers and "
+    "sandbox results, and check they reproduce the recorded events (volatile fields excluded); "
+    "also rebuild the projection from scratch and compare it with the stored snapshot.",
+)
+@click.option(
+    "--fork-at",
+    type=int,
+    metavar="SEQ",
+    help="Replay up to this stream sequence, then continue live as a new session.",
+)
+@click.option("--model", help="With --fork-at: the model to continue with (default: the parent's).")
+@click.option(
+    "--timeout",
+    type=float,
+    default=900.0,
+    show_default=True,
+    help="With --fork-at: seconds to wait.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+@run_async
+async def replay(
+    c: Ctx,
+    session: str,
+    verify: bool,
+    fork_at: int | None,
+    model: str | None,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Re-fold a session from the stream and print its state; check that it replays
+    deterministically (--verify); or fork it from a step (--fork-at SEQ [--model SPEC])."""
+    from oopav.app import open_bus
+    from oopav.services import replay_projection, resolve_session
+
+    if model is not None and fork_at is None:
+        raise click.UsageError("--model goes with --fork-at")
+    if verify or fork_at is not None:
+        # Handlers run in this process: their log lines go to a file, not between the report.
+        log_file = c.log_to_file("replay")
+        if log_file is not None:
+            click.echo(f"log: {log_file}", err=True)
+    if fork_at is not None:
+        await _fork(c, session, fork_at, cli_model_spec(model), timeout, as_json)
+        return
+    async with open_bus(c.settings, name="oopav-replay") as bus:
+        sid = await resolve_session(bus, session)
+        report = await replay_projection(bus, sid, verify=verify)
+        recorded = await bus.events.read("session", sid, skip_undecodable=True) if verify else []
+        url = bus.url
+    handlers_report = None
+    if verify:
+        from oopav.replay import verify_session
+
+        handlers_report = await verify_session(url, sid, recorded=recorded)
+        report["handlers"] = handlers_report.to_dict()
+    if as_json:
+        _json_out(report)
+    elif not verify:
+        click.echo(json.dumps(report["state"], indent=2, default=str))
+    else:
+        if report["matches"]:
+            click.echo(
+                f"projection: OK, a rebuild equals the stored snapshot ({report['events']} events)"
+            )
+        else:
+            click.echo(f"projection: MISMATCH in {', '.join(report['differences'][:10])}", err=True)
+        assert handlers_report is not None
+        click.echo(f"handlers: {handlers_report.describe()}")
+    if verify and (
+        not report["matches"] or (handlers_report is not None and not handlers_report.ok)
+    ):
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--handler", help="Only this handler's dead letters.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@pass_ctx
+@run_async
+async def dlq(c: Ctx, handler: str | None, as_json: bool, limit: int) -> None:
+    """List dead letters: messages a handler could not decode or process, with the reason."""
+    from oopav.app import open_bus
+    from oopav.services import read_dlq
+
+    async with open_bus(c.settings, name="oopav-dlq") as bus:
+        rows = await read_dlq(bus, handler, limit)
+    if as_json:
+        _json_out(rows)
+        return
+    if not rows:
+        click.echo("no dead letters")
+        return
+    for r in rows:
+        click.echo(
+            f"{r['seq']:>6}  {r['handler']:10} {r['reason']:20} {r['subject']}  {r['detail'][:80]}"
+        )
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(sessions)
+    cli.add_command(show)
+    cli.add_command(replay)
+    cli.add_command(dlq)

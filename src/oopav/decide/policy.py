@@ -1,0 +1,111 @@
+"""The loop's decision policy: the switches and thresholds a task (``policy`` in the submission,
+or ``--policy FILE``) may set for the decision core, validated in one place.
+
+The capability policy (``allow``, ``deny``, ...) lives beside these keys in the same mapping;
+``LOOP_POLICY_KEYS`` are the keys that belong to the loop and are stripped before the sandbox
+policy is parsed."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from oopav.projections.session import SessionState
+
+Tier = Literal["compile_only", "tests", "full"]
+
+
+class TestPolicy(BaseModel):
+    """The test-decision rules' vocabulary and thresholds (``rules.orient.decide_tests``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    __test__: ClassVar[bool] = False  # not a pytest class, despite the name
+
+    required_words: list[str] = Field(
+        default_factory=list,
+        description="extra words that make tests required (beside security/auth/schema words)",
+    )
+    skip_suffixes: list[str] = Field(
+        default_factory=lambda: [".md", ".rst", ".txt", ".adoc"],
+        description="a change touching only files with these suffixes may skip tests",
+    )
+    large_change_lines: int = Field(20, ge=1, description="more changed lines → recommended")
+    required_complexity: int = Field(7, ge=1, le=10)
+    required_files: int = Field(2, ge=0)
+    detect: bool = Field(True, description="detect a test command when the task gives none")
+
+
+class ReplanPolicy(BaseModel):
+    """Observer-triggered replans: how many, and how many actions apart at least."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cap: int = Field(3, ge=0, le=50)
+    cooldown_actions: int = Field(1, ge=0, le=50)
+
+
+class LoopPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    critic: bool | dict[str, Any] = False  # a table configures it (reflection/critique.py)
+    critic_instructions: str | None = Field(None, max_length=4000)
+    lint: bool = True
+    tier: Tier | None = Field(None, description="victory tier; default from orient")
+    rollback: Literal["restart", "build_on"] = Field(
+        "restart",
+        description="after a failed gate, restart from the last good checkpoint or build on",
+    )
+    tests_per_action: bool | None = Field(
+        None, description="run the tests after every file change (default: when risk is red)"
+    )
+    evidence_rounds: int = Field(2, ge=1, le=10, description="red: rounds before escalating")
+    human_deadline_s: float = Field(3600.0, gt=0, le=7 * 24 * 3600)
+    replans: ReplanPolicy = Field(default_factory=ReplanPolicy)
+    tests: TestPolicy = Field(default_factory=TestPolicy)
+    compile_command: list[str] | None = None
+    doctest: bool = True
+    candidates: int = Field(
+        1, ge=1, le=8, description="competing actions sampled and graded per step (1: off)"
+    )
+    plan_candidates: int = Field(
+        1, ge=1, le=8, description="competing plans sampled and graded per planning (1: off)"
+    )
+    context_caps: dict[str, int] = Field(
+        default_factory=lambda: {"planner": 48_000, "actor": 32_000, "critic": 32_000},
+        description="bytes of context per role; a larger context is summarised",
+    )
+
+
+LOOP_POLICY_KEYS: tuple[str, ...] = tuple(LoopPolicy.model_fields)
+
+
+def loop_policy_problem(policy: dict[str, Any]) -> str | None:
+    """Why the loop part of a submitted policy cannot be used, or None."""
+    try:
+        LoopPolicy.model_validate({k: v for k, v in policy.items() if k in LOOP_POLICY_KEYS})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        return f"policy.{loc}: {err['msg']}"
+    return None
+
+
+def parse_loop_policy(policy: dict[str, Any] | None) -> LoopPolicy:
+    """The loop policy of a task. Intake validated it, so an invalid one (an old event) falls
+    back to the defaults rather than crashing a handler."""
+    raw = {k: v for k, v in (policy or {}).items() if k in LOOP_POLICY_KEYS}
+    try:
+        return LoopPolicy.model_validate(raw)
+    except ValidationError:
+        return LoopPolicy()
+
+
+def loop_policy(state: SessionState) -> dict[str, object]:
+    policy = (state.task.policy if state.task else None) or {}
+    return {k: policy[k] for k in LOOP_POLICY_KEYS if k in policy}
+
+
+def decision_policy(state: SessionState) -> LoopPolicy:
+    """The task's loop policy (tiers, rollback, test policy, replans), defaults filled in."""
+    return parse_loop_policy(state.task.policy if state.task else None)

@@ -1,0 +1,159 @@
+"""Which tests run before a session may claim success (issue 17 §2): never silently none.
+
+- The user's ``test_command`` always runs, whatever the test decision.
+- Without one, a ``required`` or ``recommended`` decision looks for the repository's own test
+  runner (pytest, ``npm test``, ``cargo test``, ``go test``); when a required decision finds
+  none, the session ends ``success_unverified`` with the reason instead of ``success``.
+- The decision itself is re-derived at verify time from the plan's manifest and the real
+  changed-line count, so a change that grew beyond what orient expected gets its tests.
+
+Pure except ``detect_test_command``, which reads the workspace's files (``changed_lines`` lives
+with the workspace, ``sandbox/workspace.py``)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from oopav.decide.policy import TestPolicy
+
+DECISION_RANK = {"skip": 0, "deferred": 1, "optional": 2, "recommended": 3, "required": 4}
+
+
+class TestSelection(NamedTuple):
+    argv: list[str] | None
+    """What the tests gate runs; None when nothing runs."""
+    source: Literal["task", "detected", "none"]
+    decision: str
+    why: str
+    unverified: bool
+    """Tests were required and nothing could run them: the outcome is ``success_unverified``."""
+
+
+def _has_pytest_config(root: Path) -> bool:
+    if (root / "pytest.ini").is_file() or (root / "conftest.py").is_file():
+        return True
+    if (root / "tests" / "conftest.py").is_file():
+        return True
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text())
+        except (tomllib.TOMLDecodeError, OSError):
+            data = {}
+        if "pytest" in data.get("tool", {}):
+            return True
+    for name in ("setup.cfg", "tox.ini"):
+        f = root / name
+        if f.is_file():
+            try:
+                if "[tool:pytest]" in f.read_text() or "[pytest]" in f.read_text():
+                    return True
+            except OSError:
+                pass
+    return False
+
+
+def _python_tests(root: Path) -> bool:
+    for d in ("tests", "test"):
+        if (root / d).is_dir() and any((root / d).rglob("test*.py")):
+            return True
+    return any(root.glob("test_*.py"))
+
+
+def detect_test_command(root: Path) -> tuple[list[str] | None, str]:
+    """The repository's own test command and how it was found, or (None, what was looked for).
+    Order: pytest (configured or test files present), ``npm test`` (a real ``scripts.test``),
+    ``cargo test`` (Cargo.toml), ``go test ./...`` (go.mod)."""
+    if _has_pytest_config(root):
+        return ["python", "-m", "pytest", "-q"], "pytest is configured in the repository"
+    if _python_tests(root):
+        return (
+            ["python", "-m", "pytest", "-q"],
+            "Python test files (tests/test*.py) are present",
+        )
+    pkg = root / "package.json"
+    if pkg.is_file():
+        try:
+            script = (json.loads(pkg.read_text()).get("scripts") or {}).get("test")
+        except (OSError, ValueError, AttributeError):
+            script = None
+        if isinstance(script, str) and script and "no test specified" not in script:
+            return ["npm", "test", "--silent"], "package.json has a test script"
+    if (root / "Cargo.toml").is_file():
+        return ["cargo", "test", "--quiet"], "Cargo.toml is present"
+    if (root / "go.mod").is_file():
+        return ["go", "test", "./..."], "go.mod is present"
+    return None, (
+        "no test command was given and none was detected (looked for pytest configuration or "
+        "Python test files, a package.json test script, Cargo.toml, go.mod)"
+    )
+
+
+def effective_decision(
+    base: str,
+    *,
+    manifest: list[str],
+    changed: list[str],
+    lines: int,
+    policy: TestPolicy,
+    complexity: int = 1,
+) -> tuple[str, str]:
+    """Orient's (or the plan's) decision, raised — never lowered — by what the change really is:
+
+    - more than ``required_files`` files (the plan's manifest, or the changed files when
+      larger) with complexity ≥ ``required_complexity`` → required;
+    - more than ``large_change_lines`` changed lines → at least recommended;
+    - a code file changed under a ``skip`` decision (e.g. a "docs-only" task that touched
+      code) → at least optional.
+    """
+    files = max(len(set(manifest)), len(set(changed)))
+    if complexity >= policy.required_complexity and files > policy.required_files:
+        if DECISION_RANK[base] < DECISION_RANK["required"]:
+            return "required", (
+                f"tests required: complexity {complexity} with {files} files in the change"
+            )
+    if lines > policy.large_change_lines and DECISION_RANK[base] < DECISION_RANK["recommended"]:
+        return "recommended", (
+            f"tests recommended: {lines} changed lines > {policy.large_change_lines}"
+        )
+    code = [f for f in changed if Path(f).suffix.lower() not in set(policy.skip_suffixes)]
+    if base == "skip" and code:
+        return "optional", f"tests no longer skipped: code changed ({', '.join(code[:3])})"
+    return base, f"test decision {base}"
+
+
+def select_tests(
+    decision: str,
+    test_command: list[str] | None,
+    detected: tuple[list[str] | None, str] | None,
+    policy: TestPolicy,
+    why_decision: str = "",
+) -> TestSelection:
+    """What the tests gate runs (see the module docstring). ``detected`` is
+    ``detect_test_command``'s answer, or None when detection was not attempted."""
+    prefix = f"{why_decision}; " if why_decision else ""
+    if test_command:
+        return TestSelection(
+            list(test_command),
+            "task",
+            decision,
+            prefix + f"the task's test command always runs (decision {decision})",
+            False,
+        )
+    if decision not in ("required", "recommended"):
+        return TestSelection(None, "none", decision, prefix + f"test decision is {decision}", False)
+    if policy.detect and detected is not None and detected[0] is not None:
+        return TestSelection(
+            detected[0], "detected", decision, prefix + f"detected: {detected[1]}", False
+        )
+    reason = detected[1] if detected is not None else "test detection is off (policy.tests.detect)"
+    return TestSelection(
+        None,
+        "none",
+        decision,
+        prefix + f"tests are {decision} but {reason}",
+        decision == "required",
+    )

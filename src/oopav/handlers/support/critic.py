@@ -1,0 +1,108 @@
+"""One critic review, wherever it is triggered (reflection/critique.py has the rules): the last
+gate of the verifier, and, when ``policy.critic.on`` asks for them, right after a plan (the
+planner) and on an observer escalation (the observer).
+
+Every trigger goes through the same steps: the pack is redacted and bounded, an identical
+payload reuses the earlier verdict, the calls and tokens stay within the critic's budget, and
+the verdict is recorded as ``critic_verdict`` with its trigger. What a verdict then does is the
+caller's business (a gate outcome, a replan of the plan, a second opinion for a person)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from oopav.events import catalog as ev
+from oopav.handlers.runtime import Emitter
+from oopav.handlers.support.model_calls import call_model
+from oopav.handlers.support.workspace import sandbox_policy
+from oopav.projections.session import SessionState
+from oopav.reflection.critique import CriticConfig, prepare
+
+
+@dataclass(frozen=True)
+class Review:
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+    cached: bool = False
+    skipped: str | None = None
+    """Why no verdict counts (budget spent, the model unavailable, an unparseable answer)."""
+
+
+async def review(
+    state: SessionState, out: Emitter, pack: str, cfg: CriticConfig, trigger: str
+) -> Review:
+    """Send ``pack`` (redacted) to the critic, or reuse the verdict on an identical payload;
+    record ``critic_verdict`` (with ``trigger``) and return what it said."""
+    from oopav.models.prompt import AnswerError, build_request, parse_role_answer, static_prefix
+
+    sent = prepare(pack, cfg)
+    fields = {"payload_sha256": sent.sha256, "redactions": sent.counts, "trigger": trigger}
+    earlier = next(
+        (v for v in reversed(state.critic_verdicts) if v.payload_sha256 == sent.sha256), None
+    )
+    if earlier is not None:
+        out.emit(
+            ev.CriticVerdict,
+            verdict=earlier.verdict,
+            reasons=list(earlier.reasons),
+            model_call_id=earlier.model_call_id,
+            cached=True,
+            **fields,
+        )
+        return Review(earlier.verdict, list(earlier.reasons), cached=True)
+    calls = state.budgets_used.model_calls_by_role.get("critic", 0)
+    tokens = state.critic_tokens
+    if calls >= cfg.max_calls or tokens >= cfg.max_tokens:
+        why = (
+            f"critic budget spent ({calls}/{cfg.max_calls} calls, {tokens}/{cfg.max_tokens} tokens)"
+        )
+        out.emit(ev.CriticVerdict, verdict="unavailable", reasons=[why], **fields)
+        return Review("unavailable", [why], skipped=why)
+    request = build_request(
+        "critic",
+        # The same static prefix as the planner's and the actor's (prefix caching).
+        prefix=static_prefix(sandbox_policy(state).model_dump(mode="json")),
+        context=sent.text,
+        task="(in the pack above)",
+        seed=0,
+    )
+    response, called, error = await call_model(out, state, request, 0, spec=cfg.model)
+    if response is None:
+        out.emit(
+            ev.CriticVerdict,
+            verdict="unavailable",
+            reasons=[str(error)],
+            model_call_id=called.id,
+            **fields,
+        )
+        return Review("unavailable", [str(error)], skipped=f"critic unavailable: {error}")
+    if response.finish_reason == "content_filter":
+        said = ["the critic declined to review"]
+        out.emit(
+            ev.CriticVerdict, verdict="refused", reasons=said, model_call_id=called.id, **fields
+        )
+        return Review("refused", said)
+    try:
+        parsed = parse_role_answer("critic", response.text, finish_reason=response.finish_reason)
+    except AnswerError as exc:
+        out.emit(
+            ev.CriticVerdict,
+            verdict="unavailable",
+            reasons=[f"unparseable verdict: {exc}"],
+            model_call_id=called.id,
+            **fields,
+        )
+        return Review(
+            "unavailable",
+            [f"unparseable verdict: {exc}"],
+            skipped=f"critic answer ignored: {exc.reason}",
+        )
+    verdict = parsed.payload
+    out.emit(
+        ev.CriticVerdict,
+        verdict=verdict.verdict,
+        reasons=list(verdict.reasons),
+        model_call_id=called.id,
+        **fields,
+    )
+    return Review(verdict.verdict, list(verdict.reasons))
