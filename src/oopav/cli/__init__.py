@@ -230,6 +230,3 @@ _register()
 def main() -> None:
     cli(prog_name="oopav")
 
-
-if __name__ == "__main__":
-    main()
