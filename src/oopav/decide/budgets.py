@@ -3,7 +3,7 @@ request, the deployment's caps themselves, and the clipping and summarising of w
 a prompt (tool output; a role's whole context when it outgrows the role's cap).
 
 Usage itself is counted by the session projection (``BudgetsUsed``) from the events, and the
-handlers check it where the work is (``handlers.common``); the former pure usage counters here
+handlers check it where the work is (``handlers.support``); the former pure usage counters here
 were called by nothing and are gone.
 """
 

@@ -555,7 +555,7 @@ class CandidateSelected(Event, tag="candidate_selected", frozen=True):
 class PlanCandidateEvaluated(Event, tag="plan_candidate_evaluated", frozen=True):
     """One of N competing plans (``policy.plan_candidates``), sampled with a fixed candidate id
     before any was graded, and graded by the plan judge (valid, grounded, coverage, size;
-    handlers/plan_candidates.py). The winner becomes the ``plan_proposed``."""
+    handlers/support/plans.py). The winner becomes the ``plan_proposed``."""
 
     candidate_id: str
     position: int

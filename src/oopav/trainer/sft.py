@@ -47,7 +47,7 @@ class SFTRecipe:
     use_cpu: bool = True
     # torch threads on CPU (0: torch's default). On a machine shared with other work, 1 is
     # faster than 2: two OpenMP threads that wait on each other ran 5x slower at load average
-    # 4 on 2 cores (docs/benchmarks.md#learning).
+    # 4 on 2 cores (docs/benchmarks-history.md#learning).
     threads: int = 0
     # Batches of similar lengths: padding to the longest in a batch of random samples wasted
     # about a third of every step.

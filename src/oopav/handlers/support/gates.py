@@ -86,7 +86,7 @@ async def gate_tests(
 
     task = state.task
     assert task is not None
-    # -- decision core (issue 17): what runs is chosen by handlers/decide.choose_tests: the
+    # -- decision core (issue 17): what runs is chosen by handlers/support/gates.choose_tests: the
     # task's test command always, a detected one when tests are needed, never silently none.
     if selection is None:
         selection = choose_tests(state, root, _changed(state, root))
