@@ -229,4 +229,3 @@ _register()
 
 def main() -> None:
     cli(prog_name="oopav")
-
