@@ -215,9 +215,10 @@ def _register() -> None:
         tasks,
         train,
         tui,
+        validate,
     )
 
-    for group in (serve, tasks, sessions, bus, sandbox, models, tui, doctor, gc, synth):
+    for group in (serve, tasks, sessions, bus, sandbox, models, tui, doctor, gc, synth, validate):
         group.register(cli)
     guidance.register(cli)
     decision.register(cli)
