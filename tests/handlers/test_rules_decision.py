@@ -89,7 +89,10 @@ def test_red_gate_waits_for_evidence_and_escalates_when_the_gap_stays_open() -> 
     gate, why = decide_gate("red", 0.55, 2, 2)
     assert gate == "stop" and "did not close within 2 rounds" in why
     assert decide_gate("black", 0.0, 5, 2)[0] == "stop"
-    assert decide_gate("yellow", 0.9, 0, 2)[0] == "proceed"
+    # A green or yellow task with a high gap gets one evidence round, then proceeds anyway.
+    assert decide_gate("yellow", 0.9, 0, 2)[0] == "gather_evidence"
+    assert decide_gate("yellow", 0.9, 1, 2)[0] == "proceed"
+    assert decide_gate("green", 0.3, 0, 2)[0] == "proceed"
 
 
 def test_evidence_exact_then_widened(tmp_path: Path) -> None:

@@ -387,3 +387,62 @@ def test_mentioned_paths() -> None:
 def test_memory_hits_sorted_best_first() -> None:
     report = orient(inp(DEMO, memory_hits=[("b", 0.5), ("a", 0.9), ("c", 0.9)]))
     assert report.memory_hits == [("a", 0.9), ("c", 0.9), ("b", 0.5)]
+
+
+# --- issue 30: what is missing, what to read, how much budget, build files ------------------
+
+
+def test_report_names_missing_namespaces_and_what_to_read_first() -> None:
+    report = orient(
+        inp(
+            "Move `parse_row` from src/io.py into src/rows.py",
+            mentioned_existing=["src/io.py"],
+            mentioned_missing=["src/rows.py"],
+            symbols_missing=["parse_row"],
+            tests_baseline="unknown",
+        )
+    )
+    assert report.missing_namespaces == ["src/rows.py", "parse_row"]
+    assert report.recommended_retrieval[:3] == [
+        "read:src/io.py",
+        "search:src/rows.py",
+        "search:parse_row",
+    ]
+    assert "tests:baseline" in report.recommended_retrieval
+
+
+def test_scaling_grows_with_complexity_gap_and_risk() -> None:
+    easy = orient(inp(DEMO))
+    hard = orient(inp("Rework the auth token handling across the whole repository somehow"))
+    assert easy.scaling == round(1.0 + 0.1 * (easy.complexity - 1), 2)
+    assert hard.risk_band == "red"
+    assert hard.scaling > easy.scaling + 0.5
+    assert 1.0 <= hard.scaling <= 3.0
+
+
+def test_a_task_touching_build_files_requires_tests() -> None:
+    decision, why = decide_tests(
+        inp("Bump the minimum version in pyproject.toml", mentioned_existing=["pyproject.toml"]),
+        category="config",
+        complexity=1,
+        evidence_gap=0.0,
+        risk_band="green",
+    )
+    assert decision == "required"
+    assert "build files pyproject.toml" in why
+
+
+def test_a_change_that_touches_build_files_raises_the_decision_at_verify_time() -> None:
+    from oopav.decide.policy import TestPolicy
+    from oopav.decide.tests import effective_decision
+
+    decision, why = effective_decision(
+        "skip", manifest=[], changed=["docs/a.md", "package.json"], lines=2, policy=TestPolicy()
+    )
+    assert decision == "required" and "package.json" in why
+    assert (
+        effective_decision(
+            "skip", manifest=[], changed=["docs/a.md"], lines=2, policy=TestPolicy()
+        )[0]
+        == "skip"
+    )

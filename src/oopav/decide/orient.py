@@ -28,6 +28,7 @@ from typing import Literal
 import msgspec
 
 from oopav.decide.policy import TestPolicy
+from oopav.decide.tests import build_manifests
 from oopav.decide.vocabulary import (  # noqa: F401  (re-exported: the rules' words)
     _CLAUSE,
     _CRED_STORE,
@@ -113,6 +114,13 @@ class OrientReport(msgspec.Struct, kw_only=True, frozen=True):
     reasons: list[str]
     memory_hits: list[tuple[str, float]]
     gate: Gate
+    missing_namespaces: list[str] = msgspec.field(default_factory=list)
+    """What the instruction names that the tree does not have: files, then symbols."""
+    recommended_retrieval: list[str] = msgspec.field(default_factory=list)
+    """What to read or search before acting, most useful first (``read:``, ``search:``,
+    ``tests:``, ``map:``)."""
+    scaling: float = 1.0
+    """How much more than the task's base budgets this task is expected to need (1.0-3.0)."""
 
 
 # --- the rules -----------------------------------------------------------------------------
@@ -328,7 +336,9 @@ def decide_tests(
 ) -> tuple[TestDecision, str]:
     """The test decision. TEST RULES, first match wins (the issue's order, plus rule 4):
 
-    1. security, auth or schema words in the instruction → required;
+    1. security, auth or schema words in the instruction → required; so does a mentioned
+       language manifest or build file (``pyproject.toml``, ``package.json``, ``Cargo.toml``,
+       ``go.mod``, ``Makefile``, …: a change there can break every test without touching code);
     2. complexity ≥ 7 with more than 2 files (``expected_files``, else the mentioned files)
        → required;
     3. red (or black) risk → required;
@@ -350,6 +360,9 @@ def decide_tests(
         files = len(inp.mentioned_existing) + len(inp.mentioned_missing)
     if SECURITY_RE.search(text) or AUTH_RE.search(text) or SCHEMA_RE.search(text):
         return "required", "tests required (rule 1): security, auth or schema words"
+    manifests = build_manifests([*inp.mentioned_existing, *inp.mentioned_missing])
+    if manifests:
+        return "required", f"tests required (rule 1): build files {', '.join(manifests[:3])}"
     extra = [w for w in pol.required_words if re.search(rf"\b{re.escape(w)}\b", text, re.I)]
     if extra:
         return "required", f"tests required (rule 1): policy words {', '.join(extra)}"
@@ -387,11 +400,17 @@ def decide_gate(band: RiskBand, gap: float, rounds: int, max_rounds: int) -> tup
     - red, gap ≤ 0.4 after a round → ``proceed``: the evidence closed the gap;
     - red, gap still > 0.4 and fewer than ``max_rounds`` rounds → ``gather_evidence`` again;
     - red, gap still open after ``max_rounds`` → ``stop``: escalate to a person;
-    - green / yellow → ``proceed``.
+    - green / yellow with a gap above 0.4 and no round yet → ``gather_evidence``: one round of
+      targeted evidence before planning (it never stops a green or yellow task);
+    - green / yellow otherwise → ``proceed``.
     """
     if band == "black":
         return "stop", "gate stop: black risk halts the session and asks a person"
     if band != "red":
+        if gap > GAP_HIGH and rounds < 1 and max_rounds > 0:
+            return "gather_evidence", (
+                f"gate gather_evidence: evidence gap {gap:.2f} > {GAP_HIGH} ({band} risk: one round)"
+            )
         return "proceed", "gate proceed"
     if rounds < 1:
         return "gather_evidence", "gate gather_evidence: red risk waits for new evidence"
@@ -426,6 +445,7 @@ def orient(inp: OrientInput, policy: TestPolicy | None = None) -> OrientReport:
         policy=policy,
     )
     gate, why_gate = decide_gate(band, gap, inp.evidence_rounds, inp.max_evidence_rounds)
+    missing = [*inp.mentioned_missing, *inp.symbols_missing]
     return OrientReport(
         risk_band=band,
         evidence_gap=gap,
@@ -435,4 +455,28 @@ def orient(inp: OrientInput, policy: TestPolicy | None = None) -> OrientReport:
         reasons=[why_category, *why_complexity, *why_gap, *why_risk, why_tests, why_gate],
         memory_hits=sorted(inp.memory_hits, key=lambda h: (-h[1], h[0])),
         gate=gate,
+        missing_namespaces=missing,
+        recommended_retrieval=recommend_retrieval(inp, gap),
+        scaling=scaling_multiplier(band, complexity, gap),
     )
+
+
+def recommend_retrieval(inp: OrientInput, gap: float) -> list[str]:
+    """What to look at before acting, most useful first: the mentioned files that exist
+    (``read:``), the names nothing was found for (``search:``), the tests when the baseline gave
+    no result (``tests:``), the repository map when the task names nothing concrete (``map:``)."""
+    out = [f"read:{p}" for p in inp.mentioned_existing[:5]]
+    out += [f"search:{name}" for name in [*inp.mentioned_missing, *inp.symbols_missing][:5]]
+    if inp.tests_baseline == "unknown":
+        out.append("tests:baseline")
+    if gap > GAP_HIGH or not (inp.mentioned_existing or inp.mentioned_missing):
+        out.append("map:repository")
+    return out
+
+
+def scaling_multiplier(band: RiskBand, complexity: int, gap: float) -> float:
+    """Budget scaling: 1.0 for a simple, well-evidenced green task; +0.1 per complexity point
+    above 1, +0.5 x the evidence gap, +0.25 yellow / +0.5 red or black; at most 3.0. Rounded so
+    the recorded value is stable."""
+    risk = {"green": 0.0, "yellow": 0.25, "red": 0.5, "black": 0.5}[band]
+    return round(min(3.0, 1.0 + 0.1 * (complexity - 1) + 0.5 * gap + risk), 2)

@@ -19,6 +19,42 @@ from typing import Literal, NamedTuple
 
 from oopav.decide.policy import TestPolicy
 
+# The files that say how a project is built, installed or tested: a change to one can break
+# everything without touching a line of code, so it always gets the tests (issue 30).
+BUILD_MANIFESTS = frozenset(
+    {
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "requirements.txt",
+        "tox.ini",
+        "noxfile.py",
+        "conftest.py",
+        "pytest.ini",
+        "package.json",
+        "package-lock.json",
+        "tsconfig.json",
+        "Cargo.toml",
+        "Cargo.lock",
+        "build.rs",
+        "go.mod",
+        "go.sum",
+        "Makefile",
+        "CMakeLists.txt",
+        "meson.build",
+        "build.gradle",
+        "build.gradle.kts",
+        "pom.xml",
+        "Gemfile",
+    }
+)
+
+
+def build_manifests(paths: list[str]) -> list[str]:
+    """The paths among ``paths`` that are a language manifest or build file."""
+    return [p for p in paths if Path(p).name in BUILD_MANIFESTS]
+
+
 DECISION_RANK = {"skip": 0, "deferred": 1, "optional": 2, "recommended": 3, "required": 4}
 
 
@@ -107,8 +143,15 @@ def effective_decision(
       larger) with complexity ≥ ``required_complexity`` → required;
     - more than ``large_change_lines`` changed lines → at least recommended;
     - a code file changed under a ``skip`` decision (e.g. a "docs-only" task that touched
-      code) → at least optional.
+      code) → at least optional;
+    - a language manifest or build file changed (``BUILD_MANIFESTS``) → required.
     """
+    touched = build_manifests(changed)
+    if touched and DECISION_RANK[base] < DECISION_RANK["required"]:
+        return (
+            "required",
+            f"tests required: the change touches build files ({', '.join(touched[:3])})",
+        )
     files = max(len(set(manifest)), len(set(changed)))
     if complexity >= policy.required_complexity and files > policy.required_files:
         if DECISION_RANK[base] < DECISION_RANK["required"]:

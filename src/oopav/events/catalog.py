@@ -256,6 +256,11 @@ class OrientReported(Event, tag="orient_reported", frozen=True):
     evidence_rounds: int = 0
     # What the planner may show as similar successful sessions (recorded, so replay is exact).
     memory_examples: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    # What the instruction names that the tree lacks, what to read first, and the budget
+    # scaling the task is expected to need (decide/orient.py); empty in older events.
+    missing_namespaces: list[str] = msgspec.field(default_factory=list)
+    recommended_retrieval: list[str] = msgspec.field(default_factory=list)
+    scaling: float = 1.0
 
 
 class PlanProposed(Event, tag="plan_proposed", frozen=True):

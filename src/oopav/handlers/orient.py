@@ -127,6 +127,9 @@ class Orient:
             memory_hits=[(sid, score) for sid, score in report.memory_hits],
             gate=report.gate,
             evidence_rounds=rounds,
+            missing_namespaces=report.missing_namespaces,
+            recommended_retrieval=report.recommended_retrieval,
+            scaling=report.scaling,
             memory_examples=[
                 {
                     "session_id": h.session_id,
@@ -186,6 +189,9 @@ class Orient:
                 gate="proceed",
                 evidence_rounds=o.evidence_rounds,
                 memory_examples=list(o.memory_examples),
+                missing_namespaces=list(o.missing_namespaces),
+                recommended_retrieval=list(o.recommended_retrieval),
+                scaling=o.scaling,
             )
         elif answer in ("replan", "continue", "proceed") and kind == "escalation":
             out.emit(
