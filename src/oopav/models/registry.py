@@ -66,8 +66,14 @@ def load_backend(
                 f"bad openai spec {spec!r}: expected openai:<base_url>#<model>, "
                 "e.g. openai:http://localhost:8000/v1#Qwen/Qwen2.5-Coder-7B-Instruct",
             )
-        if not base_url.startswith(("http://", "https://")):
-            raise ModelError("invalid_spec", f"bad openai base URL {base_url!r}: use http(s)://")
+        urls = base_url.split("|")
+        for url in urls:
+            if not url.startswith(("http://", "https://")):
+                raise ModelError("invalid_spec", f"bad openai base URL {url!r}: use http(s)://")
+        if len(urls) > 1:  # an endpoint pool: failover between servers of one model
+            from oopav.models.pool import EndpointPool
+
+            return EndpointPool(urls, model, options=options)  # type: ignore[return-value]
         from oopav.models.openai import OpenAIBackend
 
         return OpenAIBackend(base_url, model, **options)
