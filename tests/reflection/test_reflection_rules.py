@@ -86,6 +86,23 @@ def test_selected_is_by_confidence_then_session_id() -> None:
     assert selected(MIXED_SELECTED_WRONG).session_id == "b"
 
 
+def test_label_first_selects_a_matching_candidate_then_breaks_ties_by_confidence() -> None:
+    # The confident candidate is wrong; label_first answers with the one that matched.
+    assert selected(MIXED_SELECTED_WRONG, "label_first").session_id == "a"
+    two_right = [sig("c", True, 0.4), sig("b", True, 0.7), sig("a", False, 0.9)]
+    assert selected(two_right, "label_first").session_id == "b"
+    tied = [sig("d", True, 0.7), sig("b", True, 0.7)]
+    assert selected(tied, "label_first").session_id == "b"  # then the lowest session id
+    # The group no longer counts as a selected mismatch, so it is not reflected on.
+    assert eligibility(MIXED_SELECTED_WRONG)[0] is True
+    assert eligibility(MIXED_SELECTED_WRONG, selection="label_first")[:2] == (False, "ineligible")
+    with pytest.raises(ValueError, match="unknown selection policy 'best'"):
+        selected(MIXED_SELECTED_WRONG, "best")
+    # The default is not recorded (old missions replay unchanged); label_first is.
+    assert "selection" not in ReflectorConfig().recorded()
+    assert ReflectorConfig(selection="label_first").recorded()["selection"] == "label_first"
+
+
 def _session(
     sid: str, outcome: str, expected: str | None, gates: list[bool], diff: str
 ) -> list[Any]:

@@ -13,6 +13,8 @@ EligibilityPolicy = Literal[
     "selected_mismatch_or_all_wrong", "contradictions_only", "contradictions_or_all_wrong"
 ]
 AllWrongStrategy = Literal["reflect_diagnose", "manual_review"]
+SelectionPolicy = Literal["confidence", "label_first"]
+SELECTION_POLICIES: tuple[str, ...] = SelectionPolicy.__args__  # type: ignore[attr-defined]
 ELIGIBILITY_POLICIES: tuple[str, ...] = EligibilityPolicy.__args__  # type: ignore[attr-defined]
 
 
@@ -78,12 +80,28 @@ def group_signals(sessions: dict[str, Sequence[ev.Event]]) -> list[CandidateSign
     return [candidate_signal(sid, sessions[sid], diffs) for sid in ids]
 
 
-def selected(signals: Sequence[CandidateSignal]) -> CandidateSignal:
-    """The candidate the group would answer with: highest confidence, then self-consistency,
-    then the lowest session id."""
+def selected(signals: Sequence[CandidateSignal], policy: str = "confidence") -> CandidateSignal:
+    """The candidate the group would answer with.
+
+    - ``confidence`` (default): highest confidence, then self-consistency, then the lowest
+      session id — what the group would answer without knowing the labels;
+    - ``label_first``: a candidate that matches its label first (when the task gives labels,
+      the best answer the group *had*), then the same tie-break: confidence, self-consistency,
+      lowest session id. Under it a group is a "selected mismatch" only when no candidate
+      matched, so reflection targets groups that never found the answer."""
+    if policy not in SELECTION_POLICIES:
+        raise ValueError(
+            f"unknown selection policy {policy!r}; known: {', '.join(SELECTION_POLICIES)}"
+        )
+    first = policy == "label_first"
     return sorted(
         signals,
-        key=lambda s: (-s.confidence, -(s.self_consistency or 0.0), s.session_id),
+        key=lambda s: (
+            0 if (s.label_match or not first) else 1,
+            -s.confidence,
+            -(s.self_consistency or 0.0),
+            s.session_id,
+        ),
     )[0]
 
 
@@ -91,8 +109,10 @@ def eligibility(
     signals: Sequence[CandidateSignal],
     policy: str = "selected_mismatch_or_all_wrong",
     all_wrong_strategy: str = "reflect_diagnose",
+    selection: str = "confidence",
 ) -> tuple[bool, str, str]:
-    """(eligible, rejection reason when not, why) for a group under ``policy``."""
+    """(eligible, rejection reason when not, why) for a group under ``policy``; ``selection``
+    says which candidate the group answers with (``selected``)."""
     if policy not in ELIGIBILITY_POLICIES:
         raise ValueError(
             f"unknown eligibility policy {policy!r}; known: {', '.join(ELIGIBILITY_POLICIES)}"
@@ -102,7 +122,7 @@ def eligibility(
     matches = sum(1 for s in signals if s.label_match)
     all_wrong = matches == 0
     contradiction = 0 < matches < len(signals)
-    chosen = selected(signals)
+    chosen = selected(signals, selection)
     mismatch = not chosen.label_match
     facts = (
         f"{matches}/{len(signals)} candidates match their label; selected {chosen.session_id[:13]} "

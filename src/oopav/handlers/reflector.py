@@ -33,6 +33,7 @@ from oopav.config import yaml_error
 from oopav.decide.reflection import (
     AllWrongStrategy,
     EligibilityPolicy,
+    SelectionPolicy,
     candidate_signal,
     eligibility,
     group_signals,
@@ -72,6 +73,7 @@ class ReflectorConfig(BaseModel):
 
     eligibility: EligibilityPolicy = "selected_mismatch_or_all_wrong"
     all_wrong_strategy: AllWrongStrategy = "reflect_diagnose"
+    selection: SelectionPolicy = "confidence"
     max_candidates: int = Field(MAX_CANDIDATES, ge=1, le=MAX_CANDIDATES)
     max_operations: int = Field(3, ge=1, le=16)
     change_cap_per_epoch: int = Field(6, ge=1, le=1000)
@@ -95,9 +97,12 @@ class ReflectorConfig(BaseModel):
 
     def recorded(self) -> dict[str, Any]:
         """The settings recorded with each decision (model specs and template aside)."""
-        return self.model_dump(
-            exclude={"critic_model", "consolidator_model", "consolidator_template", "missions"}
-        )
+        exclude = {"critic_model", "consolidator_model", "consolidator_template", "missions"}
+        if self.selection == "confidence":
+            # The default is left out, so the decisions of missions recorded before the setting
+            # existed replay byte for byte.
+            exclude.add("selection")
+        return self.model_dump(exclude=exclude)
 
     @classmethod
     def load(cls, path: str | Path | None, **overrides: Any) -> ReflectorConfig:
@@ -305,7 +310,9 @@ class Reflector:
         signals = group_signals(sessions)
         epoch = len(state.groups) // cfg.epoch_groups
         spec = task_spec(task)
-        ok, reason, why = eligibility(signals, cfg.eligibility, cfg.all_wrong_strategy)
+        ok, reason, why = eligibility(
+            signals, cfg.eligibility, cfg.all_wrong_strategy, cfg.selection
+        )
         if not ok:
             out.emit(
                 mev.ReflectionRejected,
