@@ -223,3 +223,40 @@ async def test_the_critic_budget_holds(
     [v] = of(events, "critic_verdict")
     assert v.verdict == "unavailable" and "critic budget spent (0/0 calls" in v.reasons[0]
     assert critic_server.bodies == []
+
+
+async def test_auto_reviews_only_a_change_an_automatic_trigger_fires_on(
+    nc: Any, nats_url: str, repo: Path, data_dir: Path, critic_server: CriticServer
+) -> None:
+    """``critic.on: [auto]``: a plain rename is not reviewed; the same rename plus a change to
+    the project's build manifest is, and the critic is told why."""
+    manifest = action_answer(
+        {
+            "type": "write_file",
+            "path": "pyproject.toml",
+            "content": '[project]\nname = "webtool"\n',
+        },
+        "declare the project",
+    )
+    policy = {"critic": {"model": critic_server.spec, "on": ["auto"]}}
+    # A scripted model serves each session from the start of its script: one loop per session.
+    plain = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    async with loop_with_critic(nats_url, plain) as bus:
+        sid = await start(bus, task(repo, test_command=TEST_COMMAND, policy=policy))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success"
+    gate = next(g for g in of(events, "gate_evaluated") if g.gate == "critic")
+    assert gate.skipped and "no automatic critic trigger fired" in gate.evidence
+    assert critic_server.bodies == []
+    risky = {"planner": [plan_answer()], "actor": [rename_all(), manifest, finish()]}
+    async with loop_with_critic(nats_url, risky) as bus:
+        sid = await start(bus, task(repo, test_command=TEST_COMMAND, policy=policy))
+        state, events = await finish_session(bus, sid)
+    gate = next(g for g in of(events, "gate_evaluated") if g.gate == "critic")
+    assert not gate.skipped
+    assert "automatic triggers: dependency manifests or build files changed: pyproject.toml" in (
+        gate.evidence
+    )
+    assert len(critic_server.bodies) == 1
+    assert "Reviewed automatically because" in critic_server.bodies[0]
+    assert state.outcome == "success"

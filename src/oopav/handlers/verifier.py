@@ -177,7 +177,17 @@ class Verifier:
             return GateOutcome(
                 "critic", True, skipped=True, evidence="no critic configured (policy.critic)"
             )
-        if "gate" not in cfg.on:
+        triggers: list[str] = []
+        if "gate" not in cfg.on and "auto" in cfg.on:
+            triggers = await asyncio.to_thread(self._auto_triggers, state, changed, cfg)
+            if not triggers:
+                return GateOutcome(
+                    "critic",
+                    True,
+                    skipped=True,
+                    evidence="no automatic critic trigger fired (policy.critic.on: auto)",
+                )
+        elif "gate" not in cfg.on:
             return GateOutcome(
                 "critic",
                 True,
@@ -188,6 +198,10 @@ class Verifier:
         diff = await final_diff(state, out.ports)
         plan = [f"{s.id}. {s.description}" for s in (state.plan.steps if state.plan else [])]
         instructions = cfg.instructions or decision_policy(state).critic_instructions
+        if triggers:
+            # The critic is told why it was called: what made this change worth a second look.
+            why = "Reviewed automatically because: " + "; ".join(triggers)
+            instructions = f"{instructions}\n{why}" if instructions else why
         pack = build_pack(
             task.instruction,
             plan,
@@ -198,7 +212,27 @@ class Verifier:
         said = await review(state, out, pack, cfg, "gate")
         if said.skipped is not None:
             return GateOutcome("critic", True, skipped=True, evidence=said.skipped)
-        return _critic_outcome(said.verdict, said.reasons, effect, cached=said.cached)
+        outcome = _critic_outcome(said.verdict, said.reasons, effect, cached=said.cached)
+        if triggers:
+            outcome.evidence += "\nautomatic triggers: " + "; ".join(triggers)
+        return outcome
+
+    @staticmethod
+    def _auto_triggers(state: SessionState, changed: list[str], cfg: Any) -> list[str]:
+        from oopav.decide.critic import critic_triggers, stalled_actions
+        from oopav.sandbox.workspace import changed_lines
+
+        root = Path(state.workspace.path) if state.workspace else None
+        lines = changed_lines(root, state.workspace.base_commit) if root and state.workspace else 0
+        statuses = [a.status for a in state.actions if a.type != "finish"]
+        return critic_triggers(
+            changed,
+            lines,
+            stalled_actions(statuses),
+            max_files=cfg.auto_max_files,
+            max_lines=cfg.auto_max_lines,
+            stalled_steps=cfg.auto_stalled_steps,
+        )
 
 
 def _critic_outcome(

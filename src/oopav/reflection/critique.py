@@ -28,7 +28,7 @@ from oopav.models.redact import Redaction, Redactor
 
 Verdict = Literal["approve", "caution", "block", "refused", "unavailable"]
 Effect = Literal["proceed", "warn", "replan"]
-Trigger = Literal["gate", "plan", "escalation"]
+Trigger = Literal["gate", "plan", "escalation", "auto"]
 
 VERDICT_POLICY: dict[str, Effect] = {
     "approve": "proceed",
@@ -54,8 +54,12 @@ class CriticConfig(BaseModel):
     instructions: str | None = Field(None, max_length=4_000)
     on: list[Trigger] = Field(
         default_factory=lambda: ["gate"],
-        description="when the critic reviews: as the last gate, after each plan, on escalation",
+        description="when the critic reviews: as the last gate, after each plan, on escalation, "
+        "or (auto) as the last gate only when an automatic trigger fires (decide/critic.py)",
     )
+    auto_max_files: int = Field(10, ge=1, le=100_000)
+    auto_max_lines: int = Field(400, ge=1, le=10_000_000)
+    auto_stalled_steps: int = Field(3, ge=1, le=1000)
 
 
 def critic_config(policy: dict[str, Any] | None) -> CriticConfig | None:
