@@ -94,6 +94,15 @@ async def test_seed_show_history_rollback_diff_export_stats(
 
     rc, out, _ = await oopav(nats_url, tmp_path, "guidance", "stats", "web.app", "--json")
     assert json.loads(out)["step"] == 3
+    run = tmp_path / "run"
+    rc, out, _ = await oopav(
+        nats_url, tmp_path, "guidance", "export-run", "web.app", "--out", str(run)
+    )
+    assert rc == 0 and out.split() == [
+        str(run / n) for n in ("stats.json", "trajectories.jsonl", "selections.jsonl")
+    ]
+    assert json.loads((run / "stats.json").read_text())["step"] == 3
+    assert (run / "selections.jsonl").read_text() == ""  # seeded and rolled back: no group yet
 
     empty = tmp_path / "empty.yaml"
     empty.write_text("[]\n")

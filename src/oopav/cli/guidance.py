@@ -335,6 +335,32 @@ async def _replay(settings: Any, mission: str) -> Any:
         raise click.ClickException(str(exc)) from None
 
 
+@guidance.command("export-run")
+@click.argument("mission")
+@click.option(
+    "--out", required=True, type=click.Path(path_type=Path, file_okay=False), help="Directory."
+)
+@click.pass_context
+def export_run(ctx: click.Context, mission: str, out: Path) -> None:
+    """MISSION's reflection as a run directory: stats.json, trajectories.jsonl (every rollout's
+    signals) and selections.jsonl (per group: the selected candidate, eligibility, outcome)."""
+    from oopav.projections.guidance import fold, stats
+    from oopav.reflection.run_export import write_run
+
+    events = _run(ctx, _events, mission)
+    for path in write_run(out, events, stats(fold(events, mission))):
+        click.echo(str(path))
+
+
+async def _events(settings: Any, mission: str) -> list[Any]:
+    from oopav.app import open_bus
+
+    async with open_bus(settings, name="oopav-guidance") as bus:
+        read = await bus.events.read("mission", mev.mission_aggregate_id(mission))
+    # The store gives (sequence, event) pairs; the run is made of the events.
+    return [item[1] if isinstance(item, tuple) else item for item in read]
+
+
 @guidance.command("stats")
 @click.argument("mission")
 @click.option("--json", "as_json", is_flag=True)
