@@ -292,9 +292,13 @@ class ModelCalled(Event, tag="model_called", frozen=True):
     error: str | None = None
     # The mission library step rendered into the prompt, so a replay renders the same one.
     guidance_step: int | None = None
+    # What happened on the way, e.g. an out-of-memory retry with a smaller request
+    # (models/gpu.py). Like latency, a fact about the device, not the decision: replay serves
+    # the answer without it.
+    notes: list[str] = msgspec.field(default_factory=list)
 
     SCHEMA: ClassVar[int] = 2  # 2: guidance_step
-    VOLATILE: ClassVar[frozenset[str]] = frozenset({"latency_ms"})
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"latency_ms", "notes"})
 
 
 class ActionProposed(Event, tag="action_proposed", frozen=True):

@@ -95,6 +95,9 @@ class ModelResponse(msgspec.Struct, kw_only=True, frozen=True):
     # Which backend answered, when it is not the one asked (``synth:`` handing over to its
     # fallback); recorded as ``model_called.backend`` instead of the spec.
     backend: str | None = None
+    # What happened on the way (an out-of-memory retry with a smaller request, models/gpu.py);
+    # recorded as ``model_called.notes``.
+    notes: list[str] = msgspec.field(default_factory=list)
 
 
 @runtime_checkable
@@ -163,6 +166,8 @@ def model_called_fields(
             latency_ms=response.latency_ms,
             finish_reason=response.finish_reason if error is None else "error",
         )
+        if response.notes:
+            fields["notes"] = list(response.notes)
     return fields
 
 

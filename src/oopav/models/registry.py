@@ -78,12 +78,14 @@ def load_backend(
 
         return OpenAIBackend(base_url, model, **options)
     if scheme == "vllm":
+        from oopav.models.gpu import guard_if_gpu
         from oopav.models.vllm import VLLMBackend
 
-        return VLLMBackend(rest, **options)
+        return guard_if_gpu(VLLMBackend(rest, **options))  # type: ignore[no-any-return]
+    from oopav.models.gpu import guard_if_gpu
     from oopav.models.hf import HFBackend
 
-    return HFBackend(rest, **options)
+    return guard_if_gpu(HFBackend(rest, **options))  # type: ignore[no-any-return]
 
 
 def _local_path(rest: str) -> bool:
