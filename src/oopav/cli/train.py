@@ -147,6 +147,14 @@ def tasks() -> None:
     help="--kind synthetic: comma-separated task families (default: the standard mix; "
     "rename_attr only when named).",
 )
+@click.option(
+    "--split-by",
+    type=click.Choice(["file", "repository"]),
+    default="file",
+    show_default=True,
+    help="repository: whole repositories (the corpus's top-level directories) on one side, "
+    "balanced by language (docs/training.md).",
+)
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True)
 def tasks_generate(
     kind: str,
@@ -157,6 +165,7 @@ def tasks_generate(
     repo: Path | None,
     rev: str | None,
     families: str | None,
+    split_by: str,
     out: Path,
 ) -> None:
     """Generate codemod tasks (instruction, pre, post, gold ast-grep rule), each verified by
@@ -184,6 +193,14 @@ def tasks_generate(
             result = generate(n, seed=seed, holdout=holdout, corpus=corpus, families=chosen)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
+    if split_by == "repository":
+        import dataclasses
+
+        from oopav.trainer.splits import split_by_repository
+
+        result = dataclasses.replace(
+            result, tasks=split_by_repository(result.tasks, holdout, seed=seed)
+        )
     counts = write_tasks(result, out)
     click.echo(
         f"{sum(counts.values())} tasks -> {out} "
