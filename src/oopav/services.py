@@ -465,6 +465,8 @@ def describe_event(e: Event) -> str:
             return f"{e.budget}: used {e.used:g} of {e.limit:g} -> {e.response}"
         case ev.StuckDetected():
             return f"{e.pattern} x{e.count} -> {e.response}"
+        case ev.CautionRaised():
+            return f"level {e.level}: {'; '.join(e.reasons)[:60]} -> {'; '.join(e.effects)[:40]}"
         case ev.CriticVerdict():
             return f"{e.verdict}: {'; '.join(e.reasons)[:80]}"
         case ev.SessionCompleted():

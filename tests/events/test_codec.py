@@ -116,6 +116,7 @@ FIELDS: dict[type[ev.Event], dict[str, Any]] = {
     ev.ReplanTriggered: {"source": "verifier", "reason": "tests failed", "attempt": 2},
     ev.BudgetExceeded: {"budget": "iterations", "limit": 30, "used": 31, "phase": "act"},
     ev.StuckDetected: {"pattern": "repeat", "action_hashes": ["a", "a"], "count": 2},
+    ev.CautionRaised: {"level": 1, "reasons": ["3 failures"], "effects": ["smaller steps"]},
     ev.CriticVerdict: {"verdict": "approve", "reasons": ["ok"]},
     ev.SessionCompleted: {
         "outcome": "success",

@@ -9,6 +9,7 @@ from pathlib import Path
 from loop_harness import (
     FILES,
     STUB,
+    TEST_COMMAND,
     action_answer,
     assert_replays,
     finish,
@@ -364,3 +365,32 @@ async def test_on_escalation_the_critic_gives_the_person_a_second_opinion(
         await publish_answer(bus, sid, "abort", "tester")
         state, _ = await finish_session(bus, sid)
     assert state.outcome == "aborted" and state.end_reason == "human"
+
+
+async def test_repeated_failures_raise_caution_and_the_next_plan_is_asked_for_smaller_steps(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    """Fatigue (decide/trends.py): with ``policy.caution_at: 1`` the broken first attempt (its
+    tests fail after the change) is enough; the replan records ``caution_raised`` and its prompt
+    asks for smaller steps. (The default is 3 failures.)"""
+    from oopav.decide.trends import caution_prompt
+
+    script = {
+        "planner": [plan_answer(), plan_answer()],
+        "actor": [rename_definition_only(), rename_definition_only(), rename_all(), finish()],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, test_command=TEST_COMMAND, policy={"caution_at": 1}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    raised = of(events, "caution_raised")
+    assert [c.level for c in raised] == [1], [c.reasons for c in raised]
+    assert raised[0].actor.startswith("planner")
+    assert "smaller steps: one file per step" in raised[0].effects
+    plans = [c for c in of(events, "model_called") if c.role == "planner"]
+    assert "### Caution" not in str(plans[0].request["messages"])
+    asked = "\n".join(m["content"] for m in plans[1].request["messages"])
+    assert caution_prompt(1, raised[0].reasons) in asked
+    assert raised[0].reasons == ["1 failure(s) in this session"]
+    assert state.caution_level == 1 and len(state.observations) >= 3
+    await assert_replays(nats_url, sid)

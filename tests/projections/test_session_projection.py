@@ -224,3 +224,25 @@ async def test_two_runners_on_one_store(nc: Any, tmp_path: Path) -> None:
     slow.snapshots.commit({"s1": late}, 20, {"s1": 20})
     assert fast.snapshots.get("s1").event_count == 25  # type: ignore[union-attr]
     assert snaps is slow.snapshots.store and slow.snapshots.last_sequence() == 25
+
+
+def test_the_observation_history_is_capped_and_keeps_the_latest() -> None:
+    from oopav.events import catalog as ev
+    from oopav.events.clock import SYSTEM_CLOCK
+    from oopav.projections.session import OBSERVATION_HISTORY, evolve, initial
+
+    state = initial("s")
+    for i in range(OBSERVATION_HISTORY + 5):
+        obs = ev.ObservationRecorded(
+            id=f"o{i}",
+            aggregate_id="s",
+            correlation_id="s",
+            actor="observer",
+            ts=SYSTEM_CLOCK.now(),
+            phase="change",
+            changed_files=["a.py"] * i,
+        )
+        state = evolve(state, obs)
+    assert len(state.observations) == OBSERVATION_HISTORY
+    assert state.observations[-1].changed == OBSERVATION_HISTORY + 4
+    assert state.observations[0].changed == 5

@@ -39,6 +39,7 @@ EMITS: dict[str, tuple[str, ...]] = {
         "plan_candidate_evaluated",
         "candidate_selected",
         "critic_verdict",
+        "caution_raised",
         *_ENDS,
     ),
     "actor": (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
@@ -75,6 +76,10 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
     click.echo(f"session {sid}: {len(events)} events")
     from oopav.events.chain import check_chain
 
+    trend = _trends_line([e for _, e in events if not isinstance(e, Undecodable)])
+    if trend:
+        click.echo(trend)
+
     for finding in check_chain([(s, e) for s, e in events if not isinstance(e, Undecodable)]):
         click.echo(f"WARNING: {finding.describe()}")  # tamper evidence (docs/operations.md)
     t0 = next((e.ts for _, e in events if not isinstance(e, Undecodable)), None)
@@ -87,6 +92,23 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
             continue
         dt = (e.ts - t0).total_seconds() if t0 is not None else 0.0
         click.echo(f"{seq:>7}  +{dt:8.3f}s  {e.type:24} {e.actor:18} {describe_event(e)}")
+
+
+def _trends_line(events: list[Any]) -> str:
+    """The continuous observer's trends and the caution level, in one line (decide/trends.py)."""
+    import msgspec
+
+    from oopav.decide.trends import Point, trends
+    from oopav.projections.session import fold
+
+    state = fold(events)
+    if not state.observations:
+        return ""
+    points = [Point(**msgspec.to_builtins(p)) for p in state.observations]
+    line = "trends: " + trends(points, [a.hash for a in state.actions]).describe()
+    if state.caution_level:
+        line += f"; caution level {state.caution_level}"
+    return line
 
 
 @click.command()

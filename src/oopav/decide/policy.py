@@ -75,6 +75,9 @@ class LoopPolicy(BaseModel):
         default_factory=lambda: {"planner": 48_000, "actor": 32_000, "critic": 32_000},
         description="bytes of context per role; a larger context is summarised",
     )
+    caution_at: int = Field(
+        3, ge=1, le=100, description="failures before caution (level 1); twice that: level 2"
+    )
 
 
 LOOP_POLICY_KEYS: tuple[str, ...] = tuple(LoopPolicy.model_fields)

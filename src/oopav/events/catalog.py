@@ -579,6 +579,16 @@ class PlanCandidateEvaluated(Event, tag="plan_candidate_evaluated", frozen=True)
     reason: str = ""
 
 
+class CautionRaised(Event, tag="caution_raised", frozen=True):
+    """Fatigue: repeated failures in the session (and its mission's recent sessions) raised the
+    caution level; from here the planner asks for smaller steps and more evidence, and the
+    observer escalates sooner (``decide/trends.py``)."""
+
+    level: int
+    reasons: list[str] = msgspec.field(default_factory=list)
+    effects: list[str] = msgspec.field(default_factory=list)
+
+
 SESSION_EVENTS: tuple[type[Event], ...] = (
     TaskSubmitted,
     TaskRejected,
@@ -608,4 +618,5 @@ SESSION_EVENTS: tuple[type[Event], ...] = (
     CandidateEvaluated,
     CandidateSelected,
     PlanCandidateEvaluated,
+    CautionRaised,
 )

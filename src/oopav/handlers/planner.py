@@ -152,8 +152,30 @@ class Planner:
                 parts.append("### Change of approach\n" + r.perturbation)
         return "\n\n".join(parts), map_hash
 
+    def _caution(self, state: SessionState, out: Emitter) -> tuple[int, list[str]]:
+        """Fatigue (decide/trends.py): the caution level this session's failures call for;
+        a rise is recorded as ``caution_raised`` before the plan it shapes."""
+        from oopav.decide.trends import Point, caution, failures_of, trends
+
+        points = [Point(**msgspec.to_builtins(p)) for p in state.observations]
+        failures = failures_of([a.status for a in state.actions], points)
+        level, reasons, effects = caution(
+            failures,
+            trends(points, [a.hash for a in state.actions]),
+            at=decision_policy(state).caution_at,
+        )
+        if level > state.caution_level:
+            out.emit(ev.CautionRaised, level=level, reasons=reasons, effects=effects)
+            return level, reasons
+        return state.caution_level, state.caution_reasons
+
     async def _plan(self, event: Event, state: SessionState, out: Emitter) -> None:
+        from oopav.decide.trends import caution_prompt
+
         context, map_hash = await self._context(state)
+        level, reasons = self._caution(state, out)
+        if level:
+            context += "\n\n" + caution_prompt(level, reasons)
         decision = state.orient.test_decision if state.orient else "optional"
         # -- decision core: competing plans (plan_candidates.py) when the policy asks for them.
         answer: Any = False

@@ -86,6 +86,20 @@ class StepResult(msgspec.Struct, kw_only=True):
     output: str = ""
 
 
+class ObservationPoint(msgspec.Struct, kw_only=True, frozen=True):
+    """One observation in the session's history (the continuous observer, decide/trends.py)."""
+
+    phase: str
+    parse_errors: int = 0
+    stubs: int = 0
+    tests_passed: bool | None = None
+    changed: int = 0
+    action: str = "continue"
+
+
+OBSERVATION_HISTORY = 20
+
+
 class SessionState(msgspec.Struct, kw_only=True):
     session_id: str = ""
     phase: str = "new"
@@ -145,6 +159,10 @@ class SessionState(msgspec.Struct, kw_only=True):
     replan_scores_before: dict[str, bool] = msgspec.field(default_factory=dict)
     observer_replans: int = 0
     last_observer_replan_at: int = -1
+    # The continuous observer: the last observations (capped) and the caution they raised.
+    observations: list[ObservationPoint] = msgspec.field(default_factory=list)
+    caution_level: int = 0
+    caution_reasons: list[str] = msgspec.field(default_factory=list)
 
     def action(self, action_id: str) -> ActionRecord | None:
         for rec in reversed(self.actions):
@@ -250,8 +268,22 @@ def _observation(s: SessionState, e: ev.ObservationRecorded) -> None:
     if e.phase == "baseline" and s.baseline is None:
         s.baseline = e
     s.last_observation = e
+    point = ObservationPoint(
+        phase=e.phase,
+        parse_errors=len(e.parse_errors),
+        stubs=len(e.stubs),
+        tests_passed=e.tests.passed if e.tests is not None else None,
+        changed=len(e.changed_files),
+        action=e.observer_action,
+    )
+    s.observations = [*s.observations, point][-OBSERVATION_HISTORY:]
     if e.phase == "change" and s.phase not in ("completed",):
         s.phase = "acting"
+
+
+def _caution(s: SessionState, e: ev.CautionRaised) -> None:
+    s.caution_level = e.level
+    s.caution_reasons = list(e.reasons)
 
 
 def _orient(s: SessionState, e: ev.OrientReported) -> None:
@@ -505,6 +537,7 @@ _APPLY: dict[type, Any] = {
     ev.WorkspacePrepared: _workspace,
     ev.ObservationRecorded: _observation,
     ev.OrientReported: _orient,
+    ev.CautionRaised: _caution,
     ev.PlanProposed: _plan,
     ev.ModelCalled: _model_called,
     ev.ActionProposed: _action_proposed,
