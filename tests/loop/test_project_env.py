@@ -244,6 +244,63 @@ async def test_lint_blames_only_findings_the_change_introduced(
     assert state.outcome == "success", state.summary
 
 
+async def test_a_lint_finding_the_change_introduces_blocks_the_session(
+    nats_url: str, tmp_path: Path
+) -> None:
+    """The rename also adds an unused import to client.py: tests pass, the lint gate fails on
+    the new F401 alone, and with no bounce left the session fails naming it."""
+    repo = make_repo(tmp_path / "repo", pytest_suite=False, git_repo=False)
+    unused = action_answer(
+        {
+            "type": "search_replace",
+            "edits": [
+                {
+                    "path": "webtool/client.py",
+                    "search": "from __future__ import annotations\n",
+                    "replace": "from __future__ import annotations\n\nimport os\n",
+                }
+            ],
+        }
+    )
+    script = {"planner": [plan_answer()], "actor": [rename_all(), unused, finish()]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, budgets={"bounces": 0}))
+        state, events = await finish_session(bus, sid, timeout=180)
+    gates = {g.gate: g for g in of(events, "gate_evaluated")}
+    assert gates["tests"].passed
+    assert not gates["lint"].passed, gates["lint"].evidence
+    assert "webtool/client.py" in gates["lint"].evidence and "F401" in gates["lint"].evidence
+    assert "crawler.py" not in gates["lint"].evidence
+    assert state.outcome == "failed"
+
+
+async def test_a_test_run_that_outlives_its_budget_fails_the_gate_as_timed_out(
+    nats_url: str, tmp_path: Path
+) -> None:
+    """The tests hang once the change is in (here: a sleep when the new name appears): the
+    gate stops them at the phase's wall budget and fails with `timed out`, never hangs."""
+    repo = make_repo(tmp_path / "repo", pytest_suite=False, git_repo=False)
+    hang = [
+        "python",
+        "-c",
+        "import pathlib, time; "
+        "time.sleep(120) if 'fetch_page' in pathlib.Path('webtool/client.py').read_text() else 0",
+    ]
+    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    async with loop(nats_url, script) as bus:
+        body = task(
+            repo,
+            test_command=hang,
+            budgets={"bounces": 0, "wall_seconds_per_phase": 8},
+            policy={"tests_per_action": False, "lint": False},
+        )
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid, timeout=180)
+    tests = next(g for g in of(events, "gate_evaluated") if g.gate == "tests")
+    assert not tests.passed and "timed out" in tests.evidence, tests.evidence
+    assert state.outcome == "failed"
+
+
 async def test_run_without_a_terminal_fails_fast_with_the_grant_line_or_takes_allow(
     tmp_path: Path,
 ) -> None:
