@@ -4,6 +4,7 @@ memory. Real nats-server, real sandbox, real git workspaces, scripted models."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from loop_harness import (
@@ -394,3 +395,36 @@ async def test_repeated_failures_raise_caution_and_the_next_plan_is_asked_for_sm
     assert raised[0].reasons == ["1 failure(s) in this session"]
     assert state.caution_level == 1 and len(state.observations) >= 3
     await assert_replays(nats_url, sid)
+
+
+async def test_a_tool_the_policy_does_not_name_is_refused_before_anything_runs(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    """``policy.tools``: the agent may only read, search and rewrite with ast-grep; a
+    write_file is refused (``tool_not_allowed``) and nothing is written; finish always works."""
+    write = action_answer({"type": "write_file", "path": "NOTES.md", "content": "hi\n"}, "note")
+    script = {"planner": [plan_answer()], "actor": [write, rename_all(), finish()]}
+    policy = {"tools": ["read_file", "search", "ast_grep"]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy=policy))
+        state, events = await finish_session(bus, sid)
+    refused = of(events, "action_rejected")
+    assert [r.reason for r in refused] == ["tool_not_allowed"]
+    assert refused[0].message == (
+        "the policy does not allow the write_file tool; allowed: read_file, search, ast_grep, finish"
+    )
+    assert "NOTES.md" not in state.diff and "+def fetch_page(" in state.diff
+    assert state.outcome == "success", state.summary
+    # The prompt's policy names the tools, so the model can see them.
+    actor = [c for c in of(events, "model_called") if c.role == "actor"]
+    assert '"tools"' in str(actor[0].request["messages"][0])
+
+
+async def test_an_unknown_tool_in_the_policy_is_refused_at_intake(
+    nc, nats_url: str, repo: Path
+) -> None:
+    from oopav.services import submit_task
+
+    async with loop(nats_url, {"planner": [], "actor": []}) as bus:
+        reply = await submit_task(bus, task(repo, policy={"tools": ["shell"]}))
+    assert "unknown tool(s) shell" in json.dumps(reply), reply

@@ -209,6 +209,12 @@ class Actor:
         policy = sandbox_policy(state)
         if not rolled_back:
             await self._rollback(state)
+        refused = policy.refuses_tool(action.type)
+        if refused is not None:  # policy.tools: a tool the agent may not use runs nothing
+            out.emit(
+                ev.ActionRejected, action_id=action_id, reason="tool_not_allowed", message=refused
+            )
+            return
         # -- decision core: read-only retrieval needs no grant and no sandbox (retrieval.py).
         if action.type in READ_ONLY_ACTIONS:
             await self._read_only(action_id, action, state, out)

@@ -6,6 +6,11 @@ Loaded from YAML or JSON (a file, or the ``policy`` dict of ``task_submitted``):
     deny: ["net.any"]
     ask_unknown: true
     write_protected: [".github/**", "Makefile"]
+    tools: [read_file, search, search_replace, finish]   # the actions the agent may use
+
+``tools`` (default: every action) names the action types an agent may propose; ``finish`` is
+always allowed, so a session can end. A refused tool is an ``action_rejected`` with reason
+``tool_not_allowed``, before anything runs.
 """
 
 from __future__ import annotations
@@ -14,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from oopav.config import yaml_error
 from oopav.sandbox.capabilities import Scope, ScopeError, covers, parse_scope
@@ -29,6 +41,39 @@ class Policy(BaseModel):
     ask_unknown: bool = True
     # Workspace-relative globs that file actions may only write with an `fs.write:` scope.
     write_protected: list[str] = Field(default_factory=list)
+    # The action types the agent may use (None: all of them).
+    tools: list[str] | None = None
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        from oopav.events.actions import ACTION_TYPES
+
+        known = [a.__struct_config__.tag for a in ACTION_TYPES]
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            raise ValueError(f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The policy is part of every prompt's static prefix: leaving the unset ``tools`` out
+        # keeps the prefix (and the recorded request hashes) of every other policy unchanged.
+        data: dict[str, Any] = handler(self)
+        if self.tools is None:
+            data.pop("tools", None)
+        return data
+
+    def refuses_tool(self, action_type: str) -> str | None:
+        """Why ``action_type`` may not be used under this policy (None: it may)."""
+        if self.tools is None or action_type == "finish" or action_type in self.tools:
+            return None
+        return (
+            f"the policy does not allow the {action_type} tool; allowed: "
+            f"{', '.join([*self.tools, 'finish'])}"
+        )
 
     @field_validator("allow", "deny")
     @classmethod
