@@ -34,13 +34,14 @@ async def run_handlers(
     ready: asyncio.Event | None = None,
     cleanup: bool = False,
     reflector_config: Any = None,
-    concurrency: int | None = None,
+    concurrency: int | str | None = None,
     signals: bool = True,
 ) -> None:
     """Run handlers (all by default) and the session projection in this process until a
     signal (or ``stop``) arrives, then drain them. ``ready`` is set once requests are
     answered. ``concurrency``: messages of different sessions each handler works on at once
-    (default ``DEFAULT_CONCURRENCY``); one session's messages are always handled in order."""
+    (default ``DEFAULT_CONCURRENCY``), or ``"auto"``: each loop handler starts at 8 and follows
+    the machine's load (bus/adaptive.py); one session's messages are always handled in order."""
     from oopav.bus.consumer import DEFAULT_CONCURRENCY, ConsumerOptions
     from oopav.handlers.intake import Intake
     from oopav.handlers.ports import Ports
@@ -53,8 +54,13 @@ async def run_handlers(
     tasks: list[asyncio.Task[Any]] = []
     runner = None
     cleaner = None
-    concurrency = max(1, concurrency or DEFAULT_CONCURRENCY)
-    _widen_executor(concurrency)
+    from oopav.bus.adaptive import Adaptive
+
+    adaptive = Adaptive() if concurrency == "auto" else None
+    if adaptive is not None:
+        concurrency = 8
+    concurrency = max(1, int(concurrency or DEFAULT_CONCURRENCY))
+    _widen_executor(adaptive.maximum if adaptive is not None else concurrency)
     if projection:
         from oopav.handlers.watchdog import Watchdog
 
@@ -97,7 +103,8 @@ async def run_handlers(
             tasks.append(asyncio.create_task(follow_memory(bus, memory, stop)))
     for name in chosen:
         if name in LOOP_HANDLERS:
-            options = ConsumerOptions(concurrency=concurrency)
+            # Each handler its own options: an adaptive limit moves per consumer.
+            options = ConsumerOptions(concurrency=concurrency, adaptive=adaptive)
             services.append(
                 HandlerRunner(
                     bus.nc, build_loop_handler(name, memory=memory), ports, options, cache=shared

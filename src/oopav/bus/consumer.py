@@ -43,6 +43,7 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from oopav import metrics
+from oopav.bus.adaptive import Adaptive
 from oopav.bus.errors import ConnectionLost
 from oopav.bus.streams import EVENTS_STREAM, dlq_subject
 from oopav.events.catalog import Event
@@ -115,6 +116,10 @@ class ConsumerOptions:
     hold_timeout: float | None = None
     deliver_policy: DeliverPolicy = DeliverPolicy.ALL
     stream: str = EVENTS_STREAM
+    # ``--concurrency auto``: ``concurrency`` is the starting point and follows the load
+    # (bus/adaptive.py); ``load_probe`` measures load per core (tests inject one).
+    adaptive: Adaptive | None = None
+    load_probe: Callable[[], float] | None = None
 
 
 def lane_key(subject: str) -> str:
@@ -244,6 +249,11 @@ class HandlerConsumer:
             f"{MAX_DELIVERIES_ADVISORY}.{self.options.stream}.{self.durable}", cb=self._on_advisory
         )
         heartbeat = asyncio.create_task(self._heartbeat())
+        adapting = (
+            asyncio.create_task(self._adapt(self.options.adaptive))
+            if self.options.adaptive is not None
+            else None
+        )
         self.log.info(
             "consumer_started", filters=self.filter_subjects, concurrency=self.options.concurrency
         )
@@ -301,6 +311,8 @@ class HandlerConsumer:
                 await advisory.unsubscribe()
             await self._drain()
             heartbeat.cancel()
+            if adapting is not None:
+                adapting.cancel()
             with contextlib.suppress(BaseException):
                 await heartbeat
             self._stopped.set()
@@ -522,6 +534,29 @@ class HandlerConsumer:
     def _delay(self, num_delivered: int) -> float:
         backoff = list(self.options.backoff) or [1.0]
         return backoff[min(num_delivered - 1, len(backoff) - 1)]
+
+    async def _adapt(self, a: Adaptive) -> None:
+        """``--concurrency auto``: every ``a.every_s`` seconds, measure the load and how late
+        this loop's timer fired, and let ``adaptive.next_limit`` set the limit (logged)."""
+        from oopav.bus.adaptive import load_per_core, next_limit
+
+        probe = self.options.load_probe or load_per_core
+        step = min(0.5, a.every_s)
+        while True:
+            busy = False
+            lag = 0.0  # the latest this loop's timer fired in the period: the loop's own lag
+            deadline = time.monotonic() + a.every_s
+            while time.monotonic() < deadline:
+                before = time.monotonic()
+                await asyncio.sleep(step)
+                lag = max(lag, time.monotonic() - before - step)
+                busy = busy or self._held >= self.options.concurrency
+            current = self.options.concurrency
+            new, why = next_limit(current, probe(), lag, busy, a)
+            if new != current:
+                self.options.concurrency = new
+                self.log.info("concurrency_adapted", was=current, now=new, why=why)
+                self._room.set()
 
     async def _heartbeat(self) -> None:
         """``in_progress`` for every held message (in work or queued behind its session's

@@ -41,6 +41,23 @@ def _reflector_config(path: Path | None, critic_model: str | None) -> Any:
         raise click.ClickException(f"reflector config: {exc}") from None
 
 
+class Concurrency(click.ParamType):
+    """``--concurrency``: a number from 1 to 4096, or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int | str:
+        if isinstance(value, int) or value == "auto":
+            return value
+        try:
+            n = int(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
+        if not 1 <= n <= 4096:
+            self.fail(f"{n} is not in the range 1..4096", param, ctx)
+        return n
+
+
 def service_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options of the long-running commands (`up`, `handler`): docs/operations.md."""
     fn = click.option(
@@ -52,9 +69,10 @@ def service_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
     fn = click.option(
         "--concurrency",
-        type=click.IntRange(1, 4096),
+        type=Concurrency(),
         default=None,
-        help="Messages of different sessions each handler works on at once (default 32); "
+        help="Messages of different sessions each handler works on at once (default 32), or "
+        "`auto`: follow the machine's load (start at 8, halve when overloaded, grow when idle); "
         "one session's messages are always handled in order.",
     )(fn)
     return fn
@@ -115,7 +133,7 @@ async def up(
     metrics_port: int | None,
     critic_model: str | None,
     reflector_config: Path | None,
-    concurrency: int | None,
+    concurrency: int | str | None,
     give_up_after: float | None,
 ) -> None:
     """Run oopav in the foreground: the embedded NATS server (unless --nats-url is given), the
@@ -283,7 +301,7 @@ async def handler_cmd(
     metrics_port: int | None,
     critic_model: str | None,
     reflector_config: Path | None,
-    concurrency: int | None,
+    concurrency: int | str | None,
     give_up_after: float | None,
 ) -> None:
     """Run one handler as its own process. Several processes of one handler share its durable
