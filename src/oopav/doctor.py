@@ -15,6 +15,7 @@ from typing import Literal
 
 import click
 
+from oopav import health
 from oopav.config import Settings
 
 MIN_FREE_BYTES = 1 << 30
@@ -204,6 +205,7 @@ CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_git,
     check_disk,
     check_batch_staging,
+    lambda s: Check("memory limit", *health.memory_limit(s)),
 )
 
 

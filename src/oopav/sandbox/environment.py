@@ -44,7 +44,19 @@ from oopav.logging import get_logger
 log = get_logger("oopav.sandbox.environment")
 
 Source = Literal["task", "repo", "virtual_env", "uv", "host"]
-ENV_KEYS = ("python", "build", "env", "pythonpath", "extras", "packages", "virtual_env", "probe")
+ENV_KEYS = (
+    "python",
+    "build",
+    "env",
+    "pythonpath",
+    "extras",
+    "packages",
+    "virtual_env",
+    "probe",
+    "limits",
+)
+# Per-task resource limits of the commands (docs/operations.md "Limits"): key -> (min, max).
+LIMIT_KEYS = {"memory_mb": (16, 1 << 20), "artifacts_mb": (1, 1 << 20)}
 DEP_FILES = (
     "pyproject.toml",
     "setup.cfg",
@@ -118,6 +130,22 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
         val = out.get(key, [])
         if not isinstance(val, list) or not all(isinstance(v, str) and v for v in val):
             raise EnvironmentError_(f"environment.{key} must be a list of non-empty strings")
+    limits = out.get("limits")
+    if limits is not None:
+        if not isinstance(limits, dict):
+            raise EnvironmentError_(
+                'environment.limits must be an object, e.g. {"memory_mb": 1024}'
+            )
+        for key, value in limits.items():
+            if key not in LIMIT_KEYS:
+                raise EnvironmentError_(
+                    f"unknown environment.limits key {key!r}; valid: {', '.join(LIMIT_KEYS)}"
+                )
+            lo, hi = LIMIT_KEYS[key]
+            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+                raise EnvironmentError_(
+                    f"environment.limits.{key} must be a whole number from {lo} to {hi}"
+                )
     probe = out.get("probe")
     if probe is not None and not isinstance(probe, str | bool):
         raise EnvironmentError_("environment.probe must be a package name or false")
@@ -492,6 +520,17 @@ def read_probe(stdout: str) -> dict[str, Any] | None:
             if isinstance(data, dict) and "origin" in data:
                 return data
     return None
+
+
+def limits_for(base: Any, spec: Mapping[str, Any] | None) -> Any:
+    """``base`` (a sandbox ``Limits``) with the task's ``environment.limits`` applied."""
+    raw = (spec or {}).get("limits") or {}
+    changes: dict[str, int] = {}
+    if "memory_mb" in raw:
+        changes["memory_bytes"] = int(raw["memory_mb"]) * 1024 * 1024
+    if "artifacts_mb" in raw:
+        changes["artifacts_bytes"] = int(raw["artifacts_mb"]) * 1024 * 1024
+    return msgspec.structs.replace(base, **changes) if changes else base
 
 
 def spec_for_task(task: Any) -> dict[str, Any] | None:
