@@ -206,6 +206,7 @@ CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_disk,
     check_batch_staging,
     lambda s: Check("memory limit", *health.memory_limit(s)),
+    lambda s: Check("storage", *health.storage(s)),
 )
 
 

@@ -25,3 +25,22 @@ def memory_limit(settings: Settings) -> tuple[Status, str, str]:
             "(systemd-run --user -p Delegate=yes ..., or a container with a private cgroup)",
         )
     return "ok", f"{kind}: each command's process tree has a memory limit ({detail})", ""
+
+
+def storage(settings: Settings) -> tuple[Status, str, str]:
+    """The free-space watermark of the data directory, and dead letters waiting in the spool."""
+    from oopav.bus import spool
+    from oopav.bus import storage as st
+
+    try:
+        mark = st.Watermark.from_env(settings.data_dir)
+    except ValueError as exc:
+        return "FAIL", str(exc), "set OOPAV_MIN_FREE to a size such as 512M or 2G, or off"
+    reading = mark.read()
+    waiting = spool.count(settings.data_dir / "dlq-spool")
+    detail = reading.describe() + (
+        f"; {waiting} dead letter(s) spooled, stored when space returns" if waiting else ""
+    )
+    if reading.full:
+        return "FAIL", detail, "free some space (`oopav gc`) or move --data-dir to a larger disk"
+    return ("warn" if waiting else "ok"), detail, ""
