@@ -241,6 +241,9 @@ def _register() -> None:
     register_guidance(cli)
     register_decision(cli)
     register_trainer(cli)
+    from oopav.commands.fsck import register as register_fsck
+
+    register_fsck(cli)
 
 
 _register()
