@@ -141,3 +141,42 @@ async def test_a_session_completes_after_the_server_is_killed_under_up(tmp_path:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_a_store_write_error_restarts_the_server_once_space_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oopav.bus import storage
+
+    free = {"bytes": 0}
+    storage.set_probe(lambda _p: free["bytes"])
+    storage._configured = storage.Watermark(tmp_path, min_free=100 << 20)
+    server = EmbeddedServer(tmp_path / "nats", write_info=False)
+    server.start()
+    stop = asyncio.Event()
+    stats = SupervisorStats()
+    task = asyncio.create_task(supervise(server, stop, poll_s=0.05, stats=stats))
+    try:
+        first = server.proc.pid  # type: ignore[union-attr]
+        await asyncio.sleep(0.2)  # the supervisor is watching
+        # What nats-server logs when a stream's write fails for lack of space.
+        with (server.store_dir / "nats-server.log").open("a") as fh:
+            fh.write(
+                "[ERR] Filestore [OOPAV_EVENTS] Critical write error: no space left on device\n"
+            )
+        for _ in range(20):
+            await asyncio.sleep(0.05)
+        assert stats.write_errors == 1 and server.proc.pid == first  # type: ignore[union-attr]
+        assert stats.restarts == 0  # no space yet: a restart would fail the same way
+        free["bytes"] = 10 << 30
+        for _ in range(1200):
+            if stats.restarts:
+                break
+            await asyncio.sleep(0.05)
+        assert stats.restarts == 1 and server.proc.pid != first  # type: ignore[union-attr]
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        server.stop()
+        storage.set_probe(None)
+        storage._configured = None
