@@ -85,6 +85,13 @@ def _start(
         serve(metrics_port)
     model = cli_model_spec(model)
     reflector = _reflector_config(reflector_config, critic_model)
+    from oopav.bus import storage
+
+    try:  # the free-space settings (docs/operations.md, "Storage"): wrong ones fail at once
+        storage.min_free_from_env()
+        storage.pause_from_env()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     stop = asyncio.Event()
     return model, reflector, stop, install_stop_signals(stop.set)
 
