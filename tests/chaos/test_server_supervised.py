@@ -180,3 +180,43 @@ async def test_a_store_write_error_restarts_the_server_once_space_is_back(
         server.stop()
         storage.set_probe(None)
         storage._configured = None
+
+
+async def test_a_failed_restart_is_retried_with_backoff(tmp_path: Path) -> None:
+    import socket
+
+    server = EmbeddedServer(tmp_path / "nats", write_info=False)
+    server.start()
+    stop = asyncio.Event()
+    stats = SupervisorStats()
+    # Someone else takes the port while the server is down: the restart fails until it is free.
+    thief = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    thief.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    task = None
+    try:
+        pid = server.proc.pid  # type: ignore[union-attr]
+        os.kill(pid, signal.SIGKILL)
+        server.proc.wait()  # type: ignore[union-attr]
+        thief.bind(("127.0.0.1", server.port))  # type: ignore[arg-type]
+        thief.listen()
+        task = asyncio.create_task(
+            supervise(server, stop, poll_s=0.05, backoff_s=0.1, max_backoff_s=0.4, stats=stats)
+        )
+        for _ in range(600):
+            if stats.failed_attempts >= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert stats.failed_attempts >= 2 and stats.restarts == 0
+        thief.close()
+        for _ in range(1200):
+            if stats.restarts:
+                break
+            await asyncio.sleep(0.05)
+        assert stats.restarts == 1 and server.proc is not None and server.proc.pid != pid
+        assert server.url.endswith(f":{server.port}")
+    finally:
+        thief.close()
+        stop.set()
+        if task is not None:
+            await asyncio.wait_for(task, 10)
+        server.stop()
