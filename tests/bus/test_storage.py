@@ -243,3 +243,12 @@ def test_doctor_and_status_show_storage_in_one_line(
     r = CliRunner().invoke(cli, ["--data-dir", str(data), "doctor"])
     [line] = [x for x in r.output.splitlines() if " storage " in x]
     assert line.startswith("warn  storage") and "1 dead letter(s) spooled" in line, r.output
+
+
+def test_up_refuses_a_bad_watermark_setting_at_start(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
+
+    r = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "up"], env={"OOPAV_MIN_FREE": "lots"})
+    assert r.exit_code == 1 and "OOPAV_MIN_FREE: 'lots' is not a size" in r.output
