@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from oopav import health
 from oopav.config import Settings
 
 MIN_FREE_BYTES = 1 << 30
@@ -201,4 +202,6 @@ CHECKS: tuple[Callable[[Settings], Check], ...] = (
     check_git,
     check_disk,
     check_batch_staging,
+    lambda s: Check("memory limit", *health.memory_limit(s)),
+    lambda s: Check("storage", *health.storage(s)),
 )

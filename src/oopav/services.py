@@ -42,6 +42,7 @@ async def run_handlers(
     answered. ``concurrency``: messages of different sessions each handler works on at once
     (default ``DEFAULT_CONCURRENCY``), or ``"auto"``: each loop handler starts at 8 and follows
     the machine's load (bus/adaptive.py); one session's messages are always handled in order."""
+    from oopav.bus import storage
     from oopav.bus.consumer import DEFAULT_CONCURRENCY, ConsumerOptions
     from oopav.handlers.intake import Intake
     from oopav.handlers.ports import Ports
@@ -49,6 +50,8 @@ async def run_handlers(
     from oopav.handlers.runtime import HandlerRunner, SessionCache
 
     chosen = names or ALL_HANDLERS
+    # The free-space watermark and the dead-letter spool live in the data directory.
+    storage.configure(bus.settings.data_dir)
     ports = ports or Ports(settings=bus.settings, default_model=model, nats_url=bus.url)
     services: list[Any] = []
     tasks: list[asyncio.Task[Any]] = []

@@ -84,6 +84,7 @@ NATS_COMMANDS = [
     ("up", "--give-up-after", "1"),
     ("run", "--repo", ".", "rename x"),
     ("gc",),
+    ("fsck",),
     ("tui",),
     ("models", "check", "replay:abc"),
 ]

@@ -43,6 +43,7 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from oopav import metrics
+from oopav.bus import spool, storage
 from oopav.bus.adaptive import Adaptive
 from oopav.bus.errors import ConnectionLost
 from oopav.bus.streams import EVENTS_STREAM, dlq_subject
@@ -92,6 +93,8 @@ class DeadLetter:
 
 
 OnDeadLetter = Callable[[DeadLetter], Awaitable[None]]
+# How often a consumer tries to store the dead letters it had to spool (bus/spool.py).
+SPOOL_EVERY_S = 2.0
 
 
 @dataclass
@@ -254,6 +257,7 @@ class HandlerConsumer:
             if self.options.adaptive is not None
             else None
         )
+        spooler = asyncio.create_task(self._spool_loop())
         self.log.info(
             "consumer_started", filters=self.filter_subjects, concurrency=self.options.concurrency
         )
@@ -313,8 +317,11 @@ class HandlerConsumer:
             heartbeat.cancel()
             if adapting is not None:
                 adapting.cancel()
+            spooler.cancel()
             with contextlib.suppress(BaseException):
                 await heartbeat
+            with contextlib.suppress(BaseException):
+                await spooler
             self._stopped.set()
             self.log.info(
                 "consumer_stopped",
@@ -456,6 +463,11 @@ class HandlerConsumer:
             bound = self.log.bind(
                 event_id=getattr(event, "id", None), session_id=getattr(event, "aggregate_id", None)
             )
+            if isinstance(exc, storage.StorageFull):
+                bound.error("storage_full_parking", error=repr(exc)[:300])
+                return await self.park(
+                    msg, "storage", str(exc), event=event if self.decode else None, exc=exc
+                )
             if delivery.last_attempt:
                 bound.error(
                     "handler_failed_parking", error=repr(exc), delivered=delivery.num_delivered
@@ -491,7 +503,7 @@ class HandlerConsumer:
         while_connected = 0
         for _ in range(60):
             try:
-                await self.handle(event, delivery)
+                await self._handle_with_space(event, delivery)
                 return
             except asyncio.CancelledError:
                 raise
@@ -512,7 +524,44 @@ class HandlerConsumer:
                 await asyncio.sleep(0.2)
             await asyncio.sleep(pause)
             pause = min(pause * 2, 5.0)
-        await self.handle(event, delivery)
+        await self._handle_with_space(event, delivery)
+
+    async def _handle_with_space(self, event: Any, delivery: Delivery) -> None:
+        """Handle; when a write fails for lack of space, hold the message (the heartbeat keeps
+        it in progress, so no delivery is used up) and retry in place until space returns,
+        for at most ``OOPAV_STORAGE_PAUSE`` seconds; then StorageFull, which dead-letters it
+        with reason ``storage`` (bus/storage.py)."""
+        deadline: float | None = None
+        pause = 0.5
+        while True:
+            try:
+                await self.handle(event, delivery)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if self._stop.is_set() or not storage.storage_problem(exc):
+                    raise
+                now = time.monotonic()
+                if deadline is None:
+                    limit = storage.pause_from_env()
+                    deadline = now + limit
+                    self.log.error(
+                        "storage_full_paused",
+                        error=repr(exc)[:300],
+                        session_id=getattr(event, "aggregate_id", None),
+                        pause_s=limit,
+                    )
+                if now >= deadline:
+                    raise storage.StorageFull(
+                        f"no space to store this handler's output; waited "
+                        f"{storage.pause_from_env():.0f}s for space: {exc}"
+                    ) from exc
+                await self._sleep(min(pause, max(0.0, deadline - now)))
+                pause = min(pause * 2, 10.0)
+                continue
+            if deadline is not None:
+                self.log.warning("storage_resumed", session_id=getattr(event, "aggregate_id", None))
+            return
 
     async def _ack(self, msg: Msg) -> None:
         """Ack, retrying timeouts: under load the server may answer late. If it never does the
@@ -706,16 +755,90 @@ class HandlerConsumer:
             "Nats-Msg-Id": f"dlq:{self.handler}:{self.options.stream}:{seq}",
         }
         js = self.nc.jetstream()
-        await js.publish(dlq_subject(self.handler), data, headers=headers)
+        record = spool.Letter(self.handler, subject, seq, reason, detail, digest, headers, data)
+        try:
+            await js.publish(dlq_subject(self.handler), data, headers=headers)
+        except Exception as exc:
+            # Not lost: kept on local disk (fsynced) and stored when the server can take it.
+            # If even that fails, the error goes up and the message stays unacked.
+            where = spool.write(record, self.options.stream)
+            self.log.error(
+                "dead_letter_spooled", error=repr(exc)[:300], subject=subject, spool=str(where)
+            )
+        else:
+            record.published = True
         self.parked += 1
         metrics.dead_letter(self.handler, reason)
         self.log.warning("message_parked", reason=reason, detail=detail[:200], subject=subject)
-        if self.on_dead_letter is not None:
-            letter = DeadLetter(self.handler, subject, seq, reason, detail, digest, event)
-            try:
-                await self.on_dead_letter(letter)
-            except Exception as exc:  # the DLQ has it; the abort is best effort
-                self.log.error("dead_letter_outcome_failed", error=repr(exc), subject=subject)
+        await self._outcome(record, event)
+
+    async def _outcome(self, record: spool.Letter, event: Event | None) -> None:
+        """Turn a dead letter into its outcome (a session abort); if that cannot be stored for
+        lack of space, the spool keeps the letter and the outcome is tried again later."""
+        if self.on_dead_letter is None:
+            return
+        letter = DeadLetter(
+            self.handler,
+            record.subject,
+            record.seq,
+            record.reason,
+            record.detail,
+            record.digest,
+            event,
+        )
+        try:
+            await self.on_dead_letter(letter)
+        except Exception as exc:  # the DLQ has it; the abort is best effort
+            self.log.error("dead_letter_outcome_failed", error=repr(exc), subject=record.subject)
+            if storage.storage_problem(exc):
+                with contextlib.suppress(OSError):
+                    spool.write(record, self.options.stream)
+
+    async def flush_spool(self) -> int:
+        """Store the spooled dead letters of this handler and run their outcomes; returns how
+        many were settled. Stops at the first that still cannot be stored."""
+        settled = 0
+        for path, record in spool.pending(self.handler, self.options.stream):
+            if not record.published:
+                try:
+                    await self.nc.jetstream().publish(
+                        dlq_subject(self.handler), record.data, headers=record.headers
+                    )
+                except Exception as exc:
+                    self.log.info("dead_letter_spool_waiting", error=repr(exc)[:200])
+                    return settled
+                record.published = True
+                spool.write(record, self.options.stream)
+            event = None
+            with contextlib.suppress(EventDecodeError):
+                event = self.registry.decode(record.data)
+            if self.on_dead_letter is not None:
+                letter = DeadLetter(
+                    self.handler,
+                    record.subject,
+                    record.seq,
+                    record.reason,
+                    record.detail,
+                    record.digest,
+                    event,
+                )
+                try:
+                    await self.on_dead_letter(letter)
+                except Exception as exc:
+                    self.log.info("dead_letter_outcome_waiting", error=repr(exc)[:200])
+                    return settled
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            settled += 1
+            self.log.warning("dead_letter_unspooled", subject=record.subject, reason=record.reason)
+        return settled
+
+    async def _spool_loop(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(Exception):
+                if spool.has_pending(self.handler, self.options.stream):
+                    await self.flush_spool()
+            await self._sleep(SPOOL_EVERY_S)
 
 
 def _one_line(text: str, limit: int) -> str:

@@ -186,6 +186,24 @@ class EmbeddedServer:
         self.stop()
         raise ServerError(f"nats-server did not become healthy within {timeout:.0f}s")
 
+    def died(self) -> int | None:
+        """The exit status of the server this object started, if it has exited (None while it
+        runs, or when none was started)."""
+        proc = self.proc
+        return None if proc is None else proc.poll()
+
+    def restart(self, timeout: float = 15.0) -> str:
+        """Start the server again after it died, on the same port, monitor port and store, so
+        clients reconnect to the url they know and JetStream recovers every acknowledged
+        event from the store. Raises ServerError when it cannot (the port taken meanwhile)."""
+        old = self.proc
+        if old is not None and old.poll() is None:
+            raise ServerError(f"the embedded server (pid {old.pid}) is still running")
+        if old is not None:
+            _LIVE.discard(old)
+        self.proc = None
+        return self._spawn(timeout)
+
     def stop(self, timeout: float = 10.0, *, only_if_unused: bool = False) -> None:
         """Stop the server; with ``only_if_unused``, leave it running while other clients
         (another ``oopav run`` that attached to it) still use it: the last one stops it."""

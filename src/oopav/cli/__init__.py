@@ -205,6 +205,7 @@ def _register() -> None:
         bus,
         decision,
         doctor,
+        fsck,
         gc,
         guidance,
         models,
@@ -223,6 +224,7 @@ def _register() -> None:
     guidance.register(cli)
     decision.register(cli)
     train.register(cli)
+    fsck.register(cli)
 
 
 _register()

@@ -239,6 +239,10 @@ def status_cmd(c: Any, as_json: bool) -> None:
     except BusError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    from oopav.health import storage
+
+    level, line, _ = storage(c.settings)
+    report["storage"] = {"status": level, "detail": line}
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
         return
@@ -264,6 +268,7 @@ def status_cmd(c: Any, as_json: bool) -> None:
             f"{k['stream'] + '/' + k['name']:28} {k['pending']:>8} {k['ack_pending']:>11} "
             f"{k['redelivered']:>11} {k['waiting']:>7}  {'yes' if k['alive'] else 'no'}"
         )
+    click.echo(f"storage  {line}")
 
 
 async def collect_status(url: str) -> dict[str, Any]:

@@ -103,6 +103,13 @@ def _start(
         serve(metrics_port)
     model = cli_model_spec(model)
     reflector = _reflector_config(reflector_config, critic_model)
+    from oopav.bus import storage
+
+    try:  # the free-space settings (docs/operations.md, "Storage"): wrong ones fail at once
+        storage.min_free_from_env()
+        storage.pause_from_env()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     stop = asyncio.Event()
     return model, reflector, stop, install_stop_signals(stop.set)
 
@@ -161,16 +168,33 @@ async def up(
             f'submit with: nats --server {bus.url} req oopav.tasks.submit \'{{"instruction": "...", "repo": "/abs/path"}}\'',
             err=True,
         )
-        await run_handlers(
-            bus,
-            stop,
-            names=_without("learner") if no_learner else None,
-            model=model,
-            concurrency=concurrency,
-            signals=False,
-            cleanup=not keep,
-            reflector_config=reflector,
-        )
+        # The server this process started is supervised: restarted on its port if it dies.
+        supervisor = _supervise(bus, stop)
+        try:
+            await run_handlers(
+                bus,
+                stop,
+                names=_without("learner") if no_learner else None,
+                model=model,
+                concurrency=concurrency,
+                signals=False,
+                cleanup=not keep,
+                reflector_config=reflector,
+            )
+        finally:
+            if supervisor is not None:
+                supervisor.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await supervisor
+
+
+def _supervise(bus: Any, stop: asyncio.Event) -> asyncio.Task[Any] | None:
+    from oopav.bus.server import EmbeddedServer
+    from oopav.bus.supervisor import supervise
+
+    if not isinstance(bus.embedded, EmbeddedServer) or bus.embedded.proc is None:
+        return None  # --nats-url, or a server adopted from another process: not ours
+    return asyncio.create_task(supervise(bus.embedded, stop), name="nats-supervisor")
 
 
 @contextlib.asynccontextmanager

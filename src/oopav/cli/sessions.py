@@ -25,8 +25,11 @@ async def sessions(c: Ctx, as_json: bool, limit: int, rejected: bool) -> None:
 
     async with open_bus(c.settings, name="oopav-sessions") as bus:
         rows = await list_sessions(bus, 1_000_000)
-    # A rejected submission never became a session: it is listed only on request.
-    rows = [r for r in rows if (r["phase"] == "rejected") == rejected][:limit]
+        # A rejected submission never became a session: it is listed only on request.
+        rows = [r for r in rows if (r["phase"] == "rejected") == rejected][:limit]
+        damage = await _damage(c, bus, [r["session_id"] for r in rows])
+    for r in rows:
+        r["damaged"] = damage.get(r["session_id"], [])
     if as_json:
         _json_out(rows)
         return
@@ -39,10 +42,31 @@ async def sessions(c: Ctx, as_json: bool, limit: int, rejected: bool) -> None:
         f"{'SESSION':36}  {'PHASE':{phase_w}}  {'OUTCOME':{outcome_w}}  {'EVENTS':>6}  INSTRUCTION"
     )
     for r in rows:
+        # A damaged session says so before anything else (`oopav fsck`, docs/operations.md).
+        note = f"DAMAGED ({r['damaged'][0]}) " if r["damaged"] else ""
         click.echo(
             f"{r['session_id']:36}  {r['phase']:{phase_w}}  {r['outcome'] or '-':{outcome_w}}  "
-            f"{r['events']:>6}  {r['instruction'][:60]}"
+            f"{r['events']:>6}  {note}{r['instruction'][:60]}"
         )
+
+
+async def _damage(c: Ctx, bus: object, sids: list[str]) -> dict[str, list[str]]:
+    """Damaged sessions among ``sids``: as the last `oopav fsck` recorded them, and any whose
+    snapshot names a last event that is gone from the stream (a lost end)."""
+    from oopav import fsck
+    from oopav.projections.runner import SESSIONS
+    from oopav.projections.session import SessionState
+    from oopav.projections.store import Snapshots
+
+    out: dict[str, list[str]] = {}
+    for sid, lines in fsck.recorded_damage(c.settings.data_dir).items():
+        if sid in sids:
+            out[sid] = list(lines)
+    snaps = Snapshots(bus.snapshots, SESSIONS.name, SESSIONS.schema, SessionState)  # type: ignore[attr-defined]
+    if snaps.valid():
+        for sid, why in (await fsck.lost_ends(bus.events, snaps, sids)).items():  # type: ignore[attr-defined]
+            out.setdefault(sid, []).insert(0, why)
+    return out
 
 
 @click.command()
@@ -61,6 +85,7 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
     async with open_bus(c.settings, name="oopav-show") as bus:
         sid = await resolve_session(bus, session)
         events = await bus.events.read_with_undecodable("session", sid)
+        damage = await _session_damage(c, bus, sid, events)
     if not events:
         raise click.ClickException(f"no events for session {session}")
     if as_json:
@@ -92,6 +117,20 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
             continue
         dt = (e.ts - t0).total_seconds() if t0 is not None else 0.0
         click.echo(f"{seq:>7}  +{dt:8.3f}s  {e.type:24} {e.actor:18} {describe_event(e)}")
+    # After the timeline: what is missing from it or wrong with it (`oopav fsck`).
+    for found in damage:
+        if found.kind not in ("broken_link", "late_terminal"):  # warned about above
+            click.echo(f"DAMAGED: {found.describe()}")
+
+
+async def _session_damage(c: Ctx, bus: object, sid: str, events: list) -> list:  # type: ignore[type-arg]
+    from oopav import fsck
+    from oopav.projections.runner import SESSIONS
+    from oopav.projections.session import SessionState
+    from oopav.projections.store import Snapshots
+
+    snaps = Snapshots(bus.snapshots, SESSIONS.name, SESSIONS.schema, SessionState)  # type: ignore[attr-defined]
+    return await fsck.session_damage(bus.events, snaps, sid, events, c.settings.data_dir)  # type: ignore[attr-defined]
 
 
 def _trends_line(events: list[Any]) -> str:
@@ -163,9 +202,18 @@ async def replay(
         return
     async with open_bus(c.settings, name="oopav-replay") as bus:
         sid = await resolve_session(bus, session)
+        damage = []
+        if verify:
+            # Checked before the snapshot is brought up to date: drift is what it said before.
+            entries = await bus.events.read_with_undecodable("session", sid)
+            damage = await _session_damage(c, bus, sid, entries)
         report = await replay_projection(bus, sid, verify=verify)
         recorded = await bus.events.read("session", sid, skip_undecodable=True) if verify else []
         url = bus.url
+    if verify:
+        report["damaged"] = [
+            {"kind": f.kind, "sequence": f.sequence, "detail": f.detail} for f in damage
+        ]
     handlers_report = None
     if verify:
         from oopav.replay import verify_session
@@ -185,8 +233,12 @@ async def replay(
             click.echo(f"projection: MISMATCH in {', '.join(report['differences'][:10])}", err=True)
         assert handlers_report is not None
         click.echo(f"handlers: {handlers_report.describe()}")
+        for found in damage:  # the sequence that is gone or damaged, by number
+            click.echo(f"damaged: {found.describe()}", err=True)
     if verify and (
-        not report["matches"] or (handlers_report is not None and not handlers_report.ok)
+        not report["matches"]
+        or (handlers_report is not None and not handlers_report.ok)
+        or report.get("damaged")
     ):
         sys.exit(1)
 

@@ -14,7 +14,9 @@ Two paths, so that both ``nats pub`` and ``nats req`` work with the plain CLI:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -22,7 +24,9 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
 
+from oopav.bus import storage
 from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
+from oopav.bus.storage import Watermark
 from oopav.bus.store import EventStore
 from oopav.bus.streams import INTAKE_STREAM, INTAKE_SUBJECT
 from oopav.events.catalog import Event, IntakeSource, TaskRejected, TaskSubmitted
@@ -39,6 +43,9 @@ if TYPE_CHECKING:
     from oopav.handlers.runtime import SessionCache
 
 HANDLER = "intake"
+STORAGE_FULL = "storage_full"
+# How long a digest refused at once (storage full) stays refused for its stored copy.
+REFUSED_TTL_S = 60.0
 log = get_logger("oopav.handlers.intake", handler=HANDLER)
 
 
@@ -71,11 +78,14 @@ def decide_all(
     *,
     check_repo: bool = True,
     max_event_bytes: int | None = None,
+    storage_full: str | None = None,
 ) -> list[Event]:
     """Raw bytes → the events to append: one, or K ``task_submitted`` for a group.
 
     ``max_event_bytes``: the largest message the server stores (its ``max_payload``); a task
-    whose event would be larger is rejected here rather than failing to append."""
+    whose event would be larger is rejected here rather than failing to append.
+    ``storage_full``: the data directory is under its free-space watermark (the message why):
+    the task is refused with ``code: "storage_full"`` whatever it holds."""
     source = IntakeSource(
         stream_sequence=stream_sequence, digest=digest(payload), size=len(payload)
     )
@@ -89,6 +99,18 @@ def decide_all(
         "actor": actor_name(HANDLER),
         "ts": clock.now(),
     }
+    if storage_full is not None:
+        return [
+            TaskRejected(
+                schema=TaskRejected.SCHEMA,
+                error=storage_full,
+                field=None,
+                code=STORAGE_FULL,
+                excerpt=safe_text(payload[:200].decode("utf-8", "replace"), 200),
+                source=source,
+                **env,
+            )
+        ]
     result = parse_submission(payload, check_repo=check_repo)
     if isinstance(result, Rejected):
         return [
@@ -175,8 +197,19 @@ class Intake(RespondingHandler):
         clock: Clock = SYSTEM_CLOCK,
         check_repo: bool = True,
         cache: SessionCache | None = None,
+        watermark: Watermark | None = None,
     ) -> None:
         self.nc = nc
+        # The data directory's free-space watermark (bus/storage.py): under it, new tasks are
+        # refused with storage_full, at once on the request and on the stored copy.
+        if watermark is None:
+            from oopav.config import Settings
+
+            watermark = storage.configured() or storage.Watermark.from_env(Settings().data_dir)
+        self.watermark = watermark
+        # digest -> monotonic time of requests refused at once: their stored copy (if the
+        # server could store it) is refused too, even if space came back meanwhile.
+        self._refused: dict[str, float] = {}
         self.events = cache.events if cache is not None else EventStore(nc)
         # The loop handlers' session cache of this process (``run_handlers``): a new session
         # is put in as appended, so the observer here needs no read for it.
@@ -210,6 +243,10 @@ class Intake(RespondingHandler):
         raw: Msg = msg
         meta = raw.metadata
         stored_ms = int(meta.timestamp.timestamp() * 1000) if meta.timestamp else 0
+        reading = self.watermark.read()
+        full = reading.refusal() if reading.full else None
+        if full is None and self._was_refused(digest(raw.data)):
+            full = "storage was full when this task arrived; submit it again"
         for event in decide_all(
             raw.data,
             meta.sequence.stream,
@@ -217,6 +254,7 @@ class Intake(RespondingHandler):
             self.clock,
             check_repo=self.check_repo,
             max_event_bytes=self.nc.max_payload or None,
+            storage_full=full,
         ):
             # The session id is fresh, so its aggregate must be empty (expected 0); a
             # redelivery finds its own event there and counts as a duplicate.
@@ -252,6 +290,33 @@ class Intake(RespondingHandler):
 
     # -- replies --------------------------------------------------------------------------
 
+    def _was_refused(self, key: str) -> bool:
+        now = time.monotonic()
+        for k, at in list(self._refused.items()):
+            if now - at > REFUSED_TTL_S:
+                del self._refused[k]
+        return key in self._refused
+
+    async def _on_request(self, msg: Msg) -> None:
+        """A request: under the watermark it is answered at once (the server may not even be
+        able to store it, and then no outcome would ever come); otherwise it waits for the
+        outcome of its stored copy."""
+        if msg.reply:
+            reading = self.watermark.read()
+            if reading.full:
+                self._refused[digest(msg.data)] = time.monotonic()
+                log.warning("task_refused_storage_full", free=reading.free, min=reading.min_free)
+                body = {
+                    "error": reading.refusal(),
+                    "field": None,
+                    "code": STORAGE_FULL,
+                    "session_id": None,
+                }
+                with contextlib.suppress(Exception):
+                    await msg.respond(json.dumps(body).encode())
+                return
+        await self.replies.on_request(msg)
+
     async def _on_result(self, msg: Msg) -> None:
         try:
             event = REGISTRY.decode(msg.data)
@@ -272,7 +337,7 @@ class Intake(RespondingHandler):
         return [
             ("oopav.ev.session.*.task_submitted", None, self._on_result),
             ("oopav.ev.session.*.task_rejected", None, self._on_result),
-            (INTAKE_SUBJECT, "oopav-intake", self.replies.on_request),
+            (INTAKE_SUBJECT, "oopav-intake", self._on_request),
             (
                 INTAKE_SUBJECT.rsplit(".", 1)[0] + ".*",
                 "oopav-intake-other",

@@ -84,7 +84,14 @@ class BwrapSandbox:
         report: bool = False,
         stdin: bytes | None = None,
     ) -> ExecRecord:
-        from oopav.sandbox.environment import EnvironmentError_, parse_junit, sandbox_config_for
+        import msgspec
+
+        from oopav.sandbox.environment import (
+            EnvironmentError_,
+            limits_for,
+            parse_junit,
+            sandbox_config_for,
+        )
         from oopav.sandbox.runner import default_config, run_sandboxed
 
         base = self.config or default_config(self.settings)
@@ -101,6 +108,7 @@ class BwrapSandbox:
                 stderr_tail=f"oopav: cannot use the project environment: {exc}",
             )
         config = sandbox_config_for(base, penv, workspace, out_dir=out_dir)
+        config = msgspec.structs.replace(config, limits=limits_for(config.limits, environment))
         if out_dir is not None:
             stale = out_dir / "junit.xml"
             if stale.exists():

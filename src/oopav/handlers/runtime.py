@@ -293,7 +293,10 @@ class HandlerRunner:
                 clock=self.ports.clock,
                 outcome="aborted",
                 summary=summary[:2000],
-                reason=f"dead_letter:{self.handler.name}",
+                # Out of space is its own reason: the session did nothing wrong, the disk did.
+                reason="storage"
+                if letter.reason == "storage"
+                else f"dead_letter:{self.handler.name}",
             )
             try:
                 await self.events.append_batch([abort], expected=state.last_sequence)

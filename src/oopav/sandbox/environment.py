@@ -27,11 +27,13 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,7 +44,19 @@ from oopav.logging import get_logger
 log = get_logger("oopav.sandbox.environment")
 
 Source = Literal["task", "repo", "virtual_env", "uv", "host"]
-ENV_KEYS = ("python", "build", "env", "pythonpath", "extras", "packages", "virtual_env", "probe")
+ENV_KEYS = (
+    "python",
+    "build",
+    "env",
+    "pythonpath",
+    "extras",
+    "packages",
+    "virtual_env",
+    "probe",
+    "limits",
+)
+# Per-task resource limits of the commands (docs/operations.md "Limits"): key -> (min, max).
+LIMIT_KEYS = {"memory_mb": (16, 1 << 20), "artifacts_mb": (1, 1 << 20)}
 DEP_FILES = (
     "pyproject.toml",
     "setup.cfg",
@@ -116,6 +130,22 @@ def normalize_spec(raw: Any) -> dict[str, Any]:
         val = out.get(key, [])
         if not isinstance(val, list) or not all(isinstance(v, str) and v for v in val):
             raise EnvironmentError_(f"environment.{key} must be a list of non-empty strings")
+    limits = out.get("limits")
+    if limits is not None:
+        if not isinstance(limits, dict):
+            raise EnvironmentError_(
+                'environment.limits must be an object, e.g. {"memory_mb": 1024}'
+            )
+        for key, value in limits.items():
+            if key not in LIMIT_KEYS:
+                raise EnvironmentError_(
+                    f"unknown environment.limits key {key!r}; valid: {', '.join(LIMIT_KEYS)}"
+                )
+            lo, hi = LIMIT_KEYS[key]
+            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+                raise EnvironmentError_(
+                    f"environment.limits.{key} must be a whole number from {lo} to {hi}"
+                )
     probe = out.get("probe")
     if probe is not None and not isinstance(probe, str | bool):
         raise EnvironmentError_("environment.probe must be a package name or false")
@@ -225,7 +255,44 @@ def dependency_hash(repo: Path, spec: Mapping[str, Any], python: str) -> str:
     return h.hexdigest()[:20]
 
 
+# Threads of one process share the file lock's descriptor semantics badly (flock is per open
+# file description, so two threads opening the lock file each get their own): the thread lock
+# keeps one builder per process, the file lock one builder per cache across processes.
 _build_lock = threading.Lock()
+BUILT_MARKER = ".oopav-built"
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, timeout_s: float, what: str) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` across processes, waited for at most ``timeout_s``.
+    The kernel drops it when its holder dies, so a crashed builder never leaves it stale."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise EnvironmentError_(
+                        f"{what}: another process held {path} for more than {timeout_s:.0f}s; "
+                        "is a build stuck? (the lock goes when its process ends)"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing the description releases the lock
+
+
+def _finished(link: Path) -> Path | None:
+    """The finished environment published under ``link``, or None."""
+    if (link / BUILT_MARKER).is_file():
+        return Path(os.path.realpath(link))
+    return None
 
 
 def find_uv() -> str:
@@ -244,63 +311,97 @@ def build_uv(repo: Path, spec: Mapping[str, Any], cache_root: Path, timeout_s: f
     installed editable (plus ``extras`` and ``packages``). Returns the venv directory.
 
     This runs on the host, not in the sandbox: it is oopav preparing the tool, like creating the
-    workspace, and it needs the package index. The project's code runs only in the sandbox."""
+    workspace, and it needs the package index. The project's code runs only in the sandbox.
+
+    Several processes (observers of different sessions, or of different hosts sharing the data
+    directory) may ask for the same environment at once: one builds under a file lock, in a
+    fresh directory of its own (``builds/<key>-<token>/``, snapshot and venv), and publishes it
+    by atomically renaming a symlink ``<key>`` onto it; the others wait for the lock and find
+    it finished. A venv is not relocatable (its scripts' shebangs name its path), so the
+    directory never moves: the symlink is what is renamed. A build that failed or was killed
+    leaves only its own directory, removed by the next builder."""
     base = str(host_interpreter())
     key = dependency_hash(repo, spec, base)
-    venv = cache_root / key
-    done = venv / ".oopav-built"
-    if done.is_file():
-        return venv
+    link = cache_root / key
+    found = _finished(link)
+    if found is not None:
+        return found
     uv = find_uv()
-    with _build_lock:
-        if done.is_file():
-            return venv
-        if venv.exists():
-            shutil.rmtree(venv)
-        cache_root.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-        env.setdefault("UV_CACHE_DIR", str(cache_root / "uv-cache"))
-        # Build from a snapshot beside the env: an editable build writes into its source tree
-        # (egg-info, build/), and the user's repository is never written. Imports resolve to
-        # the session's workspace anyway (it comes first on PYTHONPATH).
-        snapshot = cache_root / f"{key}.src"
-        if snapshot.exists():
-            shutil.rmtree(snapshot)
-        shutil.copytree(
-            repo,
-            snapshot,
-            symlinks=True,
-            ignore=shutil.ignore_patterns(
-                ".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox"
-            ),
-        )
-        target = str(snapshot)
-        extras = spec.get("extras") or []
-        if extras:
-            target += "[" + ",".join(extras) + "]"
-        steps = [
-            [uv, "venv", "--quiet", "--python", base, str(venv)],
-            [
-                uv,
-                "pip",
-                "install",
-                "--quiet",
-                "--python",
-                str(venv / "bin" / "python"),
-                "-e",
-                target,
-                *(spec.get("packages") or []),
-            ],
-        ]
-        for argv in steps:
-            proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout_s)
-            if proc.returncode != 0:
-                raise EnvironmentError_(
-                    f"building the project environment failed: `{' '.join(argv)}` exited "
-                    f"{proc.returncode}: {(proc.stderr or proc.stdout).strip()[-1500:]}"
-                )
-        done.write_text(key)
-        log.info("environment.built", repo=str(repo), venv=str(venv))
+    with _build_lock, file_lock(cache_root / f".{key}.lock", timeout_s, "environment build"):
+        found = _finished(link)
+        if found is not None:
+            return found
+        builds = cache_root / "builds"
+        builds.mkdir(parents=True, exist_ok=True)
+        # Under the lock no one else builds this key: any directory of it is a dead build's.
+        for old in builds.glob(f"{key}-*"):
+            shutil.rmtree(old, ignore_errors=True)
+        if link.is_dir() and not link.is_symlink():  # an unfinished build of an older layout
+            shutil.rmtree(link, ignore_errors=True)
+        work = builds / f"{key}-{os.getpid()}-{secrets.token_hex(4)}"
+        work.mkdir()
+        try:
+            venv = _build_into(work, repo, spec, uv, base, cache_root, timeout_s)
+            (venv / BUILT_MARKER).write_text(key)
+            tmp_link = cache_root / f".{key}.link-{work.name}"
+            os.symlink(os.path.relpath(venv, cache_root), tmp_link)
+            os.replace(tmp_link, link)  # the publication: atomic on POSIX
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        log.info("environment.built", repo=str(repo), venv=str(venv), key=key)
+    return Path(os.path.realpath(link))
+
+
+def _build_into(
+    work: Path,
+    repo: Path,
+    spec: Mapping[str, Any],
+    uv: str,
+    base: str,
+    cache_root: Path,
+    timeout_s: float,
+) -> Path:
+    venv = work / "venv"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env.setdefault("UV_CACHE_DIR", str(cache_root / "uv-cache"))
+    # Build from a snapshot beside the env: an editable build writes into its source tree
+    # (egg-info, build/), and the user's repository is never written. Imports resolve to
+    # the session's workspace anyway (it comes first on PYTHONPATH).
+    snapshot = work / "src"
+    shutil.copytree(
+        repo,
+        snapshot,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox"
+        ),
+    )
+    target = str(snapshot)
+    extras = spec.get("extras") or []
+    if extras:
+        target += "[" + ",".join(extras) + "]"
+    steps = [
+        [uv, "venv", "--quiet", "--python", base, str(venv)],
+        [
+            uv,
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(venv / "bin" / "python"),
+            "-e",
+            target,
+            *(spec.get("packages") or []),
+        ],
+    ]
+    for argv in steps:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout_s)
+        if proc.returncode != 0:
+            raise EnvironmentError_(
+                f"building the project environment failed: `{' '.join(argv)}` exited "
+                f"{proc.returncode}: {(proc.stderr or proc.stdout).strip()[-1500:]}"
+            )
     return venv
 
 
@@ -419,6 +520,17 @@ def read_probe(stdout: str) -> dict[str, Any] | None:
             if isinstance(data, dict) and "origin" in data:
                 return data
     return None
+
+
+def limits_for(base: Any, spec: Mapping[str, Any] | None) -> Any:
+    """``base`` (a sandbox ``Limits``) with the task's ``environment.limits`` applied."""
+    raw = (spec or {}).get("limits") or {}
+    changes: dict[str, int] = {}
+    if "memory_mb" in raw:
+        changes["memory_bytes"] = int(raw["memory_mb"]) * 1024 * 1024
+    if "artifacts_mb" in raw:
+        changes["artifacts_bytes"] = int(raw["artifacts_mb"]) * 1024 * 1024
+    return msgspec.structs.replace(base, **changes) if changes else base
 
 
 def spec_for_task(task: Any) -> dict[str, Any] | None:

@@ -32,6 +32,18 @@ class Limits(msgspec.Struct, kw_only=True, frozen=True):
     open_files: int = 1024
     # Bytes of each stream returned inline; the full output stays in the artifact files.
     output_tail_bytes: int = 8192
+    # Memory of the whole process tree together (a memory cgroup, sandbox/memory.py; 0: none).
+    memory_bytes: int = 2048 * MiB
+    # Artifacts (full outputs, reports) one session may keep on disk (sandbox/artifacts.py).
+    artifacts_bytes: int = 256 * MiB
+
+
+def _procs_files(cgroup_procs: Path | Sequence[Path] | None) -> list[str]:
+    if cgroup_procs is None:
+        return []
+    if isinstance(cgroup_procs, Path):
+        return [str(cgroup_procs)]
+    return [str(p) for p in cgroup_procs]
 
 
 def rlimit_pairs(limits: Limits) -> list[tuple[int, int]]:
@@ -46,14 +58,14 @@ def rlimit_pairs(limits: Limits) -> list[tuple[int, int]]:
     ]
 
 
-def make_preexec(limits: Limits, cgroup_procs: Path | None) -> Callable[[], None]:
+def make_preexec(limits: Limits, cgroup_procs: Path | Sequence[Path] | None) -> Callable[[], None]:
     """The function run in the forked child before exec: join the cgroup first (so every
     descendant is counted), then lower the rlimits. Only async-signal-safe-ish work here."""
     pairs = rlimit_pairs(limits)
-    procs = str(cgroup_procs) if cgroup_procs is not None else None
+    files = _procs_files(cgroup_procs)
 
     def _preexec() -> None:
-        if procs is not None:
+        for procs in files:
             fd = os.open(procs, os.O_WRONLY)
             try:
                 os.write(fd, str(os.getpid()).encode())
@@ -69,12 +81,14 @@ def make_preexec(limits: Limits, cgroup_procs: Path | None) -> Callable[[], None
     return _preexec
 
 
-def apply_limits(limits: Limits, pids: Sequence[int], cgroup_procs: Path | None) -> None:
+def apply_limits(
+    limits: Limits, pids: Sequence[int], cgroup_procs: Path | Sequence[Path] | None
+) -> None:
     """From the parent: move ``pids`` into the cgroup (first, so anything they fork later is
     counted) and set their rlimits. Used while the sandbox is blocked before its command
     starts, so nothing escapes either. Raises OSError (ProcessLookupError: a pid is gone)."""
-    if cgroup_procs is not None:
-        fd = os.open(cgroup_procs, os.O_WRONLY)
+    for procs in _procs_files(cgroup_procs):
+        fd = os.open(procs, os.O_WRONLY)
         try:
             for pid in pids:
                 os.write(fd, str(pid).encode())

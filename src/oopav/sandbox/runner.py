@@ -26,6 +26,7 @@ import msgspec
 
 from oopav.config import Settings
 from oopav.logging import get_logger
+from oopav.sandbox.artifacts import enforce_budget
 from oopav.sandbox.limits import (
     NO_PROCESS_LIMIT,
     Limits,
@@ -33,6 +34,7 @@ from oopav.sandbox.limits import (
     apply_limits,
     make_preexec,
 )
+from oopav.sandbox.memory import MemoryCgroup, killed_note
 
 log = get_logger("oopav.sandbox")
 
@@ -428,7 +430,7 @@ def _release(
     status_r: int | None,
     block_w: int,
     limits: Limits,
-    cgroup: PidsCgroup | None,
+    cgroup_procs: Sequence[Path],
     timeout_s: float,
 ) -> bytes:
     """Put bwrap's sandbox child under the limits and in the pids cgroup while it waits on
@@ -443,7 +445,7 @@ def _release(
             try:
                 # Only the child: it runs the command and everything it forks; the bwrap
                 # monitor (proc) forks nothing more and is not reachable from inside.
-                apply_limits(limits, (child,), cgroup.procs if cgroup else None)
+                apply_limits(limits, (child,), cgroup_procs)
             except ProcessLookupError:
                 pass  # bwrap died during set-up; reported from its status below
             except OSError as exc:
@@ -482,13 +484,16 @@ def run_sandboxed(
     cgroup = PidsCgroup.create(cfg.limits.processes)
     if cgroup is None and os.geteuid() == 0 and not cfg.allow_unlimited_processes:
         raise SandboxUnavailable(NO_PROCESS_LIMIT)
-    # With bwrap, limits are applied from here while the sandbox waits on --block-fd, so the
-    # child is started with vfork (no Python pre-exec hook, which forces a full fork).
-    preexec = (
-        make_preexec(cfg.limits, cgroup.procs if cgroup else None)
-        if cfg.backend == "none"
+    # The whole tree's memory (none where the host has no memory cgroup: `oopav doctor`).
+    memcg = (
+        MemoryCgroup.create(cfg.limits.memory_bytes, share=cgroup)
+        if cfg.limits.memory_bytes > 0
         else None
     )
+    procs = [c.procs for c in (cgroup, memcg) if c is not None and not getattr(c, "shared", 0)]
+    # With bwrap, limits are applied from here while the sandbox waits on --block-fd, so the
+    # child is started with vfork (no Python pre-exec hook, which forces a full fork).
+    preexec = make_preexec(cfg.limits, procs) if cfg.backend == "none" else None
 
     created: list[Path] = []
     status_r: int | None = None
@@ -559,7 +564,7 @@ def run_sandboxed(
                 os.close(status_w)
                 os.close(block_r)
                 status_w = block_r = None
-                head = _release(proc, status_r, block_w, cfg.limits, cgroup, timeout_s)
+                head = _release(proc, status_r, block_w, cfg.limits, procs, timeout_s)
                 block_w = None
             if not _wait_exit(proc.pid, timeout_s):
                 timed_out = True
@@ -569,6 +574,11 @@ def run_sandboxed(
         duration_ms = (time.monotonic() - start) * 1000.0
         if cgroup is not None:
             cgroup.kill_all()
+        if memcg is not None:
+            memcg.kill_all()
+            if memcg.oom_killed():
+                with err_path.open("ab") as ferr:
+                    ferr.write(killed_note(memcg.limit_bytes).encode())
         status = _read_status(status_r, head) if status_r is not None else []
         if cfg.backend == "bwrap" and not timed_out and not any("child-pid" in s for s in status):
             # bwrap never started the command: a set-up failure, reported on stderr.
@@ -592,6 +602,8 @@ def run_sandboxed(
         out_size, err_size = out_path.stat().st_size, err_path.stat().st_size
         out_tail, t1 = tail(out_path, out_size, lim)
         err_tail, t2 = tail(err_path, err_size, lim)
+        # The session's artifacts stay within their budget; the tails above are already read.
+        enforce_budget(artifacts_dir, cfg.limits.artifacts_bytes, newest=run_dir)
         return RunResult(
             argv=list(argv),
             exit_code=exit_code,
@@ -612,6 +624,8 @@ def run_sandboxed(
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+        if memcg is not None:
+            memcg.remove()
         if cgroup is not None:
             cgroup.remove()
         # bwrap leaves the mount points it created for absent protected paths; remove them

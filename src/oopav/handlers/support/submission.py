@@ -45,6 +45,10 @@ MAX_ERROR_CHARS = 1000
 _TEXT_FIELDS = ("instruction", "examples.*.before", "examples.*.after")
 _TEXT_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _ANY_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
+# argv elements go to execve unchanged: any character but NUL is legitimate there (a
+# ``python -c`` script has newlines), and NUL is what execve cannot carry.
+_ARGV_FIELDS = ("test_command", "test_command.*")
+_NUL = re.compile(r"\x00")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MISSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_GROUP = 16
@@ -366,6 +370,11 @@ def _text_field(path: str) -> bool:
     return generic in _TEXT_FIELDS
 
 
+def _argv_field(path: str) -> bool:
+    generic = ".".join("*" if p.isdigit() else p for p in path.split("."))
+    return generic in _ARGV_FIELDS
+
+
 def _scan(raw: dict[str, Any]) -> None:
     """Depth, count, numbers, keys and string contents of the whole document, iteratively
     (a recursive walk is what a deep document would crash)."""
@@ -430,7 +439,13 @@ def _check_string(value: str, path: str, *, key: bool = False) -> None:
             field,
             "too_large",
         )
-    pattern = _TEXT_CONTROLS if (not key and _text_field(path)) else _ANY_CONTROLS
+    argv = not key and _argv_field(path)
+    if argv:
+        pattern = _NUL
+    elif not key and _text_field(path):
+        pattern = _TEXT_CONTROLS
+    else:
+        pattern = _ANY_CONTROLS
     bad = pattern.search(value)
     if bad is not None:
         char = bad.group()
@@ -438,6 +453,8 @@ def _check_string(value: str, path: str, *, key: bool = False) -> None:
         allowed = (
             "; only tab and line breaks are allowed here"
             if pattern is _TEXT_CONTROLS
+            else "; argv elements take any character but NUL"
+            if pattern is _NUL
             else "; control characters are not allowed here"
         )
         raise _Refused(
@@ -446,8 +463,12 @@ def _check_string(value: str, path: str, *, key: bool = False) -> None:
             "control_character",
         )
     top = path.split(".", 1)[0]
-    # instruction, examples and repo have their own, larger limits (checked later).
-    if not key and top not in ("instruction", "examples", "repo") and len(value) > MAX_STRING_CHARS:
+    # instruction, examples, repo and test_command have their own, larger limits (checked later).
+    if (
+        not key
+        and top not in ("instruction", "examples", "repo", "test_command")
+        and len(value) > MAX_STRING_CHARS
+    ):
         raise _Refused(
             f"{path} is {len(value)} characters long; the limit is {MAX_STRING_CHARS}",
             field,
@@ -488,11 +509,11 @@ def _argv(command: list[str] | str | None) -> list[str] | None:
     if not argv[0]:
         raise _Refused("test_command names an empty program", "test_command", "invalid")
     for i, arg in enumerate(argv):
-        bad = _ANY_CONTROLS.search(arg)
-        if bad is not None:  # a quoted newline survives the split
+        bad = _NUL.search(arg)
+        if bad is not None:  # the string form is split after the scan
             raise _Refused(
-                f"test_command argument {i} contains control character "
-                f"U+{ord(bad.group()):04X}; control characters are not allowed here",
+                f"test_command argument {i} contains a NUL byte at character {bad.start()}; "
+                "argv elements take any character but NUL",
                 "test_command",
                 "control_character",
             )
