@@ -4,12 +4,11 @@ exits non-zero with one line; a too-old server is refused; the embedded server f
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from helpers.cli import oopav_env, spawn_oopav
 from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
 from oopav.bus.server import EmbeddedServer
 from oopav.bus.store import EventStore, connect, server_version_problem
@@ -86,21 +85,8 @@ async def test_a_handler_survives_a_server_restart_and_loses_nothing(tmp_path: P
 async def test_a_handler_that_gives_up_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     server = EmbeddedServer(tmp_path / "nats", write_info=False)
     url = server.start()
-    env = {**os.environ, "OOPAV_LOG_LEVEL": "ERROR", "OOPAV_DATA_DIR": str(tmp_path / "data")}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--nats-url",
-        url,
-        "handler",
-        "orient",
-        "--give-up-after",
-        "2",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    env = oopav_env(OOPAV_LOG_LEVEL="ERROR", OOPAV_DATA_DIR=str(tmp_path / "data"))
+    proc = await spawn_oopav("handler", "orient", "--give-up-after", "2", url=url, env=env)
     try:
         assert proc.stderr is not None
         line = await asyncio.wait_for(proc.stderr.readline(), 60)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_spine import oopav
 
+from helpers.cli import oopav
 from oopav.app import Bus
 from oopav.bus.store import EventStore
 from oopav.config import Settings

@@ -8,8 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from test_cli_spine import oopav
-
+from helpers.cli import oopav
 from oopav.bus.store import EventStore
 from oopav.events import catalog as ev
 

@@ -9,9 +9,9 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
+from helpers.cli import spawn_oopav
 from oopav.bus.server import EmbeddedServer, adopt_running, find_running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,21 +31,7 @@ def _alive(pid: int) -> bool:
 
 
 async def _spawn_run(data_dir: Path, *args: str) -> asyncio.subprocess.Process:
-    env = {**os.environ, "OOPAV_LOG_LEVEL": "WARNING"}
-    env.pop("OOPAV_NATS_URL", None)
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--data-dir",
-        str(data_dir),
-        "run",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=str(ROOT),
-    )
+    return await spawn_oopav("run", *args, data_dir=data_dir, cwd=str(ROOT))
 
 
 async def _read_until(stream: asyncio.StreamReader, needle: str, timeout: float = 90) -> str:
@@ -175,21 +161,7 @@ def test_an_orphaned_embedded_server_is_adopted(tmp_path: Path) -> None:
 
 async def test_sigterm_stops_oopav_up_and_its_server(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    env = {**os.environ, "OOPAV_LOG_LEVEL": "WARNING"}
-    env.pop("OOPAV_NATS_URL", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--data-dir",
-        str(data),
-        "up",
-        "--concurrency",
-        "4",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    proc = await spawn_oopav("up", "--concurrency", "4", data_dir=data)
     assert proc.stderr is not None
     try:
         await _read_until(proc.stderr, "submit with:")

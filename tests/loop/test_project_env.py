@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from loop_harness import (
@@ -29,6 +27,7 @@ from loop_harness import (
     task,
 )
 
+from helpers.cli import oopav_env, run_oopav
 from oopav.sandbox.environment import host_interpreter
 
 
@@ -62,24 +61,11 @@ def commit_all(repo: Path) -> None:
 
 
 async def run_cli(data_dir: Path, *args: str, timeout: float = 240.0) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OOPAV_")}
-    env["OOPAV_LOG_LEVEL"] = "WARNING"
+    env = oopav_env(clean=True)
     env.pop("VIRTUAL_ENV", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--data-dir",
-        str(data_dir),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        stdin=asyncio.subprocess.DEVNULL,
-        env=env,
+    return await run_oopav(
+        *args, data_dir=data_dir, env=env, timeout=timeout, stdin=asyncio.subprocess.DEVNULL
     )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 def script_file(path: Path, actor: list[str]) -> Path:

@@ -1,0 +1,4 @@
+"""Set-up shared by the test modules (importable because pytest puts ``tests/`` on the path
+for the root conftest): ``cli`` runs ``oopav`` as a user does, ``events`` builds the events
+tests seed streams with, ``waits`` polls with a deadline, ``handlers`` runs a handler for the
+length of a test."""
