@@ -4,11 +4,12 @@ exits non-zero with one line; a too-old server is refused; the embedded server f
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from helpers import waits
 from helpers.cli import oopav_env, spawn_oopav
+from helpers.events import task_submitted as task
 from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
 from oopav.bus.server import EmbeddedServer
 from oopav.bus.store import EventStore, connect, server_version_problem
@@ -16,27 +17,9 @@ from oopav.bus.streams import ensure_streams
 from oopav.events import catalog as ev
 from oopav.events.factory import caused_event
 
-TS = datetime(2026, 1, 1, tzinfo=UTC)
 
-
-def task(session: str) -> ev.TaskSubmitted:
-    return ev.TaskSubmitted(
-        id=session,
-        aggregate_id=session,
-        correlation_id=session,
-        actor="intake/0",
-        ts=TS,
-        instruction="do it",
-        repo="/r",
-    )
-
-
-async def until(cond: Any, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.05)
+async def until(cond: Any) -> None:
+    await waits.until(cond, timeout=30.0, interval=0.05)
 
 
 async def test_a_handler_survives_a_server_restart_and_loses_nothing(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from nats.js.errors import NotFoundError
 
+from helpers import waits
 from oopav.bus.store import EventStore
 from oopav.bus.streams import EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT
 from oopav.events import catalog as ev
@@ -32,12 +33,8 @@ async def session_events(nc: Any) -> list[ev.Event]:
     return out
 
 
-async def until(cond: Any, timeout: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await cond():
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.05)
+async def until(cond: Any) -> None:
+    await waits.until(cond, timeout=15.0, interval=0.05)
 
 
 async def test_good_submission(nc: Any, intake: Intake, repo: Path) -> None:

@@ -11,6 +11,7 @@ import click
 import pytest
 from trainer_sessions import numbered, session
 
+from helpers.waits import until
 from oopav.bus.store import EventStore
 from oopav.events.ids import derive_id
 from oopav.trainer.datasets import (
@@ -156,11 +157,7 @@ async def test_export_from_the_stream_is_byte_for_byte(nc, tmp_path: Path) -> No
 
 
 async def _until(pred, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
+    await until(pred, timeout, interval=0.05, what="timed out")
 
 
 async def test_learner_catches_up_follows_and_rebuilds_after_deletion(nc, tmp_path: Path) -> None:
