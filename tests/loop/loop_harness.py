@@ -236,6 +236,17 @@ async def loop(
                 await asyncio.wait_for(runner, 20)
 
 
+async def run_session(
+    nats_url: str, script: Any, body: dict[str, Any], **loop_options: Any
+) -> tuple[str, Any, list[Any]]:
+    """One session through the loop: the handlers serve ``script``, ``body`` is submitted and
+    the session runs to completion. (session id, final state, events in stream order)."""
+    async with loop(nats_url, script, **loop_options) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    return sid, state, events
+
+
 async def start(bus: Any, body: dict[str, Any], timeout: float = 30.0) -> str:
     from oopav.services import submit_task
 

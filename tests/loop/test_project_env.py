@@ -23,6 +23,7 @@ from loop_harness import (
     plan_answer,
     rename_all,
     rename_definition_only,
+    run_session,
     start,
     task,
 )
@@ -136,9 +137,11 @@ async def test_a_package_resolving_outside_the_workspace_stops_before_the_baseli
     nats_url: str, tmp_path: Path
 ) -> None:
     repo = make_repo(tmp_path / "repo", pytest_suite=False)
-    async with loop(nats_url, {"planner": [plan_answer()], "actor": [finish()]}) as bus:
-        sid = await start(bus, task(repo, environment={"probe": "json"}))
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(
+        nats_url,
+        {"planner": [plan_answer()], "actor": [finish()]},
+        task(repo, environment={"probe": "json"}),
+    )
     assert state.outcome == "failed"
     assert "'json' does not import from the workspace: it resolved from" in state.summary
     assert "json/__init__.py" in state.summary
@@ -149,9 +152,11 @@ async def test_a_suite_that_cannot_run_at_baseline_is_its_own_outcome(
     nats_url: str, tmp_path: Path
 ) -> None:
     repo = make_repo(tmp_path / "repo", pytest_suite=False)
-    async with loop(nats_url, {"planner": [plan_answer()], "actor": [finish()]}) as bus:
-        sid = await start(bus, task(repo, test_command=["no-such-runner", "-q"]))
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(
+        nats_url,
+        {"planner": [plan_answer()], "actor": [finish()]},
+        task(repo, test_command=["no-such-runner", "-q"]),
+    )
     assert state.outcome == "failed"
     assert state.summary.startswith("the test suite cannot run at baseline: `no-such-runner -q`")
     assert not of(events, "plan_proposed")
