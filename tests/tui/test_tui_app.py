@@ -50,6 +50,14 @@ async def until(pilot: Pilot[None], cond: Callable[[], bool], what: str) -> None
     raise AssertionError(f"never happened: {what}")
 
 
+@contextlib.asynccontextmanager
+async def showing_two(app: OopavTUI) -> AsyncIterator[tuple[OopavTUI, Pilot[None]]]:
+    """The app running, once its table shows the two sessions."""
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+        yield app, pilot
+
+
 def app_over(nc: Any, snapshots: Any, nats_url: str, **kwargs: Any) -> OopavTUI:
     clock = ManualClock(T0 + timedelta(minutes=10))
     return OopavTUI(Feed(nc, snapshots, nats_url), clock=clock, **kwargs)
@@ -89,9 +97,7 @@ async def two_sessions(nc: Any) -> AsyncIterator[Two]:
 
 async def test_sessions_appear_newest_first(nc: Any, over: Over, two_sessions: Two) -> None:
     old, new = two_sessions
-    app = over()
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+    async with showing_two(over()) as (app, pilot):
         assert app.visible_sessions() == [new.session_id, old.session_id]
         assert cell(app, old.session_id, "id") == old.session_id[:13]
         assert cell(app, old.session_id, "phase") == "completed"
@@ -110,9 +116,7 @@ async def test_a_new_event_updates_its_row_and_a_new_session_appears_live(
     nc: Any, over: Over, two_sessions: Two
 ) -> None:
     _, new = two_sessions
-    app = over()
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+    async with showing_two(over()) as (app, pilot):
         await append(nc, new.act())
         await until(pilot, lambda: cell(app, new.session_id, "iterations") == "1", "iteration")
         await pilot.press("r")  # a refresh restarts the feed; it stays live
@@ -130,9 +134,7 @@ async def test_opening_a_session_shows_its_timeline_and_summary_live(
     nc: Any, over: Over, two_sessions: Two
 ) -> None:
     _, new = two_sessions
-    app = over()
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+    async with showing_two(over()) as (app, pilot):
         table = app.query_one("#sessions", DataTable)
         table.move_cursor(row=table.get_row_index(new.session_id))
         await pilot.press("enter")
@@ -162,9 +164,7 @@ async def test_opening_a_session_shows_its_timeline_and_summary_live(
 
 async def test_the_filter_narrows_the_table(nc: Any, over: Over, two_sessions: Two) -> None:
     old, new = two_sessions
-    app = over()
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+    async with showing_two(over()) as (app, pilot):
         await pilot.press("slash")
         await pilot.press(*"rename")
         await until(pilot, lambda: app.visible_sessions() == [old.session_id], "filtered")
