@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +67,33 @@ async def run_oopav(
 async def oopav(url: str, data_dir: Path, *args: str) -> tuple[int, str, str]:
     """``oopav --nats-url URL --data-dir DIR ARGS…`` against a test server."""
     return await run_oopav(*args, url=url, data_dir=data_dir)
+
+
+@contextlib.asynccontextmanager
+async def reaped(*procs: asyncio.subprocess.Process) -> AsyncIterator[None]:
+    """On the way out, kill and wait for every child still running (a failed assertion must
+    not leave an ``oopav`` behind)."""
+    try:
+        yield
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+
+def run_oopav_sync(
+    *args: str,
+    url: str | None = None,
+    data_dir: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+) -> subprocess.CompletedProcess[str]:
+    """The same from a synchronous test: the finished process, its output as text."""
+    return subprocess.run(
+        oopav_argv(*args, url=url, data_dir=data_dir),
+        env=oopav_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
