@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import waits
-from helpers.cli import oopav_env, spawn_oopav
+from helpers.cli import oopav_env, reaped, spawn_oopav
 from helpers.events import task_submitted as task
 from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
 from oopav.bus.server import EmbeddedServer
@@ -71,15 +71,13 @@ async def test_a_handler_that_gives_up_exits_non_zero_with_one_line(tmp_path: Pa
     env = oopav_env(OOPAV_LOG_LEVEL="ERROR", OOPAV_DATA_DIR=str(tmp_path / "data"))
     proc = await spawn_oopav("handler", "orient", "--give-up-after", "2", url=url, env=env)
     try:
-        assert proc.stderr is not None
-        line = await asyncio.wait_for(proc.stderr.readline(), 60)
-        assert b"handler orient: NATS at" in line
-        await asyncio.to_thread(server.stop)
-        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        async with reaped(proc):
+            assert proc.stderr is not None
+            line = await asyncio.wait_for(proc.stderr.readline(), 60)
+            assert b"handler orient: NATS at" in line
+            await asyncio.to_thread(server.stop)
+            _, err = await asyncio.wait_for(proc.communicate(), 60)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
         server.stop()
     assert proc.returncode == 1
     lines = [ln for ln in err.decode().splitlines() if ln.strip()]

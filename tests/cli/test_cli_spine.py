@@ -30,10 +30,8 @@ async def test_streams_init_is_idempotent(nc: Any, nats_url: str, tmp_path: Path
 
 
 async def test_submit_sessions_show_replay(
-    nc: Any, intake: Intake, nats_url: str, tmp_path: Path
+    nc: Any, intake: Intake, nats_url: str, repo: Path, tmp_path: Path
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
     data = tmp_path / "data"
     rc, out, err = await oopav(nats_url, data, "submit", "--repo", str(repo), "rename fetch")
     assert rc == 0, err

@@ -23,10 +23,8 @@ async def _task(nc: Any, sid: str) -> ev.TaskSubmitted:
 
 
 async def test_policy_critic_grant_and_tier_options_shape_the_submission(
-    nc: Any, intake: Intake, nats_url: str, tmp_path: Path
+    nc: Any, intake: Intake, nats_url: str, repo: Path, tmp_path: Path
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
     policy = tmp_path / "policy.yaml"
     policy.write_text("rollback: build_on\nreplans: {cap: 1}\nallow: ['exec:pytest']\n")
     args = [
@@ -57,10 +55,8 @@ async def test_policy_critic_grant_and_tier_options_shape_the_submission(
 
 
 async def test_a_bad_loop_policy_is_rejected_with_the_field(
-    nc: Any, intake: Intake, nats_url: str, tmp_path: Path
+    nc: Any, intake: Intake, nats_url: str, repo: Path, tmp_path: Path
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"tier": "everything"}))
     rc, _, err = await oopav(
@@ -70,10 +66,8 @@ async def test_a_bad_loop_policy_is_rejected_with_the_field(
 
 
 async def test_answer_refuses_a_session_that_asks_nothing_then_answers_one_that_does(
-    nc: Any, intake: Intake, nats_url: str, tmp_path: Path
+    nc: Any, intake: Intake, nats_url: str, repo: Path, tmp_path: Path
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
     data = tmp_path / "data"
     rc, out, err = await oopav(nats_url, data, "submit", "--repo", str(repo), "rename fetch")
     sid = out.strip()

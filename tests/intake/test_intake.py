@@ -11,6 +11,7 @@ import pytest
 from nats.js.errors import NotFoundError
 
 from helpers import waits
+from helpers.handlers import in_background
 from oopav.bus.store import EventStore
 from oopav.bus.streams import EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT
 from oopav.events import catalog as ev
@@ -149,16 +150,12 @@ async def test_intake_started_after_publish(nc: Any, repo: Path) -> None:
     )
     await nc.flush()
     handler = Intake(nc)
-    task = asyncio.create_task(handler.run())
-    try:
+    async with in_background(handler, 10):
 
         async def one() -> bool:
             return len(await session_events(nc)) == 1
 
         await until(one)
-    finally:
-        handler.stop()
-        await asyncio.wait_for(task, 10)
     [event] = await session_events(nc)
     assert isinstance(event, ev.TaskSubmitted) and event.instruction == "early"
 
@@ -175,8 +172,7 @@ async def test_redelivered_submission_creates_no_second_session(nc: Any, repo: P
     # submission is delivered again to a fresh intake.
     await js.delete_consumer(INTAKE_STREAM, "intake")
     again = Intake(nc)
-    task = asyncio.create_task(again.run())
-    try:
+    async with in_background(again, 10):
 
         async def redelivered() -> bool:
             try:
@@ -186,9 +182,6 @@ async def test_redelivered_submission_creates_no_second_session(nc: Any, repo: P
             return info.ack_floor.stream_seq >= 1
 
         await until(redelivered)
-    finally:
-        again.stop()
-        await asyncio.wait_for(task, 10)
     assert again.consumer.processed == 1
     events = await session_events(nc)
     assert [e.id for e in events] == [reply["session_id"]]

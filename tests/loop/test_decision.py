@@ -22,6 +22,7 @@ from loop_harness import (
     plan_answer,
     rename_all,
     rename_definition_only,
+    rename_script,
     run_session,
     start,
     task,
@@ -49,7 +50,7 @@ async def test_required_tests_without_any_command_end_success_unverified(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
     no_tests_repo(repo)
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     sid, state, events = await run_session(nats_url, script, task(repo, test_command=None))
     assert of(events, "orient_reported")[0].test_decision == "required"
     done = of(events, "session_completed")[0]
@@ -70,7 +71,7 @@ async def test_required_tests_without_any_command_end_success_unverified(
 async def test_required_tests_without_a_command_detect_the_repositorys_own(
     nc, nats_url: str, data_dir: Path, example_repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     _sid, state, events = await run_session(nats_url, script, task(example_repo, test_command=None))
     assert state.outcome == "success", state.summary
     tests_gate = next(g for g in of(events, "gate_evaluated") if g.gate == "tests")
@@ -108,7 +109,7 @@ RED = (
 async def test_red_waits_for_new_evidence_then_plans(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     sid, state, events = await run_session(nats_url, script, task(repo, instruction=RED))
     assert state.outcome == "success", state.summary
     reports = of(events, "orient_reported")
@@ -144,7 +145,7 @@ GAP = "Fix the SQL injection in db/query.py in `run_query` and keep the tests gr
 async def test_red_gap_that_does_not_close_asks_a_person_who_lets_it_proceed(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, instruction=GAP))
         events = await wait_for(bus, sid, "human_input_requested")
@@ -347,7 +348,7 @@ async def test_docs_task_gets_the_compile_only_tier(
 async def test_tier_from_the_policy_and_the_full_chain_order(
     nc, nats_url: str, data_dir: Path, example_repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     _sid, state, events = await run_session(
         nats_url, script, task(example_repo, test_command=PYTEST, policy={"tier": "tests"})
     )
@@ -389,7 +390,7 @@ async def test_retries_are_counted_per_phase_not_per_request(
 async def test_a_context_over_the_role_cap_is_summarised_with_its_artifact(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     policy = {"context_caps": {"planner": 900}}
     sid, state, events = await run_session(nats_url, script, task(repo, policy=policy))
     assert state.outcome == "success", state.summary

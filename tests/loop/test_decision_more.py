@@ -18,6 +18,7 @@ from loop_harness import (
     plan_answer,
     rename_all,
     rename_definition_only,
+    rename_script,
     run_session,
     start,
     task,
@@ -132,7 +133,7 @@ async def test_a_rolled_back_attempt_is_remembered_and_a_later_session_is_told_n
 
     # A later, similar session: a fresh process loads the memory and retrieves the attempt.
     other = make_repo(tmp_path / "repo2", pytest_suite=False, git_repo=False)
-    second = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    second = rename_script()
     async with loop(nats_url, second) as bus:
         sid2 = await start(bus, task(other))
         state2, events2 = await finish_session(bus, sid2)

@@ -26,6 +26,7 @@ from loop_harness import (
     plan_answer,
     rename_all,
     rename_definition_only,
+    rename_script,
     run_session,
     start,
     task,
@@ -44,7 +45,7 @@ def diff_files(diff: str) -> list[str]:
 async def test_success_path(nc, nats_url: str, data_dir: Path, example_repo: Path) -> None:
     """The example task with its own pytest suite."""
     repo = example_repo
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     _sid, state, events = await run_session(nats_url, script, task(repo, test_command=PYTEST))
     assert state.outcome == "success", state.summary
     assert diff_files(state.diff) == sorted(FILES)
@@ -67,7 +68,7 @@ async def test_success_path(nc, nats_url: str, data_dir: Path, example_repo: Pat
 async def test_replay_of_a_git_worktree_session(
     nc, nats_url: str, data_dir: Path, example_repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     sid, state, _ = await run_session(
         nats_url, script, task(example_repo, test_command=["python", "-m", "pytest", "-q"])
     )
@@ -294,7 +295,7 @@ async def test_replay_detects_a_tampered_model_response(
 ) -> None:
     from oopav.replay import verify_session
 
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     sid, state, events = await run_session(nats_url, script, task(repo))
     assert state.outcome == "success"
     first_actor_call = next(e for e in events if e.type == "model_called" and e.role == "actor")

@@ -23,6 +23,7 @@ from loop_harness import (
     plan_answer,
     rename_all,
     rename_definition_only,
+    rename_script,
     run_session,
     start,
     task,
@@ -69,6 +70,14 @@ async def run_cli(data_dir: Path, *args: str, timeout: float = 240.0) -> tuple[i
     )
 
 
+async def run_rename(data_dir: Path, repo: Path, model: Path, *extra: str) -> tuple[int, str, str]:
+    """``oopav run --json`` of the rename on ``repo`` with the scripted model file ``model``,
+    its unittest suite as the test command, and ``extra`` options."""
+    unittest = "python -m unittest discover -q -s tests -t ."
+    head = ("run", "--repo", str(repo), "--model", f"scripted:{model}", "--test-command", unittest)
+    return await run_cli(data_dir, *head, *extra, "--json", "Rename fetch to fetch_page")
+
+
 def script_file(path: Path, actor: list[str]) -> Path:
     path.write_text(json.dumps({"planner": [plan_answer()], "actor": actor}))
     return path
@@ -83,22 +92,8 @@ async def test_a_change_that_breaks_the_package_import_ends_failed(tmp_path: Pat
     model = script_file(tmp_path / "model.json", [rename_definition_only(), finish()])
     gates_only = tmp_path / "policy.json"  # the tests gate, not per-action tests, judges it
     gates_only.write_text('{"tests_per_action": false}')
-    rc, out, err = await run_cli(
-        tmp_path / "data",
-        "run",
-        "--repo",
-        str(repo),
-        "--model",
-        f"scripted:{model}",
-        "--test-command",
-        "python -m unittest discover -q -s tests -t .",
-        "--budget",
-        "bounces=0",
-        "--policy",
-        str(gates_only),
-        "--json",
-        "Rename fetch to fetch_page",
-    )
+    extra = ("--budget", "bounces=0", "--policy", str(gates_only))
+    rc, out, err = await run_rename(tmp_path / "data", repo, model, *extra)
     result = json.loads(out)
     assert result["outcome"] == "failed", (result, err[-2000:])
     assert rc == 1
@@ -117,18 +112,7 @@ async def test_the_correct_change_succeeds_in_the_projects_env(tmp_path: Path) -
     repo = make_repo(tmp_path / "repo", pytest_suite=False)
     make_venv(repo)
     model = script_file(tmp_path / "model.json", [rename_all(), finish()])
-    rc, out, err = await run_cli(
-        tmp_path / "data",
-        "run",
-        "--repo",
-        str(repo),
-        "--model",
-        f"scripted:{model}",
-        "--test-command",
-        "python -m unittest discover -q -s tests -t .",
-        "--json",
-        "Rename fetch to fetch_page",
-    )
+    rc, out, err = await run_rename(tmp_path / "data", repo, model)
     assert json.loads(out)["outcome"] == "success", err[-2000:]
     assert rc == 0
 
@@ -166,7 +150,7 @@ async def test_pre_existing_failures_are_reported_not_blamed(nats_url: str, tmp_
     repo = make_repo(tmp_path / "repo", pytest_suite=True, git_repo=False)
     (repo / "tests" / "test_old_bug.py").write_text("def test_old_bug():\n    assert 1 == 2\n")
     commit_all(repo)
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, test_command=PYTEST))
         state, events = await finish_session(bus, sid, timeout=180)
@@ -225,7 +209,7 @@ async def test_lint_blames_only_findings_the_change_introduced(
         )
     )
     commit_all(repo)
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, budgets={"bounces": 0}))
         state, events = await finish_session(bus, sid, timeout=180)

@@ -12,11 +12,9 @@ from loop_harness import (
     assert_causal,
     assert_replays,
     assert_unique_ids,
-    finish,
     finish_session,
     loop,
-    plan_answer,
-    rename_all,
+    rename_script,
     start,
     task,
     wait_for,
@@ -29,7 +27,7 @@ from oopav.bus.streams import EVENTS_STREAM, ensure_streams
 
 pytestmark = pytest.mark.cluster
 
-SCRIPT = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+SCRIPT = rename_script()
 
 
 async def _streams(url: str) -> None:

@@ -8,14 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from tiny_policy import (
-    invoke,
-    last_json,
-    policy_fixtures,
-    read_run,
-    recipe_config,
-    train,
-)
+from tiny_policy import invoke, last_json, policy_fixtures, read_run, recipe_config, train
 
 from oopav.cli import cli
 
