@@ -11,6 +11,7 @@ import asyncio
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from loop_harness import (
     PYTEST,
@@ -78,6 +79,15 @@ async def run_rename(data_dir: Path, repo: Path, model: Path, *extra: str) -> tu
     return await run_cli(data_dir, *head, *extra, "--json", "Rename fetch to fetch_page")
 
 
+async def finish_at_once(nats_url: str, tmp_path: Path, **fields: Any) -> tuple[Any, list[Any]]:
+    """A session on the unittest example (task ``fields``) whose actor would only finish:
+    (final state, events)."""
+    repo = make_repo(tmp_path / "repo", pytest_suite=False)
+    script = {"planner": [plan_answer()], "actor": [finish()]}
+    _, state, events = await run_session(nats_url, script, task(repo, **fields))
+    return state, events
+
+
 def script_file(path: Path, actor: list[str]) -> Path:
     path.write_text(json.dumps({"planner": [plan_answer()], "actor": actor}))
     return path
@@ -120,12 +130,7 @@ async def test_the_correct_change_succeeds_in_the_projects_env(tmp_path: Path) -
 async def test_a_package_resolving_outside_the_workspace_stops_before_the_baseline(
     nats_url: str, tmp_path: Path
 ) -> None:
-    repo = make_repo(tmp_path / "repo", pytest_suite=False)
-    _sid, state, events = await run_session(
-        nats_url,
-        {"planner": [plan_answer()], "actor": [finish()]},
-        task(repo, environment={"probe": "json"}),
-    )
+    state, events = await finish_at_once(nats_url, tmp_path, environment={"probe": "json"})
     assert state.outcome == "failed"
     assert "'json' does not import from the workspace: it resolved from" in state.summary
     assert "json/__init__.py" in state.summary
@@ -135,12 +140,7 @@ async def test_a_package_resolving_outside_the_workspace_stops_before_the_baseli
 async def test_a_suite_that_cannot_run_at_baseline_is_its_own_outcome(
     nats_url: str, tmp_path: Path
 ) -> None:
-    repo = make_repo(tmp_path / "repo", pytest_suite=False)
-    _sid, state, events = await run_session(
-        nats_url,
-        {"planner": [plan_answer()], "actor": [finish()]},
-        task(repo, test_command=["no-such-runner", "-q"]),
-    )
+    state, events = await finish_at_once(nats_url, tmp_path, test_command=["no-such-runner", "-q"])
     assert state.outcome == "failed"
     assert state.summary.startswith("the test suite cannot run at baseline: `no-such-runner -q`")
     assert not of(events, "plan_proposed")
