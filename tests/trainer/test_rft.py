@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tiny_policy import invoke, policy_fixtures, recipe_config, train
+from tiny_policy import Recipe, invoke, policy_fixtures, train
 
 pytest.importorskip("trl")
 
@@ -82,18 +82,9 @@ def test_rft_keeps_only_rewarded_samples_and_fine_tunes_on_them(
     assert ("checkpoint", True) in [(kind, f.get("final")) for kind, f in events]
 
 
-def test_train_rft_cli_records_a_run(
-    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
-) -> None:
-    cfg = recipe_config(
-        tmp_path / "r",
-        base_model,
-        tasks_dir,
-        families=["swap_args"],
-        rounds=2,
-        samples=3,
-        max_completion_length=12,
-        eval_n=2,
+def test_train_rft_cli_records_a_run(nats_url: str, tmp_path: Path, recipe: Recipe) -> None:
+    cfg = recipe(
+        "r", families=["swap_args"], rounds=2, samples=3, max_completion_length=12, eval_n=2
     )
     result, events = train(nats_url, tmp_path, "rft", cfg)
     assert result["status"] == "completed"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tiny_policy import invoke, policy_fixtures, recipe_config, train
+from tiny_policy import Recipe, invoke, policy_fixtures, train
 from trainer_sessions import numbered, session
 
 from oopav.events.ids import derive_id
@@ -52,12 +52,10 @@ def test_steps_from_an_srl_dataset_and_the_teacher_reward(tmp_path: Path) -> Non
 
 
 def test_train_srl_teacher_forced_records_the_run_and_the_loss_falls(
-    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
+    nats_url: str, tmp_path: Path, recipe: Recipe
 ) -> None:
-    cfg = recipe_config(
-        tmp_path / "run",
-        base_model,
-        tasks_dir,
+    cfg = recipe(
+        "run",
         mode="sft",
         max_train=2,
         max_steps=24,
@@ -88,12 +86,10 @@ def test_train_srl_teacher_forced_records_the_run_and_the_loss_falls(
 
 
 def test_train_srl_grpo_scores_samples_with_reward_srl(
-    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
+    nats_url: str, tmp_path: Path, recipe: Recipe
 ) -> None:
-    cfg = recipe_config(
-        tmp_path / "g",
-        base_model,
-        tasks_dir,
+    cfg = recipe(
+        "g",
         max_train=4,
         batch_size=8,
         num_generations=8,  # (the mean of eight float32 -0.2 is off by an ulp; four is not)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,10 @@ def recipe_config(
     """A training recipe's settings: where it writes, the policy it starts from, its tasks and
     ``settings``."""
     return {"output_dir": str(output_dir), "model": str(model), "tasks": str(tasks_dir), **settings}
+
+
+# The ``recipe`` fixture (conftest.py): ``recipe(out, **settings)`` → a recipe's settings.
+Recipe = Callable[..., dict[str, Any]]
 
 
 def read_run(nats_url: str, run_id: str) -> list[Any]:
