@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
-import nats
-from nats.js.api import ConsumerConfig, DeliverPolicy
-
+from helpers.events import task_submitted as task
+from helpers.waits import drain, until
 from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
 from oopav.bus.store import EventStore
 from oopav.bus.streams import DLQ_STREAM, EVENTS_STREAM, dlq_subject
@@ -18,33 +15,7 @@ from oopav.events import catalog as ev
 from oopav.events.codec import encode
 from oopav.events.factory import caused_event
 
-TS = datetime(2026, 1, 1, tzinfo=UTC)
 INPUT = "oopav.ev.session.*.task_submitted"
-
-
-def task(session: str) -> ev.TaskSubmitted:
-    return ev.TaskSubmitted(
-        id=session,
-        aggregate_id=session,
-        correlation_id=session,
-        actor="intake/0",
-        ts=TS,
-        instruction="do it",
-        repo="/r",
-    )
-
-
-async def until(cond: Callable[[], Awaitable[bool] | bool], timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        res = cond()
-        if isinstance(res, Awaitable):
-            res = await res
-        if res:
-            return
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.02)
 
 
 async def subject_count(nc: Any, subject: str, stream: str = EVENTS_STREAM) -> int:
@@ -53,23 +24,7 @@ async def subject_count(nc: Any, subject: str, stream: str = EVENTS_STREAM) -> i
 
 
 async def dead_letters(nc: Any, handler: str) -> list[Any]:
-    js = nc.jetstream()
-    sub = await js.subscribe(
-        dlq_subject(handler),
-        ordered_consumer=True,
-        deliver_policy=DeliverPolicy.ALL,
-        config=ConsumerConfig(),
-    )
-    out = []
-    try:
-        while True:
-            try:
-                msg = await sub.next_msg(timeout=0.5)
-            except nats.errors.TimeoutError:
-                return out
-            out.append(msg)
-    finally:
-        await sub.unsubscribe()
+    return await drain(nc, dlq_subject(handler))
 
 
 async def stop_and_wait(consumer: HandlerConsumer, task_: asyncio.Task[None]) -> None:

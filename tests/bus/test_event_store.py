@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any
 
 import msgspec
 import pytest
 
+from helpers.events import NoteV1, NoteV2, NoteV3
 from oopav.bus.errors import ConcurrencyConflict
 from oopav.bus.store import EventStore
 from oopav.bus.streams import EVENTS_STREAM, ensure_streams
@@ -125,23 +126,6 @@ async def test_ordered_read_from_a_sequence_and_last_sequence(nc: Any) -> None:
     assert await store.last_sequence("session", "s1") == seqs[-1]
     assert await store.last_sequence("session", "s2") == seqs[-1] + 1
     assert await store.read("session", "s1", from_seq=seqs[-1] + 100) == []
-
-
-class NoteV1(ev.Event, tag="test_note", frozen=True):
-    text: str
-
-
-class NoteV2(ev.Event, tag="test_note", frozen=True):
-    text: str
-    lang: str
-
-    SCHEMA: ClassVar[int] = 2
-
-
-class NoteV3(ev.Event, tag="test_note", frozen=True):
-    text: str
-
-    SCHEMA: ClassVar[int] = 0  # an older oopav reading a newer event
 
 
 async def test_upcast_a_stored_event(nc: Any) -> None:

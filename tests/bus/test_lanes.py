@@ -4,11 +4,10 @@ letters become session outcomes; garbage on a live session subject is parked and
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
-from nats.js.api import ConsumerConfig, DeliverPolicy
-
+from helpers.events import task_submitted as task
+from helpers.waits import drain, until
 from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer, lane_key
 from oopav.bus.store import EventStore, Undecodable
 from oopav.bus.streams import EVENTS_STREAM, dlq_subject
@@ -20,21 +19,8 @@ from oopav.handlers.ports import Ports
 from oopav.handlers.runtime import HandlerRunner
 from oopav.projections.session import SessionState
 
-TS = datetime(2026, 1, 1, tzinfo=UTC)
 INPUT = "oopav.ev.session.*.task_submitted"
 NOTES = "oopav.ev.session.*.critic_verdict"
-
-
-def task(session: str) -> ev.TaskSubmitted:
-    return ev.TaskSubmitted(
-        id=session,
-        aggregate_id=session,
-        correlation_id=session,
-        actor="intake/0",
-        ts=TS,
-        instruction="do it",
-        repo="/r",
-    )
 
 
 def verdict(cause: ev.Event, index: int) -> ev.CriticVerdict:
@@ -48,37 +34,13 @@ def verdict(cause: ev.Event, index: int) -> ev.CriticVerdict:
     )
 
 
-async def until(cond: Any, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.02)
-
-
 async def stop(consumer: HandlerConsumer, t: asyncio.Task[None]) -> None:
     consumer.stop()
     await asyncio.wait_for(t, 15)
 
 
 async def letters(nc: Any, handler: str) -> list[Any]:
-    import nats
-
-    sub = await nc.jetstream().subscribe(
-        dlq_subject(handler),
-        ordered_consumer=True,
-        deliver_policy=DeliverPolicy.ALL,
-        config=ConsumerConfig(),
-    )
-    out = []
-    try:
-        while True:
-            try:
-                out.append(await sub.next_msg(timeout=0.5))
-            except nats.errors.TimeoutError:
-                return out
-    finally:
-        await sub.unsubscribe()
+    return await drain(nc, dlq_subject(handler))
 
 
 def test_lane_key_is_the_aggregate() -> None:

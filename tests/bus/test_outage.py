@@ -4,12 +4,12 @@ exits non-zero with one line; a too-old server is refused; the embedded server f
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from helpers import waits
+from helpers.cli import oopav_env, reaped, spawn_oopav
+from helpers.events import task_submitted as task
 from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
 from oopav.bus.server import EmbeddedServer
 from oopav.bus.store import EventStore, connect, server_version_problem
@@ -17,27 +17,9 @@ from oopav.bus.streams import ensure_streams
 from oopav.events import catalog as ev
 from oopav.events.factory import caused_event
 
-TS = datetime(2026, 1, 1, tzinfo=UTC)
 
-
-def task(session: str) -> ev.TaskSubmitted:
-    return ev.TaskSubmitted(
-        id=session,
-        aggregate_id=session,
-        correlation_id=session,
-        actor="intake/0",
-        ts=TS,
-        instruction="do it",
-        repo="/r",
-    )
-
-
-async def until(cond: Any, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.05)
+async def until(cond: Any) -> None:
+    await waits.until(cond, timeout=30.0, interval=0.05)
 
 
 async def test_a_handler_survives_a_server_restart_and_loses_nothing(tmp_path: Path) -> None:
@@ -86,31 +68,16 @@ async def test_a_handler_survives_a_server_restart_and_loses_nothing(tmp_path: P
 async def test_a_handler_that_gives_up_exits_non_zero_with_one_line(tmp_path: Path) -> None:
     server = EmbeddedServer(tmp_path / "nats", write_info=False)
     url = server.start()
-    env = {**os.environ, "OOPAV_LOG_LEVEL": "ERROR", "OOPAV_DATA_DIR": str(tmp_path / "data")}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--nats-url",
-        url,
-        "handler",
-        "orient",
-        "--give-up-after",
-        "2",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    env = oopav_env(OOPAV_LOG_LEVEL="ERROR", OOPAV_DATA_DIR=str(tmp_path / "data"))
+    proc = await spawn_oopav("handler", "orient", "--give-up-after", "2", url=url, env=env)
     try:
-        assert proc.stderr is not None
-        line = await asyncio.wait_for(proc.stderr.readline(), 60)
-        assert b"handler orient: NATS at" in line
-        await asyncio.to_thread(server.stop)
-        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        async with reaped(proc):
+            assert proc.stderr is not None
+            line = await asyncio.wait_for(proc.stderr.readline(), 60)
+            assert b"handler orient: NATS at" in line
+            await asyncio.to_thread(server.stop)
+            _, err = await asyncio.wait_for(proc.communicate(), 60)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
         server.stop()
     assert proc.returncode == 1
     lines = [ln for ln in err.decode().splitlines() if ln.strip()]

@@ -9,6 +9,7 @@ from typing import Any
 
 from test_lanes import task, until
 
+from helpers.handlers import in_background
 from oopav.bus.store import EventStore
 from oopav.config import Settings
 from oopav.events import catalog as ev
@@ -124,12 +125,8 @@ async def test_a_stale_cache_conflicts_and_the_decision_is_made_again_on_the_str
     await store.append(first)
     await cache.load("stale")  # the cache knows the session up to `first`
     runner = HandlerRunner(nc, Decides(), Ports(settings=Settings(data_dir=tmp_path)), cache=cache)
-    t = asyncio.create_task(runner.run())
-    try:
+    async with in_background(runner, 15):
         await until(lambda: runner.decisions == 1)
-    finally:
-        runner.stop()
-        await asyncio.wait_for(t, 15)
     stored = [e for _, e in await store.read("session", "stale")]
     other = verdict(first, "other", 0, "meanwhile")
     # The first decision saw the cached state; its append conflicted; the second decision was

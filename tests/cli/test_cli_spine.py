@@ -4,47 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from helpers.cli import oopav
 from oopav.bus.consumer import HandlerConsumer
 from oopav.handlers.intake import Intake
-
-
-async def oopav(url: str, data_dir: Path, *args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "OOPAV_LOG_LEVEL": "WARNING"}
-    env.pop("OOPAV_NATS_URL", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--nats-url",
-        url,
-        "--data-dir",
-        str(data_dir),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
-
-
-@pytest.fixture
-async def intake(nc: Any) -> AsyncIterator[Intake]:
-    handler = Intake(nc)
-    task = asyncio.create_task(handler.run())
-    await asyncio.wait_for(handler.ready.wait(), 10)
-    yield handler
-    handler.stop()
-    await asyncio.wait_for(task, 10)
 
 
 async def test_streams_init_is_idempotent(nc: Any, nats_url: str, tmp_path: Path) -> None:
@@ -65,10 +30,8 @@ async def test_streams_init_is_idempotent(nc: Any, nats_url: str, tmp_path: Path
 
 
 async def test_submit_sessions_show_replay(
-    nc: Any, intake: Intake, nats_url: str, tmp_path: Path
+    nc: Any, intake: Intake, nats_url: str, repo: Path, tmp_path: Path
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
     data = tmp_path / "data"
     rc, out, err = await oopav(nats_url, data, "submit", "--repo", str(repo), "rename fetch")
     assert rc == 0, err

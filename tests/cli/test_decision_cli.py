@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_spine import oopav
 
+from helpers.cli import oopav
 from oopav.bus.store import EventStore
 from oopav.events import catalog as ev
 from oopav.events.factory import caused_event
 from oopav.handlers.intake import Intake
 from oopav.handlers.support.submission import Accepted, Rejected, parse_submission
-
-
-@pytest.fixture
-async def running_intake(nc: Any) -> AsyncIterator[Intake]:
-    handler = Intake(nc)
-    task = asyncio.create_task(handler.run())
-    await asyncio.wait_for(handler.ready.wait(), 10)
-    yield handler
-    handler.stop()
-    await asyncio.wait_for(task, 10)
 
 
 async def _task(nc: Any, sid: str) -> ev.TaskSubmitted:
@@ -35,10 +23,8 @@ async def _task(nc: Any, sid: str) -> ev.TaskSubmitted:
 
 
 async def test_policy_critic_grant_and_tier_options_shape_the_submission(
-    nc: Any, running_intake: Intake, nats_url: str, tmp_path: Path
+    nc: Any, intake: Intake, nats_url: str, repo: Path, tmp_path: Path
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
     policy = tmp_path / "policy.yaml"
     policy.write_text("rollback: build_on\nreplans: {cap: 1}\nallow: ['exec:pytest']\n")
     args = [
@@ -69,10 +55,8 @@ async def test_policy_critic_grant_and_tier_options_shape_the_submission(
 
 
 async def test_a_bad_loop_policy_is_rejected_with_the_field(
-    nc: Any, running_intake: Intake, nats_url: str, tmp_path: Path
+    nc: Any, intake: Intake, nats_url: str, repo: Path, tmp_path: Path
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"tier": "everything"}))
     rc, _, err = await oopav(
@@ -82,10 +66,8 @@ async def test_a_bad_loop_policy_is_rejected_with_the_field(
 
 
 async def test_answer_refuses_a_session_that_asks_nothing_then_answers_one_that_does(
-    nc: Any, running_intake: Intake, nats_url: str, tmp_path: Path
+    nc: Any, intake: Intake, nats_url: str, repo: Path, tmp_path: Path
 ) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
     data = tmp_path / "data"
     rc, out, err = await oopav(nats_url, data, "submit", "--repo", str(repo), "rename fetch")
     sid = out.strip()

@@ -3,31 +3,19 @@ continues from."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_spine import oopav
 
+from helpers.cli import oopav
+from helpers.events import task_submitted as _task
 from oopav.app import Bus
 from oopav.bus.store import EventStore
 from oopav.config import Settings
 from oopav.events import catalog as ev
 from oopav.events.factory import caused_event
 from oopav.services import abort_interrupted, resume_point
-
-
-def _task(sid: str) -> ev.TaskSubmitted:
-    return ev.TaskSubmitted(
-        id=sid,
-        aggregate_id=sid,
-        correlation_id=sid,
-        actor="intake/0",
-        ts=datetime(2026, 1, 1, tzinfo=UTC),
-        instruction="do it",
-        repo="/r",
-    )
 
 
 async def test_interrupt_then_resume_point(nc: Any, tmp_path: Path) -> None:

@@ -4,29 +4,19 @@ at its sequence with the reason, never a traceback."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from test_cli_spine import oopav
-
+from helpers.cli import oopav
+from helpers.events import task_submitted
 from oopav.bus.store import EventStore
-from oopav.events import catalog as ev
 
 
 async def test_show_displays_undecodable_events_at_their_sequence(
     nc: Any, nats_url: str, tmp_path: Path
 ) -> None:
     sid = "01a20000-0000-7000-8000-00000000abcd"
-    task = ev.TaskSubmitted(
-        id=sid,
-        aggregate_id=sid,
-        correlation_id=sid,
-        actor="intake/0",
-        ts=datetime(2026, 1, 1, tzinfo=UTC),
-        instruction="do it",
-        repo="/r",
-    )
+    task = task_submitted(sid)
     await EventStore(nc).append(task)
     await nc.jetstream().publish(f"oopav.ev.session.{sid}.plan_proposed", b"\x00 garbage")
     rc, out, err = await oopav(nats_url, tmp_path, "show", sid)

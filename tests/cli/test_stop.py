@@ -9,9 +9,9 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
+from helpers.cli import reaped, spawn_oopav
 from oopav.bus.server import EmbeddedServer, adopt_running, find_running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,21 +31,7 @@ def _alive(pid: int) -> bool:
 
 
 async def _spawn_run(data_dir: Path, *args: str) -> asyncio.subprocess.Process:
-    env = {**os.environ, "OOPAV_LOG_LEVEL": "WARNING"}
-    env.pop("OOPAV_NATS_URL", None)
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--data-dir",
-        str(data_dir),
-        "run",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=str(ROOT),
-    )
+    return await spawn_oopav("run", *args, data_dir=data_dir, cwd=str(ROOT))
 
 
 async def _read_until(stream: asyncio.StreamReader, needle: str, timeout: float = 90) -> str:
@@ -84,17 +70,13 @@ async def test_ctrl_c_aborts_the_session_and_stops_the_embedded_server(tmp_path:
     # The baseline test run hangs: the session is in work when the user presses Ctrl-C.
     proc = await _spawn_run(data, "--task", str(EXAMPLE_TASK), "--test-command", "sleep 120")
     assert proc.stderr is not None
-    try:
+    async with reaped(proc):
         head = await _read_until(proc.stderr, "session ")
         await asyncio.sleep(3)  # the observer is in the baseline test run
         sid = next(ln.split()[1] for ln in head.splitlines() if ln.startswith("session "))
         info = json.loads((data / "nats" / "server.json").read_text())
         proc.send_signal(signal.SIGINT)
         _, err = await asyncio.wait_for(proc.communicate(), 60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
     text = head + err.decode()
     assert proc.returncode == 130, text
     assert f"interrupted: session {sid} ended as aborted" in text
@@ -115,7 +97,7 @@ async def test_a_second_ctrl_c_exits_at_once(tmp_path: Path) -> None:
     data = tmp_path / "data"
     proc = await _spawn_run(data, "--task", str(EXAMPLE_TASK), "--test-command", "sleep 120")
     assert proc.stderr is not None
-    try:
+    async with reaped(proc):
         await _read_until(proc.stderr, "session ")
         await asyncio.sleep(3)
         info = json.loads((data / "nats" / "server.json").read_text())
@@ -123,10 +105,6 @@ async def test_a_second_ctrl_c_exits_at_once(tmp_path: Path) -> None:
         await _read_until(proc.stderr, "stopping: draining")
         proc.send_signal(signal.SIGINT)
         _, err = await asyncio.wait_for(proc.communicate(), 30)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
     assert proc.returncode == 130
     assert "interrupted again: exiting now" in err.decode()
     assert not _alive(int(info["pid"]))
@@ -141,14 +119,9 @@ async def test_two_runs_at_once_each_get_their_outcome(tmp_path: Path) -> None:
         await asyncio.sleep(0.05)
     assert find_running(data / "nats")
     second = await _spawn_run(data, "--task", str(EXAMPLE_TASK), "--json")
-    try:
+    async with reaped(first, second):
         out1, _ = await asyncio.wait_for(first.communicate(), 300)
         out2, err2 = await asyncio.wait_for(second.communicate(), 300)
-    finally:
-        for p in (first, second):
-            if p.returncode is None:
-                p.kill()
-                await p.wait()
     r1, r2 = json.loads(out1), json.loads(out2)
     assert (first.returncode, second.returncode) == (0, 0), err2.decode()[-2000:]
     assert r1["session_id"] != r2["session_id"]
@@ -175,31 +148,13 @@ def test_an_orphaned_embedded_server_is_adopted(tmp_path: Path) -> None:
 
 async def test_sigterm_stops_oopav_up_and_its_server(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    env = {**os.environ, "OOPAV_LOG_LEVEL": "WARNING"}
-    env.pop("OOPAV_NATS_URL", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--data-dir",
-        str(data),
-        "up",
-        "--concurrency",
-        "4",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    proc = await spawn_oopav("up", "--concurrency", "4", data_dir=data)
     assert proc.stderr is not None
-    try:
+    async with reaped(proc):
         await _read_until(proc.stderr, "submit with:")
         info = json.loads((data / "nats" / "server.json").read_text())
         proc.send_signal(signal.SIGTERM)
         _, err = await asyncio.wait_for(proc.communicate(), 60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
     assert proc.returncode == 0, err.decode()
     assert "stopping: draining" in err.decode() and "Traceback" not in err.decode()
     assert not _alive(int(info["pid"]))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any
 
 import msgspec
 import pytest
 
+from helpers.events import NoteV1, NoteV2
 from oopav.events import catalog as ev
 from oopav.events.actions import SearchReplaceAction, SearchReplaceEdit, WriteFileAction
 from oopav.events.codec import (
@@ -245,17 +246,6 @@ def test_schema_from_future() -> None:
         decode(json.dumps(raw).encode())
     assert info.value.reason == "schema_from_future"
     assert "upgrade oopav" in str(info.value)
-
-
-class NoteV1(ev.Event, tag="test_note", frozen=True):
-    text: str
-
-
-class NoteV2(ev.Event, tag="test_note", frozen=True):
-    text: str
-    lang: str
-
-    SCHEMA: ClassVar[int] = 2
 
 
 def test_upcaster_in_memory() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from helpers.handlers import in_background
 from oopav.bus.store import EventStore, connect
 from oopav.bus.streams import DLQ_STREAM, GRANT_SUBJECT, ensure_streams
 from oopav.events.catalog import PermissionDenied, PermissionGranted, TaskSubmitted
@@ -141,16 +142,12 @@ async def test_published_while_down_is_processed_on_start_exactly_once(nc):
 
     async def run_until(n_grants: int) -> None:
         handler = Grants(nc, clock=ManualClock(T0))
-        task = asyncio.create_task(handler.run())
-        try:
+        async with in_background(handler, 10):
             for _ in range(200):
                 got = [e for _, e in await events.read("session", sid)]
                 if sum(isinstance(e, PermissionGranted) for e in got) >= n_grants:
                     break
                 await asyncio.sleep(0.05)
-        finally:
-            handler.stop()
-            await asyncio.wait_for(task, 10)
 
     await run_until(2)
     first = [e.id for _, e in await events.read("session", sid)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +18,6 @@ from oopav.events import catalog as ev
 from oopav.handlers.intake import Intake
 from oopav.handlers.support.repo_check import filesystem_type, repo_problem
 from oopav.handlers.support.submission import Rejected, parse_submission
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    d = tmp_path / "repo"
-    d.mkdir()
-    (d / "main.py").write_text("def fetch():\n    return 1\n")
-    return d
-
-
-@pytest.fixture
-async def intake(nc: Any) -> AsyncIterator[Intake]:
-    handler = Intake(nc, check_repo=True)
-    task = asyncio.create_task(handler.run())
-    await asyncio.wait_for(handler.ready.wait(), 10)
-    yield handler
-    handler.stop()
-    await asyncio.wait_for(task, 10)
 
 
 async def request(nc: Any, payload: bytes) -> dict[str, Any]:

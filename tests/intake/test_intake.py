@@ -4,35 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from nats.js.errors import NotFoundError
 
+from helpers import waits
+from helpers.handlers import in_background
 from oopav.bus.store import EventStore
 from oopav.bus.streams import EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT
 from oopav.events import catalog as ev
 from oopav.handlers.intake import Intake
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    d = tmp_path / "repo"
-    d.mkdir()
-    (d / "main.py").write_text("def fetch():\n    return 1\n")
-    return d
-
-
-@pytest.fixture
-async def intake(nc: Any) -> AsyncIterator[Intake]:
-    handler = Intake(nc, check_repo=True)
-    task = asyncio.create_task(handler.run())
-    await asyncio.wait_for(handler.ready.wait(), 10)
-    yield handler
-    handler.stop()
-    await asyncio.wait_for(task, 10)
 
 
 async def request(nc: Any, payload: bytes) -> dict[str, Any]:
@@ -51,12 +34,8 @@ async def session_events(nc: Any) -> list[ev.Event]:
     return out
 
 
-async def until(cond: Any, timeout: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await cond():
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.05)
+async def until(cond: Any) -> None:
+    await waits.until(cond, timeout=15.0, interval=0.05)
 
 
 async def test_good_submission(nc: Any, intake: Intake, repo: Path) -> None:
@@ -171,16 +150,12 @@ async def test_intake_started_after_publish(nc: Any, repo: Path) -> None:
     )
     await nc.flush()
     handler = Intake(nc)
-    task = asyncio.create_task(handler.run())
-    try:
+    async with in_background(handler, 10):
 
         async def one() -> bool:
             return len(await session_events(nc)) == 1
 
         await until(one)
-    finally:
-        handler.stop()
-        await asyncio.wait_for(task, 10)
     [event] = await session_events(nc)
     assert isinstance(event, ev.TaskSubmitted) and event.instruction == "early"
 
@@ -197,8 +172,7 @@ async def test_redelivered_submission_creates_no_second_session(nc: Any, repo: P
     # submission is delivered again to a fresh intake.
     await js.delete_consumer(INTAKE_STREAM, "intake")
     again = Intake(nc)
-    task = asyncio.create_task(again.run())
-    try:
+    async with in_background(again, 10):
 
         async def redelivered() -> bool:
             try:
@@ -208,9 +182,6 @@ async def test_redelivered_submission_creates_no_second_session(nc: Any, repo: P
             return info.ack_floor.stream_seq >= 1
 
         await until(redelivered)
-    finally:
-        again.stop()
-        await asyncio.wait_for(task, 10)
     assert again.consumer.processed == 1
     events = await session_events(nc)
     assert [e.id for e in events] == [reply["session_id"]]

@@ -17,6 +17,10 @@ from typing import Any
 
 from oopav.models.prompt import render_answer
 
+# helpers/ sits in tests/, which bench/ scripts importing this harness do not put on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers.handlers import handlers_on
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rename_fetch"
 FILES = ["webtool/client.py", "webtool/crawler.py", "webtool/report.py", "tests/test_webtool.py"]
 PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -131,6 +135,12 @@ def finish(summary: str = "renamed fetch to fetch_page") -> str:
 
 
 # A change that breaks the tests: fetch's body becomes a stub.
+def rename_script() -> dict[str, list[str]]:
+    """The scripted models of a plain session: one plan, the rename, finish (a fresh copy:
+    a scripted backend consumes its answers)."""
+    return {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+
+
 STUB = action_answer(
     {
         "type": "search_replace",
@@ -210,30 +220,25 @@ async def loop(
 ) -> AsyncIterator[Any]:
     """Every handler (or ``names``) of this process on the shared server, serving ``script``
     (a role-keyed dict) from one ScriptedBackend. Yields the Bus."""
-    from oopav.app import open_bus
-    from oopav.config import Settings
-    from oopav.handlers.ports import Ports
     from oopav.models.scripted import ScriptedBackend
-    from oopav.services import run_handlers
 
-    settings = Settings(nats_url=nats_url)
-    async with open_bus(settings, name="test-loop") as bus:
-        factory = None
-        if script is not None:
-            backend = ScriptedBackend(script)
-            factory = lambda spec: backend  # noqa: E731
-        ports = Ports(settings=settings, model_factory=factory, sandbox=sandbox)
-        stop = asyncio.Event()
-        runner = asyncio.create_task(
-            run_handlers(bus, stop, names=names, ports=ports, projection=False)
-        )
-        await asyncio.sleep(0.05)
-        try:
-            yield bus
-        finally:
-            stop.set()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(runner, 20)
+    factory = None
+    if script is not None:
+        backend = ScriptedBackend(script)
+        factory = lambda spec: backend  # noqa: E731
+    async with handlers_on(nats_url, names=names, model_factory=factory, sandbox=sandbox) as bus:
+        yield bus
+
+
+async def run_session(
+    nats_url: str, script: Any, body: dict[str, Any], **loop_options: Any
+) -> tuple[str, Any, list[Any]]:
+    """One session through the loop: the handlers serve ``script``, ``body`` is submitted and
+    the session runs to completion. (session id, final state, events in stream order)."""
+    async with loop(nats_url, script, **loop_options) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    return sid, state, events
 
 
 async def start(bus: Any, body: dict[str, Any], timeout: float = 30.0) -> str:

@@ -9,14 +9,12 @@ from pathlib import Path
 from loop_harness import (
     assert_replays,
     finish,
-    finish_session,
-    loop,
     make_repo,
     never_matches,
     of,
     plan_answer,
     rename_all,
-    start,
+    run_session,
     task,
     verdict,
 )
@@ -39,9 +37,7 @@ async def test_the_actor_sees_what_it_edits_and_hears_the_fix(
         "actor": [never_matches(), rename_all(), finish()],
         "critic": [verdict("approve", "complete rename")],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy={"critic": True}))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo, policy={"critic": True}))
     assert state.outcome == "success", state.summary
     calls = of(events, "model_called")
     actor_calls = [c for c in calls if c.role == "actor"]

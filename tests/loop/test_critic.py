@@ -4,7 +4,6 @@ table, an identical payload is never sent twice, and its budget holds."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import sys
@@ -25,10 +24,14 @@ from loop_harness import (
     of,
     plan_answer,
     rename_all,
+    rename_script,
     start,
     task,
     verdict,
 )
+
+from helpers.handlers import handlers_on
+from helpers.openai_api import completion, send_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
 from test_redact import FILE, KEY, SECRETS
@@ -59,25 +62,8 @@ class CriticServer:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 server.bodies.append(raw.decode())
                 text = server.verdicts.pop(0) if server.verdicts else verdict("approve", "ok")
-                data = json.dumps(
-                    {
-                        "id": "c",
-                        "object": "chat.completion",
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": text},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 100, "completion_tokens": 10},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                usage = {"prompt_tokens": 100, "completion_tokens": 10}
+                send_json(self, 200, json.dumps(completion(text, usage, id="c")).encode())
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -98,29 +84,13 @@ def critic_server() -> Iterator[CriticServer]:
 async def loop_with_critic(nats_url: str, script: dict[str, Any]) -> AsyncIterator[Any]:
     """Every handler in this process: the planner and actor answer from ``script``; any
     ``openai:`` spec (the critic's) is a real OpenAI-compatible backend."""
-    from oopav.app import open_bus
-    from oopav.config import Settings
-    from oopav.handlers.ports import Ports
     from oopav.models.registry import load_backend
     from oopav.models.scripted import ScriptedBackend
-    from oopav.services import run_handlers
 
-    settings = Settings(nats_url=nats_url)
     scripted = ScriptedBackend(script)
-    ports = Ports(
-        settings=settings,
-        model_factory=lambda spec: load_backend(spec) if spec.startswith("openai:") else scripted,
-    )
-    async with open_bus(settings, name="test-critic") as bus:
-        stop = asyncio.Event()
-        runner = asyncio.create_task(run_handlers(bus, stop, ports=ports, projection=False))
-        await asyncio.sleep(0.05)
-        try:
-            yield bus
-        finally:
-            stop.set()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(runner, 20)
+    factory = lambda spec: load_backend(spec) if spec.startswith("openai:") else scripted  # noqa: E731
+    async with handlers_on(nats_url, name="test-critic", model_factory=factory) as bus:
+        yield bus
 
 
 # The two .env values are secrets only inside a .env file, and writing one makes the observer
@@ -210,7 +180,7 @@ async def test_block_replans_and_an_identical_payload_is_not_sent_twice(
 async def test_the_critic_budget_holds(
     nc: Any, nats_url: str, repo: Path, data_dir: Path, critic_server: CriticServer
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     body = task(
         repo,
         test_command=TEST_COMMAND,

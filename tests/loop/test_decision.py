@@ -22,6 +22,8 @@ from loop_harness import (
     plan_answer,
     rename_all,
     rename_definition_only,
+    rename_script,
+    run_session,
     start,
     task,
     types,
@@ -48,10 +50,8 @@ async def test_required_tests_without_any_command_end_success_unverified(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
     no_tests_repo(repo)
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, test_command=None))
-        state, events = await finish_session(bus, sid)
+    script = rename_script()
+    sid, state, events = await run_session(nats_url, script, task(repo, test_command=None))
     assert of(events, "orient_reported")[0].test_decision == "required"
     done = of(events, "session_completed")[0]
     assert done.outcome == "success_unverified", done.summary
@@ -71,10 +71,8 @@ async def test_required_tests_without_any_command_end_success_unverified(
 async def test_required_tests_without_a_command_detect_the_repositorys_own(
     nc, nats_url: str, data_dir: Path, example_repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(example_repo, test_command=None))
-        state, events = await finish_session(bus, sid)
+    script = rename_script()
+    _sid, state, events = await run_session(nats_url, script, task(example_repo, test_command=None))
     assert state.outcome == "success", state.summary
     tests_gate = next(g for g in of(events, "gate_evaluated") if g.gate == "tests")
     assert not tests_gate.skipped and tests_gate.passed
@@ -90,9 +88,7 @@ async def test_the_users_test_command_runs_even_when_tests_are_optional(
         "actor": [rename_all(), finish()],
     }
     body = task(repo, instruction="Rename the function `fetch` to `fetch_page`.")
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, body)
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(nats_url, script, body)
     assert state.outcome == "success", state.summary
     assert of(events, "orient_reported")[0].test_decision != "required"
     assert of(events, "plan_proposed")[0].test_decision == "optional"
@@ -113,10 +109,8 @@ RED = (
 async def test_red_waits_for_new_evidence_then_plans(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, instruction=RED))
-        state, events = await finish_session(bus, sid)
+    script = rename_script()
+    sid, state, events = await run_session(nats_url, script, task(repo, instruction=RED))
     assert state.outcome == "success", state.summary
     reports = of(events, "orient_reported")
     assert [(r.risk_band, r.gate, r.evidence_rounds) for r in reports] == [
@@ -151,7 +145,7 @@ GAP = "Fix the SQL injection in db/query.py in `run_query` and keep the tests gr
 async def test_red_gap_that_does_not_close_asks_a_person_who_lets_it_proceed(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, instruction=GAP))
         events = await wait_for(bus, sid, "human_input_requested")
@@ -230,9 +224,7 @@ async def test_negative_example_rolls_back_and_the_next_prompt_names_it(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
     script = {"planner": [plan_answer()], "actor": [STUB, rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo))
     assert state.outcome == "success", state.summary
     change = of(events, "observation_recorded")[1]
     assert change.observer_action == "negative_example"
@@ -255,9 +247,7 @@ async def test_more_evidence_gathers_evidence_before_acting_again(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
     script = {"planner": [plan_answer()], "actor": [never_matches(), rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo))
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(nats_url, script, task(repo))
     assert state.outcome == "success", state.summary
     change = of(events, "observation_recorded")[1]
     assert change.observer_action == "more_evidence" and "rule 6" in change.reasons[0]
@@ -277,9 +267,9 @@ async def test_tests_after_each_action_fire_rule_5_and_replan(
         "planner": [plan_answer("first"), plan_answer("second")],
         "actor": [rename_definition_only(), rename_all(), finish()],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy={"tests_per_action": True}))
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(
+        nats_url, script, task(repo, policy={"tests_per_action": True})
+    )
     assert state.outcome == "success", state.summary
     first = of(events, "observation_recorded")[1]
     assert first.tests is not None and not first.tests.passed
@@ -349,9 +339,7 @@ async def test_docs_task_gets_the_compile_only_tier(
     plan = plan_answer(files=["README.md"]).replace('"required"', '"skip"')
     script = {"planner": [plan], "actor": [edit, finish()]}
     body = task(repo, instruction="Rewrite README.md as one short paragraph.", test_command=None)
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, body)
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(nats_url, script, body)
     assert state.outcome == "success", state.summary
     assert of(events, "orient_reported")[0].test_decision == "skip"
     assert [g.gate for g in of(events, "gate_evaluated")] == ["stubs", "parse", "compile"]
@@ -360,10 +348,10 @@ async def test_docs_task_gets_the_compile_only_tier(
 async def test_tier_from_the_policy_and_the_full_chain_order(
     nc, nats_url: str, data_dir: Path, example_repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(example_repo, test_command=PYTEST, policy={"tier": "tests"}))
-        state, events = await finish_session(bus, sid)
+    script = rename_script()
+    _sid, state, events = await run_session(
+        nats_url, script, task(example_repo, test_command=PYTEST, policy={"tier": "tests"})
+    )
     assert state.outcome == "success", state.summary
     assert [g.gate for g in of(events, "gate_evaluated")] == [
         "stubs",
@@ -386,9 +374,9 @@ async def test_retries_are_counted_per_phase_not_per_request(
         "planner": [plan_answer(steps=3)],
         "actor": ["no tags", rename_all(), "still no tags", "<action>{}</action>", finish()],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, budgets={"retries_per_phase": 2}))
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(
+        nats_url, script, task(repo, budgets={"retries_per_phase": 2})
+    )
     assert state.outcome == "failed", state.summary
     over = of(events, "budget_exceeded")
     # One retry for the first action and two for the second: three in the acting phase.
@@ -402,11 +390,9 @@ async def test_retries_are_counted_per_phase_not_per_request(
 async def test_a_context_over_the_role_cap_is_summarised_with_its_artifact(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     policy = {"context_caps": {"planner": 900}}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy=policy))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo, policy=policy))
     assert state.outcome == "success", state.summary
     call = next(c for c in of(events, "model_called") if c.role == "planner")
     text = str(call.request["messages"])
@@ -424,9 +410,7 @@ async def test_a_context_overflow_summarises_and_retries_once(
         "planner": [{"error": "context_length: prompt too long"}, plan_answer()],
         "actor": [rename_all(), finish()],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo))
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(nats_url, script, task(repo))
     assert state.outcome == "success", state.summary
     calls = [c for c in of(events, "model_called") if c.role == "planner"]
     assert [c.error is not None for c in calls] == [True, False]
@@ -447,9 +431,7 @@ async def test_a_change_larger_than_expected_gets_detected_tests(
     body = task(
         example_repo, instruction="Put release notes in webtool/notes.py.", test_command=None
     )
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, body)
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(nats_url, script, body)
     assert state.outcome == "success", state.summary
     assert of(events, "orient_reported")[0].test_decision not in ("required", "recommended")
     tests_gate = next(g for g in of(events, "gate_evaluated") if g.gate == "tests")
@@ -471,9 +453,7 @@ async def test_a_failing_compile_check_bounces_before_the_tests(
         "compile_command": ["python", "-c", "import webtool.crawler, webtool.report"],
         "tests_per_action": False,  # the gates, not the per-action tests, catch the half rename
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy=policy))
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(nats_url, script, task(repo, policy=policy))
     assert state.outcome == "success", state.summary
     gates = [(g.gate, g.passed, g.skipped) for g in of(events, "gate_evaluated")]
     # The import check fails the half rename before any test runs.
@@ -494,9 +474,7 @@ async def test_a_broken_doctest_fails_its_gate_and_the_tests_never_run(
     )
     write = action_answer({"type": "write_file", "path": "webtool/sums.py", "content": doc})
     script = {"planner": [plan_answer()], "actor": [write, finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, budgets={"bounces": 0}))
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(nats_url, script, task(repo, budgets={"bounces": 0}))
     assert state.outcome == "failed", state.summary
     gates = [g.gate for g in of(events, "gate_evaluated")]
     assert gates == ["stubs", "parse", "compile", "doctest"]
@@ -514,9 +492,7 @@ async def test_read_only_retrieval_needs_no_grant_and_feeds_the_next_prompt(
     search = action_answer({"type": "search", "pattern": "fetch(", "paths": ["webtool"]})
     outside = action_answer({"type": "read_file", "path": "../etc/passwd"})
     script = {"planner": [plan_answer()], "actor": [read, search, outside, rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo))
     assert state.outcome == "success", state.summary
     assert not of(events, "permission_requested")
     applied = of(events, "action_applied")
@@ -559,9 +535,7 @@ async def test_near_identical_actions_are_a_loop_and_replan_with_a_perturbation(
         "planner": [plan_answer("notes", steps=6), plan_answer("rename instead")],
         "actor": [*drafts, rename_all(), finish()],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo))
-        state, events = await finish_session(bus, sid)
+    _sid, state, events = await run_session(nats_url, script, task(repo))
     assert state.outcome == "success", state.summary
     stuck = of(events, "stuck_detected")
     assert [(s.pattern, s.count, s.response) for s in stuck] == [("similar", 3, "replan")]
@@ -650,9 +624,7 @@ async def test_competing_candidates_are_graded_and_the_best_is_applied(
             finish("three"),
         ],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy={"candidates": 3}))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo, policy={"candidates": 3}))
     assert state.outcome == "success", (
         state.summary,
         types(events),

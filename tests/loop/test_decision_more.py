@@ -20,6 +20,8 @@ from loop_harness import (
     plan_answer,
     rename_all,
     rename_definition_only,
+    rename_script,
+    run_session,
     start,
     task,
 )
@@ -87,9 +89,7 @@ async def test_the_compile_gate_fails_only_on_errors_the_baseline_did_not_have(
     }
     # The gates, not the per-action tests, judge the changes here.
     policy = {"compile_command": ["python", "typecheck.py"], "tests_per_action": False}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy=policy))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo, policy=policy))
     assert state.outcome == "success", state.summary
     compiles = [g for g in of(events, "gate_evaluated") if g.gate == "compile"]
     assert [(g.passed, g.skipped) for g in compiles] == [(False, False), (True, False)]
@@ -135,7 +135,7 @@ async def test_a_rolled_back_attempt_is_remembered_and_a_later_session_is_told_n
 
     # A later, similar session: a fresh process loads the memory and retrieves the attempt.
     other = make_repo(tmp_path / "repo2", pytest_suite=False, git_repo=False)
-    second = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    second = rename_script()
     async with loop(nats_url, second) as bus:
         sid2 = await start(bus, task(other))
         state2, events2 = await finish_session(bus, sid2)
@@ -163,9 +163,7 @@ async def test_a_plan_that_requires_tests_runs_them_after_each_action_and_rule_5
         "planner": [plan_answer("first"), plan_answer("second")],
         "actor": [rename_definition_only(), rename_all(), finish()],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, instruction=PLAIN))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo, instruction=PLAIN))
     optional_plan = plan_answer("optional").replace('"required"', '"optional"')
     script = {"planner": [optional_plan], "actor": [rename_all(), finish()]}
     async with loop(nats_url, script) as bus:
@@ -223,9 +221,9 @@ async def test_competing_plans_are_graded_and_the_best_is_proposed(
         "planner": [narrow, untested_plan(), plan_answer("everywhere"), ghost],
         "actor": [rename_all(), finish()],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy={"plan_candidates": 4}))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(
+        nats_url, script, task(repo, policy={"plan_candidates": 4})
+    )
     assert state.outcome == "success", state.summary
     graded = of(events, "plan_candidate_evaluated")
     assert [c.position for c in graded] == [0, 1, 2, 3]
@@ -274,9 +272,9 @@ async def test_when_no_competing_plan_is_valid_the_planner_asks_the_ordinary_way
         "planner": [untested_plan(), untested_plan(), plan_answer("with tests")],
         "actor": [rename_all(), finish()],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy={"plan_candidates": 2}))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(
+        nats_url, script, task(repo, policy={"plan_candidates": 2})
+    )
     assert state.outcome == "success", state.summary
     graded = of(events, "plan_candidate_evaluated")
     assert [(c.valid, c.score) for c in graded] == [(False, 0.0), (False, 0.0)]
@@ -308,9 +306,7 @@ async def test_the_critic_reviews_each_plan_and_a_block_replans_before_anything_
         "actor": [rename_all(), finish()],
     }
     policy = {"critic": {"on": ["plan", "gate"]}}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy=policy))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo, policy=policy))
     assert state.outcome == "success", state.summary
     verdicts = of(events, "critic_verdict")
     assert [(v.trigger, v.verdict) for v in verdicts] == [

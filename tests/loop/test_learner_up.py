@@ -7,7 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from loop_harness import PYTEST, finish, finish_session, loop, plan_answer, rename_all, start, task
+from loop_harness import PYTEST, finish_session, loop, rename_script, start, task
 
 from oopav.handlers.registry import ALL_HANDLERS
 
@@ -16,7 +16,7 @@ async def test_up_runs_the_learner_and_a_completed_session_lands_in_the_datasets
     nc, nats_url: str, data_dir: Path, example_repo: Path
 ) -> None:
     assert "learner" in ALL_HANDLERS  # what `oopav up` starts (unless --no-learner)
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     manifest = data_dir / "datasets" / "sft" / "manifest.json"
     async with loop(nats_url, script) as bus:  # every handler, as `oopav up` runs them
         sid = await start(bus, task(example_repo, test_command=PYTEST))

@@ -26,6 +26,8 @@ from loop_harness import (
     plan_answer,
     rename_all,
     rename_definition_only,
+    rename_script,
+    run_session,
     start,
     task,
     types,
@@ -43,10 +45,8 @@ def diff_files(diff: str) -> list[str]:
 async def test_success_path(nc, nats_url: str, data_dir: Path, example_repo: Path) -> None:
     """The example task with its own pytest suite."""
     repo = example_repo
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, test_command=PYTEST))
-        state, events = await finish_session(bus, sid)
+    script = rename_script()
+    _sid, state, events = await run_session(nats_url, script, task(repo, test_command=PYTEST))
     assert state.outcome == "success", state.summary
     assert diff_files(state.diff) == sorted(FILES)
     assert "-def fetch(" in state.diff and "+def fetch_page(" in state.diff
@@ -68,10 +68,10 @@ async def test_success_path(nc, nats_url: str, data_dir: Path, example_repo: Pat
 async def test_replay_of_a_git_worktree_session(
     nc, nats_url: str, data_dir: Path, example_repo: Path
 ) -> None:
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(example_repo, test_command=["python", "-m", "pytest", "-q"]))
-        state, _ = await finish_session(bus, sid)
+    script = rename_script()
+    sid, state, _ = await run_session(
+        nats_url, script, task(example_repo, test_command=["python", "-m", "pytest", "-q"])
+    )
     assert state.outcome == "success", state.summary
     await assert_replays(nats_url, sid)
 
@@ -127,9 +127,7 @@ async def test_iteration_budget_ends_a_session_that_never_finishes(
         for i in range(10)
     ]
     script = {"planner": [plan_answer(steps=8)], "actor": writes}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, budgets={"iterations": 2}))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo, budgets={"iterations": 2}))
     assert state.outcome == "aborted", state.summary
     over = of(events, "budget_exceeded")
     assert [(b.budget, b.limit, b.used) for b in over] == [("iterations", 2, 2)]
@@ -175,9 +173,7 @@ async def test_stuck_actor_is_perturbed_then_aborted(
         "planner": [plan_answer("first"), plan_answer("perturbed")],
         "actor": [never_matches() for _ in range(8)],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo))
     assert state.outcome == "aborted", state.summary
     assert of(events, "session_completed")[0].reason == "stuck"
     rejected = of(events, "action_rejected")
@@ -206,9 +202,7 @@ async def test_critic_reject_then_revise_then_approve(
         "actor": [rename_all(), finish(), rename_all(), finish("reviewed")],
         "critic": [verdict("reject", "the docstring still says fetch"), verdict("approve", "ok")],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy={"critic": True}))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo, policy={"critic": True}))
     assert state.outcome == "success", state.summary
     verdicts = of(events, "critic_verdict")
     assert [v.verdict for v in verdicts] == ["reject", "approve"]
@@ -233,9 +227,7 @@ async def test_critic_garbage_is_unavailable_and_does_not_block(
         "actor": [rename_all(), finish()],
         "critic": ["I think it is fine, probably {not json"],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, policy={"critic": True}))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(nats_url, script, task(repo, policy={"critic": True}))
     assert state.outcome == "success", state.summary
     verdicts = of(events, "critic_verdict")
     assert [v.verdict for v in verdicts] == ["unavailable"]
@@ -252,9 +244,9 @@ async def test_garbage_actions_are_retried_then_the_budget_fails_the_session(
         "planner": [plan_answer()],
         "actor": ["<action>{not json</action>", "no tags at all", "<action>{}</action>"],
     }
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo, budgets={"retries_per_phase": 2}))
-        state, events = await finish_session(bus, sid)
+    sid, state, events = await run_session(
+        nats_url, script, task(repo, budgets={"retries_per_phase": 2})
+    )
     assert state.outcome == "failed", state.summary
     calls = [c for c in of(events, "model_called") if c.role == "actor"]
     assert len(calls) == 3
@@ -303,10 +295,8 @@ async def test_replay_detects_a_tampered_model_response(
 ) -> None:
     from oopav.replay import verify_session
 
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
-    async with loop(nats_url, script) as bus:
-        sid = await start(bus, task(repo))
-        state, events = await finish_session(bus, sid)
+    script = rename_script()
+    sid, state, events = await run_session(nats_url, script, task(repo))
     assert state.outcome == "success"
     first_actor_call = next(e for e in events if e.type == "model_called" and e.role == "actor")
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 from loop_harness import (
     PYTEST,
@@ -25,10 +24,13 @@ from loop_harness import (
     plan_answer,
     rename_all,
     rename_definition_only,
+    rename_script,
+    run_session,
     start,
     task,
 )
 
+from helpers.cli import oopav_env, run_oopav
 from oopav.sandbox.environment import host_interpreter
 
 
@@ -62,24 +64,28 @@ def commit_all(repo: Path) -> None:
 
 
 async def run_cli(data_dir: Path, *args: str, timeout: float = 240.0) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OOPAV_")}
-    env["OOPAV_LOG_LEVEL"] = "WARNING"
+    env = oopav_env(clean=True)
     env.pop("VIRTUAL_ENV", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--data-dir",
-        str(data_dir),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        stdin=asyncio.subprocess.DEVNULL,
-        env=env,
+    return await run_oopav(
+        *args, data_dir=data_dir, env=env, timeout=timeout, stdin=asyncio.subprocess.DEVNULL
     )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+
+
+async def run_rename(data_dir: Path, repo: Path, model: Path, *extra: str) -> tuple[int, str, str]:
+    """``oopav run --json`` of the rename on ``repo`` with the scripted model file ``model``,
+    its unittest suite as the test command, and ``extra`` options."""
+    unittest = "python -m unittest discover -q -s tests -t ."
+    head = ("run", "--repo", str(repo), "--model", f"scripted:{model}", "--test-command", unittest)
+    return await run_cli(data_dir, *head, *extra, "--json", "Rename fetch to fetch_page")
+
+
+async def finish_at_once(nats_url: str, tmp_path: Path, **fields: Any) -> tuple[Any, list[Any]]:
+    """A session on the unittest example (task ``fields``) whose actor would only finish:
+    (final state, events)."""
+    repo = make_repo(tmp_path / "repo", pytest_suite=False)
+    script = {"planner": [plan_answer()], "actor": [finish()]}
+    _, state, events = await run_session(nats_url, script, task(repo, **fields))
+    return state, events
 
 
 def script_file(path: Path, actor: list[str]) -> Path:
@@ -96,22 +102,8 @@ async def test_a_change_that_breaks_the_package_import_ends_failed(tmp_path: Pat
     model = script_file(tmp_path / "model.json", [rename_definition_only(), finish()])
     gates_only = tmp_path / "policy.json"  # the tests gate, not per-action tests, judges it
     gates_only.write_text('{"tests_per_action": false}')
-    rc, out, err = await run_cli(
-        tmp_path / "data",
-        "run",
-        "--repo",
-        str(repo),
-        "--model",
-        f"scripted:{model}",
-        "--test-command",
-        "python -m unittest discover -q -s tests -t .",
-        "--budget",
-        "bounces=0",
-        "--policy",
-        str(gates_only),
-        "--json",
-        "Rename fetch to fetch_page",
-    )
+    extra = ("--budget", "bounces=0", "--policy", str(gates_only))
+    rc, out, err = await run_rename(tmp_path / "data", repo, model, *extra)
     result = json.loads(out)
     assert result["outcome"] == "failed", (result, err[-2000:])
     assert rc == 1
@@ -130,18 +122,7 @@ async def test_the_correct_change_succeeds_in_the_projects_env(tmp_path: Path) -
     repo = make_repo(tmp_path / "repo", pytest_suite=False)
     make_venv(repo)
     model = script_file(tmp_path / "model.json", [rename_all(), finish()])
-    rc, out, err = await run_cli(
-        tmp_path / "data",
-        "run",
-        "--repo",
-        str(repo),
-        "--model",
-        f"scripted:{model}",
-        "--test-command",
-        "python -m unittest discover -q -s tests -t .",
-        "--json",
-        "Rename fetch to fetch_page",
-    )
+    rc, out, err = await run_rename(tmp_path / "data", repo, model)
     assert json.loads(out)["outcome"] == "success", err[-2000:]
     assert rc == 0
 
@@ -149,10 +130,7 @@ async def test_the_correct_change_succeeds_in_the_projects_env(tmp_path: Path) -
 async def test_a_package_resolving_outside_the_workspace_stops_before_the_baseline(
     nats_url: str, tmp_path: Path
 ) -> None:
-    repo = make_repo(tmp_path / "repo", pytest_suite=False)
-    async with loop(nats_url, {"planner": [plan_answer()], "actor": [finish()]}) as bus:
-        sid = await start(bus, task(repo, environment={"probe": "json"}))
-        state, events = await finish_session(bus, sid)
+    state, events = await finish_at_once(nats_url, tmp_path, environment={"probe": "json"})
     assert state.outcome == "failed"
     assert "'json' does not import from the workspace: it resolved from" in state.summary
     assert "json/__init__.py" in state.summary
@@ -162,10 +140,7 @@ async def test_a_package_resolving_outside_the_workspace_stops_before_the_baseli
 async def test_a_suite_that_cannot_run_at_baseline_is_its_own_outcome(
     nats_url: str, tmp_path: Path
 ) -> None:
-    repo = make_repo(tmp_path / "repo", pytest_suite=False)
-    async with loop(nats_url, {"planner": [plan_answer()], "actor": [finish()]}) as bus:
-        sid = await start(bus, task(repo, test_command=["no-such-runner", "-q"]))
-        state, events = await finish_session(bus, sid)
+    state, events = await finish_at_once(nats_url, tmp_path, test_command=["no-such-runner", "-q"])
     assert state.outcome == "failed"
     assert state.summary.startswith("the test suite cannot run at baseline: `no-such-runner -q`")
     assert not of(events, "plan_proposed")
@@ -175,7 +150,7 @@ async def test_pre_existing_failures_are_reported_not_blamed(nats_url: str, tmp_
     repo = make_repo(tmp_path / "repo", pytest_suite=True, git_repo=False)
     (repo / "tests" / "test_old_bug.py").write_text("def test_old_bug():\n    assert 1 == 2\n")
     commit_all(repo)
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, test_command=PYTEST))
         state, events = await finish_session(bus, sid, timeout=180)
@@ -234,7 +209,7 @@ async def test_lint_blames_only_findings_the_change_introduced(
         )
     )
     commit_all(repo)
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo, budgets={"bounces": 0}))
         state, events = await finish_session(bus, sid, timeout=180)

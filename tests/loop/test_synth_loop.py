@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loop_harness import FILES, PYTEST, assert_replays, finish_session, loop, of, start, task
+from loop_harness import (
+    FILES,
+    PYTEST,
+    assert_replays,
+    finish_session,
+    loop,
+    of,
+    rename_script,
+    start,
+    task,
+)
 
 EXAMPLES = [
     {
@@ -60,12 +70,9 @@ async def test_a_fallback_model_takes_over_and_the_events_say_so(
     nc, nats_url: str, data_dir: Path, example_repo: Path, tmp_path: Path
 ) -> None:
     import yaml
-    from loop_harness import finish, plan_answer, rename_all
 
     script = tmp_path / "policy.yaml"
-    script.write_text(
-        yaml.safe_dump({"planner": [plan_answer()], "actor": [rename_all(), finish()]})
-    )
+    script.write_text(yaml.safe_dump(rename_script()))
     bad = [{"path": "a.py", "before": "# fetch\nx = 1\n", "after": "# fetch_page\nx = 1\n"}]
     body = task(example_repo, examples=bad, model=f"synth:scripted:{script}", test_command=PYTEST)
     async with loop(nats_url) as bus:

@@ -8,7 +8,7 @@ import itertools
 import json
 from pathlib import Path
 
-from loop_harness import finish, finish_session, loop, plan_answer, rename_all, start, task
+from loop_harness import finish_session, loop, rename_script, start, task
 
 from oopav.bus.store import EventStore
 from oopav.events.chain import GENESIS, check_chain, event_hash
@@ -20,7 +20,7 @@ async def test_forged_completion_on_a_live_session_is_detected(
 ) -> None:
     from oopav.replay import verify_session
 
-    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    script = rename_script()
     async with loop(nats_url, script) as bus:
         sid = await start(bus, task(repo))
         state, _ = await finish_session(bus, sid)

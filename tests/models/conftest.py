@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from helpers.openai_api import completion, send_json
+
 
 class ChatServer:
     """A real HTTP server speaking the chat-completions API, answering from a queue."""
@@ -30,13 +32,7 @@ class ChatServer:
                 status, payload, headers = (
                     outer.replies.pop(0) if outer.replies else (500, b"{}", {})
                 )
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(payload)
+                send_json(self, status, payload, headers)
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None
@@ -54,21 +50,8 @@ class ChatServer:
         self.replies.append((status, raw, headers or {}))
 
     def complete(self, text: str, *, finish_reason: str = "stop") -> None:
-        self.reply(
-            200,
-            {
-                "id": "cmpl-1",
-                "object": "chat.completion",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": finish_reason,
-                    }
-                ],
-                "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49},
-            },
-        )
+        usage = {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}
+        self.reply(200, completion(text, usage, finish_reason=finish_reason))
 
     def close(self) -> None:
         self.httpd.shutdown()

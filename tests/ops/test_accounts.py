@@ -7,8 +7,6 @@ import asyncio
 import contextlib
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,15 +15,14 @@ import pytest
 from loop_harness import (
     TEST_COMMAND,
     assert_unique_ids,
-    finish,
     finish_session,
     loop,
-    plan_answer,
-    rename_all,
+    rename_script,
     start,
     task,
 )
 
+from helpers.cli import run_oopav_sync
 from oopav.app import open_bus
 from oopav.bus.accounts import generate, user_permissions
 from oopav.bus.cluster import LocalCluster
@@ -35,7 +32,7 @@ from oopav.bus.store import connect
 from oopav.bus.streams import ensure_streams
 from oopav.config import Settings
 
-SCRIPT = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+SCRIPT = rename_script()
 
 
 @pytest.fixture
@@ -141,13 +138,7 @@ def test_handler_with_another_handlers_credential_exits_with_one_line(
 ) -> None:
     server, creds = secured
     env = dict(os.environ, OOPAV_NATS_CREDS=str(creds / "planner.json"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "oopav.cli", "--nats-url", server.url, "handler", "actor"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_oopav_sync("handler", "actor", url=server.url, env=env)
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
     assert "credential is for user 'planner'" in last and "'actor'" in last
@@ -185,22 +176,8 @@ def test_the_cli_takes_a_creds_file_as_an_option(
     for the actor's handler with the same one line."""
     server, creds = secured
     env = {k: v for k, v in os.environ.items() if k != "OOPAV_NATS_CREDS"}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "oopav.cli",
-            "--nats-url",
-            server.url,
-            "handler",
-            "actor",
-            "--creds",
-            str(creds / "planner.json"),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    proc = run_oopav_sync(
+        "handler", "actor", "--creds", str(creds / "planner.json"), url=server.url, env=env
     )
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]

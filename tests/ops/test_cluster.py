@@ -3,7 +3,6 @@ catches up, and handlers connected to different nodes run one session together."
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,23 +12,22 @@ from loop_harness import (
     assert_causal,
     assert_replays,
     assert_unique_ids,
-    finish,
     finish_session,
     loop,
-    plan_answer,
-    rename_all,
+    rename_script,
     start,
     task,
     wait_for,
 )
 
+from helpers.waits import until
 from oopav.bus.cluster import LocalCluster, _monitor
 from oopav.bus.store import connect
 from oopav.bus.streams import EVENTS_STREAM, ensure_streams
 
 pytestmark = pytest.mark.cluster
 
-SCRIPT = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+SCRIPT = rename_script()
 
 
 async def _streams(url: str) -> None:
@@ -53,11 +51,7 @@ def _stored(cluster: LocalCluster, node: str) -> int:
 
 
 async def _until(pred: Any, timeout: float = 30.0) -> None:
-    loop_ = asyncio.get_running_loop()
-    deadline = loop_.time() + timeout
-    while not pred():
-        assert loop_.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.2)
+    await until(pred, timeout, interval=0.2, what="condition not reached in time")
 
 
 async def test_session_survives_killing_the_stream_leader(

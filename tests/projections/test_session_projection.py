@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import shutil
 from datetime import UTC, datetime, timedelta
@@ -11,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from helpers.handlers import in_background
 from oopav.bus.store import EventStore
 from oopav.events import catalog as ev
 from oopav.events.ids import derive_id
@@ -156,8 +156,7 @@ async def test_deleting_lmdb_rebuilds_identically(nc: Any, tmp_path: Path) -> No
 async def test_wait_for_gives_read_your_writes(nc: Any, tmp_path: Path) -> None:
     store = EventStore(nc)
     runner = ProjectionRunner(nc, SnapshotStore(tmp_path / "snap"), SESSIONS)
-    task = asyncio.create_task(runner.run())
-    try:
+    async with in_background(runner, 10):
         for n in (1, 5, 12):
             seq = await append_all(
                 store, session_events("live", n + 1, start=n - 1 if n > 1 else 0)
@@ -166,9 +165,6 @@ async def test_wait_for_gives_read_your_writes(nc: Any, tmp_path: Path) -> None:
             state = runner.get("live")
             assert state is not None and state.last_sequence == seq
         assert runner.get("live").event_count == seq  # type: ignore[union-attr]
-    finally:
-        runner.stop()
-        await asyncio.wait_for(task, 10)
     # Stopping committed the position.
     assert runner.snapshots.last_sequence() == seq
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,11 @@ import yaml
 from policy_server import INSTRUCTION, TEST_COMMAND
 
 from oopav.events import mission as mev
+
+# helpers/ sits in tests/, which bench/reflection.py (importing this harness) does not put on
+# the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers.handlers import handlers_on
 
 
 def make_repo(dest: Path) -> Path:
@@ -82,25 +88,8 @@ def group_task(
 @contextlib.asynccontextmanager
 async def running(nats_url: str, config: Any) -> AsyncIterator[Any]:
     """Every handler, the reflector with ``config``, on the shared server. Yields the Bus."""
-    from oopav.app import open_bus
-    from oopav.config import Settings
-    from oopav.handlers.ports import Ports
-    from oopav.services import run_handlers
-
-    settings = Settings(nats_url=nats_url)
-    async with open_bus(settings, name="test-reflector") as bus:
-        ports = Ports(settings=settings)
-        stop = asyncio.Event()
-        runner = asyncio.create_task(
-            run_handlers(bus, stop, ports=ports, projection=False, reflector_config=config)
-        )
-        await asyncio.sleep(0.05)
-        try:
-            yield bus
-        finally:
-            stop.set()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(runner, 20)
+    async with handlers_on(nats_url, name="test-reflector", reflector_config=config) as bus:
+        yield bus
 
 
 async def submit(bus: Any, body: dict[str, Any]) -> dict[str, Any]:

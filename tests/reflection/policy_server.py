@@ -11,12 +11,19 @@ answer depends on the prompt and the seed only. Used by the reflector tests and
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from oopav.models.base import estimate_tokens
 from oopav.models.prompt import render_answer
+
+# helpers/ sits in tests/, which bench/reflection.py (importing this server) does not put on the
+# path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from helpers.openai_api import completion, send_json
 
 MAGIC = "the answer file holds 42"
 HARMFUL = "the answer file holds 41"
@@ -85,26 +92,10 @@ class PolicyServer:
                 with server._lock:
                     server.calls += 1
                     server.tokens += usage["prompt_tokens"] + usage["completion_tokens"]
-                data = json.dumps(
-                    {
-                        "id": f"fake-{server.calls}",
-                        "object": "chat.completion",
-                        "model": body.get("model", "fake"),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": text},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": usage,
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    answer = completion(
+                        text, usage, id=f"fake-{server.calls}", model=body.get("model", "fake")
+                    )
+                send_json(self, 200, json.dumps(answer).encode())
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

@@ -9,29 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from helpers.cli import oopav
 from oopav.events import mission as mev
 from oopav.projections.guidance import export_library, fold
-
-
-async def oopav(url: str, data_dir: Path, *args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "OOPAV_LOG_LEVEL": "WARNING"}
-    env.pop("OOPAV_NATS_URL", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--nats-url",
-        url,
-        "--data-dir",
-        str(data_dir),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_seed_show_history_rollback_diff_export_stats(

@@ -4,6 +4,7 @@ fake policy over HTTP and scripted critic/consolidator models."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harness import (
@@ -25,6 +26,35 @@ from oopav.events import mission as mev
 from oopav.handlers.reflector import ReflectorConfig
 from oopav.projections.guidance import export_library, fold
 
+KEEP = ["Keep changes small."]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def critic_yaml(tmp_path: Path) -> Path:
+    """Where a test writes its scripted critic and consolidator."""
+    return tmp_path / "critic.yaml"
+
+
+@pytest.fixture
+def group_mission(nats_url: str, repo: Path, policy: PolicyServer) -> Any:
+    """Run the handlers with a reflector ``config``, seed ``mission`` with ``lines``, submit a
+    group of sessions with ``seeds``; the mission's events once one of ``kinds`` is stored."""
+
+    async def run(
+        config: Any, mission: str, seeds: list[int], kinds: set[str], lines: list[str] = KEEP
+    ) -> list[Any]:
+        async with running(nats_url, config) as bus:
+            await seed(bus, mission, lines)
+            await submit(bus, group_task(repo, policy.spec, mission, len(seeds), seeds))
+            return await wait_mission(bus, mission, kinds)
+
+    return run
+
 
 @pytest.fixture
 def policy():
@@ -33,11 +63,10 @@ def policy():
 
 
 async def test_failures_critique_op_holdout_uplift_applied(
-    nc, nats_url: str, data_dir: Path, tmp_path: Path, policy: PolicyServer
+    nc, nats_url: str, data_dir: Path, repo: Path, critic_yaml: Path, policy: PolicyServer
 ) -> None:
-    repo = make_repo(tmp_path / "repo")
     critic = write_script(
-        tmp_path / "critic.yaml",
+        critic_yaml,
         critic=[critic_json(op_text=MAGIC), "this is not JSON {", critic_json()],
         consolidator=[
             consolidator_json(
@@ -138,19 +167,17 @@ async def mission_events_direct(nats_url: str, mission: str) -> list[tuple[int, 
 
 
 async def test_harmful_op_shows_no_uplift_and_is_rejected(
-    nc, nats_url: str, data_dir: Path, tmp_path: Path, policy: PolicyServer
+    nc, nats_url: str, data_dir: Path, repo: Path, critic_yaml: Path, group_mission: Any
 ) -> None:
-    repo = make_repo(tmp_path / "repo")
     critic = write_script(
-        tmp_path / "critic.yaml",
+        critic_yaml,
         critic=[critic_json(), critic_json()],
         consolidator=[consolidator_json([{"op": "upsert", "text": f"Note: {HARMFUL}."}])],
     )
     config = ReflectorConfig(critic_model=critic, apply_if_delta=0.5, holdout_size=1)
-    async with running(nats_url, config) as bus:
-        await seed(bus, "harm", ["Keep changes small."])
-        await submit(bus, group_task(repo, policy.spec, "harm", 2, [0, 1]))
-        events = await wait_mission(bus, "harm", {"guidance_op_applied", "reflection_rejected"})
+    events = await group_mission(
+        config, "harm", [0, 1], {"guidance_op_applied", "reflection_rejected"}
+    )
     rejected = [e for e in events if isinstance(e, mev.ReflectionRejected)]
     assert [r.reason for r in rejected] == ["uplift_below_delta"]
     assert rejected[0].label_match_before == 0.0 and rejected[0].label_match_after == 0.0
@@ -162,16 +189,14 @@ async def test_harmful_op_shows_no_uplift_and_is_rejected(
 
 
 async def test_contradictions_only_skips_an_all_wrong_group_without_model_calls(
-    nc, nats_url: str, data_dir: Path, tmp_path: Path, policy: PolicyServer
+    nc, nats_url: str, data_dir: Path, repo: Path, group_mission: Any
 ) -> None:
-    repo = make_repo(tmp_path / "repo")
     config = ReflectorConfig(
         critic_model="scripted:/nonexistent.yaml", eligibility="contradictions_only"
     )
-    async with running(nats_url, config) as bus:
-        await seed(bus, "contra", ["Keep changes small."])
-        await submit(bus, group_task(repo, policy.spec, "contra", 2, [0, 1]))
-        events = await wait_mission(bus, "contra", {"reflection_rejected", "reflection_proposed"})
+    events = await group_mission(
+        config, "contra", [0, 1], {"reflection_rejected", "reflection_proposed"}
+    )
     rejected = [e for e in events if isinstance(e, mev.ReflectionRejected)]
     assert [r.reason for r in rejected] == ["ineligible"]
     assert "contradictions_only" in rejected[0].detail and "0/2" in rejected[0].detail
@@ -179,11 +204,10 @@ async def test_contradictions_only_skips_an_all_wrong_group_without_model_calls(
 
 
 async def test_rapid_mode_merge_keeps_provenance(
-    nc, nats_url: str, data_dir: Path, tmp_path: Path, policy: PolicyServer
+    nc, nats_url: str, data_dir: Path, repo: Path, critic_yaml: Path, group_mission: Any
 ) -> None:
-    repo = make_repo(tmp_path / "repo")
     critic = write_script(
-        tmp_path / "critic.yaml",
+        critic_yaml,
         critic=[critic_json()],
         consolidator=[
             consolidator_json(
@@ -199,10 +223,13 @@ async def test_rapid_mode_merge_keeps_provenance(
         ],
     )
     config = ReflectorConfig(critic_model=critic, rapid_mode=True)
-    async with running(nats_url, config) as bus:
-        await seed(bus, "merge.m", ["Keep changes small.", "Read the task.", "Check values."])
-        await submit(bus, group_task(repo, policy.spec, "merge.m", 1, [0]))
-        events = await wait_mission(bus, "merge.m", {"guidance_op_applied", "reflection_rejected"})
+    events = await group_mission(
+        config,
+        "merge.m",
+        [0],
+        {"guidance_op_applied", "reflection_rejected"},
+        lines=["Keep changes small.", "Read the task.", "Check values."],
+    )
     applied = [e for e in events if isinstance(e, mev.GuidanceOpApplied)]
     assert len(applied) == 1
     merged = applied[0]
@@ -220,9 +247,8 @@ async def test_rapid_mode_merge_keeps_provenance(
 
 
 async def test_a_plain_mission_session_is_a_group_of_one_and_manual_review_holds_it(
-    nc, nats_url: str, data_dir: Path, tmp_path: Path, policy: PolicyServer
+    nc, nats_url: str, data_dir: Path, repo: Path, policy: PolicyServer
 ) -> None:
-    repo = make_repo(tmp_path / "repo")
     config = ReflectorConfig(all_wrong_strategy="manual_review")
     async with running(nats_url, config) as bus:
         body = group_task(repo, policy.spec, "solo", 1, [0])

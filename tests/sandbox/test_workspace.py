@@ -153,18 +153,23 @@ def test_sandbox_exec_cli(tmp_path: Path, settings: Settings) -> None:
     assert res.exit_code == 2 and "unknown scope kind" in res.output
 
 
+def source_of_kind(tmp_path: Path, kind: str) -> Path:
+    """A git repository (prepared as a ``worktree``) or a plain directory (a ``copy``)."""
+    if kind == "worktree":
+        return make_repo(tmp_path / "repo")
+    src = tmp_path / "plain"
+    src.mkdir()
+    (src / "app.py").write_text("x = 1\n")
+    return src
+
+
 @pytest.mark.parametrize("kind", ["worktree", "copy"])
 def test_head_commit_matches_git_also_after_refs_are_packed(
     tmp_path: Path, settings: Settings, kind: str
 ) -> None:
     from oopav.sandbox.workspace import git, head_commit
 
-    if kind == "worktree":
-        src = make_repo(tmp_path / "repo")
-    else:
-        src = tmp_path / "plain"
-        src.mkdir()
-        (src / "app.py").write_text("x = 1\n")
+    src = source_of_kind(tmp_path, kind)
     info = prepare_workspace(src, f"head-{kind}", settings)
     assert info.kind == kind
     ws = Path(info.path)
@@ -188,12 +193,7 @@ def test_head_tree_and_one_process_diffs_match_git(
         numstat_and_diff,
     )
 
-    if kind == "worktree":
-        src = make_repo(tmp_path / "repo")
-    else:
-        src = tmp_path / "plain"
-        src.mkdir()
-        (src / "app.py").write_text("x = 1\n")
+    src = source_of_kind(tmp_path, kind)
     info = prepare_workspace(src, f"tree-{kind}", settings)
     ws = Path(info.path)
     assert head_tree(ws) == git(ws, "rev-parse", "HEAD^{tree}").strip()

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from helpers.cli import run_oopav
 from oopav.bus.store import EventStore
 from oopav.bus.streams import DLQ_STREAM
 from oopav.events import catalog as ev
@@ -214,34 +215,14 @@ def test_a_chain_starting_after_legacy_events_verifies() -> None:
 
 
 async def test_show_warns_about_a_forged_event(nc: Any, nats_url: str, tmp_path: Path) -> None:
-    import asyncio
-    import os
-    import sys
-
     store = EventStore(nc)
     await build(store, "s6")
     ack = await nc.jetstream().publish(
         "oopav.ev.session.s6.session_completed", forged_completed("s6")
     )
-    env = {**os.environ, "OOPAV_LOG_LEVEL": "WARNING"}
-    env.pop("OOPAV_NATS_URL", None)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "oopav.cli",
-        "--nats-url",
-        nats_url,
-        "--data-dir",
-        str(tmp_path),
-        "show",
-        "s6",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, err
-    warnings = [line for line in out.decode().splitlines() if line.startswith("WARNING:")]
+    rc, out, err = await run_oopav("show", "s6", url=nats_url, data_dir=tmp_path, timeout=60)
+    assert rc == 0, err
+    warnings = [line for line in out.splitlines() if line.startswith("WARNING:")]
     assert len(warnings) == 1 and f"broken link at seq {ack.seq}" in warnings[0]
 
 

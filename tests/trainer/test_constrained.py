@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from tiny_policy import make_policy, make_tasks
+from tiny_policy import policy_fixtures, recipe_config
 
 from oopav.models.prompt import AnswerError, parse_role_answer
 from oopav.models.schema_grammar import GrammarOptions, answer_grammar
@@ -23,14 +23,7 @@ TIGHT = GrammarOptions(compact=True, think_chars=8, max_string_length=6, max_ite
 TIGHT_DICT = {"think_chars": 8, "max_string_length": 6, "max_items": 1, "max_escapes": 1}
 
 
-@pytest.fixture(scope="module")
-def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tasks(tmp_path_factory, 40, seed=3)
-
-
-@pytest.fixture(scope="module")
-def untrained(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
-    return make_policy(tmp_path_factory, tasks_dir)
+tasks_dir, untrained = policy_fixtures(40, seed=3, model_fixture="untrained")
 
 
 def _valid(text: str) -> bool:
@@ -126,18 +119,18 @@ def test_grpo_generation_is_constrained(tmp_path: Path, tasks_dir: Path, untrain
     budget = answer_grammar("action", TIGHT).max_bytes()
     cfg = load_config(
         GRPORecipe,
-        {
-            "output_dir": str(tmp_path / "g"),
-            "model": str(untrained),
-            "tasks": str(tasks_dir),
-            "batch_size": 4,
-            "num_generations": 4,
-            "max_steps": 1,
-            "max_completion_length": budget,
-            "eval_n": 0,
-            "constrained": True,
-            "grammar": TIGHT_DICT,
-        },
+        recipe_config(
+            tmp_path / "g",
+            untrained,
+            tasks_dir,
+            batch_size=4,
+            num_generations=4,
+            max_steps=1,
+            max_completion_length=budget,
+            eval_n=0,
+            constrained=True,
+            grammar=TIGHT_DICT,
+        ),
     )
     events: list[tuple[str, dict[str, Any]]] = []
     train_grpo(cfg, lambda kind, fields: events.append((kind, fields)))

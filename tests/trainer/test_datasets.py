@@ -11,6 +11,8 @@ import click
 import pytest
 from trainer_sessions import numbered, session
 
+from helpers.handlers import in_background
+from helpers.waits import until
 from oopav.bus.store import EventStore
 from oopav.events.ids import derive_id
 from oopav.trainer.datasets import (
@@ -156,11 +158,7 @@ async def test_export_from_the_stream_is_byte_for_byte(nc, tmp_path: Path) -> No
 
 
 async def _until(pred, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
+    await until(pred, timeout, interval=0.05, what="timed out")
 
 
 async def test_learner_catches_up_follows_and_rebuilds_after_deletion(nc, tmp_path: Path) -> None:
@@ -172,8 +170,7 @@ async def test_learner_catches_up_follows_and_rebuilds_after_deletion(nc, tmp_pa
     await _append(nc, session(S1))
     root = tmp_path / "datasets"
     learner = Learner(nc, root, rebuild_every=0.05)
-    task = asyncio.create_task(learner.run())
-    try:
+    async with in_background(learner, 10):
         await _until(lambda: learner.sessions_seen == 1)
         # Follows: a session finished after the learner started.
         await _append(nc, session(S3, instruction="Rename get to get_page"))
@@ -184,9 +181,6 @@ async def test_learner_catches_up_follows_and_rebuilds_after_deletion(nc, tmp_pa
                 and read_manifest(root / "sft")["count"] == 6
             )
         )
-    finally:
-        learner.stop()
-        await asyncio.wait_for(task, 10)
     # The learner's dataset is the bytes `oopav export` writes from the same stream.
     await export(EventStore(nc), "sft", tmp_path / "exp", Filters())
     assert (root / "sft" / "sft-00000.jsonl").read_bytes() == (
@@ -197,12 +191,8 @@ async def test_learner_catches_up_follows_and_rebuilds_after_deletion(nc, tmp_pa
     # Delete the projection: a new learner reads the stream again from its start.
     shutil.rmtree(root)
     learner = Learner(nc, root, rebuild_every=0.05)
-    task = asyncio.create_task(learner.run())
-    try:
+    async with in_background(learner, 10):
         await _until(lambda: learner.sessions_seen == 2)
-    finally:
-        learner.stop()
-        await asyncio.wait_for(task, 10)
     assert (root / "grpo" / "grpo-00000.jsonl").read_bytes() == before
     assert json.loads((root / "sft" / "manifest.json").read_text())["count"] == 6
 

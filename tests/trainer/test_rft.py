@@ -8,19 +8,12 @@ from typing import Any
 
 import pytest
 import yaml
-from tiny_policy import invoke, make_policy, make_tasks, train
+from tiny_policy import Recipe, invoke, policy_fixtures, train
 
 pytest.importorskip("trl")
 
 
-@pytest.fixture(scope="module")
-def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tasks(tmp_path_factory, 40, seed=5)
-
-
-@pytest.fixture(scope="module")
-def base_model(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
-    return make_policy(tmp_path_factory, tasks_dir)
+tasks_dir, base_model = policy_fixtures(40, seed=5)
 
 
 def task_of(prompt: str, tasks: list[Any]) -> Any:
@@ -89,19 +82,10 @@ def test_rft_keeps_only_rewarded_samples_and_fine_tunes_on_them(
     assert ("checkpoint", True) in [(kind, f.get("final")) for kind, f in events]
 
 
-def test_train_rft_cli_records_a_run(
-    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
-) -> None:
-    cfg = {
-        "output_dir": str(tmp_path / "r"),
-        "model": str(base_model),
-        "tasks": str(tasks_dir),
-        "families": ["swap_args"],
-        "rounds": 2,
-        "samples": 3,
-        "max_completion_length": 12,
-        "eval_n": 2,
-    }
+def test_train_rft_cli_records_a_run(nats_url: str, tmp_path: Path, recipe: Recipe) -> None:
+    cfg = recipe(
+        "r", families=["swap_args"], rounds=2, samples=3, max_completion_length=12, eval_n=2
+    )
     result, events = train(nats_url, tmp_path, "rft", cfg)
     assert result["status"] == "completed"
     types = [e.type for e in events]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tiny_policy import invoke, make_policy, make_tasks, train
+from tiny_policy import Recipe, invoke, policy_fixtures, train
 from trainer_sessions import numbered, session
 
 from oopav.events.ids import derive_id
@@ -17,14 +17,9 @@ from oopav.trainer.tasks import target_text
 pytest.importorskip("trl")
 
 
-@pytest.fixture(scope="module")
-def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tasks(tmp_path_factory, 30, seed=5, name="srl-tasks")
-
-
-@pytest.fixture(scope="module")
-def base_model(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
-    return make_policy(tmp_path_factory, tasks_dir, hidden=64, name="srl-base")
+tasks_dir, base_model = policy_fixtures(
+    30, seed=5, hidden=64, tasks_name="srl-tasks", model_name="srl-base"
+)
 
 
 def test_steps_from_an_srl_dataset_and_the_teacher_reward(tmp_path: Path) -> None:
@@ -57,21 +52,19 @@ def test_steps_from_an_srl_dataset_and_the_teacher_reward(tmp_path: Path) -> Non
 
 
 def test_train_srl_teacher_forced_records_the_run_and_the_loss_falls(
-    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
+    nats_url: str, tmp_path: Path, recipe: Recipe
 ) -> None:
-    cfg = {
-        "output_dir": str(tmp_path / "run"),
-        "model": str(base_model),
-        "tasks": str(tasks_dir),
-        "mode": "sft",
-        "max_train": 2,
-        "max_steps": 24,
-        "batch_size": 4,
-        "learning_rate": 0.01,
-        "logging_steps": 4,
-        "eval_n": 2,
-        "max_completion_length": 24,
-    }
+    cfg = recipe(
+        "run",
+        mode="sft",
+        max_train=2,
+        max_steps=24,
+        batch_size=4,
+        learning_rate=0.01,
+        logging_steps=4,
+        eval_n=2,
+        max_completion_length=24,
+    )
     result, events = train(nats_url, tmp_path, "srl", cfg)
     assert result["status"] == "completed" and result["steps"] == 24
     types = [e.type for e in events]
@@ -93,19 +86,17 @@ def test_train_srl_teacher_forced_records_the_run_and_the_loss_falls(
 
 
 def test_train_srl_grpo_scores_samples_with_reward_srl(
-    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
+    nats_url: str, tmp_path: Path, recipe: Recipe
 ) -> None:
-    cfg = {
-        "output_dir": str(tmp_path / "g"),
-        "model": str(base_model),
-        "tasks": str(tasks_dir),
-        "max_train": 4,
-        "batch_size": 8,
-        "num_generations": 8,  # (the mean of eight float32 -0.2 is off by an ulp; four is not)
-        "max_steps": 2,
-        "max_completion_length": 16,
-        "eval_n": 0,
-    }
+    cfg = recipe(
+        "g",
+        max_train=4,
+        batch_size=8,
+        num_generations=8,  # (the mean of eight float32 -0.2 is off by an ulp; four is not)
+        max_steps=2,
+        max_completion_length=16,
+        eval_n=0,
+    )
     _, events = train(nats_url, tmp_path, "srl", cfg)
     steps = [e for e in events if e.type == "training_step_completed"]
     assert len(steps) == 2

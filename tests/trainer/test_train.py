@@ -8,35 +8,20 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from tiny_policy import invoke, last_json, make_policy, make_tasks, read_run, train
+from tiny_policy import Recipe, invoke, last_json, policy_fixtures, read_run, train
 
 from oopav.cli import cli
 
 pytest.importorskip("trl")
 
 
-@pytest.fixture(scope="module")
-def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_tasks(tmp_path_factory, 60, seed=3)
-
-
-@pytest.fixture(scope="module")
-def base_model(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
-    return make_policy(tmp_path_factory, tasks_dir)
+tasks_dir, base_model = policy_fixtures(60, seed=3)
 
 
 def test_train_sft_records_a_run_and_its_checkpoint_evaluates(
-    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
+    nats_url: str, tmp_path: Path, recipe: Recipe, tasks_dir: Path
 ) -> None:
-    cfg = {
-        "output_dir": str(tmp_path / "run"),
-        "model": str(base_model),
-        "tasks": str(tasks_dir),
-        "max_steps": 3,
-        "batch_size": 4,
-        "logging_steps": 1,
-        "eval_n": 4,
-    }
+    cfg = recipe("run", max_steps=3, batch_size=4, logging_steps=1, eval_n=4)
     result, _ = train(nats_url, tmp_path, "sft", cfg)
     assert result["status"] == "completed" and result["steps"] == 3
     final = Path(result["checkpoint"])
@@ -99,15 +84,9 @@ def test_eval_gold_table_and_errors(nats_url: str, tmp_path: Path, tasks_dir: Pa
 
 
 def test_grpo_with_a_bad_batch_is_a_failed_run_and_a_clear_error(
-    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
+    nats_url: str, tmp_path: Path, recipe: Recipe, tasks_dir: Path
 ) -> None:
-    cfg = {
-        "output_dir": str(tmp_path / "g"),
-        "model": str(base_model),
-        "tasks": str(tasks_dir),
-        "batch_size": 6,
-        "num_generations": 4,
-    }
+    cfg = recipe("g", batch_size=6, num_generations=4)
     (tmp_path / "g.yaml").write_text(yaml.safe_dump(cfg))
     r = invoke(nats_url, tmp_path / "data", "train", "grpo", "--config", str(tmp_path / "g.yaml"))
     assert r.exit_code != 0 and "multiple of num_generations" in r.output
@@ -125,19 +104,10 @@ def test_grpo_with_a_bad_batch_is_a_failed_run_and_a_clear_error(
         )
 
 
-def test_grpo_trains_from_rewards(
-    nats_url: str, tmp_path: Path, tasks_dir: Path, base_model: Path
-) -> None:
-    cfg = {
-        "output_dir": str(tmp_path / "g"),
-        "model": str(base_model),
-        "tasks": str(tasks_dir),
-        "batch_size": 4,
-        "num_generations": 4,
-        "max_steps": 2,
-        "max_completion_length": 16,
-        "eval_n": 0,
-    }
+def test_grpo_trains_from_rewards(nats_url: str, tmp_path: Path, recipe: Recipe) -> None:
+    cfg = recipe(
+        "g", batch_size=4, num_generations=4, max_steps=2, max_completion_length=16, eval_n=0
+    )
     _, events = train(nats_url, tmp_path, "grpo", cfg)
     steps = [e for e in events if e.type == "training_step_completed"]
     assert len(steps) == 2

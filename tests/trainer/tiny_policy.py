@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,42 @@ def make_policy(
         kv_heads=1,
     )
     return build_policy(factory.mktemp(name) / "m", texts, shape=shape)
+
+
+def policy_fixtures(
+    n_tasks: int,
+    seed: int,
+    *,
+    hidden: int = 32,
+    tasks_name: str = "tasks",
+    model_name: str = "base",
+    model_fixture: str = "base_model",
+) -> tuple[Any, Any]:
+    """A module's two fixtures, built once per module: ``tasks_dir`` (``n_tasks`` synthetic
+    tasks) and the tiny policy built on them (fixture ``model_fixture``). Assign both at module
+    level: ``tasks_dir, base_model = policy_fixtures(40, seed=5)``."""
+
+    @pytest.fixture(scope="module", name="tasks_dir")
+    def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return make_tasks(tmp_path_factory, n_tasks, seed=seed, name=tasks_name)
+
+    @pytest.fixture(scope="module", name=model_fixture)
+    def model(tmp_path_factory: pytest.TempPathFactory, tasks_dir: Path) -> Path:
+        return make_policy(tmp_path_factory, tasks_dir, hidden=hidden, name=model_name)
+
+    return tasks_dir, model
+
+
+def recipe_config(
+    output_dir: Path, model: Path, tasks_dir: Path, **settings: Any
+) -> dict[str, Any]:
+    """A training recipe's settings: where it writes, the policy it starts from, its tasks and
+    ``settings``."""
+    return {"output_dir": str(output_dir), "model": str(model), "tasks": str(tasks_dir), **settings}
+
+
+# The ``recipe`` fixture (conftest.py): ``recipe(out, **settings)`` → a recipe's settings.
+Recipe = Callable[..., dict[str, Any]]
 
 
 def read_run(nats_url: str, run_id: str) -> list[Any]:

@@ -6,6 +6,7 @@ through NATS, so they arrive when they arrive."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -49,6 +50,14 @@ async def until(pilot: Pilot[None], cond: Callable[[], bool], what: str) -> None
     raise AssertionError(f"never happened: {what}")
 
 
+@contextlib.asynccontextmanager
+async def showing_two(app: OopavTUI) -> AsyncIterator[tuple[OopavTUI, Pilot[None]]]:
+    """The app running, once its table shows the two sessions."""
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+        yield app, pilot
+
+
 def app_over(nc: Any, snapshots: Any, nats_url: str, **kwargs: Any) -> OopavTUI:
     clock = ManualClock(T0 + timedelta(minutes=10))
     return OopavTUI(Feed(nc, snapshots, nats_url), clock=clock, **kwargs)
@@ -67,8 +76,18 @@ def summary_text(app: OopavTUI) -> str:
     return str(app.query_one("#summary", Static).content)
 
 
+Two = tuple[SessionBuilder, SessionBuilder]
+Over = Callable[..., OopavTUI]
+
+
 @pytest.fixture
-async def two_sessions(nc: Any) -> AsyncIterator[tuple[SessionBuilder, SessionBuilder]]:
+def over(nc: Any, snapshots: Any, nats_url: str) -> Over:
+    """``app_over`` the test's connection, snapshots and server."""
+    return functools.partial(app_over, nc, snapshots, nats_url)
+
+
+@pytest.fixture
+async def two_sessions(nc: Any) -> AsyncIterator[Two]:
     old = SessionBuilder("Rename fetch to fetch_page", seed=11, start=T0)
     new = SessionBuilder("Add type hints to report.py", seed=12, start=T0 + timedelta(minutes=1))
     await append(nc, old.complete())
@@ -76,13 +95,9 @@ async def two_sessions(nc: Any) -> AsyncIterator[tuple[SessionBuilder, SessionBu
     yield old, new
 
 
-async def test_sessions_appear_newest_first(
-    nc: Any, snapshots: Any, nats_url: str, two_sessions: tuple[SessionBuilder, SessionBuilder]
-) -> None:
+async def test_sessions_appear_newest_first(nc: Any, over: Over, two_sessions: Two) -> None:
     old, new = two_sessions
-    app = app_over(nc, snapshots, nats_url)
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+    async with showing_two(over()) as (app, pilot):
         assert app.visible_sessions() == [new.session_id, old.session_id]
         assert cell(app, old.session_id, "id") == old.session_id[:13]
         assert cell(app, old.session_id, "phase") == "completed"
@@ -98,12 +113,10 @@ async def test_sessions_appear_newest_first(
 
 
 async def test_a_new_event_updates_its_row_and_a_new_session_appears_live(
-    nc: Any, snapshots: Any, nats_url: str, two_sessions: tuple[SessionBuilder, SessionBuilder]
+    nc: Any, over: Over, two_sessions: Two
 ) -> None:
     _, new = two_sessions
-    app = app_over(nc, snapshots, nats_url)
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+    async with showing_two(over()) as (app, pilot):
         await append(nc, new.act())
         await until(pilot, lambda: cell(app, new.session_id, "iterations") == "1", "iteration")
         await pilot.press("r")  # a refresh restarts the feed; it stays live
@@ -118,12 +131,10 @@ async def test_a_new_event_updates_its_row_and_a_new_session_appears_live(
 
 
 async def test_opening_a_session_shows_its_timeline_and_summary_live(
-    nc: Any, snapshots: Any, nats_url: str, two_sessions: tuple[SessionBuilder, SessionBuilder]
+    nc: Any, over: Over, two_sessions: Two
 ) -> None:
     _, new = two_sessions
-    app = app_over(nc, snapshots, nats_url)
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+    async with showing_two(over()) as (app, pilot):
         table = app.query_one("#sessions", DataTable)
         table.move_cursor(row=table.get_row_index(new.session_id))
         await pilot.press("enter")
@@ -151,13 +162,9 @@ async def test_opening_a_session_shows_its_timeline_and_summary_live(
         assert app.query_one("#sessions").has_focus
 
 
-async def test_the_filter_narrows_the_table(
-    nc: Any, snapshots: Any, nats_url: str, two_sessions: tuple[SessionBuilder, SessionBuilder]
-) -> None:
+async def test_the_filter_narrows_the_table(nc: Any, over: Over, two_sessions: Two) -> None:
     old, new = two_sessions
-    app = app_over(nc, snapshots, nats_url)
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: len(app.visible_sessions()) == 2, "two rows")
+    async with showing_two(over()) as (app, pilot):
         await pilot.press("slash")
         await pilot.press(*"rename")
         await until(pilot, lambda: app.visible_sessions() == [old.session_id], "filtered")
@@ -179,11 +186,9 @@ async def test_the_filter_narrows_the_table(
         await until(pilot, lambda: len(app.visible_sessions()) == 2, "all rows again")
 
 
-async def test_the_diff_toggle_shows_the_final_diff(
-    nc: Any, snapshots: Any, nats_url: str, two_sessions: tuple[SessionBuilder, SessionBuilder]
-) -> None:
+async def test_the_diff_toggle_shows_the_final_diff(nc: Any, over: Over, two_sessions: Two) -> None:
     old, _ = two_sessions
-    app = app_over(nc, snapshots, nats_url, session=old.session_id)
+    app = over(session=old.session_id)
     async with app.run_test(size=SIZE) as pilot:
         assert app.selected == old.session_id  # --session opens it at start
         await until(pilot, lambda: "Outcome" in summary_text(app), "the summary")
@@ -202,10 +207,10 @@ async def test_the_diff_toggle_shows_the_final_diff(
 
 
 async def test_an_undecodable_event_is_shown_and_skipped(
-    nc: Any, snapshots: Any, nats_url: str, two_sessions: tuple[SessionBuilder, SessionBuilder]
+    nc: Any, over: Over, two_sessions: Two
 ) -> None:
     _, new = two_sessions
-    app = app_over(nc, snapshots, nats_url, session=new.session_id)
+    app = over(session=new.session_id)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: "model_called" in timeline_text(app), "the timeline")
         js = nc.jetstream()
