@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from test_consumer import dead_letters, stop_and_wait, task, until
 
+from helpers.handlers import running
 from oopav.bus import spool, storage
 from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
 from oopav.bus.store import EventStore
@@ -97,12 +98,8 @@ async def full_intake(nc: Any, tmp_path: Path) -> AsyncIterator[Intake]:
     # A watermark above the real free space: the disk is "full" for real, nothing injected.
     mark = storage.Watermark(tmp_path, min_free=1 << 60)
     assert mark.read().full
-    handler = Intake(nc, check_repo=True, watermark=mark)
-    run = asyncio.create_task(handler.run())
-    await asyncio.wait_for(handler.ready.wait(), 10)
-    yield handler
-    handler.stop()
-    await asyncio.wait_for(run, 10)
+    async with running(Intake(nc, check_repo=True, watermark=mark)) as handler:
+        yield handler
 
 
 async def test_every_submission_is_answered_storage_full_then_accepted(

@@ -3,13 +3,9 @@ newlines is a legitimate test command, and intake must take it and record it unc
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from oopav.bus.store import EventStore
 from oopav.bus.streams import INTAKE_SUBJECT
@@ -20,22 +16,7 @@ from oopav.handlers.support.submission import Accepted, parse_submission
 SCRIPT = "import sys\nprint(1)\r\n\tprint('\x1b[1mbold\x1b[0m', '\x7f')"
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    d = tmp_path / "repo"
-    d.mkdir()
-    (d / "main.py").write_text("def fetch():\n    return 1\n")
-    return d
-
-
-@pytest.fixture
-async def intake(nc: Any) -> AsyncIterator[Intake]:
-    handler = Intake(nc, check_repo=True)
-    task = asyncio.create_task(handler.run())
-    await asyncio.wait_for(handler.ready.wait(), 10)
-    yield handler
-    handler.stop()
-    await asyncio.wait_for(task, 10)
+# `repo` and `intake` come from tests/intake/conftest.py.
 
 
 def _task(repo: Path, test_command: Any) -> bytes:
