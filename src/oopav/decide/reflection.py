@@ -3,7 +3,7 @@ calls for a reflection (eligibility)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from oopav.events import catalog as ev
@@ -52,7 +52,7 @@ def candidate_signal(
         session_id=session_id,
         outcome=outcome,
         verdict=verdict,
-        expected=expected,  # type: ignore[arg-type]
+        expected=expected,
         label_match=label_match,
         confidence=round(confidence, 4),
         self_consistency=consistency,
@@ -66,7 +66,7 @@ def _norm(diff: str) -> str:
     )
 
 
-def group_signals(sessions: dict[str, Sequence[ev.Event]]) -> list[CandidateSignal]:
+def group_signals(sessions: Mapping[str, Sequence[ev.Event]]) -> list[CandidateSignal]:
     """Signals of every candidate, ordered by session id (never by completion order)."""
     ids = sorted(sessions)
     diffs = []

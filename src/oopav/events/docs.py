@@ -84,7 +84,7 @@ def render() -> str:
             out.append("")
     out += ["# Actions", "", "The `action` of `action_proposed`, tagged by `type`.", ""]
     for cls in ACTION_TYPES:
-        tag = cls.__struct_config__.tag  # type: ignore[attr-defined]
+        tag = cls.__struct_config__.tag
         out += [f"## `{tag}`", ""]
         doc = inspect.getdoc(cls)
         if doc:

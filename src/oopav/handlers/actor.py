@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -35,7 +35,13 @@ from oopav.handlers.support.candidates import choose
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.model_calls import ask_model, clip
 from oopav.handlers.support.workspace import cap_diff, sandbox_policy, workspace_info
-from oopav.projections.session import SessionState
+from oopav.projections.session import ActionRecord, SessionState
+
+if TYPE_CHECKING:
+    from oopav.decide.stuck import StuckMatch
+    from oopav.sandbox.apply import ActionPlan
+    from oopav.sandbox.capabilities import Decision
+    from oopav.sandbox.policy import Policy
 
 NAME = "actor"
 MISSED = ("no_match", "file_not_found", "no_files")  # decision core: see observer.MISSED
@@ -98,7 +104,7 @@ class Actor:
         if over is not None:
             await complete(
                 out, state, "aborted", f"budget exceeded: {over.budget}", reason="budget"
-            )  # type: ignore[attr-defined]
+            )
             return
         since = state.actions[state.plan_actions_start :]
         done = [a for a in since if a.status in ("applied", "failed", "rejected", "rolled_back")]
@@ -179,7 +185,7 @@ class Actor:
 
     async def _ask(
         self, state: SessionState, out: Emitter, step: int
-    ) -> tuple[Action | None, str | None, str, dict | None]:
+    ) -> tuple[Action | None, str | None, str, dict[str, Any] | None]:
         context = await asyncio.to_thread(_context, state, step, out.ports.settings)
         answer = await ask_model(out, state, "actor", context, "acting")
         if answer is None:
@@ -245,7 +251,9 @@ class Actor:
             return
         await self._apply(action_id, plan, decision.grants_used, state, out)
 
-    def _check(self, scopes: list[str], state: SessionState, policy, out: Emitter):  # type: ignore[no-untyped-def]
+    def _check(
+        self, scopes: list[str], state: SessionState, policy: Policy | None, out: Emitter
+    ) -> Decision:
         from oopav.sandbox.capabilities import Denial, Grant, GrantState, check, exec_scope
 
         grants = tuple(
@@ -286,13 +294,17 @@ class Actor:
             ),
             None,
         )
-        await asyncio.to_thread(
-            rollback, workspace_info(state, None), last or state.workspace.base_commit
-        )  # type: ignore[union-attr, arg-type]
+        info = workspace_info(state, None)
+        await asyncio.to_thread(rollback, info, last or info.base_commit)
 
     async def _apply(
-        self, action_id: str, plan, grants_used: list[str], state: SessionState, out: Emitter
-    ) -> None:  # type: ignore[no-untyped-def]
+        self,
+        action_id: str,
+        plan: ActionPlan,
+        grants_used: list[str],
+        state: SessionState,
+        out: Emitter,
+    ) -> None:
         from oopav.sandbox.apply import apply_plan
         from oopav.sandbox.workspace import checkpoint, diff_between, head_commit
 
@@ -649,7 +661,7 @@ def _feedback(plan: Any) -> str:
     return str(plan.message)
 
 
-def _similar_actions(done: list) -> object | None:  # type: ignore[type-arg]
+def _similar_actions(done: list[ActionRecord]) -> StuckMatch | None:
     """Fuzzy repetition (issue 17 §10): the last three actions touch the same targets and are
     each more than 90% like the one before — a loop exact hashes miss (a patch retried with a
     tweak, a file rewritten back and forth)."""
@@ -679,5 +691,5 @@ def _recent_text(state: SessionState) -> str:
     return "\n".join(f"{r.type}: {r.summary}" for r in state.recent[-5:])
 
 
-def _jsonable(details: dict) -> dict:  # type: ignore[type-arg]
+def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
     return msgspec.json.decode(msgspec.json.encode(details))

@@ -124,7 +124,7 @@ class Observer:
             repo=info.repo,
             uncommitted=info.uncommitted,
         )
-        state.workspace = ws  # type: ignore[assignment]
+        state.workspace = ws
         await self._observe_baseline(event, state, out, round_=0)
 
     async def _observe_baseline(
@@ -150,7 +150,7 @@ class Observer:
                 session_id=state.session_id,
                 key=key,
                 purpose="baseline_tests",
-                timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),  # type: ignore[union-attr]
+                timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),  # type: ignore[attr-defined]  # a test_command: task is the TaskSubmitted
                 environment=environment_spec(task),
                 report=True,
             )

@@ -64,7 +64,7 @@ class Planner:
         if over is not None:
             await complete(
                 out, state, "aborted", f"budget exceeded: {over.budget}", reason="budget"
-            )  # type: ignore[attr-defined]
+            )
             return out.events
         await self._plan(event, state, out)
         return out.events

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
 
@@ -25,6 +26,8 @@ from oopav.handlers.ports import Ports
 from oopav.logging import get_logger
 from oopav.projections.session import SessionState, evolve, initial
 
+E = TypeVar("E", bound=Event)
+
 log = get_logger("oopav.handlers")
 
 MAX_CONFLICT_RETRIES = 5
@@ -33,7 +36,10 @@ TERMINAL_PHASES = ("completed", "rejected")
 
 class Handler(Protocol):
     name: str
-    subscribes: tuple[str, ...]
+
+    # Read-only, so a handler's literal tuple of event types (a fixed-length tuple) matches.
+    @property
+    def subscribes(self) -> tuple[str, ...]: ...
 
     async def handle(
         self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
@@ -326,7 +332,7 @@ class Emitter:
         self.ports = ports
         self.events: list[Event] = []
 
-    def emit(self, cls: type[Event], **fields: object) -> Event:
+    def emit(self, cls: type[E], **fields: Any) -> E:
         from oopav.events.factory import caused_event
 
         event = caused_event(
@@ -336,7 +342,7 @@ class Emitter:
             index=len(self.events),
             clock=self.ports.clock,
             **fields,
-        )  # type: ignore[arg-type]
+        )
         recorded = self.ports.recorded_ts.get(event.id) if self.ports.recorded_ts else None
         if recorded is not None:
             import msgspec
@@ -345,7 +351,7 @@ class Emitter:
         self.events.append(event)
         return event
 
-    def now(self):  # type: ignore[no-untyped-def]
+    def now(self) -> datetime:
         """The time of the decision being made. Replay reads it from the recording, so time
         based decisions (grant expiry, wall budgets) come out the same."""
         if self.ports.recorded_ts:

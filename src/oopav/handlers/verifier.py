@@ -48,7 +48,7 @@ class Verifier:
     async def handle(
         self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
     ) -> list[Event]:
-        if not isinstance(event, ev.ActionProposed) or event.action.type != "finish":  # type: ignore[union-attr]
+        if not isinstance(event, ev.ActionProposed) or event.action.type != "finish":
             return []
         if state.task is None or state.workspace is None:
             return []

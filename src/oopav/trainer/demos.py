@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from oopav.bus.store import EventStore
 from oopav.events import catalog as ev
@@ -108,10 +109,10 @@ def session_events(
     return [submitted, called, proposed, applied, done]
 
 
-def _builtins(action: AstGrepAction) -> dict:  # type: ignore[type-arg]
+def _builtins(action: AstGrepAction) -> dict[str, Any]:
     import msgspec
 
-    return msgspec.to_builtins(action)  # type: ignore[no-any-return]
+    return msgspec.to_builtins(action)
 
 
 async def publish_demonstrations(

@@ -55,7 +55,7 @@ def _canonical(action: dict[str, Any]) -> dict[str, Any]:
 
     from oopav.events.actions import decode_action
 
-    return msgspec.to_builtins(decode_action(json.dumps(action)))  # type: ignore[no-any-return]
+    return msgspec.to_builtins(decode_action(json.dumps(action)))
 
 
 def step_messages(rec: dict[str, Any]) -> list[dict[str, str]]:

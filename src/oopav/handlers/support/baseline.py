@@ -15,7 +15,7 @@ from oopav.handlers.ports import Ports, exec_key
 from oopav.projections.session import SessionState
 
 
-def environment_spec(task: Any) -> dict | None:  # type: ignore[type-arg]
+def environment_spec(task: Any) -> dict[str, Any] | None:
     """The task's environment spec plus its repo (what the sandbox port resolves)."""
     from oopav.sandbox.environment import spec_for_task
 

@@ -79,7 +79,8 @@ async def _grade(
             changed = plan.files_changed
     try:
         if tried:
-            stubs, errors = [], []
+            stubs: list[ev.Finding] = []
+            errors: list[ev.Finding] = []
             if changed:
                 stubs, errors, _, _ = await asyncio.to_thread(scan_tree, root, changed)
             base = state.baseline

@@ -80,8 +80,12 @@ async def gate_parse(state: SessionState, root: Path, changed: list[str]) -> Gat
 
 
 async def gate_tests(
-    state: SessionState, root: Path, ports: Ports, cause_id: str, selection=None
-) -> GateOutcome:  # type: ignore[no-untyped-def]
+    state: SessionState,
+    root: Path,
+    ports: Ports,
+    cause_id: str,
+    selection: TestSelection | None = None,
+) -> GateOutcome:
     from oopav.handlers.support.baseline import environment_spec
 
     task = state.task
@@ -251,6 +255,7 @@ async def gate_compile(
     if not changed:
         return GateOutcome("compile", True, skipped=True, evidence="no files changed")
     policy = decision_policy(state)
+    argv: list[str] | None
     if policy.compile_command:
         argv, why = list(policy.compile_command), "policy.compile_command"
     else:
