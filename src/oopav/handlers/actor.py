@@ -34,7 +34,12 @@ from oopav.handlers.support.budgets import over_wall_budget, tokens_exceeded
 from oopav.handlers.support.candidates import choose
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.model_calls import ask_model, clip
-from oopav.handlers.support.workspace import cap_diff, sandbox_policy, workspace_info
+from oopav.handlers.support.workspace import (
+    cap_diff,
+    sandbox_policy,
+    workspace_info,
+    workspace_path,
+)
 from oopav.projections.session import ActionRecord, SessionState
 
 if TYPE_CHECKING:
@@ -211,7 +216,7 @@ class Actor:
         ``rolled_back``: the workspace is already at the last checkpoint."""
         from oopav.sandbox.apply import Rejection, plan_action
 
-        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        root = workspace_path(state)
         policy = sandbox_policy(state)
         if not rolled_back:
             await self._rollback(state)
@@ -317,7 +322,7 @@ class Actor:
             task = state.task
             assert task is not None
             argv = list(plan.action.argv)
-            rec = await out.ports.sandbox.run(  # type: ignore[union-attr]
+            rec = await out.ports.sandbox.run(
                 argv,
                 workspace=root,
                 session_id=state.session_id,
@@ -370,7 +375,7 @@ class Actor:
     ) -> None:
         from oopav.handlers.support.retrieval import read_only
 
-        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        root = workspace_path(state)
         ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]
         limit = state.task.budgets.prompt_output_bytes  # type: ignore[union-attr]
         out.emit(

@@ -31,6 +31,7 @@ from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.baseline import baseline_unrunnable, environment_spec, probe_environment
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.steps import ask_person, roll_back
+from oopav.handlers.support.workspace import workspace_path
 from oopav.projections.session import SessionState
 
 NAME = "observer"
@@ -131,7 +132,7 @@ class Observer:
         self, cause: Event, state: SessionState, out: Emitter, round_: int
     ) -> None:
         ports = out.ports
-        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        root = workspace_path(state)
         stubs, parse_errors, languages, total = await asyncio.to_thread(scan_tree, root)
         tests: TestRun | None = None
         execs = []
@@ -144,7 +145,7 @@ class Observer:
             execs += [probe] if probe is not None else []
         if test_command and stop is None:
             key = exec_key(cause.id, "baseline_tests", test_command)
-            rec = await ports.sandbox.run(  # type: ignore[union-attr]
+            rec = await ports.sandbox.run(
                 test_command,
                 workspace=root,
                 session_id=state.session_id,
@@ -216,7 +217,7 @@ class Observer:
 
         task = state.task
         assert task is not None
-        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        root = workspace_path(state)
         text = task.instruction + ("\n" + extra_text if extra_text else "")
         items = await asyncio.to_thread(gather, root, text, round_)
         tests: TestRun | None = None
@@ -254,7 +255,7 @@ class Observer:
     ) -> tuple[TestRun, ev.ExecRecord]:
         task = state.task
         assert task is not None
-        rec = await out.ports.sandbox.run(  # type: ignore[union-attr]
+        rec = await out.ports.sandbox.run(
             argv,
             workspace=root,
             session_id=state.session_id,

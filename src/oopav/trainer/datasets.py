@@ -135,7 +135,9 @@ def _aware(ts: datetime) -> datetime:
 
 
 class _SessionIndex:
-    def __init__(self, events: Sequence[SeqEvent], task: ev.TaskSubmitted, done: Event) -> None:
+    def __init__(
+        self, events: Sequence[SeqEvent], task: ev.TaskSubmitted, done: ev.SessionCompleted
+    ) -> None:
         self.events = events
         self.task = task
         self.done = done
@@ -164,14 +166,14 @@ class _SessionIndex:
             "seq": seq,
             "event_id": event_id,
             "mission": self.task.mission,
-            "outcome": self.done.outcome,  # type: ignore[attr-defined]
+            "outcome": self.done.outcome,
         }
 
     def action_status(self, action_id: str) -> str:
         result = self.results.get(action_id)
         proposal = self.proposals.get(action_id)
         if proposal is not None and proposal[1].action.type == "finish":
-            return "applied" if self.done.outcome == "success" else "failed"  # type: ignore[attr-defined]
+            return "applied" if self.done.outcome == "success" else "failed"
         if isinstance(result, ev.ActionApplied):
             return "applied" if result.ok else "failed"
         if isinstance(result, ev.ActionRejected):
@@ -276,7 +278,7 @@ def _grpo(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         examples=[msgspec.to_builtins(x) for x in task.examples],
         pre=task.examples[0].before if task.examples else None,
         post=task.examples[0].after if task.examples else None,
-        reference_diff=ctx.done.diff if ctx.done.outcome == "success" else "",  # type: ignore[attr-defined]
+        reference_diff=ctx.done.diff if ctx.done.outcome == "success" else "",
     )
     return [rec]
 

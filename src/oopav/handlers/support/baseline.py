@@ -38,7 +38,7 @@ async def probe_environment(
     if not package:
         return None, None
     argv = probe_argv(package)
-    rec = await ports.sandbox.run(  # type: ignore[union-attr]
+    rec = await ports.sandbox.run(
         argv,
         workspace=root,
         session_id=state.session_id,

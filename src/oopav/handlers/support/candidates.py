@@ -95,7 +95,7 @@ async def _grade(
                 reason = f"{len(new)} new parse error(s) or stub(s)"
             if task.test_command:
                 argv = list(task.test_command)
-                rec = await out.ports.sandbox.run(  # type: ignore[union-attr]
+                rec = await out.ports.sandbox.run(
                     argv,
                     workspace=root,
                     session_id=state.session_id,

@@ -98,7 +98,7 @@ async def gate_tests(
         return GateOutcome("tests", True, skipped=True, evidence=selection.why)
     argv = list(selection.argv)
     # -- end decision core
-    rec = await ports.sandbox.run(  # type: ignore[union-attr]
+    rec = await ports.sandbox.run(
         argv,
         workspace=root,
         session_id=state.session_id,
@@ -134,7 +134,7 @@ async def gate_lint(
         )
     env = environment_spec(state.task)
     argv = ["ruff", "check", "--no-cache", "--output-format", "concise", "--exit-zero", *py]
-    rec = await ports.sandbox.run(  # type: ignore[union-attr]
+    rec = await ports.sandbox.run(
         argv,
         workspace=root,
         session_id=state.session_id,
@@ -179,7 +179,7 @@ async def gate_lint(
             "ruff", "check", "--no-cache", "--output-format", "concise", "--exit-zero",
             "--stdin-filename", f, "-",
         ]  # fmt: skip
-        base = await ports.sandbox.run(  # type: ignore[union-attr]
+        base = await ports.sandbox.run(
             base_argv,
             workspace=root,
             session_id=state.session_id,
@@ -222,7 +222,7 @@ async def _exec(
 
     task = state.task
     assert task is not None
-    return await ports.sandbox.run(  # type: ignore[union-attr]
+    return await ports.sandbox.run(
         argv,
         workspace=root,
         session_id=state.session_id,
