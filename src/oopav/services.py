@@ -172,7 +172,7 @@ def _widen_executor(concurrency: int) -> None:
     if getattr(loop, "_oopav_workers", 0) >= workers:
         return
     loop.set_default_executor(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oopav"))
-    loop._oopav_workers = workers  # type: ignore[attr-defined]
+    loop._oopav_workers = workers  # type: ignore[attr-defined]  # a marker on the loop: workers already set
 
 
 async def _open_memory(bus: Bus) -> Any:

@@ -98,7 +98,7 @@ async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
     give_up_after = kwargs.get("give_up_after")
     if give_up_after is None:
         return await _connect_once(url, name, dict(kwargs))
-    deadline = time.monotonic() + float(give_up_after)  # type: ignore[arg-type]
+    deadline = time.monotonic() + float(give_up_after)  # type: ignore[arg-type]  # kwargs are object-typed; give_up_after is seconds
     pause = 0.5
     while True:
         try:
@@ -142,7 +142,7 @@ async def _connect_once(url: str, name: str, kwargs: dict[str, object]) -> NATS:
                 name=name,
                 connect_timeout=CONNECT_TIMEOUT,  # type: ignore[arg-type]  # nats-py says int; it takes float seconds
                 max_reconnect_attempts=1,
-                reconnect_time_wait=0.05,  # type: ignore[arg-type]
+                reconnect_time_wait=0.05,  # type: ignore[arg-type]  # nats-py says int; it takes float seconds
                 allow_reconnect=True,
                 **options,
             ),
@@ -177,7 +177,7 @@ async def _connect_once(url: str, name: str, kwargs: dict[str, object]) -> NATS:
         max_reconnects = (
             -1
             if give_up_after == float("inf")
-            else max(1, int(float(give_up_after) / RECONNECT_WAIT))  # type: ignore[arg-type]
+            else max(1, int(float(give_up_after) / RECONNECT_WAIT))  # type: ignore[arg-type]  # kwargs are object-typed; give_up_after is seconds
         )
     nc.options["max_reconnect_attempts"] = max_reconnects
     nc.options["reconnect_time_wait"] = reconnect_wait

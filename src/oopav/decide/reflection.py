@@ -4,7 +4,7 @@ calls for a reflection (eligibility)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from oopav.events import catalog as ev
 from oopav.events.mission import CandidateSignal
@@ -13,7 +13,7 @@ EligibilityPolicy = Literal[
     "selected_mismatch_or_all_wrong", "contradictions_only", "contradictions_or_all_wrong"
 ]
 AllWrongStrategy = Literal["reflect_diagnose", "manual_review"]
-ELIGIBILITY_POLICIES: tuple[str, ...] = EligibilityPolicy.__args__  # type: ignore[attr-defined]
+ELIGIBILITY_POLICIES: tuple[str, ...] = get_args(EligibilityPolicy)
 
 
 def candidate_signal(

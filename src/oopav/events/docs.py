@@ -26,7 +26,7 @@ def _fields(cls: type) -> list[tuple[str, str, str]]:
     info = msgspec.inspect.type_info(cls)
     rows = []
     envelope = set(Event.__struct_fields__)
-    for f in info.fields:  # type: ignore[attr-defined]
+    for f in info.fields:  # type: ignore[attr-defined]  # an event class: msgspec gives a StructType
         if cls is not Event and issubclass(cls, Event) and f.name in envelope:
             continue
         hint = (

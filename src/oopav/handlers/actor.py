@@ -376,8 +376,8 @@ class Actor:
         from oopav.handlers.support.retrieval import read_only
 
         root = workspace_path(state)
-        ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]
-        limit = state.task.budgets.prompt_output_bytes  # type: ignore[union-attr]
+        ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]  # READ_ONLY_ACTIONS: a read_file or search action
+        limit = state.task.budgets.prompt_output_bytes  # type: ignore[union-attr]  # a session that acts has its task
         out.emit(
             ev.ActionApplied,
             action_id=action_id,
@@ -579,7 +579,7 @@ def _last_change(state: SessionState, root: Path) -> str:
     if not applied:
         return ""
     last = applied[-1]
-    before = applied[-2].checkpoint if len(applied) > 1 else state.workspace.base_commit  # type: ignore[union-attr]
+    before = applied[-2].checkpoint if len(applied) > 1 else state.workspace.base_commit  # type: ignore[union-attr]  # a session with applied actions has its workspace
     try:
         numstat, diff = numstat_and_diff(root, f"{before}", f"{last.checkpoint}", "-U1")
     except Exception:
@@ -686,7 +686,7 @@ def _similar_actions(done: list[ActionRecord]) -> StuckMatch | None:
 def _targets(action: object) -> tuple[str, ...]:
     paths = [e.path for e in getattr(action, "edits", []) or []]
     if getattr(action, "path", None):
-        paths.append(action.path)  # type: ignore[attr-defined]
+        paths.append(action.path)  # type: ignore[attr-defined]  # duck-typed action: path checked by getattr above
     paths += list(getattr(action, "paths", []) or [])
     paths += list(getattr(action, "argv", [])[:1])
     return (getattr(action, "type", ""), *sorted(paths))

@@ -466,7 +466,7 @@ def _checkpoint_before(state: SessionState, action_id: str) -> str:
             break
         if a.status == "applied" and a.checkpoint:
             prior = a.checkpoint
-    return prior or state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]
+    return prior or state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]  # a session with actions has its workspace
 
 
 def _action_text(action: object) -> str:
@@ -475,7 +475,7 @@ def _action_text(action: object) -> str:
     for e in getattr(action, "edits", []) or []:
         parts.append(f"{e.path} `{_first_ident(e.search)}`")
     if getattr(action, "path", None):
-        parts.append(str(action.path))  # type: ignore[attr-defined]
+        parts.append(str(action.path))  # type: ignore[attr-defined]  # duck-typed action: path checked by getattr above
     return " ".join(parts)
 
 

@@ -222,7 +222,7 @@ class Orient:
         if self.memory is None:
             return []
         try:
-            hits = self.memory.query(instruction, k=3, only_successful=True)  # type: ignore[attr-defined]
+            hits = self.memory.query(instruction, k=3, only_successful=True)  # type: ignore[attr-defined]  # memory is duck-typed (a SessionMemory or a stand-in)
         except Exception:
             return []
         return [h for h in hits if h.session_id != session_id]

@@ -287,7 +287,7 @@ class HandlerRunner:
         error = letter.error or letter.reason
         summary = f"the {self.handler.name} handler gave up on {event.type} (seq {letter.stream_sequence}): {error}"
         for attempt in range(MAX_CONFLICT_RETRIES):
-            state = await self.cache.load(event.aggregate_id)  # type: ignore[union-attr]
+            state = await self.cache.load(event.aggregate_id)  # type: ignore[union-attr]  # __post_init__ sets the cache
             if state.phase in ("completed", "rejected"):
                 return
             # Salted: its id differs from the handler's own first output for this input.

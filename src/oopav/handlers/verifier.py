@@ -101,7 +101,7 @@ class Verifier:
         if failed is None:
             out.emit(ev.VerificationCompleted, passed=True, gates=names, bounce=bounce)
             _score_replan(state, out, after, len(chain))
-            summary = event.action.summary  # type: ignore[union-attr]
+            summary = event.action.summary  # type: ignore[union-attr]  # a finish ActionProposed (checked in handle) has its action
             if "tests" in chain and selection.unverified:
                 await complete(
                     out,
@@ -241,7 +241,7 @@ async def _roll_back_to_good(state: SessionState, out: Emitter, gate: str) -> st
     did), record it as ``workspace_rolled_back``, and say so for the replan's reason."""
     from oopav.handlers.support.steps import roll_back
 
-    target = state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]
+    target = state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]  # a session being verified has its workspace
     start = 0
     if state.good_checkpoint:
         marks = [i for i, a in enumerate(state.actions) if a.checkpoint == state.good_checkpoint]

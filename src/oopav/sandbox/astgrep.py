@@ -243,7 +243,7 @@ def parse_template(fix: str, transforms: Iterable[str]) -> list[str | tuple[str,
         while dollars < 3 and k < len(fix) and fix[k] == "$":
             k += 1
             dollars += 1
-        name = _VAR_CHARS.match(fix, k).group(0)  # type: ignore[union-attr]
+        name = _VAR_CHARS.match(fix, k).group(0)  # type: ignore[union-attr]  # [A-Z0-9_]* matches anywhere
         if not name:
             i = j + 1
             continue

@@ -443,7 +443,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
     atomic_write(path, data)
 
 
-def read_manifest(directory: str | Path) -> dict[str, Any]:
+def read_manifest(directory: str | Path | None) -> dict[str, Any]:
+    """A dataset directory's manifest. ``None``: a recipe's unset ``dataset`` (it named no
+    ``tasks`` either), refused with the fix rather than a TypeError from ``Path(None)``."""
+    if directory is None:
+        raise ValueError("the recipe names no data: set `tasks` or `dataset`")
     path = Path(directory) / "manifest.json"
     if not path.exists():
         raise FileNotFoundError(f"no dataset at {directory}: manifest.json is missing")
@@ -451,9 +455,10 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return data
 
 
-def read_records(directory: str | Path) -> list[dict[str, Any]]:
+def read_records(directory: str | Path | None) -> list[dict[str, Any]]:
     """The records of a dataset directory, in order (JSONL shards named by its manifest)."""
     manifest = read_manifest(directory)
+    assert directory is not None  # read_manifest refused None
     out: list[dict[str, Any]] = []
     for shard in manifest["shards"]:
         with open(Path(directory) / shard["path"], encoding="utf-8") as fh:

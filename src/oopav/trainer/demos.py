@@ -54,7 +54,7 @@ def session_events(
     )
     request = ModelRequest(
         role="actor",
-        messages=[Message(**m) for m in task_messages(task.instruction, task.pre, task.language)],  # type: ignore[arg-type]
+        messages=[Message(**m) for m in task_messages(task.instruction, task.pre, task.language)],  # type: ignore[arg-type]  # task_messages' roles are system/user
         schema=output_schema("actor"),
         envelope="action",
     )
