@@ -5,11 +5,13 @@ install:
 
 test:
 	ruff check src tests bench
+	mypy
 	python -m pytest -q
 
 lint:
 	ruff check src tests bench
 	ruff format --check src tests bench
+	mypy
 
 format:
 	ruff format src tests bench

@@ -186,12 +186,14 @@ def check_session(
         if diffs:
             said = ", ".join(f"{k}={stored.get(k)!r}" for k in diffs)
             has = ", ".join(f"{k}={rebuilt.get(k)!r}" for k in diffs)
-            seq = stored.get("last_sequence") if "last_sequence" in diffs else None
+            drift_seq: int | None = (
+                stored.get("last_sequence") if "last_sequence" in diffs else None
+            )
             findings.append(
                 Finding(
                     sid,
                     "snapshot_drift",
-                    seq,
+                    drift_seq,
                     f"the snapshot says {said}; the stream gives {has}",
                 )
             )

@@ -12,8 +12,9 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
@@ -41,10 +42,11 @@ class _Router:
             log_file.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(log_file, "a", encoding="utf-8", buffering=1)
 
-    def __call__(self, logger: Any, method: str, event: dict[str, Any]) -> Any:
+    def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> Any:
         level = _LEVELS.get(str(event.get("level", "info")).upper(), logging.INFO)
         if self._file is not None:
-            line = self._json(logger, method, dict(event))
+            # JSONRenderer's default serializer (json.dumps) returns str, never bytes.
+            line = cast(str, self._json(logger, method, dict(event)))
             with self._lock:
                 self._file.write(f"{line}\n")
         if level >= self._stderr_level:

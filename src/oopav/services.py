@@ -182,7 +182,7 @@ def _widen_executor(concurrency: int) -> None:
     if getattr(loop, "_oopav_workers", 0) >= workers:
         return
     loop.set_default_executor(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oopav"))
-    loop._oopav_workers = workers  # type: ignore[attr-defined]
+    loop._oopav_workers = workers  # type: ignore[attr-defined]  # a marker on the loop: workers already set
 
 
 async def _open_memory(bus: Bus) -> Any:
@@ -386,7 +386,7 @@ def outcome_dict(state: SessionState) -> dict[str, Any]:
 async def list_sessions(bus: Bus, limit: int = 50) -> list[dict[str, Any]]:
     runner = ProjectionRunner(bus.nc, bus.snapshots, SESSIONS)
     await runner.catch_up()
-    rows = []
+    rows: list[dict[str, Any]] = []
     states = {k: v for k, v in runner.snapshots.items()}
     states.update(runner._cache)
     for sid, st in states.items():
@@ -454,7 +454,7 @@ def describe_event(e: Event) -> str:
                 + (f" error={e.error}" if e.error else "")
             )
         case ev.ActionProposed():
-            return f"{e.action.type} step={e.step} hash={e.action_hash[:8]}"  # type: ignore[union-attr]
+            return f"{e.action.type} step={e.step} hash={e.action_hash[:8]}"
         case ev.ActionRejected():
             return f"{e.reason}: {e.message[:80]}"
         case ev.ActionApplied():
@@ -504,7 +504,7 @@ def describe_event(e: Event) -> str:
         case ev.ReplanScored():
             return f"{e.source} replan: score {e.score_before:g} -> {e.score_after:g}"
         case ev.CandidateEvaluated():
-            return f"#{e.position} {e.action.type} score={e.score:g} {e.reason[:50]}"  # type: ignore[union-attr]
+            return f"#{e.position} {e.action.type} score={e.score:g} {e.reason[:50]}"
         case ev.CandidateSelected():
             return f"{e.kind} winner {e.candidate_id[:8]} of {len(e.ranking)}"
         case ev.PlanCandidateEvaluated():
@@ -619,7 +619,7 @@ async def run_training(
     from oopav.trainer.runs import recipe_of, record_run
 
     cls, fn = recipe_of(recipe)
-    cfg = load_config(cls, config)
+    cfg: Any = load_config(cls, config)  # the recipe's own config class (recipe_of)
     async with open_bus(settings, embedded=True, name="oopav-train") as bus:
         return await record_run(
             bus.events, recipe, to_dict(cfg), cfg.output_dir, lambda emit: fn(cfg, emit)

@@ -227,6 +227,15 @@ def test_home_directory_itself_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
     assert repo_problem(str(home / "project")) is None
 
 
+def test_symlink_loop_is_a_clear_refusal(tmp_path: Path) -> None:
+    # pathlib raises RuntimeError (no strerror) for a loop; it used to escape as AttributeError.
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    problem = repo_problem(str(loop))
+    assert problem is not None and problem.code == "invalid_path"
+    assert "cannot be resolved" in str(problem) and "loop" in str(problem).lower()
+
+
 def test_pseudo_filesystem_found_from_the_mount_table(tmp_path: Path) -> None:
     table = tmp_path / "mountinfo"
     table.write_text(

@@ -305,3 +305,11 @@ async def test_learner_rebuilds_in_a_child_process_with_the_same_bytes(
     learner.out_of_process, learner.rebuilds, learner.last_rebuild_s = True, 0, 0.0
     await learner._rebuild()
     assert (root / "sft" / "sft-00000.jsonl").read_bytes() == built["here"]["sft/sft-00000.jsonl"]
+
+
+def test_a_recipe_with_no_data_is_told_what_to_set() -> None:
+    # A recipe with neither `tasks` nor `dataset` reads dataset None: a clear refusal, not
+    # Path(None)'s TypeError.
+    for read in (read_manifest, read_records):
+        with pytest.raises(ValueError, match="set `tasks` or `dataset`"):
+            read(None)

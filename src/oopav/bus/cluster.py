@@ -237,7 +237,7 @@ def _monitor(spec: NodeSpec, path: str) -> dict[str, Any] | None:
         with urllib.request.urlopen(
             f"http://{spec.host}:{spec.monitor_port}/{path}", timeout=1
         ) as resp:
-            return json.loads(resp.read())  # type: ignore[no-any-return]
+            return json.loads(resp.read())
     except (urllib.error.URLError, OSError, ValueError):
         return None
 

@@ -448,7 +448,7 @@ class HandlerConsumer:
             except EventDecodeError as exc:
                 return await self.park(msg, exc.reason, exc.detail)
         else:
-            event = msg  # type: ignore[assignment]
+            event = msg  # type: ignore[assignment]  # decode=False hands handlers the raw Msg
         started = time.monotonic()
         kind = getattr(event, "type", None) or "submission"  # intake and grants get raw messages
         if delivery.num_delivered > 1:

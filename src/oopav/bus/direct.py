@@ -65,7 +65,7 @@ def route(nc: Any, sid: int, handler: Handler) -> None:
         ) -> Awaitable[None]:
             h = table.get(sid)
             if h is None:
-                return original(sid, subject, reply, data, headers)  # type: ignore[no-any-return]
+                return original(sid, subject, reply, data, headers)
             pending = h(subject, reply, data, headers)
             return done if pending is None else pending
 

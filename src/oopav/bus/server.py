@@ -130,6 +130,7 @@ class EmbeddedServer:
         raise AssertionError("unreachable")
 
     def _spawn(self, timeout: float) -> str:
+        assert self.port is not None, "start() chooses the port before spawning"
         sync = [f"  sync_interval: {self.sync}"] if self.sync and self.sync != "default" else []
         cfg = self.store_dir / "nats-server.conf"
         cfg.write_text(

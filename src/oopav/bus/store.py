@@ -21,7 +21,7 @@ import json
 import ssl
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,7 +98,7 @@ async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
     give_up_after = kwargs.get("give_up_after")
     if give_up_after is None:
         return await _connect_once(url, name, dict(kwargs))
-    deadline = time.monotonic() + float(give_up_after)  # type: ignore[arg-type]
+    deadline = time.monotonic() + float(give_up_after)  # type: ignore[arg-type]  # kwargs are object-typed; give_up_after is seconds
     pause = 0.5
     while True:
         try:
@@ -140,9 +140,9 @@ async def _connect_once(url: str, name: str, kwargs: dict[str, object]) -> NATS:
         await asyncio.wait_for(
             nc.connect(
                 name=name,
-                connect_timeout=CONNECT_TIMEOUT,
+                connect_timeout=CONNECT_TIMEOUT,  # type: ignore[arg-type]  # nats-py says int; it takes float seconds
                 max_reconnect_attempts=1,
-                reconnect_time_wait=0.05,  # type: ignore[arg-type]
+                reconnect_time_wait=0.05,  # type: ignore[arg-type]  # nats-py says int; it takes float seconds
                 allow_reconnect=True,
                 **options,
             ),
@@ -177,7 +177,7 @@ async def _connect_once(url: str, name: str, kwargs: dict[str, object]) -> NATS:
         max_reconnects = (
             -1
             if give_up_after == float("inf")
-            else max(1, int(float(give_up_after) / RECONNECT_WAIT))  # type: ignore[arg-type]
+            else max(1, int(float(give_up_after) / RECONNECT_WAIT))  # type: ignore[arg-type]  # kwargs are object-typed; give_up_after is seconds
         )
     nc.options["max_reconnect_attempts"] = max_reconnects
     nc.options["reconnect_time_wait"] = reconnect_wait
@@ -254,6 +254,7 @@ class EventStore:
         prefix = aggregate_filter(aggregate, aggregate_id)[:-1]  # "oopav.ev.<agg>.<id>."
         if not (msg.subject or "").startswith(prefix) or msg.data is None:
             return None  # not this aggregate's: the append's expected check will refuse it
+        digest: str | None
         try:
             digest = event_hash(self.registry.decode(msg.data))
         except EventDecodeError:
@@ -367,7 +368,8 @@ class EventStore:
             else:
                 last = int(msg.seq or 0)
                 with contextlib.suppress(EventDecodeError):  # junk: _hash_at links past it
-                    digest = event_hash(self.registry.decode(msg.data))
+                    # No payload (None) is junk like any other: it fails to decode.
+                    digest = event_hash(self.registry.decode(msg.data or b""))
                     self._remember(event.aggregate, event.aggregate_id, last, digest)
             try:
                 if last:
@@ -781,7 +783,9 @@ class EventStore:
             await sub.unsubscribe()
         return got, pending
 
-    async def iter_raw(self, subject: str, from_seq: int = 1, batch: int = 512):  # type: ignore[no-untyped-def]
+    async def iter_raw(
+        self, subject: str, from_seq: int = 1, batch: int = 512
+    ) -> AsyncIterator[tuple[int, bytes]]:
         """(sequence, payload) of stored messages on ``subject`` from ``from_seq``, with an
         ordered, ephemeral consumer; ends at the last message present when it started."""
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ def exit_status(outcome: str | None) -> int:
     return EXIT_STATUS.get(outcome or "", 1)
 
 
-def _remember(key: str):  # type: ignore[no-untyped-def]
+def _remember(key: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
     def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
         if value not in (None, (), False):
             ctx.meta.setdefault(_META, {})[key] = value
@@ -164,6 +165,7 @@ async def ask_inline(bus: Any, session_id: str) -> Any:
     """For ``oopav run`` on a terminal: when the session asks a person, ask on this terminal
     and publish the answer (the session also takes ``oopav answer`` from elsewhere). Returns
     the subscription, to be unsubscribed by the caller."""
+    from oopav.events.catalog import HumanInputRequested
     from oopav.events.codec import decode as decode_event
 
     async def on_msg(msg: Any) -> None:
@@ -171,7 +173,7 @@ async def ask_inline(bus: Any, session_id: str) -> Any:
             event = decode_event(msg.data)
         except Exception:
             return
-        if event.type != "human_input_requested":
+        if not isinstance(event, HumanInputRequested):
             return
         options = list(getattr(event, "options", []) or [])
         prompt = f"\n{event.question}" + (f" [{'/'.join(options)}]" if options else "")

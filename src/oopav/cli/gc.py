@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:
+    from oopav.config import Settings
 
-async def _finished(settings: object) -> set[str]:
+
+async def _finished(settings: Settings) -> set[str]:
     from oopav.app import open_bus
     from oopav.services import list_sessions
 
-    async with open_bus(settings, embedded=True, name="oopav-gc") as bus:  # type: ignore[arg-type]
+    async with open_bus(settings, embedded=True, name="oopav-gc") as bus:
         rows = await list_sessions(bus, 1_000_000)
     return {r["session_id"] for r in rows if r["phase"] in ("completed", "rejected")}
 

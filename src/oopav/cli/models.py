@@ -73,7 +73,7 @@ async def _check(
 ) -> dict[str, Any]:
     from oopav.events.actions import Action
     from oopav.models.base import Message, ModelRequest, Sampling
-    from oopav.models.prompt import AnswerError, output_schema, parse_answer
+    from oopav.models.prompt import AnswerError, ParsedAnswer, output_schema, parse_answer
     from oopav.models.registry import load_backend
 
     backend = load_backend(spec)
@@ -117,7 +117,7 @@ async def _check(
         envelope = not response.text.lstrip().startswith("{")
     try:
         if envelope:
-            parsed = parse_answer(
+            parsed: ParsedAnswer[Action] = parse_answer(
                 response.text,
                 "action",
                 Action,

@@ -41,7 +41,7 @@ def _reflector_config(path: Path | None, critic_model: str | None) -> Any:
         raise click.ClickException(f"reflector config: {exc}") from None
 
 
-class Concurrency(click.ParamType):
+class Concurrency(click.ParamType[int | str]):
     """``--concurrency``: a number from 1 to 4096, or ``auto``."""
 
     name = "N|auto"

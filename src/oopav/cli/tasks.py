@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +19,9 @@ from oopav.cli.common import (
     task_options,
 )
 from oopav.cli.kit import Ctx, _json_out, pass_ctx, run_async
+
+if TYPE_CHECKING:
+    from oopav.projections.session import SessionState
 
 
 @click.command()
@@ -200,6 +203,7 @@ async def run(
             stopped = asyncio.create_task(interrupted.wait())
             await asyncio.wait({waiting, stopped}, return_when=asyncio.FIRST_COMPLETED)
             stopped.cancel()
+            state: SessionState | None
             if not waiting.done():
                 waiting.cancel()
                 with contextlib.suppress(BaseException):

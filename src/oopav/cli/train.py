@@ -206,7 +206,7 @@ def tasks_generate(
         f"{sum(counts.values())} tasks -> {out} "
         + " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
     )
-    if holdout > 0 and sum(counts.values()) and not counts.get("test"):
+    if holdout > 0 and sum(counts.values()) > 0 and not counts.get("test"):
         files = len({t.source for t in result.tasks})
         click.echo(
             f"warning: no test split: the tasks come from {files} source file(s) and the split "

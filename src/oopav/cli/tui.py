@@ -5,7 +5,12 @@ imports this module to register the command, and must stay fast."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
+
+if TYPE_CHECKING:
+    from oopav.cli.kit import Ctx
 
 
 def register(cli: click.Group) -> None:
@@ -34,13 +39,13 @@ def tui(ctx: click.Context, session: str | None) -> None:
     run_async(_tui)(ctx.obj, session)
 
 
-async def _tui(c: object, session: str | None) -> None:
+async def _tui(c: Ctx, session: str | None) -> None:
     from oopav.app import open_bus
     from oopav.services import resolve_session
     from oopav.tui.app import OopavTUI
     from oopav.tui.feed import Feed
 
-    settings = c.settings  # type: ignore[attr-defined]
+    settings = c.settings
     async with open_bus(settings, name="oopav-tui") as bus:
         sid = await resolve_session(bus, session) if session else None
         app = OopavTUI(Feed.from_bus(bus), session=sid)

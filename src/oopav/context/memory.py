@@ -145,6 +145,7 @@ class SessionMemory:
         if event.aggregate != "session":
             return False
         sid = event.aggregate_id
+        pending: _Pending | None
         if isinstance(event, TaskSubmitted):
             if sid in self._ids:
                 return False

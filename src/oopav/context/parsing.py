@@ -43,7 +43,7 @@ def language_for_path(path: str | PurePath) -> str | None:
 def parser_for(language: str) -> Any:
     from tree_sitter_language_pack import get_parser
 
-    return get_parser(language)  # type: ignore[arg-type]
+    return get_parser(language)  # type: ignore[arg-type]  # the pack types names as a Literal; callers check them
 
 
 def parse(source: bytes, language: str) -> Any:

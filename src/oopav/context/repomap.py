@@ -355,8 +355,8 @@ def rank(
     # Spread each file's rank over its out-edges onto (definer, identifier).
     out_w = np.bincount(src, weights=w, minlength=len(paths)) if len(keys) else np.zeros(len(paths))
     def_rank: dict[tuple[str, str], float] = defaultdict(float)
-    for (s, d, ident), weight in edges.items():
-        def_rank[(paths[d], ident)] += float(ranks[s]) * weight / float(out_w[s])
+    for (s, di, ident), weight in edges.items():
+        def_rank[(paths[di], ident)] += float(ranks[s]) * weight / float(out_w[s])
 
     def tier(path: str, ident: str) -> int:
         if ident in pinned_idents:

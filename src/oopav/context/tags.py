@@ -75,7 +75,7 @@ def _query(language: str) -> Any:
     from tree_sitter import Query
     from tree_sitter_language_pack import get_language
 
-    return Query(get_language(language), _query_text(language))  # type: ignore[arg-type]
+    return Query(get_language(language), _query_text(language))  # type: ignore[arg-type]  # the pack types names as a Literal; callers check them
 
 
 def extract_tags(source: bytes, language: str) -> list[Tag]:

@@ -167,7 +167,7 @@ def summarise_context(text: str, max_bytes: int, pointer: str) -> str:
         return text
     note = f"[context summarised to fit {max_bytes} bytes; the full context: {pointer}]\n"
     sections: list[tuple[str, str]] = []
-    head, body = "", []
+    head, body = "", list[str]()
     for line in text.splitlines(keepends=True):
         if line.startswith("### "):
             if head or body:

@@ -6,9 +6,10 @@ import re
 import tomllib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 
-def _pyproject_tools(root: Path) -> dict:  # type: ignore[type-arg]
+def _pyproject_tools(root: Path) -> dict[str, Any]:
     f = root / "pyproject.toml"
     if not f.is_file():
         return {}

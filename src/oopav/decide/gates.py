@@ -16,7 +16,7 @@ from oopav.decide.tests import (
     effective_decision,
     select_tests,
 )
-from oopav.events.catalog import ExecRecord, Finding
+from oopav.events.catalog import Event, ExecRecord, Finding
 from oopav.projections.session import SessionState
 
 GATES = ("stubs", "parse", "tests", "lint", "critic")
@@ -35,7 +35,7 @@ class GateOutcome:
     execs: list[ExecRecord] = field(default_factory=list)
     verdict: str | None = None  # critic only: approve | reject | unavailable
     reasons: list[str] = field(default_factory=list)
-    model_events: list = field(default_factory=list)
+    model_events: list[Event] = field(default_factory=list)
 
 
 def test_decision(state: SessionState) -> str:

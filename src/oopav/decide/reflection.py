@@ -3,8 +3,8 @@ calls for a reflection (eligibility)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, get_args
 
 from oopav.events import catalog as ev
 from oopav.events.mission import CandidateSignal
@@ -14,8 +14,8 @@ EligibilityPolicy = Literal[
 ]
 AllWrongStrategy = Literal["reflect_diagnose", "manual_review"]
 SelectionPolicy = Literal["confidence", "label_first"]
-SELECTION_POLICIES: tuple[str, ...] = SelectionPolicy.__args__  # type: ignore[attr-defined]
-ELIGIBILITY_POLICIES: tuple[str, ...] = EligibilityPolicy.__args__  # type: ignore[attr-defined]
+SELECTION_POLICIES: tuple[str, ...] = get_args(SelectionPolicy)
+ELIGIBILITY_POLICIES: tuple[str, ...] = get_args(EligibilityPolicy)
 
 
 def candidate_signal(
@@ -54,7 +54,7 @@ def candidate_signal(
         session_id=session_id,
         outcome=outcome,
         verdict=verdict,
-        expected=expected,  # type: ignore[arg-type]
+        expected=expected,
         label_match=label_match,
         confidence=round(confidence, 4),
         self_consistency=consistency,
@@ -68,7 +68,7 @@ def _norm(diff: str) -> str:
     )
 
 
-def group_signals(sessions: dict[str, Sequence[ev.Event]]) -> list[CandidateSignal]:
+def group_signals(sessions: Mapping[str, Sequence[ev.Event]]) -> list[CandidateSignal]:
     """Signals of every candidate, ordered by session id (never by completion order)."""
     ids = sorted(sessions)
     diffs = []

@@ -34,7 +34,7 @@ class StuckMatch(NamedTuple):
     pattern: StuckPattern
     hashes: list[str]
     """The tail of the history that forms the pattern, oldest first."""
-    count: int
+    count: int  # type: ignore[assignment]  # a field named like tuple.count; callers read .count
     """How many actions form the pattern (at least the threshold; the whole run when longer)."""
 
 

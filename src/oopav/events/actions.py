@@ -14,7 +14,7 @@ class _ActionBase(
 ):
     @property
     def type(self) -> str:
-        return self.__struct_config__.tag  # type: ignore[return-value]
+        return self.__struct_config__.tag  # type: ignore[return-value]  # every action class sets a str tag
 
 
 class AstGrepAction(_ActionBase, tag="ast_grep", frozen=True):

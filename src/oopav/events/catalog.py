@@ -51,11 +51,11 @@ class Event(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_de
 
     @classmethod
     def type_name(cls) -> str:
-        return cls.__struct_config__.tag  # type: ignore[return-value]
+        return cls.__struct_config__.tag  # type: ignore[return-value]  # every event class sets a str tag
 
     @property
     def type(self) -> str:
-        return self.__struct_config__.tag  # type: ignore[return-value]
+        return self.__struct_config__.tag  # type: ignore[return-value]  # every event class sets a str tag
 
     @classmethod
     def volatile_fields(cls) -> frozenset[str]:

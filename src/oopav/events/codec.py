@@ -83,9 +83,7 @@ class Registry:
     def _typed_decoder(self) -> msgspec.json.Decoder[Any]:
         if self._decoder is None:
             union = tuple(self._types.values())
-            self._decoder = msgspec.json.Decoder(
-                union[0] if len(union) == 1 else _union(union)  # type: ignore[arg-type]
-            )
+            self._decoder = msgspec.json.Decoder(union[0] if len(union) == 1 else _union(union))
         return self._decoder
 
     def encode(self, event: Event) -> bytes:

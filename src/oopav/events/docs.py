@@ -26,7 +26,7 @@ def _fields(cls: type) -> list[tuple[str, str, str]]:
     info = msgspec.inspect.type_info(cls)
     rows = []
     envelope = set(Event.__struct_fields__)
-    for f in info.fields:  # type: ignore[attr-defined]
+    for f in info.fields:  # type: ignore[attr-defined]  # an event class: msgspec gives a StructType
         if cls is not Event and issubclass(cls, Event) and f.name in envelope:
             continue
         hint = (
@@ -84,7 +84,7 @@ def render() -> str:
             out.append("")
     out += ["# Actions", "", "The `action` of `action_proposed`, tagged by `type`.", ""]
     for cls in ACTION_TYPES:
-        tag = cls.__struct_config__.tag  # type: ignore[attr-defined]
+        tag = cls.__struct_config__.tag
         out += [f"## `{tag}`", ""]
         doc = inspect.getdoc(cls)
         if doc:

@@ -32,7 +32,7 @@ def root_event(
     return cls(
         id=eid,
         schema=cls.SCHEMA,
-        aggregate=aggregate,  # type: ignore[arg-type]
+        aggregate=aggregate,  # type: ignore[arg-type]  # str for callers; the event validates the Literal
         aggregate_id=aggregate_id or eid,
         causation_id=None,
         correlation_id=eid,
@@ -59,7 +59,7 @@ def caused_event(
     return cls(
         id=derive_id(cause.id + salt, handler, index),
         schema=cls.SCHEMA,
-        aggregate=aggregate or cause.aggregate,  # type: ignore[arg-type]
+        aggregate=aggregate or cause.aggregate,  # type: ignore[arg-type]  # str for callers; the event validates the Literal
         aggregate_id=aggregate_id or cause.aggregate_id,
         causation_id=cause.id,
         correlation_id=cause.correlation_id,

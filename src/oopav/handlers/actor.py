@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -34,8 +34,19 @@ from oopav.handlers.support.budgets import over_wall_budget, tokens_exceeded
 from oopav.handlers.support.candidates import choose
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.model_calls import ask_model, clip
-from oopav.handlers.support.workspace import cap_diff, sandbox_policy, workspace_info
-from oopav.projections.session import SessionState
+from oopav.handlers.support.workspace import (
+    cap_diff,
+    sandbox_policy,
+    workspace_info,
+    workspace_path,
+)
+from oopav.projections.session import ActionRecord, SessionState
+
+if TYPE_CHECKING:
+    from oopav.decide.stuck import StuckMatch
+    from oopav.sandbox.apply import ActionPlan
+    from oopav.sandbox.capabilities import Decision
+    from oopav.sandbox.policy import Policy
 
 NAME = "actor"
 MISSED = ("no_match", "file_not_found", "no_files")  # decision core: see observer.MISSED
@@ -98,7 +109,7 @@ class Actor:
         if over is not None:
             await complete(
                 out, state, "aborted", f"budget exceeded: {over.budget}", reason="budget"
-            )  # type: ignore[attr-defined]
+            )
             return
         since = state.actions[state.plan_actions_start :]
         done = [a for a in since if a.status in ("applied", "failed", "rejected", "rolled_back")]
@@ -179,7 +190,7 @@ class Actor:
 
     async def _ask(
         self, state: SessionState, out: Emitter, step: int
-    ) -> tuple[Action | None, str | None, str, dict | None]:
+    ) -> tuple[Action | None, str | None, str, dict[str, Any] | None]:
         context = await asyncio.to_thread(_context, state, step, out.ports.settings)
         answer = await ask_model(out, state, "actor", context, "acting")
         if answer is None:
@@ -205,7 +216,7 @@ class Actor:
         ``rolled_back``: the workspace is already at the last checkpoint."""
         from oopav.sandbox.apply import Rejection, plan_action
 
-        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        root = workspace_path(state)
         policy = sandbox_policy(state)
         if not rolled_back:
             await self._rollback(state)
@@ -251,7 +262,9 @@ class Actor:
             return
         await self._apply(action_id, plan, decision.grants_used, state, out)
 
-    def _check(self, scopes: list[str], state: SessionState, policy, out: Emitter):  # type: ignore[no-untyped-def]
+    def _check(
+        self, scopes: list[str], state: SessionState, policy: Policy | None, out: Emitter
+    ) -> Decision:
         from oopav.sandbox.capabilities import Denial, Grant, GrantState, check, exec_scope
 
         grants = tuple(
@@ -292,13 +305,17 @@ class Actor:
             ),
             None,
         )
-        await asyncio.to_thread(
-            rollback, workspace_info(state, None), last or state.workspace.base_commit
-        )  # type: ignore[union-attr, arg-type]
+        info = workspace_info(state, None)
+        await asyncio.to_thread(rollback, info, last or info.base_commit)
 
     async def _apply(
-        self, action_id: str, plan, grants_used: list[str], state: SessionState, out: Emitter
-    ) -> None:  # type: ignore[no-untyped-def]
+        self,
+        action_id: str,
+        plan: ActionPlan,
+        grants_used: list[str],
+        state: SessionState,
+        out: Emitter,
+    ) -> None:
         from oopav.sandbox.apply import apply_plan
         from oopav.sandbox.workspace import checkpoint, diff_between, head_commit
 
@@ -311,7 +328,7 @@ class Actor:
             task = state.task
             assert task is not None
             argv = list(plan.action.argv)
-            rec = await out.ports.sandbox.run(  # type: ignore[union-attr]
+            rec = await out.ports.sandbox.run(
                 argv,
                 workspace=root,
                 session_id=state.session_id,
@@ -364,9 +381,9 @@ class Actor:
     ) -> None:
         from oopav.handlers.support.retrieval import read_only
 
-        root = Path(state.workspace.path)  # type: ignore[union-attr]
-        ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]
-        limit = state.task.budgets.prompt_output_bytes  # type: ignore[union-attr]
+        root = workspace_path(state)
+        ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]  # READ_ONLY_ACTIONS: a read_file or search action
+        limit = state.task.budgets.prompt_output_bytes  # type: ignore[union-attr]  # a session that acts has its task
         out.emit(
             ev.ActionApplied,
             action_id=action_id,
@@ -568,7 +585,7 @@ def _last_change(state: SessionState, root: Path) -> str:
     if not applied:
         return ""
     last = applied[-1]
-    before = applied[-2].checkpoint if len(applied) > 1 else state.workspace.base_commit  # type: ignore[union-attr]
+    before = applied[-2].checkpoint if len(applied) > 1 else state.workspace.base_commit  # type: ignore[union-attr]  # a session with applied actions has its workspace
     try:
         numstat, diff = numstat_and_diff(root, f"{before}", f"{last.checkpoint}", "-U1")
     except Exception:
@@ -655,7 +672,7 @@ def _feedback(plan: Any) -> str:
     return str(plan.message)
 
 
-def _similar_actions(done: list) -> object | None:  # type: ignore[type-arg]
+def _similar_actions(done: list[ActionRecord]) -> StuckMatch | None:
     """Fuzzy repetition (issue 17 §10): the last three actions touch the same targets and are
     each more than 90% like the one before — a loop exact hashes miss (a patch retried with a
     tweak, a file rewritten back and forth)."""
@@ -675,7 +692,7 @@ def _similar_actions(done: list) -> object | None:  # type: ignore[type-arg]
 def _targets(action: object) -> tuple[str, ...]:
     paths = [e.path for e in getattr(action, "edits", []) or []]
     if getattr(action, "path", None):
-        paths.append(action.path)  # type: ignore[attr-defined]
+        paths.append(action.path)  # type: ignore[attr-defined]  # duck-typed action: path checked by getattr above
     paths += list(getattr(action, "paths", []) or [])
     paths += list(getattr(action, "argv", [])[:1])
     return (getattr(action, "type", ""), *sorted(paths))
@@ -685,5 +702,5 @@ def _recent_text(state: SessionState) -> str:
     return "\n".join(f"{r.type}: {r.summary}" for r in state.recent[-5:])
 
 
-def _jsonable(details: dict) -> dict:  # type: ignore[type-arg]
+def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
     return msgspec.json.decode(msgspec.json.encode(details))

@@ -31,6 +31,7 @@ from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.baseline import baseline_unrunnable, environment_spec, probe_environment
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.steps import ask_person, roll_back
+from oopav.handlers.support.workspace import workspace_path
 from oopav.projections.session import SessionState
 
 NAME = "observer"
@@ -124,14 +125,14 @@ class Observer:
             repo=info.repo,
             uncommitted=info.uncommitted,
         )
-        state.workspace = ws  # type: ignore[assignment]
+        state.workspace = ws
         await self._observe_baseline(event, state, out, round_=0)
 
     async def _observe_baseline(
         self, cause: Event, state: SessionState, out: Emitter, round_: int
     ) -> None:
         ports = out.ports
-        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        root = workspace_path(state)
         stubs, parse_errors, languages, total = await asyncio.to_thread(scan_tree, root)
         tests: TestRun | None = None
         execs = []
@@ -144,13 +145,13 @@ class Observer:
             execs += [probe] if probe is not None else []
         if test_command and stop is None:
             key = exec_key(cause.id, "baseline_tests", test_command)
-            rec = await ports.sandbox.run(  # type: ignore[union-attr]
+            rec = await ports.sandbox.run(
                 test_command,
                 workspace=root,
                 session_id=state.session_id,
                 key=key,
                 purpose="baseline_tests",
-                timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),  # type: ignore[union-attr]
+                timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),  # type: ignore[attr-defined]  # a test_command: task is the TaskSubmitted
                 environment=environment_spec(task),
                 report=True,
             )
@@ -216,7 +217,7 @@ class Observer:
 
         task = state.task
         assert task is not None
-        root = Path(state.workspace.path)  # type: ignore[union-attr]
+        root = workspace_path(state)
         text = task.instruction + ("\n" + extra_text if extra_text else "")
         items = await asyncio.to_thread(gather, root, text, round_)
         tests: TestRun | None = None
@@ -254,7 +255,7 @@ class Observer:
     ) -> tuple[TestRun, ev.ExecRecord]:
         task = state.task
         assert task is not None
-        rec = await out.ports.sandbox.run(  # type: ignore[union-attr]
+        rec = await out.ports.sandbox.run(
             argv,
             workspace=root,
             session_id=state.session_id,
@@ -465,7 +466,7 @@ def _checkpoint_before(state: SessionState, action_id: str) -> str:
             break
         if a.status == "applied" and a.checkpoint:
             prior = a.checkpoint
-    return prior or state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]
+    return prior or state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]  # a session with actions has its workspace
 
 
 def _action_text(action: object) -> str:
@@ -474,7 +475,7 @@ def _action_text(action: object) -> str:
     for e in getattr(action, "edits", []) or []:
         parts.append(f"{e.path} `{_first_ident(e.search)}`")
     if getattr(action, "path", None):
-        parts.append(str(action.path))  # type: ignore[attr-defined]
+        parts.append(str(action.path))  # type: ignore[attr-defined]  # duck-typed action: path checked by getattr above
     return " ".join(parts)
 
 

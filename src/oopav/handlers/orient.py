@@ -10,9 +10,11 @@ that does not close within the policy's rounds, and any black task, halt and ask
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oopav.bus.consumer import Delivery
 from oopav.decide import OrientInput, mentioned_paths, orient
+from oopav.decide.orient import TestsBaseline
 from oopav.decide.policy import decision_policy
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
@@ -21,6 +23,9 @@ from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.steps import ask_person
 from oopav.projections.session import SessionState
+
+if TYPE_CHECKING:
+    from oopav.context.memory import Hit
 
 NAME = "orient"
 
@@ -98,7 +103,9 @@ class Orient:
         rounds = event.round if isinstance(event, ev.EvidenceGathered) else 0
         found = self._memory_hits(task.instruction, state.session_id)
         hits = [(h.session_id, round(float(h.score), 6)) for h in found]
-        tests = "unknown" if tests_run is None else ("pass" if tests_run.passed else "fail")
+        tests: TestsBaseline = (
+            "unknown" if tests_run is None else ("pass" if tests_run.passed else "fail")
+        )
         report = orient(
             OrientInput(
                 instruction=task.instruction,
@@ -217,11 +224,11 @@ class Orient:
         name = getattr(embedder, "name", None)
         return str(name() if callable(name) else name or type(embedder).__name__)
 
-    def _memory_hits(self, instruction: str, session_id: str) -> list:  # type: ignore[type-arg]
+    def _memory_hits(self, instruction: str, session_id: str) -> list[Hit]:
         if self.memory is None:
             return []
         try:
-            hits = self.memory.query(instruction, k=3, only_successful=True)  # type: ignore[attr-defined]
+            hits = self.memory.query(instruction, k=3, only_successful=True)  # type: ignore[attr-defined]  # memory is duck-typed (a SessionMemory or a stand-in)
         except Exception:
             return []
         return [h for h in hits if h.session_id != session_id]

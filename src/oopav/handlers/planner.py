@@ -38,7 +38,7 @@ def missing_test_step(plan: object, decision: str) -> str | None:
     if not any(_TEST_STEP.search(s.description) for s in steps):
         return "tests are required for this task but no step runs or checks the tests; add a step that runs them"
     if getattr(plan, "test_decision", decision) in ("skip", "optional", "deferred"):
-        return f"tests are required for this task; the plan's test_decision must be 'required', not {plan.test_decision!r}"  # type: ignore[attr-defined]
+        return f"tests are required for this task; the plan's test_decision must be 'required', not {plan.test_decision!r}"  # type: ignore[attr-defined]  # duck-typed plan: the getattr above found it
     return None
 
 
@@ -64,7 +64,7 @@ class Planner:
         if over is not None:
             await complete(
                 out, state, "aborted", f"budget exceeded: {over.budget}", reason="budget"
-            )  # type: ignore[attr-defined]
+            )
             return out.events
         await self._plan(event, state, out)
         return out.events
@@ -85,7 +85,7 @@ class Planner:
                     token_budget=self.repo_map_budget,
                     # The map cache is disposable (keyed by the tree): a rebuild costs time only.
                     cache_dir=self.settings_cache(state),
-                    mentioned_idents=tuple(_idents(state.task.instruction)),  # type: ignore[union-attr]
+                    mentioned_idents=tuple(_idents(state.task.instruction)),  # type: ignore[union-attr]  # a session that plans has its task
                 )
                 parts.append("### Repository map\n" + rmap.text)
                 map_hash = rmap.hash
@@ -286,10 +286,10 @@ class Planner:
             ts=out.now(),
             steps=[
                 PlanStep(id=s.id, description=s.description, files=list(s.files))
-                for s in plan.steps  # type: ignore[attr-defined]
+                for s in plan.steps  # type: ignore[attr-defined]  # duck-typed plan: a parsed PlanOutput
             ],
-            files=list(plan.files),  # type: ignore[attr-defined]
-            test_decision=plan.test_decision if decision != "required" else "required",  # type: ignore[attr-defined]
+            files=list(plan.files),  # type: ignore[attr-defined]  # duck-typed plan: a parsed PlanOutput
+            test_decision=plan.test_decision if decision != "required" else "required",  # type: ignore[attr-defined]  # duck-typed plan: a parsed PlanOutput
         )
         texts = [*state.plan_texts[-(SIMILAR_RUN - 1) :], plan_text(candidate)]
         match = detect_similar(texts)

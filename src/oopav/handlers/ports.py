@@ -190,7 +190,8 @@ ModelFactory = Callable[[str | None], Backend]
 class Ports:
     settings: Settings
     clock: Clock = SYSTEM_CLOCK
-    sandbox: Sandbox | None = None
+    # None at construction means the default: __post_init__ puts a BwrapSandbox there.
+    sandbox: Sandbox = None  # type: ignore[assignment]  # never None after __post_init__
     model_factory: ModelFactory | None = None
     default_model: str | None = None
     # Replay: the recorded timestamp of each event id, served instead of the clock.

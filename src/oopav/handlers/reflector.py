@@ -231,6 +231,7 @@ class Reflector:
         if self.config.missions and task.mission not in self.config.missions:
             return
         # One decision at a time per process: decisions on one mission must see each other.
+        assert task.group is not None  # given above when the submission had none
         async with self._lock:
             if task.group.purpose == "holdout":
                 await self._judge(task)
@@ -496,7 +497,7 @@ class Reflector:
             )
         elif cfg.rapid_mode:
             self._apply(out, state, planned, proposal, None, None)
-        return proposal  # type: ignore[no-any-return]
+        return proposal
 
     def _apply(
         self,

@@ -14,7 +14,7 @@ def build_reflector(nc: object, ports: object, config: object | None = None) -> 
     """The reflector (it reads sessions and writes missions, so it is not a loop handler)."""
     from oopav.handlers.reflector import Reflector, ReflectorConfig
 
-    return Reflector(nc, ports, config if isinstance(config, ReflectorConfig) else None)  # type: ignore[arg-type]
+    return Reflector(nc, ports, config if isinstance(config, ReflectorConfig) else None)  # type: ignore[arg-type]  # object-typed so callers need not import the handler
 
 
 def build_learner(nc: object, data_dir: object) -> object:
@@ -22,7 +22,7 @@ def build_learner(nc: object, data_dir: object) -> object:
 
     from oopav.handlers.learner import Learner
 
-    return Learner(nc, Path(str(data_dir)) / "datasets")  # type: ignore[arg-type]
+    return Learner(nc, Path(str(data_dir)) / "datasets")  # type: ignore[arg-type]  # object-typed so callers need not import the handler
 
 
 def build_loop_handler(name: str, memory: object | None = None) -> Handler:

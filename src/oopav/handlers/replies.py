@@ -105,7 +105,7 @@ class ReplyMatcher:
                 while q and now - q[0][1] > self.ttl:
                     item = q.popleft()
                     if store is self.waiting:
-                        timed_out.append(item[0])  # type: ignore[arg-type]
+                        timed_out.append(item[0])  # type: ignore[arg-type]  # self.waiting holds (inbox str, ...) items
                 if not q:
                     del store[key]
         return timed_out

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
 
@@ -25,6 +26,8 @@ from oopav.handlers.ports import Ports
 from oopav.logging import get_logger
 from oopav.projections.session import SessionState, evolve, initial
 
+E = TypeVar("E", bound=Event)
+
 log = get_logger("oopav.handlers")
 
 MAX_CONFLICT_RETRIES = 5
@@ -33,7 +36,10 @@ TERMINAL_PHASES = ("completed", "rejected")
 
 class Handler(Protocol):
     name: str
-    subscribes: tuple[str, ...]
+
+    # Read-only, so a handler's literal tuple of event types (a fixed-length tuple) matches.
+    @property
+    def subscribes(self) -> tuple[str, ...]: ...
 
     async def handle(
         self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
@@ -281,7 +287,7 @@ class HandlerRunner:
         error = letter.error or letter.reason
         summary = f"the {self.handler.name} handler gave up on {event.type} (seq {letter.stream_sequence}): {error}"
         for attempt in range(MAX_CONFLICT_RETRIES):
-            state = await self.cache.load(event.aggregate_id)  # type: ignore[union-attr]
+            state = await self.cache.load(event.aggregate_id)  # type: ignore[union-attr]  # __post_init__ sets the cache
             if state.phase in ("completed", "rejected"):
                 return
             # Salted: its id differs from the handler's own first output for this input.
@@ -329,7 +335,7 @@ class Emitter:
         self.ports = ports
         self.events: list[Event] = []
 
-    def emit(self, cls: type[Event], **fields: object) -> Event:
+    def emit(self, cls: type[E], **fields: Any) -> E:
         from oopav.events.factory import caused_event
 
         event = caused_event(
@@ -339,7 +345,7 @@ class Emitter:
             index=len(self.events),
             clock=self.ports.clock,
             **fields,
-        )  # type: ignore[arg-type]
+        )
         recorded = self.ports.recorded_ts.get(event.id) if self.ports.recorded_ts else None
         if recorded is not None:
             import msgspec
@@ -348,7 +354,7 @@ class Emitter:
         self.events.append(event)
         return event
 
-    def now(self):  # type: ignore[no-untyped-def]
+    def now(self) -> datetime:
         """The time of the decision being made. Replay reads it from the recording, so time
         based decisions (grant expiry, wall budgets) come out the same."""
         if self.ports.recorded_ts:

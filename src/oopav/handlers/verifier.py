@@ -48,7 +48,7 @@ class Verifier:
     async def handle(
         self, event: Event, state: SessionState, ports: Ports, delivery: Delivery | None
     ) -> list[Event]:
-        if not isinstance(event, ev.ActionProposed) or event.action.type != "finish":  # type: ignore[union-attr]
+        if not isinstance(event, ev.ActionProposed) or event.action.type != "finish":
             return []
         if state.task is None or state.workspace is None:
             return []
@@ -101,7 +101,7 @@ class Verifier:
         if failed is None:
             out.emit(ev.VerificationCompleted, passed=True, gates=names, bounce=bounce)
             _score_replan(state, out, after, len(chain))
-            summary = event.action.summary  # type: ignore[union-attr]
+            summary = event.action.summary  # type: ignore[union-attr]  # a finish ActionProposed (checked in handle) has its action
             if "tests" in chain and selection.unverified:
                 await complete(
                     out,
@@ -275,7 +275,7 @@ async def _roll_back_to_good(state: SessionState, out: Emitter, gate: str) -> st
     did), record it as ``workspace_rolled_back``, and say so for the replan's reason."""
     from oopav.handlers.support.steps import roll_back
 
-    target = state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]
+    target = state.good_checkpoint or state.workspace.base_commit  # type: ignore[union-attr]  # a session being verified has its workspace
     start = 0
     if state.good_checkpoint:
         marks = [i for i, a in enumerate(state.actions) if a.checkpoint == state.good_checkpoint]

@@ -7,7 +7,7 @@ as a ``model_called`` event (see :func:`model_called_fields`) so replay can serv
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 import msgspec
 
@@ -30,6 +30,7 @@ ErrorKind = Literal[
     "invalid_spec",  # a backend spec string that cannot be parsed
     "invalid_request",  # a request the backend cannot serve (e.g. a schema it cannot compile)
     "synthesis_failed",  # synth: no rule reproduces the task's examples
+    "oom",  # the device ran out of memory even after smaller retries (models/gpu.py)
 ]
 
 
@@ -47,11 +48,11 @@ class ModelError(Exception):
         """Rebuild the error recorded in ``model_called.error`` (``kind: message``)."""
         kind, sep, message = error.partition(": ")
         if sep and kind in _ERROR_KINDS:
-            return cls(kind, message)  # type: ignore[arg-type]
+            return cls(kind, message)  # type: ignore[arg-type]  # kind was checked against ErrorKind just above
         return cls("server_error", error)
 
 
-_ERROR_KINDS: frozenset[str] = frozenset(ErrorKind.__args__)  # type: ignore[attr-defined]
+_ERROR_KINDS: frozenset[str] = frozenset(get_args(ErrorKind))
 
 
 class Message(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):

@@ -147,9 +147,10 @@ class Grammar:
                     return 0 if one == 0 else None
                 return None if one is None else one * n.hi
             parts = [node(i) for i in n.items]
-            if any(p is None for p in parts):
+            sizes = [p for p in parts if p is not None]
+            if len(sizes) < len(parts):
                 return None
-            return sum(parts) if isinstance(n, Seq) else max(parts)  # type: ignore[arg-type]
+            return sum(sizes) if isinstance(n, Seq) else max(sizes)
 
         def rule(name: str) -> int | None:
             if name in memo:

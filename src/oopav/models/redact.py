@@ -12,6 +12,7 @@ long high-entropy strings. Redaction errs on the side of removing too much: a cr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -106,7 +107,9 @@ class Redactor:
         self.mode = mode
         self.max_bytes = max_bytes
         shapes = list(_SHAPES) + (list(_STRICT) if mode == "strict" else [])
-        self._shapes = [(kind, re.compile(p), g) for kind, p, g in shapes]
+        self._shapes: list[tuple[str, re.Pattern[str], int | str]] = [
+            (kind, re.compile(p), g) for kind, p, g in shapes
+        ]
 
     def redact(self, text: str, path: str | None = None) -> Redaction:
         """Redact ``text`` (a file's content when ``path`` is given, a diff, or prose)."""
@@ -126,7 +129,7 @@ class Redactor:
         else:
             out = self._redact_env_hunks(out, placeholder)
         for kind, pattern, group in self._shapes:
-            out = _sub_group(pattern, out, group, lambda s, k=kind: placeholder(k, s))
+            out = _sub_group(pattern, out, group, functools.partial(placeholder, kind))
         for group in ("dq", "sq", "value"):
             out = _sub_group(
                 _ASSIGNMENT,

@@ -73,7 +73,7 @@ def load_backend(
         if len(urls) > 1:  # an endpoint pool: failover between servers of one model
             from oopav.models.pool import EndpointPool
 
-            return EndpointPool(urls, model, options=options)  # type: ignore[return-value]
+            return EndpointPool(urls, model, options=options)
         from oopav.models.openai import OpenAIBackend
 
         return OpenAIBackend(base_url, model, **options)
@@ -81,11 +81,11 @@ def load_backend(
         from oopav.models.gpu import guard_if_gpu
         from oopav.models.vllm import VLLMBackend
 
-        return guard_if_gpu(VLLMBackend(rest, **options))  # type: ignore[no-any-return]
+        return guard_if_gpu(VLLMBackend(rest, **options))
     from oopav.models.gpu import guard_if_gpu
     from oopav.models.hf import HFBackend
 
-    return guard_if_gpu(HFBackend(rest, **options))  # type: ignore[no-any-return]
+    return guard_if_gpu(HFBackend(rest, **options))
 
 
 def _local_path(rest: str) -> bool:

@@ -374,14 +374,14 @@ def _uint_range(lo: int, hi: int | None) -> Node:
     top = 10**MAX_INT_DIGITS - 1
     if hi is None or hi > top:
         hi = top
-    alts: list[Node] = []
+    alts: list[Node | tuple[str, int]] = []  # ("full", d): every d-digit number
     for d in range(len(str(lo)), len(str(hi)) + 1):
         a = max(lo, 10 ** (d - 1) if d > 1 else 0)
         b = min(hi, 10**d - 1)
         if a > b:
             continue
         if a == 10 ** (d - 1) and b == 10**d - 1 and d > 1:
-            alts.append(("full", d))  # type: ignore[arg-type]
+            alts.append(("full", d))
         else:
             alts.append(_same_length(str(a), str(b)))
     # consecutive full digit-lengths collapse into one [1-9][0-9]{m,n}

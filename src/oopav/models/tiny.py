@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oopav.models.grammar import require
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 SPECIAL_TOKENS: tuple[str, ...] = (
     "<|endoftext|>",
@@ -42,7 +46,7 @@ def _corpus() -> list[str]:
     return [static_prefix(), *ROLE_DIRECTIVES.values(), *samples] * 4
 
 
-def build_tiny_tokenizer(vocab_size: int = 512) -> object:
+def build_tiny_tokenizer(vocab_size: int = 512) -> PreTrainedTokenizerFast:
     """A byte-level BPE ``PreTrainedTokenizerFast`` with a chat template (any text encodes)."""
     tokenizers = require("tokenizers", "train")
     transformers = require("transformers", "train")
@@ -84,10 +88,10 @@ def build_tiny_model(
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tiny_tokenizer(vocab_size)
-    eos = tokenizer.convert_tokens_to_ids("<|endoftext|>")  # type: ignore[attr-defined]
-    pad = tokenizer.convert_tokens_to_ids("<|pad|>")  # type: ignore[attr-defined]
+    eos = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    pad = tokenizer.convert_tokens_to_ids("<|pad|>")
     config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer),  # type: ignore[arg-type]
+        vocab_size=len(tokenizer),
         hidden_size=hidden_size,
         intermediate_size=hidden_size * 2,
         num_hidden_layers=layers,
@@ -104,6 +108,6 @@ def build_tiny_model(
     model.generation_config.eos_token_id = eos
     model.generation_config.pad_token_id = pad
     model.save_pretrained(out)
-    tokenizer.save_pretrained(out)  # type: ignore[attr-defined]
+    tokenizer.save_pretrained(out)
     (out / "oopav_tiny.json").write_text(json.dumps({"seed": seed, "vocab_size": vocab_size}))
     return out

@@ -348,9 +348,9 @@ def _action_proposed(s: SessionState, e: ev.ActionProposed) -> None:
         acting = s.budgets_used.retries.get("acting", 0)
         s.budgets_used.retries["acting"] = max(0, acting - 1)
     s.actions.append(
-        ActionRecord(id=e.id, type=e.action.type, hash=e.action_hash, step=e.step, action=e.action)  # type: ignore[union-attr]
+        ActionRecord(id=e.id, type=e.action.type, hash=e.action_hash, step=e.step, action=e.action)
     )
-    if e.action.type == "finish":  # type: ignore[union-attr]
+    if e.action.type == "finish":
         s.phase = "verifying"
     _merge_agent_state(s, e.state_update)
 

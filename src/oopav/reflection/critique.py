@@ -53,7 +53,7 @@ class CriticConfig(BaseModel):
     redaction: Literal["standard", "strict"] = "standard"
     instructions: str | None = Field(None, max_length=4_000)
     on: list[Trigger] = Field(
-        default_factory=lambda: ["gate"],
+        default_factory=lambda: list[Trigger](["gate"]),
         description="when the critic reviews: as the last gate, after each plan, on escalation, "
         "or (auto) as the last gate only when an automatic trigger fires (decide/critic.py)",
     )

@@ -96,7 +96,7 @@ class ArtifactDir:
 
 
 def list_artifacts(root: Path) -> list[ArtifactDir]:
-    out = []
+    out: list[ArtifactDir] = []
     if not root.is_dir():
         return out
     for d in sorted(root.iterdir()):

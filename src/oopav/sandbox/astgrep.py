@@ -18,11 +18,11 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import msgspec
 import yaml
-from ast_grep_py import SgNode, SgRoot
+from ast_grep_py import Config, SgNode, SgRoot
 
 from oopav.events.actions import AstGrepAction
 from oopav.sandbox.rulefilter import Need, may_match, required_text
@@ -102,13 +102,14 @@ class Rule(msgspec.Struct, kw_only=True, frozen=True):
     transform: dict[str, Any] | None = None
     utils: dict[str, Any] | None = None
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> Config:
         cfg: dict[str, Any] = {"rule": self.rule}
         for key in ("constraints", "transform", "utils"):
             value = getattr(self, key)
             if value:
                 cfg[key] = value
-        return cfg
+        # Config's own keys, holding the rule's YAML mappings; ast-grep validates them on use.
+        return cast(Config, cfg)
 
     def to_yaml(self) -> str:
         data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
@@ -242,7 +243,7 @@ def parse_template(fix: str, transforms: Iterable[str]) -> list[str | tuple[str,
         while dollars < 3 and k < len(fix) and fix[k] == "$":
             k += 1
             dollars += 1
-        name = _VAR_CHARS.match(fix, k).group(0)  # type: ignore[union-attr]
+        name = _VAR_CHARS.match(fix, k).group(0)  # type: ignore[union-attr]  # [A-Z0-9_]* matches anywhere
         if not name:
             i = j + 1
             continue
@@ -316,13 +317,13 @@ def compile_template(template: tuple[str | tuple[str, str, int], ...]) -> Expand
     lines.append("    return newline")
     scope: dict[str, Any] = {"reindent": reindent, "indent_at": indent_at}
     exec(compile("\n".join(lines), "<ast-grep fix>", "exec"), scope)
-    return scope["expand"]  # type: ignore[no-any-return]
+    return scope["expand"]
 
 
 class _Prepared(NamedTuple):
     """What a rule needs per file, computed once per rule rather than once per file."""
 
-    config: dict[str, Any]
+    config: Config
     expand: Expander
     need: Need
 

@@ -301,7 +301,7 @@ class AstGrepPool:
             return None
         if first_error is not None:
             raise RuleError(first_error[1], first_error[2])
-        return results  # type: ignore[return-value]
+        return results  # type: ignore[return-value]  # every slot is filled once no batch failed
 
 
 _pool: AstGrepPool | None = None

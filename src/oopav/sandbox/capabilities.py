@@ -151,14 +151,14 @@ def apply_event(state: GrantState, event: Event) -> GrantState:
         grants = tuple(g for g in state.grants if g.scope != event.scope)
         return GrantState(grants=grants, denials=(*state.denials, denial))
     if isinstance(event, ActionApplied) and event.grants_used:
-        grants = list(state.grants)
+        counted = list(state.grants)
         for used in event.grants_used:
             # grants_used names the grant's event id (preferred) or its scope string.
-            for i, g in enumerate(grants):
+            for i, g in enumerate(counted):
                 if used in (g.event_id, g.scope) and (g.max_uses is None or g.uses < g.max_uses):
-                    grants[i] = msgspec.structs.replace(g, uses=g.uses + 1)
+                    counted[i] = msgspec.structs.replace(g, uses=g.uses + 1)
                     break
-        return GrantState(grants=tuple(grants), denials=state.denials)
+        return GrantState(grants=tuple(counted), denials=state.denials)
     return state
 
 

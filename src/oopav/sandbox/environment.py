@@ -203,8 +203,8 @@ def from_interpreter(path: str | Path, source: Source) -> ProjectEnv:
         home = _venv_home(venv)
         if home:
             exposed.append(str(Path(home).parent))
-        real = os.path.realpath(python)
-        exposed.append(str(Path(real).parent.parent))
+        real = Path(os.path.realpath(python))
+        exposed.append(str(real.parent.parent))
         return ProjectEnv(
             source=source,
             python=str(python),
@@ -297,7 +297,7 @@ def _finished(link: Path) -> Path | None:
 
 def find_uv() -> str:
     with contextlib.suppress(Exception):
-        import uv  # type: ignore[import-not-found]
+        import uv
 
         return str(uv.find_uv_bin())
     found = shutil.which("uv")
@@ -546,7 +546,7 @@ def tool_binary(name: str) -> str | None:
     sandbox when the project's env has none: a single executable, no site-packages."""
     with contextlib.suppress(Exception):
         if name == "ruff":
-            from ruff.__main__ import find_ruff_bin  # type: ignore[import-not-found]
+            from ruff.__main__ import find_ruff_bin
 
             return str(find_ruff_bin())
     cand = Path(sys.executable).parent / name

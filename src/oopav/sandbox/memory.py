@@ -49,7 +49,7 @@ class MemoryCgroup(PidsCgroup):
         self.shared = shared
 
     @classmethod
-    def create(  # type: ignore[override]
+    def create(
         cls, limit_bytes: int, root: Path | None = None, *, share: PidsCgroup | None = None
     ) -> MemoryCgroup | None:
         """A new cgroup limited to ``limit_bytes`` (on v2: the limit set on ``share``, the

@@ -16,7 +16,7 @@ always allowed, so a session can end. A refused tool is an ``action_rejected`` w
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from pydantic import (
@@ -51,7 +51,7 @@ class Policy(BaseModel):
             return None
         from oopav.events.actions import ACTION_TYPES
 
-        known = [a.__struct_config__.tag for a in ACTION_TYPES]
+        known = [str(cast(Any, a).__struct_config__.tag) for a in ACTION_TYPES]  # msgspec tags
         unknown = [v for v in value if v not in known]
         if unknown:
             raise ValueError(f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(known)}")

@@ -22,7 +22,7 @@ A rule that does not compile requires nothing, so its error surfaces as before.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ast_grep_py import SgNode, SgRoot
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from oopav.sandbox.astgrep import Rule
 
 # True: no requirement; str: that text; ("all" | "any", parts).
-Need = bool | str | tuple[str, tuple[Any, ...]]
+Need = Literal[True] | str | tuple[str, tuple[Any, ...]]  # True: no requirement
 
 # ast-grep's expando character per language (crates/language/src/lib.rs,
 # ``impl_lang_expando!``): ``$`` in a pattern becomes it before parsing, for grammars where
@@ -181,7 +181,7 @@ def may_match(need: Need, text: str) -> bool:
         return True
     if isinstance(need, str):
         return need in text
-    op, parts = need  # type: ignore[misc]
+    op, parts = need
     if op == "all":
         return all(may_match(p, text) for p in parts)
     return any(may_match(p, text) for p in parts)

@@ -136,8 +136,8 @@ def default_config(settings: Settings | None = None, **overrides: object) -> San
     """The usual configuration: the data dir (every session's workspace, the stores, the
     artifacts) hidden; the session's own workspace is bound back on top of it."""
     st = settings or Settings()
-    hidden = (str(st.data_dir), *tuple(overrides.pop("hidden_paths", ())))  # type: ignore[arg-type]
-    return SandboxConfig(hidden_paths=hidden, **overrides)  # type: ignore[arg-type]
+    hidden = (str(st.data_dir), *tuple(overrides.pop("hidden_paths", ())))  # type: ignore[arg-type]  # overrides: SandboxConfig fields by name
+    return SandboxConfig(hidden_paths=hidden, **overrides)  # type: ignore[arg-type]  # overrides: SandboxConfig fields by name
 
 
 class RunResult(msgspec.Struct, kw_only=True, frozen=True):

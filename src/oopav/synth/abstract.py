@@ -283,7 +283,7 @@ def _dedent(fix: str, site: Site) -> str:
     """The CLI indents a multi-line fix to the match's column: store it relative to it."""
     if "\n" not in fix:
         return fix
-    whole = site.after_node.get_root().root().text()  # type: ignore[union-attr]
+    whole = site.after_node.get_root().root().text()  # type: ignore[union-attr]  # a site with a multi-line fix has its after_node
     line_start = whole.rfind("\n", 0, site.after_start) + 1
     prefix = whole[line_start : site.after_start]
     indent = len(prefix) - len(prefix.lstrip(" "))

@@ -21,7 +21,7 @@ _FIELDS = {
 }
 
 
-class RunCallback(TrainerCallback):  # type: ignore[misc]
+class RunCallback(TrainerCallback):
     """``emit(kind, fields)`` is called from the training thread; it must be thread-safe."""
 
     def __init__(self, emit: Callable[[str, dict[str, Any]], None]) -> None:

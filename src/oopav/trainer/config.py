@@ -29,7 +29,7 @@ def load_config(cls: type[C], source: str | Path | dict[str, Any]) -> C:
             raise ConfigError(f"config {source} is not valid YAML: {yaml_error(exc)}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"config {source} must be a mapping of settings")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # recipes are dataclasses; C is left unbound for recipe_of
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ConfigError(

@@ -135,7 +135,9 @@ def _aware(ts: datetime) -> datetime:
 
 
 class _SessionIndex:
-    def __init__(self, events: Sequence[SeqEvent], task: ev.TaskSubmitted, done: Event) -> None:
+    def __init__(
+        self, events: Sequence[SeqEvent], task: ev.TaskSubmitted, done: ev.SessionCompleted
+    ) -> None:
         self.events = events
         self.task = task
         self.done = done
@@ -164,14 +166,14 @@ class _SessionIndex:
             "seq": seq,
             "event_id": event_id,
             "mission": self.task.mission,
-            "outcome": self.done.outcome,  # type: ignore[attr-defined]
+            "outcome": self.done.outcome,
         }
 
     def action_status(self, action_id: str) -> str:
         result = self.results.get(action_id)
         proposal = self.proposals.get(action_id)
         if proposal is not None and proposal[1].action.type == "finish":
-            return "applied" if self.done.outcome == "success" else "failed"  # type: ignore[attr-defined]
+            return "applied" if self.done.outcome == "success" else "failed"
         if isinstance(result, ev.ActionApplied):
             return "applied" if result.ok else "failed"
         if isinstance(result, ev.ActionRejected):
@@ -276,7 +278,7 @@ def _grpo(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         examples=[msgspec.to_builtins(x) for x in task.examples],
         pre=task.examples[0].before if task.examples else None,
         post=task.examples[0].after if task.examples else None,
-        reference_diff=ctx.done.diff if ctx.done.outcome == "success" else "",  # type: ignore[attr-defined]
+        reference_diff=ctx.done.diff if ctx.done.outcome == "success" else "",
     )
     return [rec]
 
@@ -441,7 +443,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
     atomic_write(path, data)
 
 
-def read_manifest(directory: str | Path) -> dict[str, Any]:
+def read_manifest(directory: str | Path | None) -> dict[str, Any]:
+    """A dataset directory's manifest. ``None``: a recipe's unset ``dataset`` (it named no
+    ``tasks`` either), refused with the fix rather than a TypeError from ``Path(None)``."""
+    if directory is None:
+        raise ValueError("the recipe names no data: set `tasks` or `dataset`")
     path = Path(directory) / "manifest.json"
     if not path.exists():
         raise FileNotFoundError(f"no dataset at {directory}: manifest.json is missing")
@@ -449,9 +455,10 @@ def read_manifest(directory: str | Path) -> dict[str, Any]:
     return data
 
 
-def read_records(directory: str | Path) -> list[dict[str, Any]]:
+def read_records(directory: str | Path | None) -> list[dict[str, Any]]:
     """The records of a dataset directory, in order (JSONL shards named by its manifest)."""
     manifest = read_manifest(directory)
+    assert directory is not None  # read_manifest refused None
     out: list[dict[str, Any]] = []
     for shard in manifest["shards"]:
         with open(Path(directory) / shard["path"], encoding="utf-8") as fh:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from oopav.bus.store import EventStore
 from oopav.events import catalog as ev
@@ -53,7 +54,7 @@ def session_events(
     )
     request = ModelRequest(
         role="actor",
-        messages=[Message(**m) for m in task_messages(task.instruction, task.pre, task.language)],  # type: ignore[arg-type]
+        messages=[Message(**m) for m in task_messages(task.instruction, task.pre, task.language)],  # type: ignore[arg-type]  # task_messages' roles are system/user
         schema=output_schema("actor"),
         envelope="action",
     )
@@ -108,10 +109,10 @@ def session_events(
     return [submitted, called, proposed, applied, done]
 
 
-def _builtins(action: AstGrepAction) -> dict:  # type: ignore[type-arg]
+def _builtins(action: AstGrepAction) -> dict[str, Any]:
     import msgspec
 
-    return msgspec.to_builtins(action)  # type: ignore[no-any-return]
+    return msgspec.to_builtins(action)
 
 
 async def publish_demonstrations(

@@ -248,7 +248,7 @@ async def _evaluate_backend(
         for t in tasks:
             request = ModelRequest(
                 role="actor",
-                messages=[Message(**m) for m in task_messages(t.instruction, t.pre, t.language)],  # type: ignore[arg-type]
+                messages=[Message(**m) for m in task_messages(t.instruction, t.pre, t.language)],  # type: ignore[arg-type]  # task_messages' roles are system/user
                 schema=output_schema("actor"),
                 envelope="action",
                 state_update=True,

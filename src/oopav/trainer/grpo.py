@@ -80,10 +80,10 @@ def grpo_rows(cfg: GRPORecipe, tokenizer: Any) -> tuple[list[dict[str, Any]], st
     else:
         from oopav.trainer.datasets import read_manifest, read_records
 
-        manifest = read_manifest(cfg.dataset)  # type: ignore[arg-type]
+        manifest = read_manifest(cfg.dataset)
         if manifest["format"] != "grpo":
             raise ValueError(f"{cfg.dataset} is a {manifest['format']} dataset; GRPO needs grpo")
-        for rec in read_records(cfg.dataset):  # type: ignore[arg-type]
+        for rec in read_records(cfg.dataset):
             if rec.get("pre") is None or rec.get("post") is None:
                 continue  # without pre/post code there is nothing for reward_env to compare
             messages = rec["prompt"] or task_messages(rec["instruction"], rec["pre"])

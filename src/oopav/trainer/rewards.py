@@ -91,7 +91,7 @@ def _parse(text: str) -> Action | str:
     from oopav.models.prompt import AnswerError, parse_role_answer
 
     try:
-        return parse_role_answer("actor", text).payload  # type: ignore[no-any-return]
+        return parse_role_answer("actor", text).payload
     except AnswerError as exc:
         return exc.reason
 

@@ -257,7 +257,7 @@ def train_rft(cfg: RFTRecipe, emit: Emit) -> dict[str, Any]:
     base = prepare_model(cfg.model, cfg.output_dir, texts, cfg.seed)
     tokenizer = AutoTokenizer.from_pretrained(base)
     # The GRPO recipe's prompts (tasks or an exported GRPO dataset): pre/post code, no answers.
-    rows, source, digest = grpo_rows(cfg, tokenizer)  # type: ignore[arg-type]
+    rows, source, digest = grpo_rows(cfg, tokenizer)  # type: ignore[arg-type]  # an RFTRecipe has the GRPO fields grpo_rows reads
     model, _ = start_run(base, rows, source, digest, emit, lora=False)
     loop = RejectionSampling(model, tokenizer, rows, cfg, emit)
     result = train_and_save(loop, tokenizer, cfg, emit)
@@ -288,5 +288,5 @@ def pass_at_k(
     cfg = SimpleNamespace(
         samples=k, temperature=temperature, max_completion_length=max_new_tokens, sample_batch=128
     )
-    groups = sample(model, tokenizer, prompt_texts(tokenizer, tasks), cfg, float("inf"))  # type: ignore[arg-type]
+    groups = sample(model, tokenizer, prompt_texts(tokenizer, tasks), cfg, float("inf"))  # type: ignore[arg-type]  # a namespace with the RFTRecipe fields sample reads
     return {**pass_at_k_summary(tasks, groups), "temperature": temperature}

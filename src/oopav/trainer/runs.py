@@ -67,12 +67,13 @@ class RunRecorder:
             return out
         if self.started is None:
             out.append(self.start({}))
-        cls: type[Event] = {
+        classes: dict[str, type[Event]] = {
             "step": rv.TrainingStepCompleted,
             "checkpoint": rv.CheckpointSaved,
             "evaluation": rv.EvaluationCompleted,
             "completed": rv.TrainingCompleted,
-        }[kind]
+        }
+        cls = classes[kind]
         if kind == "step":
             self.steps = max(self.steps, int(fields["step"]))
         if kind == "checkpoint" and fields.get("final"):

@@ -71,10 +71,10 @@ def training_rows(cfg: SFTRecipe, tokenizer: Any) -> tuple[list[dict[str, str]],
     else:
         from oopav.trainer.datasets import read_manifest, read_records
 
-        manifest = read_manifest(cfg.dataset)  # type: ignore[arg-type]
+        manifest = read_manifest(cfg.dataset)
         if manifest["format"] != "sft":
             raise ValueError(f"{cfg.dataset} is a {manifest['format']} dataset; SFT needs sft")
-        for rec in read_records(cfg.dataset):  # type: ignore[arg-type]
+        for rec in read_records(cfg.dataset):
             prompt = tokenizer.apply_chat_template(
                 rec["prompt"], tokenize=False, add_generation_prompt=True
             )
@@ -111,7 +111,7 @@ def corpus_texts(cfg: SFTRecipe) -> list[str]:
 
     return [
         "".join(m["content"] for m in r["prompt"]) + r["completion"][-1]["content"]
-        for r in read_records(cfg.dataset)  # type: ignore[arg-type]
+        for r in read_records(cfg.dataset)
     ]
 
 
@@ -297,7 +297,7 @@ def time_cosine(model: Any, lr: float, seconds: float, warmup: float) -> tuple[A
 
 
 def _deadline(base: type, seconds: float) -> Any:
-    class Deadline(base):  # type: ignore[misc, valid-type]
+    class Deadline(base):  # type: ignore[misc]  # base: TrainerCallback, passed in so transformers loads lazily
         def __init__(self) -> None:
             self.t0 = time.perf_counter()
 

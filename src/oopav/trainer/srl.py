@@ -55,7 +55,7 @@ def _canonical(action: dict[str, Any]) -> dict[str, Any]:
 
     from oopav.events.actions import decode_action
 
-    return msgspec.to_builtins(decode_action(json.dumps(action)))  # type: ignore[no-any-return]
+    return msgspec.to_builtins(decode_action(json.dumps(action)))
 
 
 def step_messages(rec: dict[str, Any]) -> list[dict[str, str]]:
@@ -85,7 +85,7 @@ def load_steps(cfg: SRLRecipe) -> tuple[list[Step], list[Step], str]:
         raise ValueError(f"eval_split must be train or test, not {cfg.eval_split!r}")
 
     def from_tasks(split: str) -> list[Step]:
-        chosen = select(load_tasks(cfg.tasks, split), cfg.families, cfg.exclude_families)  # type: ignore[arg-type]
+        chosen = select(load_tasks(cfg.tasks, split), cfg.families, cfg.exclude_families)  # type: ignore[arg-type]  # only called when the recipe has tasks
         return [
             Step(task_messages(t.instruction, t.pre, t.language), _canonical(t.rule))
             for t in chosen
@@ -96,15 +96,12 @@ def load_steps(cfg: SRLRecipe) -> tuple[list[Step], list[Step], str]:
     else:
         from oopav.trainer.datasets import read_manifest, read_records
 
-        manifest = read_manifest(cfg.dataset)  # type: ignore[arg-type]
+        manifest = read_manifest(cfg.dataset)
         if manifest["format"] != "srl":
             raise ValueError(f"{cfg.dataset} is a {manifest['format']} dataset; SRL needs srl")
         if cfg.eval_split == "test":
             raise ValueError("eval_split test needs `tasks` (a dataset has no held-out split)")
-        train = [
-            Step(step_messages(r), _canonical(r["action"]))
-            for r in read_records(cfg.dataset)  # type: ignore[arg-type]
-        ]
+        train = [Step(step_messages(r), _canonical(r["action"])) for r in read_records(cfg.dataset)]
         source = str(cfg.dataset)
     if cfg.max_train:
         train = train[: cfg.max_train]

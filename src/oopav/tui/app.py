@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.syntax import Syntax
 from rich.text import Text
@@ -18,6 +18,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, RichLog, Static
 
@@ -34,6 +35,9 @@ from oopav.tui.model import (
     row_of,
     summary_lines,
 )
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client as NATS
 
 
 def styled(row: SessionRow) -> list[str | Text]:
@@ -52,7 +56,7 @@ class TimelineChanged(Message):
     """The open session's timeline has new entries."""
 
 
-class SessionTable(DataTable[str]):
+class SessionTable(DataTable[str | Text]):
     # DataTable's own enter binding is hidden from the footer; say what it does here.
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open")]
 
@@ -60,7 +64,7 @@ class SessionTable(DataTable[str]):
 class _AnswerBus:
     """What ``publish_answer`` needs of a bus (its event store), over the feed's connection."""
 
-    def __init__(self, nc: object) -> None:
+    def __init__(self, nc: NATS) -> None:
         from oopav.bus.store import EventStore
 
         self.nc = nc
@@ -272,7 +276,8 @@ class OopavTUI(App[None]):
         """The table's session ids, top to bottom (for tests and the footer)."""
         table = self.query_one(SessionTable)
         return [
-            str(table.coordinate_to_cell_key((i, 0)).row_key.value) for i in range(table.row_count)
+            str(table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value)
+            for i in range(table.row_count)
         ]
 
     # -- the status line ---------------------------------------------------------------------
@@ -445,7 +450,7 @@ class OopavTUI(App[None]):
         else:
             self.query_one(SessionTable).focus()
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:  # async like App.action_back, which it overrides
         if self.query_one("#answer", Input).has_focus:
             self._hide_answer()
             return

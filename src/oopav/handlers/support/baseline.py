@@ -15,7 +15,7 @@ from oopav.handlers.ports import Ports, exec_key
 from oopav.projections.session import SessionState
 
 
-def environment_spec(task: Any) -> dict | None:  # type: ignore[type-arg]
+def environment_spec(task: Any) -> dict[str, Any] | None:
     """The task's environment spec plus its repo (what the sandbox port resolves)."""
     from oopav.sandbox.environment import spec_for_task
 
@@ -38,7 +38,7 @@ async def probe_environment(
     if not package:
         return None, None
     argv = probe_argv(package)
-    rec = await ports.sandbox.run(  # type: ignore[union-attr]
+    rec = await ports.sandbox.run(
         argv,
         workspace=root,
         session_id=state.session_id,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from oopav.events import catalog as ev
-from oopav.events.catalog import Event
 from oopav.handlers.runtime import Emitter
 from oopav.projections.session import SessionState
 
@@ -15,7 +14,7 @@ def phase_started_at(state: SessionState, phase: str) -> datetime | None:
     return state.phase_started.get(phase)
 
 
-def over_wall_budget(out: Emitter, state: SessionState, phase: str) -> Event | None:
+def over_wall_budget(out: Emitter, state: SessionState, phase: str) -> ev.BudgetExceeded | None:
     """``budget_exceeded`` when ``phase`` has run longer than its wall budget."""
     if state.task is None:
         return None
@@ -36,7 +35,7 @@ def over_wall_budget(out: Emitter, state: SessionState, phase: str) -> Event | N
     return None
 
 
-def tokens_exceeded(out: Emitter, state: SessionState) -> Event | None:
+def tokens_exceeded(out: Emitter, state: SessionState) -> ev.BudgetExceeded | None:
     if state.task is None:
         return None
     limit = state.task.budgets.model_tokens

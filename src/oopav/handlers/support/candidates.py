@@ -79,7 +79,8 @@ async def _grade(
             changed = plan.files_changed
     try:
         if tried:
-            stubs, errors = [], []
+            stubs: list[ev.Finding] = []
+            errors: list[ev.Finding] = []
             if changed:
                 stubs, errors, _, _ = await asyncio.to_thread(scan_tree, root, changed)
             base = state.baseline
@@ -94,7 +95,7 @@ async def _grade(
                 reason = f"{len(new)} new parse error(s) or stub(s)"
             if task.test_command:
                 argv = list(task.test_command)
-                rec = await out.ports.sandbox.run(  # type: ignore[union-attr]
+                rec = await out.ports.sandbox.run(
                     argv,
                     workspace=root,
                     session_id=state.session_id,

@@ -80,8 +80,12 @@ async def gate_parse(state: SessionState, root: Path, changed: list[str]) -> Gat
 
 
 async def gate_tests(
-    state: SessionState, root: Path, ports: Ports, cause_id: str, selection=None
-) -> GateOutcome:  # type: ignore[no-untyped-def]
+    state: SessionState,
+    root: Path,
+    ports: Ports,
+    cause_id: str,
+    selection: TestSelection | None = None,
+) -> GateOutcome:
     from oopav.handlers.support.baseline import environment_spec
 
     task = state.task
@@ -94,7 +98,7 @@ async def gate_tests(
         return GateOutcome("tests", True, skipped=True, evidence=selection.why)
     argv = list(selection.argv)
     # -- end decision core
-    rec = await ports.sandbox.run(  # type: ignore[union-attr]
+    rec = await ports.sandbox.run(
         argv,
         workspace=root,
         session_id=state.session_id,
@@ -130,7 +134,7 @@ async def gate_lint(
         )
     env = environment_spec(state.task)
     argv = ["ruff", "check", "--no-cache", "--output-format", "concise", "--exit-zero", *py]
-    rec = await ports.sandbox.run(  # type: ignore[union-attr]
+    rec = await ports.sandbox.run(
         argv,
         workspace=root,
         session_id=state.session_id,
@@ -175,7 +179,7 @@ async def gate_lint(
             "ruff", "check", "--no-cache", "--output-format", "concise", "--exit-zero",
             "--stdin-filename", f, "-",
         ]  # fmt: skip
-        base = await ports.sandbox.run(  # type: ignore[union-attr]
+        base = await ports.sandbox.run(
             base_argv,
             workspace=root,
             session_id=state.session_id,
@@ -218,7 +222,7 @@ async def _exec(
 
     task = state.task
     assert task is not None
-    return await ports.sandbox.run(  # type: ignore[union-attr]
+    return await ports.sandbox.run(
         argv,
         workspace=root,
         session_id=state.session_id,
@@ -251,6 +255,7 @@ async def gate_compile(
     if not changed:
         return GateOutcome("compile", True, skipped=True, evidence="no files changed")
     policy = decision_policy(state)
+    argv: list[str] | None
     if policy.compile_command:
         argv, why = list(policy.compile_command), "policy.compile_command"
     else:

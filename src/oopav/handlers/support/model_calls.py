@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oopav import metrics
 from oopav.decide.policy import decision_policy
@@ -13,6 +13,9 @@ from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.workspace import sandbox_policy
 from oopav.projections.session import SessionState
+
+if TYPE_CHECKING:
+    from oopav.models.base import ModelError, ModelRequest, ModelResponse
 
 
 def _align_scripted(backend: object, role: str, index: int) -> None:
@@ -37,11 +40,11 @@ def model_spec(state: SessionState, ports: Ports) -> str:
 async def call_model(
     out: Emitter,
     state: SessionState,
-    request,
+    request: ModelRequest,
     calls_so_far: int,
     guidance_step: int | None = None,
     spec: str | None = None,
-):  # type: ignore[no-untyped-def]
+) -> tuple[ModelResponse | None, ev.ModelCalled, ModelError | None]:
     """One recorded model call. Returns (response text or None, the model_called event, error).
     ``guidance_step``: the mission library step rendered into the request (recorded);
     ``spec``: a model other than the session's (the critic's own)."""

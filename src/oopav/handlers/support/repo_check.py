@@ -141,7 +141,8 @@ def repo_problem(repo: str) -> RepoProblem | None:
         return RepoProblem(f"repo path {repo} does not exist on the intake host", "not_found")
     except (OSError, RuntimeError) as exc:  # a symlink loop, permissions, ...
         return RepoProblem(
-            f"repo path {repo} cannot be resolved: {exc.strerror or exc}", "invalid_path"
+            f"repo path {repo} cannot be resolved: {getattr(exc, 'strerror', None) or exc}",
+            "invalid_path",
         )
     if not resolved.is_dir():
         return RepoProblem(f"repo path {repo} is not a directory", "not_a_directory")

@@ -7,7 +7,7 @@ from datetime import timedelta
 from oopav.decide.policy import decision_policy
 from oopav.events import catalog as ev
 from oopav.handlers.runtime import Emitter
-from oopav.projections.session import SessionState
+from oopav.projections.session import ActionRecord, SessionState
 
 
 def ask_person(
@@ -41,7 +41,7 @@ async def roll_back(
     out: Emitter,
     state: SessionState,
     target: str,
-    undone: list,  # type: ignore[type-arg]
+    undone: list[ActionRecord],
     *,
     reason: str,
     rejected: list[str] | None = None,

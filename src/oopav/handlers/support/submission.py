@@ -302,9 +302,9 @@ def _parse(payload: bytes, check_repo: bool) -> Accepted:
             raise _Refused(problem, "model", "bad_model")
     repo = sub.repo
     if check_repo:
-        problem = repo_problem(repo)
-        if problem is not None:
-            raise _Refused(str(problem), "repo", problem.code)
+        repo_bad = repo_problem(repo)
+        if repo_bad is not None:
+            raise _Refused(str(repo_bad), "repo", repo_bad.code)
         repo = str(Path(repo).expanduser().resolve())
     else:
         too_long = path_length_problem(repo, "repo path")

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oopav.decide.policy import LOOP_POLICY_KEYS
 from oopav.handlers.ports import Ports
 from oopav.projections.session import SessionState
 
+if TYPE_CHECKING:
+    from oopav.sandbox.policy import Policy
+    from oopav.sandbox.workspace import WorkspaceInfo
 
-def sandbox_policy(state: SessionState):  # type: ignore[no-untyped-def]
+
+def sandbox_policy(state: SessionState) -> Policy:
     from oopav.sandbox.policy import policy_from
 
     policy = dict((state.task.policy if state.task else None) or {})
@@ -25,7 +30,7 @@ def workspace_path(state: SessionState) -> Path:
     return Path(state.workspace.path)
 
 
-def workspace_info(state: SessionState, ports: Ports):  # type: ignore[no-untyped-def]
+def workspace_info(state: SessionState, ports: Ports | None) -> WorkspaceInfo:
     from oopav.sandbox.workspace import WorkspaceInfo
 
     w = state.workspace
