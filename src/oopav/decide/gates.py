@@ -36,6 +36,10 @@ class GateOutcome:
     verdict: str | None = None  # critic only: approve | reject | unavailable
     reasons: list[str] = field(default_factory=list)
     model_events: list = field(default_factory=list)
+    # What the session's outcome must say about this gate (a check that could not run, tests
+    # skipped before and after): appended to the summary so a success is not over-read.
+    note: str = ""
+    error: bool = False  # the check itself misbehaved (edited the workspace): verdict void
 
 
 def test_decision(state: SessionState) -> str:
@@ -98,6 +102,14 @@ def compare_tests(rec: ExecRecord, base: ExecRecord | None) -> tuple[bool, str]:
             f"runner gives no per-test results, so the change cannot be cleared)\n{tail}"
         )
     return False, f"`{argv}` exited {rec.exit_code}\n{tail}"
+
+
+def skipped_both(rec: ExecRecord, base: ExecRecord | None) -> list[str]:
+    """Tests skipped at baseline and skipped again after the change: nothing verified them."""
+    if rec.report is None or base is None or base.report is None:
+        return []
+    before = set(base.report.skipped_ids)
+    return [t for t in rec.report.skipped_ids if t in before]
 
 
 def uses_ruff(root: Path) -> bool:

@@ -114,6 +114,7 @@ class TestReport(msgspec.Struct, kw_only=True, frozen=True):
     failed: list[str] = msgspec.field(default_factory=list)
     errors: list[str] = msgspec.field(default_factory=list)
     truncated: bool = False
+    skipped_ids: list[str] = msgspec.field(default_factory=list)
 
 
 class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
@@ -134,6 +135,9 @@ class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
     duration_ms: float = 0.0
     artifact: str | None = None
     report: TestReport | None = None
+    # A check that must not edit (a gate) did: the paths it changed, already restored. Kept in
+    # the record so replay, which serves the record instead of running it, decides the same.
+    workspace_changed: list[str] = msgspec.field(default_factory=list)
 
 
 class TestRun(msgspec.Struct, kw_only=True, frozen=True):

@@ -102,6 +102,10 @@ class Verifier:
             out.emit(ev.VerificationCompleted, passed=True, gates=names, bounce=bounce)
             _score_replan(state, out, after, len(chain))
             summary = event.action.summary  # type: ignore[union-attr]
+            notes = [o.note for o in outcomes if o.note]
+            if notes:
+                # What was not verified belongs in the outcome, not only in `show --json`.
+                summary += " [" + "; ".join(notes) + "]"
             if "tests" in chain and selection.unverified:
                 await complete(
                     out,

@@ -793,3 +793,58 @@ def changed_lines(root: Path, base: str) -> int:
         if added.isdigit() and deleted.isdigit():
             total += int(added) + int(deleted)
     return total
+
+
+def _with_index(root: Path, index: Path, *args: str, input: str | None = None) -> str:
+    """``git <args>`` in ``root`` against a private index file (the real index untouched)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_INDEX_FILE"] = str(index)
+    proc = subprocess.run(
+        ["git", *_SAFE_GIT, "-c", f"core.excludesFile={_EXCLUDES}", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        input=input,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise WorkspaceError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def tree_hash(root: Path) -> str:
+    """The git tree of the work tree's files as they are now (tracked and untracked, ignored
+    ones excluded), written through a private copy of the index so the session's index and
+    its stat cache stay as they were. Two calls give the same hash exactly when no file a
+    checkpoint would record changed in between: how a gate proves it edited nothing."""
+    with tempfile.TemporaryDirectory(prefix="oopav-tree-") as tmp:
+        index = Path(tmp) / "index"
+        real = Path(git(root, "rev-parse", "--git-path", "index").strip())
+        real = real if real.is_absolute() else root / real
+        if real.is_file():
+            shutil.copyfile(real, index)  # its stat cache spares rehashing unchanged files
+        _with_index(root, index, "add", "-A")
+        return _with_index(root, index, "write-tree").strip()
+
+
+def restore_tree(root: Path, tree: str) -> list[str]:
+    """Put the work tree back to ``tree`` (from ``tree_hash``): changed and deleted files
+    rewritten, files that were not there removed. Returns the paths that differed."""
+    now = tree_hash(root)
+    if now == tree:
+        return []
+    changed = [
+        p for p in git(root, "diff-tree", "-r", "--name-only", "-z", tree, now).split("\0") if p
+    ]
+    with tempfile.TemporaryDirectory(prefix="oopav-tree-") as tmp:
+        index = Path(tmp) / "index"
+        _with_index(root, index, "read-tree", tree)
+        _with_index(root, index, "checkout-index", "-a", "-f")
+        extra = _with_index(root, index, "ls-files", "-o", "--exclude-standard", "-z")
+        for rel in (p for p in extra.split("\0") if p):
+            with contextlib.suppress(OSError):
+                (root / rel).unlink()
+    clean.forget(root)
+    return sorted(changed)

@@ -9,7 +9,17 @@ import contextlib
 import shutil
 from pathlib import Path
 
-from oopav.decide.checks import compile_command, doctest_files, error_keys
+import msgspec
+
+from oopav.decide.checks import (
+    cannot_run,
+    compile_command,
+    doctest_command,
+    doctest_failures,
+    doctest_files,
+    environment_name,
+    error_keys,
+)
 from oopav.decide.gates import (
     MAX_LINT_BASE_FILES,
     GateOutcome,
@@ -17,6 +27,7 @@ from oopav.decide.gates import (
     compare_tests,
     introduced,
     ruff_findings,
+    skipped_both,
     uses_ruff,
 )
 from oopav.decide.policy import decision_policy
@@ -24,6 +35,53 @@ from oopav.decide.tests import TestSelection
 from oopav.events.catalog import ExecRecord
 from oopav.handlers.ports import Ports, exec_key
 from oopav.projections.session import SessionState
+
+
+async def run_check(ports: Ports, root: Path, argv: list[str], **kw) -> ExecRecord:  # type: ignore[no-untyped-def]
+    """``ports.sandbox.run`` for a check that must not edit the workspace (DESIGN: a gate
+    observes, it never edits): the work tree's hash before and after; when they differ, the
+    files are restored and the paths it changed are recorded in ``workspace_changed`` (so
+    replay, serving the record, reaches the same verdict)."""
+    from oopav.sandbox.workspace import WorkspaceError, restore_tree, tree_hash
+
+    before = None
+    with contextlib.suppress(WorkspaceError, OSError):
+        before = await asyncio.to_thread(tree_hash, root)
+    rec = await ports.sandbox.run(argv, workspace=root, **kw)  # type: ignore[union-attr]
+    if before is not None and not rec.workspace_changed:
+        changed: list[str] = []
+        with contextlib.suppress(WorkspaceError, OSError):
+            changed = await asyncio.to_thread(restore_tree, root, before)
+        if changed:
+            rec = msgspec.structs.replace(rec, workspace_changed=changed)
+    return rec
+
+
+def edited(gate: str, argv: list[str], rec: ExecRecord, execs: list[ExecRecord]) -> GateOutcome:
+    """The outcome of a check that changed the workspace: an error of the check (its verdict
+    is void, the files were restored), not a failure of the change."""
+    files = ", ".join(rec.workspace_changed[:10])
+    return GateOutcome(
+        gate,
+        True,
+        skipped=True,
+        error=True,
+        evidence=f"error: `{' '.join(argv)[:200]}` changed the workspace ({files}); the files "
+        "were restored and its verdict is not used (a gate must not edit: use read-only "
+        "flags, or policy.format for a formatter)",
+        note=f"{gate}: error: the check edited {files}; restored, not judged",
+        execs=execs,
+    )
+
+
+def where(state: SessionState) -> str:
+    """The project's environment as a reason names it (``.venv``), from the baseline probe."""
+    from oopav.sandbox.environment import read_probe
+
+    base = state.baseline
+    rec = next((r for r in (base.execs if base else []) if r.purpose == "env_probe"), None)
+    probe = read_probe(rec.stdout_tail) if rec is not None else None
+    return environment_name(probe.get("executable") if probe else None)
 
 
 def _changed(state: SessionState, root: Path) -> list[str]:
@@ -94,9 +152,10 @@ async def gate_tests(
         return GateOutcome("tests", True, skipped=True, evidence=selection.why)
     argv = list(selection.argv)
     # -- end decision core
-    rec = await ports.sandbox.run(  # type: ignore[union-attr]
+    rec = await run_check(
+        ports,
+        root,
         argv,
-        workspace=root,
         session_id=state.session_id,
         key=exec_key(cause_id, "gate_tests", argv),
         purpose="gate_tests",
@@ -104,8 +163,23 @@ async def gate_tests(
         environment=environment_spec(task),
         report=True,
     )
-    passed, evidence = compare_tests(rec, baseline_tests(state))
-    return GateOutcome("tests", passed, evidence=evidence, execs=[rec])
+    base = baseline_tests(state)
+    passed, evidence = compare_tests(rec, base)
+    notes = []
+    both = skipped_both(rec, base)
+    if both:
+        notes.append(
+            f"{len(both)} test(s) skipped both before and after: not verified ("
+            + ", ".join(both[:10])
+            + (", …" if len(both) > 10 else "")
+            + ")"
+        )
+        evidence += f"\n{notes[-1]}"
+    if rec.workspace_changed:
+        # The project's own tests are the judge: their verdict stands, their writes do not.
+        notes.append(f"tests: the test run wrote {', '.join(rec.workspace_changed[:10])}; restored")
+        evidence += f"\n{notes[-1]}"
+    return GateOutcome("tests", passed, evidence=evidence, execs=[rec], note="; ".join(notes))
 
 
 async def gate_lint(
@@ -129,10 +203,15 @@ async def gate_lint(
             "lint", True, skipped=True, evidence="the repository does not configure ruff"
         )
     env = environment_spec(state.task)
-    argv = ["ruff", "check", "--no-cache", "--output-format", "concise", "--exit-zero", *py]
-    rec = await ports.sandbox.run(  # type: ignore[union-attr]
+    # --no-fix: a project's `fix = true` must not let the check rewrite what the tests judged.
+    argv = [
+        "ruff", "check", "--no-fix", "--no-cache", "--output-format", "concise", "--exit-zero",
+        *py,
+    ]  # fmt: skip
+    rec = await run_check(
+        ports,
+        root,
         argv,
-        workspace=root,
         session_id=state.session_id,
         key=exec_key(cause_id, "gate_lint", argv),
         purpose="gate_lint",
@@ -140,6 +219,8 @@ async def gate_lint(
         environment=env,
     )
     execs = [rec]
+    if rec.workspace_changed:
+        return edited("lint", argv, rec, execs)
     tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-3000:]
     if rec.exit_code in (125, 126, 127) or (
         rec.exit_code != 0 and "No such file" in tail and "ruff" in tail
@@ -172,8 +253,8 @@ async def gate_lint(
         except Exception:
             continue  # a new file: everything in it is the change's
         base_argv = [
-            "ruff", "check", "--no-cache", "--output-format", "concise", "--exit-zero",
-            "--stdin-filename", f, "-",
+            "ruff", "check", "--no-fix", "--no-cache", "--output-format", "concise",
+            "--exit-zero", "--stdin-filename", f, "-",
         ]  # fmt: skip
         base = await ports.sandbox.run(  # type: ignore[union-attr]
             base_argv,
@@ -212,20 +293,52 @@ async def gate_lint(
 
 
 async def _exec(
-    gate: str, argv: list[str], state: SessionState, root: Path, ports: Ports, key: str
+    gate: str,
+    argv: list[str],
+    state: SessionState,
+    root: Path,
+    ports: Ports,
+    key: str,
+    *,
+    guard: bool = True,
+    report: bool = False,
 ) -> ExecRecord:
+    """One run of a check; ``guard``: in the workspace, proven not to edit it (``run_check``);
+    a run on an exported base tree needs no proof."""
     from oopav.handlers.support.baseline import environment_spec
 
     task = state.task
     assert task is not None
-    return await ports.sandbox.run(  # type: ignore[union-attr]
-        argv,
-        workspace=root,
+    kw = dict(
         session_id=state.session_id,
         key=key,
         purpose=f"gate_{gate}",
         timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),
         environment=environment_spec(task),
+        report=report,
+    )
+    if guard:
+        return await run_check(ports, root, argv, **kw)
+    return await ports.sandbox.run(argv, workspace=root, **kw)  # type: ignore[union-attr]
+
+
+def _not_run(
+    gate: str, argv: list[str], rec: ExecRecord, state: SessionState
+) -> GateOutcome | None:
+    """A skipped outcome when the command could not run at all, with what to do about it."""
+    tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-3000:]
+    why = cannot_run(argv, rec.exit_code, tail, where(state))
+    if why is None:
+        return None
+    fix = {"compile": "policy.compile_command", "doctest": "policy.doctest = false"}.get(gate)
+    why += f": install it or set {fix}" if fix else ""
+    return GateOutcome(
+        gate,
+        True,
+        skipped=True,
+        evidence=f"skipped: {why}\n{tail[-1000:]}",
+        note=f"{gate} skipped: {why}",
+        execs=[rec],
     )
 
 
@@ -233,12 +346,13 @@ async def _run(
     gate: str, argv: list[str], state: SessionState, root: Path, ports: Ports, cause_id: str
 ) -> GateOutcome:
     rec = await _exec(gate, argv, state, root, ports, exec_key(cause_id, f"gate_{gate}", argv))
+    if rec.workspace_changed:
+        return edited(gate, argv, rec, [rec])
     tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-3000:]
     shown = " ".join(argv)
-    if rec.exit_code == 127:
-        return GateOutcome(
-            gate, True, skipped=True, evidence=f"`{argv[0]}` is not available", execs=[rec]
-        )
+    not_run = _not_run(gate, argv, rec, state)
+    if not_run is not None:
+        return not_run
     if rec.timed_out or rec.exit_code != 0:
         what = "timed out" if rec.timed_out else f"exited {rec.exit_code}"
         return GateOutcome(gate, False, evidence=f"`{shown}` {what}\n{tail}", execs=[rec])
@@ -260,7 +374,7 @@ async def gate_compile(
     result = await _run("compile", argv, state, root, ports, cause_id)
     if result.passed or state.workspace is None or not result.execs[0].exit_code:
         return result  # passed, skipped, or timed out (no output to compare)
-    return await _against_baseline(result, argv, state, root, ports, cause_id)
+    return await _against_baseline(result, argv, state, root, ports, cause_id, error_keys)
 
 
 async def _against_baseline(
@@ -270,23 +384,28 @@ async def _against_baseline(
     root: Path,
     ports: Ports,
     cause_id: str,
+    keys_of,  # type: ignore[no-untyped-def]
 ) -> GateOutcome:
-    """The failed check again on the base commit's files; the gate fails only on errors the
-    baseline did not have. A baseline that passed the check makes every error new."""
+    """The failed check again on the base commit's files; the gate fails only on findings the
+    baseline did not have. A baseline that passed the check makes every error new; a check
+    that fails the same way on the base commit cannot judge the change (skipped, never
+    failed: a gate never fails with zero new findings)."""
     from oopav.sandbox.workspace import export_tree
 
     assert state.workspace is not None
+    gate = failed.gate
     rec = failed.execs[0]
     base_dir = root.with_name(root.name + ".base")
     try:
         await asyncio.to_thread(export_tree, root, state.workspace.base_commit, base_dir)
         base = await _exec(
-            "compile_base",
+            f"{gate}_base",
             argv,
             state,
             base_dir,
             ports,
-            exec_key(cause_id, "gate_compile_base", argv),
+            exec_key(cause_id, f"gate_{gate}_base", argv),
+            guard=False,
         )
     finally:
         await asyncio.to_thread(shutil.rmtree, base_dir, True)
@@ -295,31 +414,54 @@ async def _against_baseline(
         failed.evidence += "\n(the baseline passes this check: every error is new)"
         failed.execs = execs
         return failed
-    after = error_keys(rec.stdout_tail + "\n" + rec.stderr_tail, root.name)
-    before = error_keys(base.stdout_tail + "\n" + base.stderr_tail, root.name)
+    after = keys_of(rec.stdout_tail + "\n" + rec.stderr_tail, root.name)
+    before = keys_of(base.stdout_tail + "\n" + base.stderr_tail, root.name)
     new = after - before
     old = sum(after.values()) - sum(new.values())
     shown = " ".join(argv)
-    if not after or new:
-        listed = "\n".join(sorted(new)[:30]) if new else "(no error locations to compare)"
+    if new:
+        listed = "\n".join(sorted(new)[:30])
         return GateOutcome(
-            "compile",
+            gate,
             False,
             evidence=f"`{shown}`: {sum(new.values())} error(s) the baseline did not have "
             f"({old} pre-existing):\n{listed}",
             execs=execs,
         )
+    if not after:
+        why = (
+            f"`{shown[:200]}` fails on the base commit too (exit {base.exit_code}) and names "
+            "no finding to compare: it cannot judge the change"
+        )
+        tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-1500:]
+        return GateOutcome(
+            gate,
+            True,
+            skipped=True,
+            evidence=f"skipped: {why}\n{tail}",
+            note=f"{gate} skipped: {why}",
+            execs=execs,
+        )
     return GateOutcome(
-        "compile",
+        gate,
         True,
         evidence=f"`{shown}`: {old} error(s), all already in the baseline; none new",
         execs=execs,
     )
 
 
+def _doctest_keys(output: str, root_name: str):  # type: ignore[no-untyped-def]
+    """Failing doc tests of either mode: the import mode's keyed lines, else pytest's."""
+    keys = doctest_failures(output)
+    return keys if keys else error_keys(output, root_name)
+
+
 async def gate_doctest(
     state: SessionState, root: Path, changed: list[str], ports: Ports, cause_id: str
 ) -> GateOutcome:
+    """The changed modules' doc tests, run as the project runs them (``decide.checks.
+    doctest_command``: pytest ``--doctest-modules`` where configured, else imported by package
+    name so relative imports work), and baseline-aware like the compile gate."""
     if not decision_policy(state).doctest:
         return GateOutcome("doctest", True, skipped=True, evidence="doc tests off (policy)")
     files = doctest_files(root, changed)
@@ -327,4 +469,16 @@ async def gate_doctest(
         return GateOutcome(
             "doctest", True, skipped=True, evidence="no doc tests in the changed files"
         )
-    return await _run("doctest", ["python", "-m", "doctest", *files], state, root, ports, cause_id)
+    argv, mode = doctest_command(root, files)
+    if len(argv) <= 3:
+        return GateOutcome(
+            "doctest", True, skipped=True, evidence="the changed files are not importable modules"
+        )
+    result = await _run("doctest", argv, state, root, ports, cause_id)
+    if mode == "pytest" and result.execs and result.execs[0].exit_code == 5:
+        return GateOutcome(
+            "doctest", True, evidence="pytest collected no doc tests", execs=result.execs
+        )
+    if result.passed or state.workspace is None or not result.execs[0].exit_code:
+        return result
+    return await _against_baseline(result, argv, state, root, ports, cause_id, _doctest_keys)
