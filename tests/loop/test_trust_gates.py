@@ -64,7 +64,9 @@ async def test_a_configured_type_checker_missing_from_the_venv_is_skipped_with_t
     assert out.strip(), err[-3000:]
     result = json.loads(out)
     assert result["outcome"] == "success", (result, err[-2000:])
-    reason = "mypy is configured but not installed in .venv: install it or set policy.compile_command"
+    reason = (
+        "mypy is configured but not installed in .venv: install it or set policy.compile_command"
+    )
     assert reason in result["summary"], result["summary"]
     rc, out, err = await run_cli(tmp_path / "data", "show", result["session_id"], "--json")
     events = json.loads(out)
@@ -125,7 +127,9 @@ async def test_lint_never_fixes_a_project_with_ruff_fix_true(
     after the tests ran, and the session failed replay --verify."""
     repo = make_repo(tmp_path / "repo", pytest_suite=False, git_repo=False)
     pyproject = repo / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace("[tool.ruff]\n", "[tool.ruff]\nfix = true\n"))
+    pyproject.write_text(
+        pyproject.read_text().replace("[tool.ruff]\n", "[tool.ruff]\nfix = true\n")
+    )
     crawler = repo / "webtool" / "crawler.py"
     # A pre-existing unused import ruff would delete with fix = true (F401).
     crawler.write_text(crawler.read_text().replace("import re\n", "import os\nimport re\n"))
