@@ -7,6 +7,7 @@ goes through ``oopav run`` as a user runs it, on a project whose own .venv lacks
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -43,11 +44,8 @@ async def test_a_configured_type_checker_missing_from_the_venv_is_skipped_with_t
     pyproject.write_text(pyproject.read_text() + "\n[tool.mypy]\nstrict = true\n")
     (repo / ".gitignore").write_text(".venv/\n")
     commit_all(repo)
-    subprocess.run(
-        [str(host_interpreter()), "-m", "venv", "--without-pip", str(repo / ".venv")],
-        check=True,
-        capture_output=True,
-    )
+    venv = [str(host_interpreter()), "-m", "venv", "--without-pip", str(repo / ".venv")]
+    await asyncio.to_thread(subprocess.run, venv, check=True, capture_output=True)
     model = script_file(tmp_path / "model.json", [rename_all(), finish()])
     rc, out, err = await run_cli(
         tmp_path / "data",
@@ -68,7 +66,7 @@ async def test_a_configured_type_checker_missing_from_the_venv_is_skipped_with_t
         "mypy is configured but not installed in .venv: install it or set policy.compile_command"
     )
     assert reason in result["summary"], result["summary"]
-    rc, out, err = await run_cli(tmp_path / "data", "show", result["session_id"], "--json")
+    _, out, err = await run_cli(tmp_path / "data", "show", result["session_id"], "--json")
     events = json.loads(out)
     gate = next(e for e in events if e["type"] == "gate_evaluated" and e["gate"] == "compile")
     assert gate["skipped"] and gate["passed"], gate
