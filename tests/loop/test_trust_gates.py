@@ -62,6 +62,7 @@ async def test_a_configured_type_checker_missing_from_the_venv_is_skipped_with_t
     assert out.strip(), err[-3000:]
     result = json.loads(out)
     assert result["outcome"] == "success", (result, err[-2000:])
+    assert rc == 0
     reason = (
         "mypy is configured but not installed in .venv: install it or set policy.compile_command"
     )
