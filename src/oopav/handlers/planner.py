@@ -188,7 +188,12 @@ class Planner:
         out.emit(
             ev.PlanProposed,
             steps=[
-                PlanStep(id=s.id, description=s.description, files=list(s.files))
+                PlanStep(
+                    id=s.id,
+                    description=s.description,
+                    files=list(s.files),
+                    tests_may_fail=s.tests_may_fail,
+                )
                 for s in plan.steps
             ],
             files=list(plan.files),
@@ -263,7 +268,12 @@ class Planner:
             actor="-",
             ts=out.now(),
             steps=[
-                PlanStep(id=s.id, description=s.description, files=list(s.files))
+                PlanStep(
+                    id=s.id,
+                    description=s.description,
+                    files=list(s.files),
+                    tests_may_fail=s.tests_may_fail,
+                )
                 for s in plan.steps  # type: ignore[attr-defined]
             ],
             files=list(plan.files),  # type: ignore[attr-defined]
