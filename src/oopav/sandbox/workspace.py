@@ -314,6 +314,30 @@ def prepare_workspace(
         return info
 
 
+def last_workspace(settings: Settings | None = None, repo: Path | None = None) -> WorkspaceInfo:
+    """The newest session's workspace record (session ids sort by time): of ``repo`` when it
+    has one there, else of any repository (``oopav apply --last``)."""
+    st = settings or Settings()
+    metas = sorted(st.workspaces_dir.glob("*.json")) if st.workspaces_dir.is_dir() else []
+    infos = []
+    for meta in reversed(metas):
+        with contextlib.suppress(msgspec.DecodeError, OSError):
+            infos.append(msgspec.json.decode(meta.read_bytes(), type=WorkspaceInfo))
+    if not infos:
+        raise WorkspaceError(
+            f"no session workspaces under {st.workspaces_dir} (run a task first, or check "
+            "OOPAV_DATA_DIR)"
+        )
+    if repo is not None:
+        here = repo.resolve()
+        for info in infos:
+            with contextlib.suppress(OSError):
+                theirs = Path(info.repo).resolve()
+                if theirs == here or here in theirs.parents:
+                    return info
+    return infos[0]
+
+
 def find_workspace(session_id: str, settings: Settings | None = None) -> WorkspaceInfo:
     """The workspace of a session, by its id or a unique prefix of it."""
     st = settings or Settings()
