@@ -168,8 +168,8 @@ def introduced(
 
 TIER_GATES: dict[str, tuple[str, ...]] = {
     "compile_only": ("stubs", "parse", "compile"),
-    "tests": ("stubs", "parse", "compile", "doctest", "tests"),
-    "full": ("stubs", "parse", "compile", "doctest", "tests", "lint", "critic"),
+    "tests": ("stubs", "parse", "compile", "doctest", "tests", "residuals"),
+    "full": ("stubs", "parse", "compile", "doctest", "tests", "residuals", "lint", "critic"),
 }
 
 

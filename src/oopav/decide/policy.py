@@ -65,6 +65,11 @@ class LoopPolicy(BaseModel):
     tests: TestPolicy = Field(default_factory=TestPolicy)
     compile_command: list[str] | None = None
     doctest: bool = True
+    residuals: Literal["report", "fail", "off"] = Field(
+        "report",
+        description="after a rename, the old name's remaining occurrences: reported in the "
+        "outcome, or failing the gate",
+    )
     candidates: int = Field(
         1, ge=1, le=8, description="competing actions sampled and graded per step (1: off)"
     )

@@ -33,6 +33,7 @@ from oopav.handlers.support.gates import (
     gate_doctest,
     gate_lint,
     gate_parse,
+    gate_residuals,
     gate_stubs,
     gate_tests,
 )
@@ -80,6 +81,8 @@ class Verifier:
                     result.evidence = f"{selection.why}\n{result.evidence}"
             elif gate == "lint":
                 result = await gate_lint(state, root, changed, ports, event.id)
+            elif gate == "residuals":
+                result = await gate_residuals(state, root, changed)
             else:
                 result = await self._critic(state, out, event, changed, outcomes)
             outcomes.append(result)

@@ -482,3 +482,68 @@ async def gate_doctest(
     if result.passed or state.workspace is None or not result.execs[0].exit_code:
         return result
     return await _against_baseline(result, argv, state, root, ports, cause_id, _doctest_keys)
+
+
+MAX_RESIDUAL_FILES = 5000
+MAX_RESIDUAL_BYTES = 512 * 1024
+
+
+def _tracked_texts(root: Path) -> dict[str, str]:
+    """The work tree's tracked text files (binary and very large ones left out)."""
+    from oopav.sandbox.workspace import git
+
+    out: dict[str, str] = {}
+    names = [n for n in git(root, "ls-files", "-z").split("\0") if n][:MAX_RESIDUAL_FILES]
+    for name in names:
+        f = root / name
+        try:
+            if not f.is_file() or f.stat().st_size > MAX_RESIDUAL_BYTES:
+                continue
+            data = f.read_bytes()
+        except OSError:
+            continue
+        if b"\0" in data[:8192]:
+            continue
+        out[name] = data.decode("utf-8", "replace")
+    return out
+
+
+async def gate_residuals(state: SessionState, root: Path, changed: list[str]) -> GateOutcome:
+    """After a rename-like change, the old name's occurrences the change did not cover (other
+    languages, docs, strings, comments): reported in the outcome (``policy.residuals:
+    report``, the default) or failing the gate (``fail``). Reads the workspace only."""
+    from oopav.decide.residuals import describe, find_residuals, rename_pairs
+    from oopav.handlers.support.workspace import workspace_info
+    from oopav.sandbox.workspace import final_diff
+
+    mode = decision_policy(state).residuals
+    if mode == "off":
+        return GateOutcome("residuals", True, skipped=True, evidence="residuals off (policy)")
+    if not changed:
+        return GateOutcome("residuals", True, skipped=True, evidence="no files changed")
+    diff = await asyncio.to_thread(final_diff, workspace_info(state, None))
+    pairs = rename_pairs(diff)
+    if not pairs:
+        return GateOutcome(
+            "residuals", True, skipped=True, evidence="the change renames no identifier"
+        )
+    texts = await asyncio.to_thread(_tracked_texts, root)
+    found = find_residuals(texts, pairs)
+    names = ", ".join(f"`{o}` → `{n}`" for o, n in pairs)
+    if not found:
+        return GateOutcome(
+            "residuals", True, evidence=f"renamed {names}: the old name appears nowhere else"
+        )
+    text = describe(found)
+    files = sorted({r.path for r in found})
+    note = (
+        f"residuals: {len(found)} occurrence(s) of the old name(s) left in "
+        f"{', '.join(files[:5])}{', …' if len(files) > 5 else ''} (not covered by the change)"
+    )
+    if mode == "fail":
+        return GateOutcome(
+            "residuals", False, evidence=f"renamed {names}, but (policy.residuals: fail):\n{text}"
+        )
+    return GateOutcome(
+        "residuals", True, evidence=f"renamed {names}; reported, not failed:\n{text}", note=note
+    )
