@@ -194,3 +194,30 @@ async def test_doctests_run_by_package_name_and_only_new_failures_fail(
     assert "DOCTEST-FAIL webtool.crawler.old_example" in run.stdout_tail
     assert "first_link" not in run.stdout_tail  # the relative import worked
     await assert_replays(nats_url, sid)
+
+
+async def test_policy_format_runs_the_formatter_as_an_action_before_the_tests(
+    nc, nats_url: str, data_dir: Path, tmp_path: Path
+) -> None:
+    """Where the project wants formatting, it is a recorded action the tests then judge, not
+    a gate rewriting files after them."""
+    repo = make_repo(tmp_path / "repo", pytest_suite=False, git_repo=False)
+    crawler = repo / "webtool" / "crawler.py"
+    crawler.write_text(crawler.read_text() + "\n\nLIMITS = {  'depth':3 }\n")
+    commit_all(repo)
+    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    policy = {"format": ["ruff", "format", "webtool"]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy=policy))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    proposed = [e.action for e in of(events, "action_proposed")]
+    assert [a.type for a in proposed] == ["ast_grep", "run_command", "finish"]
+    assert proposed[1].argv == ["ruff", "format", "webtool"]
+    applied = of(events, "action_applied")[1]
+    assert applied.ok and "webtool/crawler.py" in applied.files_changed
+    kinds = [e.type for e in events]
+    assert kinds.index("gate_evaluated") > events.index(applied)  # the tests judge it after
+    assert '+LIMITS = {"depth": 3}' in state.diff
+    assert of(events, "model_called")[-1].role == "actor"  # no extra model call after it
+    await assert_replays(nats_url, sid)

@@ -141,6 +141,9 @@ class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
     # A check that must not edit (a gate) did: the paths it changed, already restored. Kept in
     # the record so replay, which serves the record instead of running it, decides the same.
     workspace_changed: list[str] = msgspec.field(default_factory=list)
+    # What a command action changed in the workspace (a binary git patch), recorded so replay,
+    # which serves the record without running the command, re-applies the same change.
+    patch: str = ""
 
 
 class TestRun(msgspec.Struct, kw_only=True, frozen=True):
