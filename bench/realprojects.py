@@ -27,6 +27,10 @@ a competent model's answers scripted:
 - a call-pattern change (an ast-grep pattern rule adding an argument equal to its default);
 - a breaking change (the definition renamed, its users not), which must end ``failed``.
 
+itsdangerous sets ``policy.format`` to the project's own fixer and formatter (ruff with
+``fix = true`` and ruff-format in its pre-commit): they run as a recorded action when the actor
+finishes, before the tests and the (read-only) lint gate.
+
 Reported per project and in total: competent changes that succeeded; breaking changes caught;
 false failures (a gate failed on a competent change: the change is good, so any failing gate
 is false); incomplete renames and how many were reported; ``replay --verify`` over every
@@ -102,6 +106,7 @@ class Project:
     install_self: bool
     changes: list[Change]
     what: str
+    policy: dict[str, Any] = field(default_factory=dict)
 
 
 def rename(old: str, new: str, def_path: str, def_line: str) -> list[Change]:
@@ -143,6 +148,9 @@ PROJECTS = [
         ],
         "own .venv (package, pytest, freezegun; mypy and ruff configured, not installed); "
         "ruff fix = true",
+        # The project fixes and formats with ruff (fix = true, pre-commit's ruff-format): as
+        # a recorded action before the tests, never by the lint gate.
+        {"format": ["sh", "-c", "ruff check --fix-only --quiet . ; ruff format --quiet ."]},
     ),
     Project(
         "markupsafe",
@@ -439,7 +447,9 @@ async def run_project(project: Project, repo: Path, data: Path) -> list[dict[str
                     "test_command": PYTEST,
                     "model": f"scripted:{project.name}-{i}",
                     "budgets": {"bounces": 0, "wall_seconds_per_phase": 900},
-                    "policy": {"tests_per_action": True},
+                    # Tests after every action for the good changes; a breaking change is left
+                    # to the gates, which must end it `failed` (no bounce).
+                    "policy": {"tests_per_action": change.expect == "success", **project.policy},
                 }
                 env = environment(project)
                 if env is not None:

@@ -50,3 +50,27 @@ async def test_a_fork_of_a_session_that_had_no_model_at_all_says_what_to_pass(
         seq = (await bus.events.read("session", submitted.aggregate_id))[0][0]
         with pytest.raises(ValueError, match="give the fork one with --model"):
             await fork_session(bus, submitted.aggregate_id, seq, None)
+
+
+async def test_an_example_whose_rule_matches_nothing_stops_before_any_test_with_near_matches(
+    nc, nats_url: str, data_dir: Path, example_repo: Path
+) -> None:
+    """§7: a misspelled example used to run the baseline tests, then retry the no-op rule
+    three times (`stuck: repeat x3`)."""
+    typo = [
+        {
+            "path": "webtool/example.py",
+            "before": "def fecth(url):\n    return url\n\n\npage = fecth('x')\n",
+            "after": "def fecth_page(url):\n    return url\n\n\npage = fecth_page('x')\n",
+        }
+    ]
+    body = task(example_repo, examples=typo, test_command=PYTEST)
+    del body["model"]  # synth: answers
+    async with loop(nats_url) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "failed", state.summary
+    assert "match nothing in the repository (the example changes `fecth`)" in state.summary
+    assert "nearest names in the repository: fetch" in state.summary
+    assert not of(events, "observation_recorded") and not of(events, "model_called")
+    await assert_replays(nats_url, sid)

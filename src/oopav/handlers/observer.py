@@ -125,6 +125,18 @@ class Observer:
             uncommitted=info.uncommitted,
         )
         state.workspace = ws  # type: ignore[assignment]
+        if event.examples:
+            from oopav.handlers.support.examples_check import examples_match_nothing
+            from oopav.handlers.support.model_calls import model_spec
+
+            if model_spec(state, ports).startswith("synth:"):
+                # Before any test: a learned rule that matches nothing can only be retried.
+                why = await asyncio.to_thread(
+                    examples_match_nothing, Path(info.path), list(event.examples)
+                )
+                if why is not None:
+                    await complete(out, state, "failed", why, reason="examples_match_nothing")
+                    return
         await self._observe_baseline(event, state, out, round_=0)
 
     async def _observe_baseline(
