@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 
 from oopav.decide.checks import (
+    DOCTEST_SCRIPT,
     cannot_run,
     compile_command,
     doctest_command,
@@ -322,6 +323,14 @@ async def _exec(
     return await ports.sandbox.run(argv, workspace=root, **kw)  # type: ignore[union-attr]
 
 
+def shown(argv: list[str]) -> str:
+    """A command as the timeline shows it: an inline ``python -c`` script by a short name."""
+    if len(argv) >= 3 and argv[1] == "-c" and "\n" in argv[2]:
+        head = "doc tests by package name" if argv[2] == DOCTEST_SCRIPT else "script"
+        return " ".join([argv[0], "-c", f"<{head}>", *argv[3:]])
+    return " ".join(argv)
+
+
 def _not_run(
     gate: str, argv: list[str], rec: ExecRecord, state: SessionState
 ) -> GateOutcome | None:
@@ -349,14 +358,14 @@ async def _run(
     if rec.workspace_changed:
         return edited(gate, argv, rec, [rec])
     tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-3000:]
-    shown = " ".join(argv)
+    shown_ = shown(argv)
     not_run = _not_run(gate, argv, rec, state)
     if not_run is not None:
         return not_run
     if rec.timed_out or rec.exit_code != 0:
         what = "timed out" if rec.timed_out else f"exited {rec.exit_code}"
-        return GateOutcome(gate, False, evidence=f"`{shown}` {what}\n{tail}", execs=[rec])
-    return GateOutcome(gate, True, evidence=f"`{shown}` passed\n{tail[-500:]}", execs=[rec])
+        return GateOutcome(gate, False, evidence=f"`{shown_}` {what}\n{tail}", execs=[rec])
+    return GateOutcome(gate, True, evidence=f"`{shown_}` passed\n{tail[-500:]}", execs=[rec])
 
 
 async def gate_compile(
@@ -418,19 +427,20 @@ async def _against_baseline(
     before = keys_of(base.stdout_tail + "\n" + base.stderr_tail, root.name)
     new = after - before
     old = sum(after.values()) - sum(new.values())
-    shown = " ".join(argv)
+    cmd = shown(argv)
     if new:
         listed = "\n".join(sorted(new)[:30])
+        output = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-1500:]
         return GateOutcome(
             gate,
             False,
-            evidence=f"`{shown}`: {sum(new.values())} error(s) the baseline did not have "
-            f"({old} pre-existing):\n{listed}",
+            evidence=f"`{cmd}`: {sum(new.values())} error(s) the baseline did not have "
+            f"({old} pre-existing):\n{listed}\n--- output ---\n{output}",
             execs=execs,
         )
     if not after:
         why = (
-            f"`{shown[:200]}` fails on the base commit too (exit {base.exit_code}) and names "
+            f"`{cmd[:200]}` fails on the base commit too (exit {base.exit_code}) and names "
             "no finding to compare: it cannot judge the change"
         )
         tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-1500:]
@@ -445,7 +455,7 @@ async def _against_baseline(
     return GateOutcome(
         gate,
         True,
-        evidence=f"`{shown}`: {old} error(s), all already in the baseline; none new",
+        evidence=f"`{cmd}`: {old} error(s), all already in the baseline; none new",
         execs=execs,
     )
 
