@@ -76,7 +76,11 @@ def environment_name(executable: str | None) -> str:
         return "the project's environment"
     parts = Path(executable).parts
     if len(parts) >= 3 and parts[-2] == "bin":
-        return parts[-3]
+        name = parts[-3]
+        if len(name) >= 16 and all(c in "0123456789abcdef" for c in name):
+            # oopav's own build (environment: {build: uv}) is cached under a hash.
+            return f"the environment oopav built with uv ({Path(*parts[:-2])})"
+        return name
     return executable
 
 
