@@ -86,6 +86,9 @@ class Change:
     path: str = ""  # break: the file whose definition line is renamed
     search: str = ""
     paths: list[str] = field(default_factory=lambda: ["."])
+    # A competent rename also fixes what the identifier rule cannot reach and a gate checks
+    # (a doc test naming the old function): (path, search, replace) edits, one more action.
+    also: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -160,12 +163,19 @@ PROJECTS = [
         ["pytest"],
         False,
         [
-            *rename(
-                "soft_str",
-                "soft_text",
-                "src/markupsafe/_native.py",
-                "def soft_str(s: t.Any) -> str:\n",
-            )[:1],
+            Change(
+                "rename",
+                "success",
+                old="soft_str",
+                new="soft_text",
+                also=[
+                    (
+                        "src/markupsafe/_native.py",
+                        "    >>> escape(soft_str(value))\n",
+                        "    >>> escape(soft_text(value))\n",
+                    )
+                ],
+            ),
             Change("call", "success", pattern="Markup($A)", fix="Markup($A, encoding=None)"),
             *rename(
                 "soft_str",
@@ -373,13 +383,17 @@ def script(change: Change, files: list[str]) -> dict[str, list[str]]:
             ],
         }
         what = f"Rename the definition {change.old} to {change.new}"
+    steps = [{"id": 1, "description": what, "files": files}]
+    actions = [act]
+    if change.also:
+        steps.append({"id": 2, "description": "Update the doc tests that name it", "files": files})
+        edits = [{"path": p, "search": s, "replace": r} for p, s, r in change.also]
+        actions.append({"type": "search_replace", "edits": edits})
+    steps.append({"id": len(steps) + 1, "description": "Run the tests", "files": []})
     plan = render_answer(
         "plan",
         {
-            "steps": [
-                {"id": 1, "description": what, "files": files},
-                {"id": 2, "description": "Run the tests", "files": []},
-            ],
+            "steps": steps,
             "files": files,
             "test_decision": "required",
             "rationale": "one structural change, then the project's own tests",
@@ -387,14 +401,17 @@ def script(change: Change, files: list[str]) -> dict[str, list[str]]:
         think="a mechanical change",
         state_update={"goals": [what]},
     )
-    action = render_answer("action", act, think="one change", state_update={"history": "done"})
+    answers = [
+        render_answer("action", a, think="one change", state_update={"history": "done"})
+        for a in actions
+    ]
     done = render_answer(
         "action",
         {"type": "finish", "summary": what},
         think="done",
         state_update={"history": "finished"},
     )
-    return {"planner": [plan], "actor": [action, done]}
+    return {"planner": [plan], "actor": [*answers, done]}
 
 
 def files_naming(repo: Path, word: str) -> list[str]:
