@@ -223,12 +223,15 @@ PROJECTS = [
         ["pytest"],
         False,
         [
-            *rename(
-                "check_bidi",
-                "check_bidi_rules",
-                "idna/core.py",
-                "def check_bidi(label: str, check_ltr: bool = False) -> bool:\n",
-            )[:1],
+            # Its __all__ names the function in a string the identifier rule cannot reach (the
+            # lint gate's F401 caught that in a first run): a competent rename edits it too.
+            Change(
+                "rename",
+                "success",
+                old="check_bidi",
+                new="check_bidi_rules",
+                also=[("idna/__init__.py", '    "check_bidi",\n', '    "check_bidi_rules",\n')],
+            ),
             Change(
                 "call",
                 "success",
@@ -386,7 +389,13 @@ def script(change: Change, files: list[str]) -> dict[str, list[str]]:
     steps = [{"id": 1, "description": what, "files": files}]
     actions = [act]
     if change.also:
-        steps.append({"id": 2, "description": "Update the doc tests that name it", "files": files})
+        steps.append(
+            {
+                "id": 2,
+                "description": "Update what names it in strings (doc tests, __all__)",
+                "files": files,
+            }
+        )
         edits = [{"path": p, "search": s, "replace": r} for p, s, r in change.also]
         actions.append({"type": "search_replace", "edits": edits})
     steps.append({"id": len(steps) + 1, "description": "Run the tests", "files": []})
