@@ -114,9 +114,30 @@ class RecordedMemory:
                 instruction=x.get("instruction", ""),
                 plan_summary=x.get("plan", ""),
                 embedder=x.get("embedder"),
+                # What that session rolled back: orient records it as "do not repeat".
+                rejected=list(x.get("rejected") or []),
             )
             for x in self.examples[:k]
         ]
+
+
+def _at(value: Any, path: str) -> Any:
+    """The value at a ``_first_field_difference`` path (``a.b[2].c``; ``[len …]`` → the list)."""
+    import re
+
+    for part in re.findall(r"\[len [^\]]*\]|\[\d+\]|[^.\[\]]+", path):
+        if part.startswith("[len"):
+            return value
+        try:
+            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return "(absent)"
+    return value
+
+
+def _shown(value: Any, limit: int = 300) -> str:
+    text = json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) else value
+    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 def _first_field_difference(a: Any, b: Any, path: str = "") -> str | None:
@@ -183,6 +204,9 @@ def compare(recorded: list[tuple[int, Event]], replayed: list[Event]) -> Diverge
             cause = f"different decision: {rep.type} instead of {rec[1].type}"
         elif fld == "id":
             cause = "different causal chain (ids differ)"
+        if not detail and fld:
+            # Name both values, so a divergence says what differs, not only where.
+            detail = f"recorded {_shown(_at(a, fld))}; replayed {_shown(_at(b, fld))}"
         return Divergence(i, rec[0], rec[1].type, rep.type, fld, cause, detail)
     return None
 
@@ -277,20 +301,23 @@ async def verify_session(
     backend = ReplayBackend.from_events(events_only, spec=f"replay:{session_id}")
     sandbox = RecordedSandbox.from_events(events_only)
     with tempfile.TemporaryDirectory(prefix="oopav-replay-") as tmp:
-        settings = Settings(data_dir=Path(tmp), nats_url=None)
+        # No model from this process's environment: only what the recording names is served.
+        settings = Settings(data_dir=Path(tmp), nats_url=None, model=None)
         ports = Ports(
             settings=settings,
             sandbox=sandbox,
             model_factory=lambda spec: backend,
             # A session that named no model ran on a default (a handler's --model, or synth:
             # for a task with examples): the recorded spec, so the replayed events name it too.
+            # A session that ran with no model at all replays with none (its calls failed the
+            # same way), never with a made-up default that would change the recorded backend.
             default_model=next(
                 (
                     e.backend
                     for e in events_only
                     if isinstance(e, ev.ModelCalled) and e.backend not in ("", "-")
                 ),
-                "replay",
+                None,
             ),
             recorded_ts={e.id: e.ts for e in events_only},
             pinned_base=_pinned_base(session_id, events_only),
@@ -378,6 +405,16 @@ async def verify_session(
     )
 
 
+def _parent_model(recorded: list[tuple[int, Event]], task: ev.TaskSubmitted) -> str | None:
+    """The model the parent actually ran on when its task named none: the backend its recorded
+    calls name (``synth:`` for a task with examples), else ``synth:`` when it has examples."""
+    for _, e in recorded:
+        if isinstance(e, ev.ModelCalled) and e.backend not in ("", "-", "replay"):
+            if not e.backend.startswith("fork:"):
+                return e.backend
+    return "synth:" if task.examples else None
+
+
 async def fork_session(bus: Any, session_id: str, at_sequence: int, model: str | None) -> str:
     """Start a new session from ``session_id``'s task that replays the parent's model answers
     up to ``at_sequence`` and continues live (with ``model`` when given). Returns its id."""
@@ -391,7 +428,13 @@ async def fork_session(bus: Any, session_id: str, at_sequence: int, model: str |
         raise ValueError(
             f"session {session_id} has no event at sequence {at_sequence}; see `oopav show {session_id}`"
         )
-    spec = f"fork:{session_id}@{at_sequence}:{model or task.model or bus.settings.model or ''}"
+    live = model or task.model or bus.settings.model or _parent_model(recorded, task)
+    if not live:
+        raise ValueError(
+            f"session {session_id} ran without a model and has no examples: give the fork one "
+            "with --model"
+        )
+    spec = f"fork:{session_id}@{at_sequence}:{live}"
     fields = {
         k: v
         for k, v in msgspec.structs.asdict(task).items()

@@ -89,7 +89,11 @@ async def run_handlers(
     # folded without a read.
     shared = SessionCache(bus.events)
     if "intake" in chosen:
-        intake = Intake(bus.nc, cache=shared)
+        # Whether a task naming no model has one here (refused at intake otherwise).
+        has_model = bool(
+            ports.default_model or ports.settings.model or ports.model_factory is not None
+        )
+        intake = Intake(bus.nc, cache=shared, default_model=has_model)
         # Answer requests before anyone is told we are up.
         await intake.start_responder()
         services.append(intake)

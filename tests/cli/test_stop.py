@@ -49,6 +49,39 @@ async def _read_until(stream: asyncio.StreamReader, needle: str, timeout: float 
     return await asyncio.wait_for(read(), timeout)
 
 
+def _descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {c for c, p in parents.items() if p in frontier and c not in out}
+        out |= frontier
+    return out
+
+
+async def _running(pid: int, argv: list[str], timeout: float = 240) -> None:
+    """Wait until ``argv`` runs below ``pid`` (the sandboxed baseline test command): what the
+    test waits for is that event, not a guess of how long start-up takes on a loaded machine.
+    The deadline only keeps a broken run from hanging the suite."""
+    want = "\0".join(argv).encode()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        for child in _descendants(pid):
+            try:
+                if Path(f"/proc/{child}/cmdline").read_bytes().rstrip(b"\0") == want:
+                    return
+            except OSError:
+                continue
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{argv} never started below pid {pid}")
+
+
 async def _events(store_dir: Path, sid: str) -> list[object]:
     """A session's events, read from the (stopped) embedded server's store."""
     from oopav.bus.store import EventStore, connect
@@ -70,13 +103,18 @@ async def test_ctrl_c_aborts_the_session_and_stops_the_embedded_server(tmp_path:
     # The baseline test run hangs: the session is in work when the user presses Ctrl-C.
     proc = await _spawn_run(data, "--task", str(EXAMPLE_TASK), "--test-command", "sleep 120")
     assert proc.stderr is not None
-    async with reaped(proc):
-        head = await _read_until(proc.stderr, "session ")
-        await asyncio.sleep(3)  # the observer is in the baseline test run
+    try:
+        head = await _read_until(proc.stderr, "session ", timeout=240)
+        await _running(proc.pid, ["sleep", "120"])  # the observer is in the baseline test run
         sid = next(ln.split()[1] for ln in head.splitlines() if ln.startswith("session "))
         info = json.loads((data / "nats" / "server.json").read_text())
         proc.send_signal(signal.SIGINT)
-        _, err = await asyncio.wait_for(proc.communicate(), 60)
+        # A deadline, not an estimate: the abort is what is waited for.
+        _, err = await asyncio.wait_for(proc.communicate(), 240)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     text = head + err.decode()
     assert proc.returncode == 130, text
     assert f"interrupted: session {sid} ended as aborted" in text
@@ -97,14 +135,18 @@ async def test_a_second_ctrl_c_exits_at_once(tmp_path: Path) -> None:
     data = tmp_path / "data"
     proc = await _spawn_run(data, "--task", str(EXAMPLE_TASK), "--test-command", "sleep 120")
     assert proc.stderr is not None
-    async with reaped(proc):
-        await _read_until(proc.stderr, "session ")
-        await asyncio.sleep(3)
+    try:
+        await _read_until(proc.stderr, "session ", timeout=240)
+        await _running(proc.pid, ["sleep", "120"])
         info = json.loads((data / "nats" / "server.json").read_text())
         proc.send_signal(signal.SIGINT)
-        await _read_until(proc.stderr, "stopping: draining")
+        await _read_until(proc.stderr, "stopping: draining", timeout=240)
         proc.send_signal(signal.SIGINT)
-        _, err = await asyncio.wait_for(proc.communicate(), 30)
+        _, err = await asyncio.wait_for(proc.communicate(), 240)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     assert proc.returncode == 130
     assert "interrupted again: exiting now" in err.decode()
     assert not _alive(int(info["pid"]))

@@ -359,6 +359,7 @@ async def test_tier_from_the_policy_and_the_full_chain_order(
         "compile",
         "doctest",
         "tests",
+        "residuals",
     ]
     assert "session_completed" == types(events)[-1]
     assert INSTRUCTION  # the default instruction is the rename

@@ -147,6 +147,8 @@ async def test_a_rolled_back_attempt_is_remembered_and_a_later_session_is_told_n
         assert "Rejected in similar sessions" in calls[role], role
         assert rejected[:60] in calls[role], role
     assert not of(events2, "workspace_rolled_back")
+    # Issue 24 §4: replay serves the recorded memory hits with what they rolled back.
+    await assert_replays(nats_url, sid2)
 
 
 # -- §3 tests after every action of a decision that requires them --------------------------------

@@ -131,7 +131,12 @@ def exec_cmd(
 
 
 @click.command("apply")
-@click.argument("session")
+@click.argument("session", required=False)
+@click.option(
+    "--last",
+    is_flag=True,
+    help="The newest session (of the repository in the current directory, if it has one).",
+)
 @click.option(
     "--check",
     "check_only",
@@ -146,7 +151,12 @@ def exec_cmd(
 )
 @click.pass_context
 def apply_cmd(
-    ctx: click.Context, session: str, check_only: bool, print_diff: bool, force: bool
+    ctx: click.Context,
+    session: str | None,
+    last: bool,
+    check_only: bool,
+    print_diff: bool,
+    force: bool,
 ) -> None:
     """Apply SESSION's final result to the directory it was made from.
 
@@ -159,12 +169,18 @@ def apply_cmd(
         WorkspaceError,
         apply_to_repo,
         find_workspace,
+        last_workspace,
         session_result,
     )
 
     settings = getattr(ctx.obj, "settings", None) or Settings()
+    if bool(session) == last:
+        raise click.UsageError("give a SESSION id (or a prefix of it) or --last, not both")
     try:
-        info = find_workspace(session, settings)
+        if last:
+            info = last_workspace(settings, Path.cwd())
+        else:
+            info = find_workspace(session or "", settings)
         if print_diff:
             click.echo(session_result(info, settings).diff, nl=False)
             return

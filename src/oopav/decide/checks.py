@@ -69,3 +69,112 @@ def error_keys(output: str, root_name: str) -> Counter[str]:
         if _LOCATION.search(text):
             keys[_LOCATION.sub("", text).removeprefix("./")] += 1
     return keys
+
+
+def environment_name(executable: str | None) -> str:
+    """How a reason names the project's environment: ``.venv`` for ``…/.venv/bin/python``."""
+    if not executable:
+        return "the project's environment"
+    parts = Path(executable).parts
+    if len(parts) >= 3 and parts[-2] == "bin":
+        name = parts[-3]
+        if len(name) >= 16 and all(c in "0123456789abcdef" for c in name):
+            # oopav's own build (environment: {build: uv}) is cached under a hash.
+            return f"the environment oopav built with uv ({Path(*parts[:-2])})"
+        return name
+    return executable
+
+
+_NO_MODULE = re.compile(r"No module named '?([A-Za-z0-9_.]+)'?")
+
+
+def cannot_run(argv: list[str], exit_code: int | None, output: str, where: str) -> str | None:
+    """Why a check's command could not run at all (so its exit says nothing about the change),
+    or None. A missing executable (126/127, the sandbox's 125 for an unusable environment), or
+    ``python -m TOOL`` whose TOOL is not installed."""
+    if exit_code in (125, 126, 127):
+        return f"`{argv[0]}` cannot run in {where} (exit {exit_code})"
+    if len(argv) >= 3 and argv[1] == "-m" and Path(argv[0]).name.startswith("python"):
+        tool = argv[2]
+        m = _NO_MODULE.search(output)
+        if m and m.group(1).split(".")[0] == tool.split(".")[0]:
+            return f"{tool} is configured but not installed in {where}"
+    return None
+
+
+def pytest_doctest_configured(root: Path) -> bool:
+    """Whether the project runs its doc tests with pytest (``--doctest-modules`` in its pytest
+    configuration: pyproject.toml, pytest.ini, setup.cfg or tox.ini)."""
+    tools = _pyproject_tools(root)
+    opts = tools.get("pytest", {}).get("ini_options", {}).get("addopts", "")
+    if "--doctest-modules" in (" ".join(opts) if isinstance(opts, list) else str(opts)):
+        return True
+    for name in ("pytest.ini", "setup.cfg", "tox.ini"):
+        f = root / name
+        try:
+            text = f.read_text(errors="replace") if f.is_file() else ""
+        except OSError:
+            continue
+        if "--doctest-modules" in text and ("[pytest]" in text or "[tool:pytest]" in text):
+            return True
+    return False
+
+
+def module_name(path: str) -> str | None:
+    """The importable name of a Python file of the project: ``src/pkg/mod.py`` → ``pkg.mod``,
+    ``pkg/__init__.py`` → ``pkg``; None for a path that is no module name."""
+    parts = list(Path(path).with_suffix("").parts)
+    if parts and parts[0] in ("src", "lib") and len(parts) > 1:
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    if not parts or not all(p.isidentifier() for p in parts):
+        return None
+    return ".".join(parts)
+
+
+# Doc tests by package name: each module imported as the package does (so relative imports
+# work), its doctests run, every failure printed as one keyed line the gate compares with
+# the baseline's. ``src`` goes on the path for src layouts whose package is not installed.
+DOCTEST_SCRIPT = """import doctest, importlib, os, sys
+if os.path.isdir("src"):
+    sys.path.insert(1, os.path.abspath("src"))
+bad = 0
+for name in sys.argv[1:]:
+    try:
+        mod = importlib.import_module(name)
+    except BaseException as exc:
+        print(f"DOCTEST-FAIL {name} (import): {type(exc).__name__}: {exc}")
+        bad += 1
+        continue
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(verbose=False)
+    for test in finder.find(mod, name):
+        result = runner.run(test, out=sys.stdout.write)
+        for _ in range(result.failed):
+            print(f"DOCTEST-FAIL {test.name}")
+            bad += 1
+print(f"doctest: {bad} failure(s)")
+sys.exit(1 if bad else 0)
+"""
+
+
+def doctest_command(root: Path, files: list[str]) -> tuple[list[str], str]:
+    """How this project's doc tests run: with pytest where its configuration asks for
+    ``--doctest-modules``, else each module imported by package name. (argv, mode)."""
+    if pytest_doctest_configured(root):
+        pytest = ["python", "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider"]
+        return [*pytest, "--doctest-modules", *files], "pytest"
+    names = [n for n in (module_name(f) for f in files) if n]
+    return ["python", "-c", DOCTEST_SCRIPT, *names], "import"
+
+
+def doctest_failures(output: str) -> Counter[str]:
+    """The failing doc tests named in the output (the import mode's ``DOCTEST-FAIL`` lines,
+    pytest's ``FAILED`` summary lines), as a multiset."""
+    keys: Counter[str] = Counter()
+    for line in output.splitlines():
+        if line.startswith("DOCTEST-FAIL "):
+            keys[line.removeprefix("DOCTEST-FAIL ").strip()] += 1
+        elif line.startswith(("FAILED ", "ERROR ")):
+            keys[line.split(" - ")[0].strip()] += 1
+    return keys

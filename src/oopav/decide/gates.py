@@ -36,6 +36,10 @@ class GateOutcome:
     verdict: str | None = None  # critic only: approve | reject | unavailable
     reasons: list[str] = field(default_factory=list)
     model_events: list[Event] = field(default_factory=list)
+    # What the session's outcome must say about this gate (a check that could not run, tests
+    # skipped before and after): appended to the summary so a success is not over-read.
+    note: str = ""
+    error: bool = False  # the check itself misbehaved (edited the workspace): verdict void
 
 
 def test_decision(state: SessionState) -> str:
@@ -100,6 +104,14 @@ def compare_tests(rec: ExecRecord, base: ExecRecord | None) -> tuple[bool, str]:
     return False, f"`{argv}` exited {rec.exit_code}\n{tail}"
 
 
+def skipped_both(rec: ExecRecord, base: ExecRecord | None) -> list[str]:
+    """Tests skipped at baseline and skipped again after the change: nothing verified them."""
+    if rec.report is None or base is None or base.report is None:
+        return []
+    before = set(base.report.skipped_ids)
+    return [t for t in rec.report.skipped_ids if t in before]
+
+
 def uses_ruff(root: Path) -> bool:
     if (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file():
         return True
@@ -156,8 +168,8 @@ def introduced(
 
 TIER_GATES: dict[str, tuple[str, ...]] = {
     "compile_only": ("stubs", "parse", "compile"),
-    "tests": ("stubs", "parse", "compile", "doctest", "tests"),
-    "full": ("stubs", "parse", "compile", "doctest", "tests", "lint", "critic"),
+    "tests": ("stubs", "parse", "compile", "doctest", "tests", "residuals"),
+    "full": ("stubs", "parse", "compile", "doctest", "tests", "residuals", "lint", "critic"),
 }
 
 

@@ -105,6 +105,8 @@ class ObserverFacts(msgspec.Struct, kw_only=True, frozen=True):
     expected_change: bool = False
     consecutive_failures: int = 0
     touched_paths: list[str] = msgspec.field(default_factory=list)
+    expected_broken: bool = False
+    """The plan marks this action's step ``tests_may_fail``: rule 5 waits for a later step."""
     perturbed: bool = True
     """Whether a stuck replan with a perturbation already happened in this session. Rule 2
     escalates only then: the stuck detector's perturbed replan comes first."""
@@ -131,6 +133,10 @@ def decide_observer_action(
     4. The change introduced stub markers → ``negative_example``: placeholders are what the
        done-gate rejects, so the step is a counter-example as well.
     5. Tests passed before and fail after → ``replan``: the approach broke behaviour.
+       "Before" is the previous step (the last applied action the tests ran after), not the
+       baseline: a step is blamed only for what it broke. A step the plan marks
+       ``tests_may_fail`` (``expected_broken``) waives the rule; the next unmarked step is
+       compared with the state before the marked ones.
     6. The action should have changed files and changed none → ``more_evidence``: the actor's
        picture of the code is wrong (a pattern that matched nothing); look again before acting.
     7. Nothing above → ``continue``.
@@ -141,6 +147,7 @@ def decide_observer_action(
     1 and 2 can fire (there is no change yet to judge).
     """
     fired: list[tuple[ObserverAction, str]] = []
+    waived: list[str] = []
 
     touched = sorted({*facts.touched_paths, *facts.changed_files})
     secrets = [p for p in touched if is_secret_path(p)]
@@ -167,14 +174,20 @@ def decide_observer_action(
                 ("negative_example", f"rule 4: {_summary(facts.new_stubs)} stubs introduced")
             )
         if facts.tests_before is True and facts.tests_after is False:
-            fired.append(("replan", "rule 5: tests passed before the change and fail after it"))
+            if facts.expected_broken:
+                waived.append(
+                    "rule 5 waived: the plan marks this step tests_may_fail (a later step "
+                    "must make them pass)"
+                )
+            else:
+                fired.append(("replan", "rule 5: tests passed before the change and fail after it"))
         if facts.expected_change and not facts.changed_files:
             fired.append(
                 ("more_evidence", "rule 6: the action should have changed files but changed none")
             )
 
     if not fired:
-        return ObserverDecision(action="continue", reasons=["rule 7: no rule fired"])
+        return ObserverDecision(action="continue", reasons=[*waived, "rule 7: no rule fired"])
     action = max((a for a, _ in fired), key=SEVERITY.__getitem__)
     return ObserverDecision(action=action, reasons=[r for _, r in fired])
 

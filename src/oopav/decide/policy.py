@@ -64,7 +64,17 @@ class LoopPolicy(BaseModel):
     replans: ReplanPolicy = Field(default_factory=ReplanPolicy)
     tests: TestPolicy = Field(default_factory=TestPolicy)
     compile_command: list[str] | None = None
+    format: list[str] | None = Field(
+        None,
+        description="the project's formatter (an argv): run as a recorded action when the "
+        "actor finishes, before the verifier's tests judge the change",
+    )
     doctest: bool = True
+    residuals: Literal["report", "fail", "off"] = Field(
+        "report",
+        description="after a rename, the old name's remaining occurrences: reported in the "
+        "outcome, or failing the gate",
+    )
     candidates: int = Field(
         1, ge=1, le=8, description="competing actions sampled and graded per step (1: off)"
     )

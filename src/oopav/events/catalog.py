@@ -93,6 +93,9 @@ class PlanStep(msgspec.Struct, kw_only=True, frozen=True):
     description: str
     files: list[str] = msgspec.field(default_factory=list)
     kind: str = "edit"
+    # The step leaves the tests failing on purpose (a signature changed before its call
+    # sites): the observer's "passed before, fail after" rule waits for a later step.
+    tests_may_fail: bool = False
 
 
 class Finding(msgspec.Struct, kw_only=True, frozen=True):
@@ -114,6 +117,7 @@ class TestReport(msgspec.Struct, kw_only=True, frozen=True):
     failed: list[str] = msgspec.field(default_factory=list)
     errors: list[str] = msgspec.field(default_factory=list)
     truncated: bool = False
+    skipped_ids: list[str] = msgspec.field(default_factory=list)
 
 
 class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
@@ -134,6 +138,12 @@ class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
     duration_ms: float = 0.0
     artifact: str | None = None
     report: TestReport | None = None
+    # A check that must not edit (a gate) did: the paths it changed, already restored. Kept in
+    # the record so replay, which serves the record instead of running it, decides the same.
+    workspace_changed: list[str] = msgspec.field(default_factory=list)
+    # What a command action changed in the workspace (a binary git patch), recorded so replay,
+    # which serves the record without running the command, re-applies the same change.
+    patch: str = ""
 
 
 class TestRun(msgspec.Struct, kw_only=True, frozen=True):

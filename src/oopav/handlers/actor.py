@@ -26,7 +26,7 @@ from oopav.events.actions import (
     RunCommandAction,
     action_hash,
 )
-from oopav.events.catalog import Event
+from oopav.events.catalog import Event, ExecRecord
 from oopav.handlers.ports import Ports, exec_key
 from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.baseline import environment_spec
@@ -147,6 +147,18 @@ class Actor:
         # Read-only retrieval informs a step; it does not complete one.
         applied = sum(1 for a in since if a.status == "applied" and a.type not in READ_ONLY_ACTIONS)
         step = min(applied + 1, len(state.plan.steps))
+        fmt = _format_argv(state)
+        if fmt and _just_formatted(state, fmt):
+            # The formatter ran because the actor finished: finish now, without asking again.
+            finish = FinishAction(summary=f"plan applied; formatted with `{' '.join(fmt)}`")
+            out.emit(
+                ev.ActionProposed,
+                action=finish,
+                action_hash=action_hash(finish),
+                step=step,
+                iteration=state.budgets_used.iterations + 1,
+            )
+            return
         if applied >= len(state.plan.steps):
             # Every step has an applied action: hand over to the verifier without asking.
             finish = FinishAction(summary=f"all {len(state.plan.steps)} plan steps applied")
@@ -173,6 +185,11 @@ class Actor:
         # -- end decision core
         if action is None:
             return
+        if isinstance(action, FinishAction) and fmt and not _just_formatted(state, fmt):
+            # policy.format: what changes code is an action, recorded before the tests that
+            # judge it — never a gate rewriting files after them (issue 24).
+            action = RunCommandAction(argv=list(fmt), timeout_s=300.0)
+            think = f"policy.format: the project's formatter before finishing ({think})"[:2000]
         proposed = out.emit(
             ev.ActionProposed,
             action=action,
@@ -287,10 +304,11 @@ class Actor:
         # The task's own test command is what the verifier runs anyway: allowed by default
         # (a policy deny or an explicit denial still wins, as check() orders them).
         test = state.task.test_command if state.task else None
-        if test and policy is not None:
-            own = str(exec_scope(test))
-            if own not in policy.allow:
-                policy = policy.model_copy(update={"allow": [*policy.allow, own]})
+        for argv in (test, _format_argv(state)):
+            if argv and policy is not None:
+                own = str(exec_scope(argv))
+                if own not in policy.allow:
+                    policy = policy.model_copy(update={"allow": [*policy.allow, own]})
         return check(scopes, GrantState(grants=grants, denials=denials), policy, out.now())
 
     async def _rollback(self, state: SessionState) -> None:
@@ -338,6 +356,7 @@ class Actor:
                 network=plan.network,
                 environment=environment_spec(task),
             )
+            rec = await asyncio.to_thread(_record_effect, root, rec)
             execs.append(rec)
             ok = rec.exit_code == 0 and not rec.timed_out
             exit_code, sig, timed_out = rec.exit_code, rec.signal, rec.timed_out
@@ -704,3 +723,39 @@ def _recent_text(state: SessionState) -> str:
 
 def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
     return msgspec.json.decode(msgspec.json.encode(details))
+
+
+def _format_argv(state: SessionState) -> list[str] | None:
+    from oopav.decide.policy import decision_policy
+
+    fmt = decision_policy(state).format
+    return list(fmt) if fmt else None
+
+
+def _just_formatted(state: SessionState, fmt: list[str]) -> bool:
+    """Whether the last applied change of this plan is the formatter run (nothing after it)."""
+    for a in reversed(state.actions[state.plan_actions_start :]):
+        if a.type in READ_ONLY_ACTIONS or a.status not in ("applied", "failed"):
+            continue  # a failed formatter run counts: it is not retried on the next finish
+        return isinstance(a.action, RunCommandAction) and list(a.action.argv) == fmt
+    return False
+
+
+MAX_EFFECT_PATCH = 512 * 1024
+
+
+def _record_effect(root: Path, rec: ExecRecord) -> ExecRecord:
+    """A command action's effect on the files, carried in its record. Live: the workspace's
+    change since the checkpoint, as a binary patch (up to ``MAX_EFFECT_PATCH``). Replay (the
+    record already carries a patch; the command did not run): the patch applied, so the files
+    are what they were when it ran."""
+    from oopav.sandbox.workspace import git
+
+    if rec.patch:
+        git(root, "apply", "--binary", "--whitespace=nowarn", "-", input=rec.patch)
+        return rec
+    git(root, "add", "-A")
+    patch = git(root, "diff", "--cached", "--binary", "HEAD")
+    if not patch or len(patch.encode()) > MAX_EFFECT_PATCH:
+        return rec
+    return msgspec.structs.replace(rec, patch=patch)

@@ -57,6 +57,7 @@ def decide(
     *,
     check_repo: bool = True,
     max_event_bytes: int | None = None,
+    default_model: bool = True,
 ) -> Event:
     """The intake's pure core: raw bytes and their stored position → one event (the first
     member of a group; :func:`decide_all` gives every member)."""
@@ -67,6 +68,7 @@ def decide(
         clock,
         check_repo=check_repo,
         max_event_bytes=max_event_bytes,
+        default_model=default_model,
     )[0]
 
 
@@ -79,8 +81,13 @@ def decide_all(
     check_repo: bool = True,
     max_event_bytes: int | None = None,
     storage_full: str | None = None,
+    default_model: bool = True,
 ) -> list[Event]:
     """Raw bytes → the events to append: one, or K ``task_submitted`` for a group.
+
+    ``default_model``: whether the handlers have a model for a task that names none (a
+    ``--model``, ``OOPAV_MODEL``); without one, a task with neither a model nor examples is
+    refused here, before any baseline test runs.
 
     ``max_event_bytes``: the largest message the server stores (its ``max_payload``); a task
     whose event would be larger is rejected here rather than failing to append.
@@ -125,6 +132,20 @@ def decide_all(
             )
         ]
     assert isinstance(result, Accepted)
+    if not result.model and not result.examples and not default_model:
+        return [
+            TaskRejected(
+                schema=TaskRejected.SCHEMA,
+                error="no model: the task names none, has no examples for synth:, and the "
+                "handlers have no default; pass --model (or `model` in the task), set "
+                "OOPAV_MODEL, or give before/after examples",
+                field="model",
+                code="missing",
+                excerpt=safe_text(payload[:200].decode("utf-8", "replace"), 200),
+                source=source,
+                **env,
+            )
+        ]
     group = None
     if result.group is not None:
         group = group_info(result.group, stored_at_ms, f"{INTAKE_STREAM}:{stream_sequence}")
@@ -198,8 +219,10 @@ class Intake(RespondingHandler):
         check_repo: bool = True,
         cache: SessionCache | None = None,
         watermark: Watermark | None = None,
+        default_model: bool = True,
     ) -> None:
         self.nc = nc
+        self.default_model = default_model
         # The data directory's free-space watermark (bus/storage.py): under it, new tasks are
         # refused with storage_full, at once on the request and on the stored copy.
         if watermark is None:
@@ -255,6 +278,7 @@ class Intake(RespondingHandler):
             check_repo=self.check_repo,
             max_event_bytes=self.nc.max_payload or None,
             storage_full=full,
+            default_model=self.default_model,
         ):
             # The session id is fresh, so its aggregate must be empty (expected 0); a
             # redelivery finds its own event there and counts as a duplicate.

@@ -126,6 +126,18 @@ class Observer:
             uncommitted=info.uncommitted,
         )
         state.workspace = ws
+        if event.examples:
+            from oopav.handlers.support.examples_check import examples_match_nothing
+            from oopav.handlers.support.model_calls import model_spec
+
+            if model_spec(state, ports).startswith("synth:"):
+                # Before any test: a learned rule that matches nothing can only be retried.
+                why = await asyncio.to_thread(
+                    examples_match_nothing, Path(info.path), list(event.examples)
+                )
+                if why is not None:
+                    await complete(out, state, "failed", why, reason="examples_match_nothing")
+                    return
         await self._observe_baseline(event, state, out, round_=0)
 
     async def _observe_baseline(
@@ -307,7 +319,7 @@ class Observer:
                 break
         if not event.ok:
             failures = max(failures, 1)
-        tests_before = _tests_before(state)
+        tests_before = _tests_before(state, rec.id if rec else None)
         tests_after: TestRun | None = None
         execs = []
         if root is not None and task is not None and event.ok and event.files_changed:
@@ -329,6 +341,7 @@ class Observer:
                 expected_change=kind in FILE_ACTIONS,
                 consecutive_failures=failures,
                 touched_paths=list(event.files_changed),
+                expected_broken=_expected_broken(state, rec.step if rec else 0),
                 perturbed=state.stuck > 0,
             )
         )
@@ -430,7 +443,26 @@ async def _second_opinion(state: SessionState, out: Emitter, reasons: list[str])
     return f"the critic's second opinion: {said.verdict}: " + "; ".join(said.reasons)
 
 
-def _tests_before(state: SessionState) -> bool | None:
+def _expected_broken(state: SessionState, step: int) -> bool:
+    """Whether the current plan marks ``step`` as leaving the tests failing on purpose."""
+    steps = state.plan.steps if state.plan else []
+    return any(s.id == step and s.tests_may_fail for s in steps)
+
+
+def _tests_before(state: SessionState, action_id: str | None = None) -> bool | None:
+    """The tests before this action: after the last earlier action still applied that the
+    tests ran after (skipping steps the plan marks ``tests_may_fail``), else at baseline.
+    Compared with the previous step, not the baseline, so a step after a breaking one is
+    not blamed for what it did not break."""
+    if action_id is not None:
+        mine = [i for i, a in enumerate(state.actions) if a.id == action_id]
+        end = mine[0] if mine else len(state.actions)
+        for a in reversed(state.actions[:end]):
+            if a.status != "applied" or a.tests is None:
+                continue
+            if _expected_broken(state, a.step) and not a.tests:
+                continue  # a planned broken state: compare with what came before it
+            return a.tests
     if state.baseline is not None and state.baseline.tests is not None:
         return state.baseline.tests.passed
     for g in reversed(state.evidence):

@@ -210,7 +210,12 @@ class Planner:
         out.emit(
             ev.PlanProposed,
             steps=[
-                PlanStep(id=s.id, description=s.description, files=list(s.files))
+                PlanStep(
+                    id=s.id,
+                    description=s.description,
+                    files=list(s.files),
+                    tests_may_fail=s.tests_may_fail,
+                )
                 for s in plan.steps
             ],
             files=list(plan.files),
@@ -285,7 +290,12 @@ class Planner:
             actor="-",
             ts=out.now(),
             steps=[
-                PlanStep(id=s.id, description=s.description, files=list(s.files))
+                PlanStep(
+                    id=s.id,
+                    description=s.description,
+                    files=list(s.files),
+                    tests_may_fail=s.tests_may_fail,
+                )
                 for s in plan.steps  # type: ignore[attr-defined]  # duck-typed plan: a parsed PlanOutput
             ],
             files=list(plan.files),  # type: ignore[attr-defined]  # duck-typed plan: a parsed PlanOutput

@@ -33,6 +33,7 @@ from oopav.handlers.support.gates import (
     gate_doctest,
     gate_lint,
     gate_parse,
+    gate_residuals,
     gate_stubs,
     gate_tests,
 )
@@ -80,6 +81,8 @@ class Verifier:
                     result.evidence = f"{selection.why}\n{result.evidence}"
             elif gate == "lint":
                 result = await gate_lint(state, root, changed, ports, event.id)
+            elif gate == "residuals":
+                result = await gate_residuals(state, root, changed)
             else:
                 result = await self._critic(state, out, event, changed, outcomes)
             outcomes.append(result)
@@ -102,6 +105,10 @@ class Verifier:
             out.emit(ev.VerificationCompleted, passed=True, gates=names, bounce=bounce)
             _score_replan(state, out, after, len(chain))
             summary = event.action.summary  # type: ignore[union-attr]  # a finish ActionProposed (checked in handle) has its action
+            notes = [o.note for o in outcomes if o.note]
+            if notes:
+                # What was not verified belongs in the outcome, not only in `show --json`.
+                summary += " [" + "; ".join(notes) + "]"
             if "tests" in chain and selection.unverified:
                 await complete(
                     out,

@@ -29,11 +29,17 @@ class ForkBackend:
                 if exc.kind not in ("replay_miss", "exhausted"):
                     raise
                 self.recorded = None  # past the fork point: never go back
+        if self.live is None:
+            raise ModelError(
+                "invalid_spec",
+                f"{self.spec}: past the fork point and no live model to continue with (pass --model)",
+            )
         self.live_calls += 1
         return await self.live.complete(request)
 
     async def aclose(self) -> None:
-        await self.live.aclose()
+        if self.live is not None:
+            await self.live.aclose()
 
 
 def fork_backend_factory(

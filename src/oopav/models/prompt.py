@@ -37,6 +37,7 @@ class PlanStepOutput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, f
     id: Annotated[int, Meta(ge=1)]
     description: Annotated[str, Meta(min_length=1)]
     files: list[str] = msgspec.field(default_factory=list)
+    tests_may_fail: bool = False
 
 
 class PlanOutput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -168,7 +169,8 @@ def _static_prefix(system: str, policy_text: str) -> str:
 ROLE_DIRECTIVES: dict[str, str] = {
     "planner": (
         "Role: planner. Propose a plan for the task: numbered steps (id, description, files), the "
-        "files manifest, the test decision (keep orient's unless you say why in the rationale). "
+        "files manifest, the test decision (keep orient's unless you say why in the rationale); "
+        "mark a step tests_may_fail when it leaves the tests failing until a later step. "
         "Answer with <think>, <plan> and <state_update>."
     ),
     "actor": (

@@ -42,6 +42,8 @@ class ActionRecord(msgspec.Struct, kw_only=True):
     checkpoint: str | None = None
     grants_used: list[str] = msgspec.field(default_factory=list)
     action: Action | None = None
+    applied_event: str | None = None  # the action_applied event's id
+    tests: bool | None = None  # the tests after this action, when the observer ran them
 
 
 class GateRecord(msgspec.Struct, kw_only=True):
@@ -277,6 +279,11 @@ def _observation(s: SessionState, e: ev.ObservationRecorded) -> None:
         action=e.observer_action,
     )
     s.observations = [*s.observations, point][-OBSERVATION_HISTORY:]
+    if e.phase == "change" and e.tests is not None:
+        for a in reversed(s.actions):
+            if a.applied_event == e.source_event:
+                a.tests = e.tests.passed
+                break
     if e.phase == "change" and s.phase not in ("completed",):
         s.phase = "acting"
 
@@ -404,6 +411,7 @@ def _action_applied(s: SessionState, e: ev.ActionApplied) -> None:
     if rec is not None:
         rec.status = "applied" if e.ok else "failed"
         rec.checkpoint = e.checkpoint
+        rec.applied_event = e.id
         rec.grants_used = list(e.grants_used)
     if s.awaiting_permission == e.action_id:
         s.awaiting_permission = None

@@ -618,6 +618,7 @@ def parse_junit(path: Path) -> Any:
     total = passed = skipped = 0
     failed: list[str] = []
     errors: list[str] = []
+    skipped_ids: list[str] = []
     for case in root.iter("testcase"):
         total += 1
         cls, name = case.get("classname") or "", case.get("name") or ""
@@ -629,6 +630,7 @@ def parse_junit(path: Path) -> Any:
             failed.append(tid)
         elif "skipped" in tags:
             skipped += 1
+            skipped_ids.append(tid)
         else:
             passed += 1
     truncated = len(failed) > MAX_REPORT_IDS or len(errors) > MAX_REPORT_IDS
@@ -639,6 +641,7 @@ def parse_junit(path: Path) -> Any:
         failed=sorted(failed)[:MAX_REPORT_IDS],
         errors=sorted(errors)[:MAX_REPORT_IDS],
         truncated=truncated,
+        skipped_ids=sorted(skipped_ids)[:MAX_REPORT_IDS],
     )
 
 

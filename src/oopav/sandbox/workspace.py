@@ -314,6 +314,30 @@ def prepare_workspace(
         return info
 
 
+def last_workspace(settings: Settings | None = None, repo: Path | None = None) -> WorkspaceInfo:
+    """The newest session's workspace record (session ids sort by time): of ``repo`` when it
+    has one there, else of any repository (``oopav apply --last``)."""
+    st = settings or Settings()
+    metas = sorted(st.workspaces_dir.glob("*.json")) if st.workspaces_dir.is_dir() else []
+    infos = []
+    for meta in reversed(metas):
+        with contextlib.suppress(msgspec.DecodeError, OSError):
+            infos.append(msgspec.json.decode(meta.read_bytes(), type=WorkspaceInfo))
+    if not infos:
+        raise WorkspaceError(
+            f"no session workspaces under {st.workspaces_dir} (run a task first, or check "
+            "OOPAV_DATA_DIR)"
+        )
+    if repo is not None:
+        here = repo.resolve()
+        for info in infos:
+            with contextlib.suppress(OSError):
+                theirs = Path(info.repo).resolve()
+                if theirs == here or here in theirs.parents:
+                    return info
+    return infos[0]
+
+
 def find_workspace(session_id: str, settings: Settings | None = None) -> WorkspaceInfo:
     """The workspace of a session, by its id or a unique prefix of it."""
     st = settings or Settings()
@@ -793,3 +817,58 @@ def changed_lines(root: Path, base: str) -> int:
         if added.isdigit() and deleted.isdigit():
             total += int(added) + int(deleted)
     return total
+
+
+def _with_index(root: Path, index: Path, *args: str, input: str | None = None) -> str:
+    """``git <args>`` in ``root`` against a private index file (the real index untouched)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_INDEX_FILE"] = str(index)
+    proc = subprocess.run(
+        ["git", *_SAFE_GIT, "-c", f"core.excludesFile={_EXCLUDES}", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        input=input,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise WorkspaceError(f"git {' '.join(args)} failed in {root}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def tree_hash(root: Path) -> str:
+    """The git tree of the work tree's files as they are now (tracked and untracked, ignored
+    ones excluded), written through a private copy of the index so the session's index and
+    its stat cache stay as they were. Two calls give the same hash exactly when no file a
+    checkpoint would record changed in between: how a gate proves it edited nothing."""
+    with tempfile.TemporaryDirectory(prefix="oopav-tree-") as tmp:
+        index = Path(tmp) / "index"
+        real = Path(git(root, "rev-parse", "--git-path", "index").strip())
+        real = real if real.is_absolute() else root / real
+        if real.is_file():
+            shutil.copyfile(real, index)  # its stat cache spares rehashing unchanged files
+        _with_index(root, index, "add", "-A")
+        return _with_index(root, index, "write-tree").strip()
+
+
+def restore_tree(root: Path, tree: str) -> list[str]:
+    """Put the work tree back to ``tree`` (from ``tree_hash``): changed and deleted files
+    rewritten, files that were not there removed. Returns the paths that differed."""
+    now = tree_hash(root)
+    if now == tree:
+        return []
+    changed = [
+        p for p in git(root, "diff-tree", "-r", "--name-only", "-z", tree, now).split("\0") if p
+    ]
+    with tempfile.TemporaryDirectory(prefix="oopav-tree-") as tmp:
+        index = Path(tmp) / "index"
+        _with_index(root, index, "read-tree", tree)
+        _with_index(root, index, "checkout-index", "-a", "-f")
+        extra = _with_index(root, index, "ls-files", "-o", "--exclude-standard", "-z")
+        for rel in (p for p in extra.split("\0") if p):
+            with contextlib.suppress(OSError):
+                (root / rel).unlink()
+    clean.forget(root)
+    return sorted(changed)

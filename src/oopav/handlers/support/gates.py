@@ -7,9 +7,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from oopav.decide.checks import compile_command, doctest_files, error_keys
+import msgspec
+
+from oopav.decide.checks import (
+    DOCTEST_SCRIPT,
+    cannot_run,
+    compile_command,
+    doctest_command,
+    doctest_failures,
+    doctest_files,
+    environment_name,
+    error_keys,
+)
 from oopav.decide.gates import (
     MAX_LINT_BASE_FILES,
     GateOutcome,
@@ -17,6 +31,7 @@ from oopav.decide.gates import (
     compare_tests,
     introduced,
     ruff_findings,
+    skipped_both,
     uses_ruff,
 )
 from oopav.decide.policy import decision_policy
@@ -24,6 +39,53 @@ from oopav.decide.tests import TestSelection
 from oopav.events.catalog import ExecRecord
 from oopav.handlers.ports import Ports, exec_key
 from oopav.projections.session import SessionState
+
+
+async def run_check(ports: Ports, root: Path, argv: list[str], **kw: Any) -> ExecRecord:
+    """``ports.sandbox.run`` for a check that must not edit the workspace (DESIGN: a gate
+    observes, it never edits): the work tree's hash before and after; when they differ, the
+    files are restored and the paths it changed are recorded in ``workspace_changed`` (so
+    replay, serving the record, reaches the same verdict)."""
+    from oopav.sandbox.workspace import WorkspaceError, restore_tree, tree_hash
+
+    before = None
+    with contextlib.suppress(WorkspaceError, OSError):
+        before = await asyncio.to_thread(tree_hash, root)
+    rec = await ports.sandbox.run(argv, workspace=root, **kw)
+    if before is not None and not rec.workspace_changed:
+        changed: list[str] = []
+        with contextlib.suppress(WorkspaceError, OSError):
+            changed = await asyncio.to_thread(restore_tree, root, before)
+        if changed:
+            rec = msgspec.structs.replace(rec, workspace_changed=changed)
+    return rec
+
+
+def edited(gate: str, argv: list[str], rec: ExecRecord, execs: list[ExecRecord]) -> GateOutcome:
+    """The outcome of a check that changed the workspace: an error of the check (its verdict
+    is void, the files were restored), not a failure of the change."""
+    files = ", ".join(rec.workspace_changed[:10])
+    return GateOutcome(
+        gate,
+        True,
+        skipped=True,
+        error=True,
+        evidence=f"error: `{' '.join(argv)[:200]}` changed the workspace ({files}); the files "
+        "were restored and its verdict is not used (a gate must not edit: use read-only "
+        "flags, or policy.format for a formatter)",
+        note=f"{gate}: error: the check edited {files}; restored, not judged",
+        execs=execs,
+    )
+
+
+def where(state: SessionState) -> str:
+    """The project's environment as a reason names it (``.venv``), from the baseline probe."""
+    from oopav.sandbox.environment import read_probe
+
+    base = state.baseline
+    rec = next((r for r in (base.execs if base else []) if r.purpose == "env_probe"), None)
+    probe = read_probe(rec.stdout_tail) if rec is not None else None
+    return environment_name(probe.get("executable") if probe else None)
 
 
 def _changed(state: SessionState, root: Path) -> list[str]:
@@ -98,9 +160,10 @@ async def gate_tests(
         return GateOutcome("tests", True, skipped=True, evidence=selection.why)
     argv = list(selection.argv)
     # -- end decision core
-    rec = await ports.sandbox.run(
+    rec = await run_check(
+        ports,
+        root,
         argv,
-        workspace=root,
         session_id=state.session_id,
         key=exec_key(cause_id, "gate_tests", argv),
         purpose="gate_tests",
@@ -108,8 +171,23 @@ async def gate_tests(
         environment=environment_spec(task),
         report=True,
     )
-    passed, evidence = compare_tests(rec, baseline_tests(state))
-    return GateOutcome("tests", passed, evidence=evidence, execs=[rec])
+    base = baseline_tests(state)
+    passed, evidence = compare_tests(rec, base)
+    notes = []
+    both = skipped_both(rec, base)
+    if both:
+        notes.append(
+            f"{len(both)} test(s) skipped both before and after: not verified ("
+            + ", ".join(both[:10])
+            + (", …" if len(both) > 10 else "")
+            + ")"
+        )
+        evidence += f"\n{notes[-1]}"
+    if rec.workspace_changed:
+        # The project's own tests are the judge: their verdict stands, their writes do not.
+        notes.append(f"tests: the test run wrote {', '.join(rec.workspace_changed[:10])}; restored")
+        evidence += f"\n{notes[-1]}"
+    return GateOutcome("tests", passed, evidence=evidence, execs=[rec], note="; ".join(notes))
 
 
 async def gate_lint(
@@ -133,10 +211,15 @@ async def gate_lint(
             "lint", True, skipped=True, evidence="the repository does not configure ruff"
         )
     env = environment_spec(state.task)
-    argv = ["ruff", "check", "--no-cache", "--output-format", "concise", "--exit-zero", *py]
-    rec = await ports.sandbox.run(
+    # --no-fix: a project's `fix = true` must not let the check rewrite what the tests judged.
+    argv = [
+        "ruff", "check", "--no-fix", "--no-cache", "--output-format", "concise", "--exit-zero",
+        *py,
+    ]  # fmt: skip
+    rec = await run_check(
+        ports,
+        root,
         argv,
-        workspace=root,
         session_id=state.session_id,
         key=exec_key(cause_id, "gate_lint", argv),
         purpose="gate_lint",
@@ -144,6 +227,8 @@ async def gate_lint(
         environment=env,
     )
     execs = [rec]
+    if rec.workspace_changed:
+        return edited("lint", argv, rec, execs)
     tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-3000:]
     if rec.exit_code in (125, 126, 127) or (
         rec.exit_code != 0 and "No such file" in tail and "ruff" in tail
@@ -176,8 +261,8 @@ async def gate_lint(
         except Exception:
             continue  # a new file: everything in it is the change's
         base_argv = [
-            "ruff", "check", "--no-cache", "--output-format", "concise", "--exit-zero",
-            "--stdin-filename", f, "-",
+            "ruff", "check", "--no-fix", "--no-cache", "--output-format", "concise",
+            "--exit-zero", "--stdin-filename", f, "-",
         ]  # fmt: skip
         base = await ports.sandbox.run(
             base_argv,
@@ -216,20 +301,60 @@ async def gate_lint(
 
 
 async def _exec(
-    gate: str, argv: list[str], state: SessionState, root: Path, ports: Ports, key: str
+    gate: str,
+    argv: list[str],
+    state: SessionState,
+    root: Path,
+    ports: Ports,
+    key: str,
+    *,
+    guard: bool = True,
+    report: bool = False,
 ) -> ExecRecord:
+    """One run of a check; ``guard``: in the workspace, proven not to edit it (``run_check``);
+    a run on an exported base tree needs no proof."""
     from oopav.handlers.support.baseline import environment_spec
 
     task = state.task
     assert task is not None
-    return await ports.sandbox.run(
-        argv,
-        workspace=root,
+    kw: dict[str, Any] = dict(
         session_id=state.session_id,
         key=key,
         purpose=f"gate_{gate}",
         timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),
         environment=environment_spec(task),
+        report=report,
+    )
+    if guard:
+        return await run_check(ports, root, argv, **kw)
+    return await ports.sandbox.run(argv, workspace=root, **kw)
+
+
+def shown(argv: list[str]) -> str:
+    """A command as the timeline shows it: an inline ``python -c`` script by a short name."""
+    if len(argv) >= 3 and argv[1] == "-c" and "\n" in argv[2]:
+        head = "doc tests by package name" if argv[2] == DOCTEST_SCRIPT else "script"
+        return " ".join([argv[0], "-c", f"<{head}>", *argv[3:]])
+    return " ".join(argv)
+
+
+def _not_run(
+    gate: str, argv: list[str], rec: ExecRecord, state: SessionState
+) -> GateOutcome | None:
+    """A skipped outcome when the command could not run at all, with what to do about it."""
+    tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-3000:]
+    why = cannot_run(argv, rec.exit_code, tail, where(state))
+    if why is None:
+        return None
+    fix = {"compile": "policy.compile_command", "doctest": "policy.doctest = false"}.get(gate)
+    why += f": install it or set {fix}" if fix else ""
+    return GateOutcome(
+        gate,
+        True,
+        skipped=True,
+        evidence=f"skipped: {why}\n{tail[-1000:]}",
+        note=f"{gate} skipped: {why}",
+        execs=[rec],
     )
 
 
@@ -237,16 +362,17 @@ async def _run(
     gate: str, argv: list[str], state: SessionState, root: Path, ports: Ports, cause_id: str
 ) -> GateOutcome:
     rec = await _exec(gate, argv, state, root, ports, exec_key(cause_id, f"gate_{gate}", argv))
+    if rec.workspace_changed:
+        return edited(gate, argv, rec, [rec])
     tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-3000:]
-    shown = " ".join(argv)
-    if rec.exit_code == 127:
-        return GateOutcome(
-            gate, True, skipped=True, evidence=f"`{argv[0]}` is not available", execs=[rec]
-        )
+    shown_ = shown(argv)
+    not_run = _not_run(gate, argv, rec, state)
+    if not_run is not None:
+        return not_run
     if rec.timed_out or rec.exit_code != 0:
         what = "timed out" if rec.timed_out else f"exited {rec.exit_code}"
-        return GateOutcome(gate, False, evidence=f"`{shown}` {what}\n{tail}", execs=[rec])
-    return GateOutcome(gate, True, evidence=f"`{shown}` passed\n{tail[-500:]}", execs=[rec])
+        return GateOutcome(gate, False, evidence=f"`{shown_}` {what}\n{tail}", execs=[rec])
+    return GateOutcome(gate, True, evidence=f"`{shown_}` passed\n{tail[-500:]}", execs=[rec])
 
 
 async def gate_compile(
@@ -265,7 +391,7 @@ async def gate_compile(
     result = await _run("compile", argv, state, root, ports, cause_id)
     if result.passed or state.workspace is None or not result.execs[0].exit_code:
         return result  # passed, skipped, or timed out (no output to compare)
-    return await _against_baseline(result, argv, state, root, ports, cause_id)
+    return await _against_baseline(result, argv, state, root, ports, cause_id, error_keys)
 
 
 async def _against_baseline(
@@ -275,23 +401,28 @@ async def _against_baseline(
     root: Path,
     ports: Ports,
     cause_id: str,
+    keys_of: Callable[[str, str], Counter[str]],
 ) -> GateOutcome:
-    """The failed check again on the base commit's files; the gate fails only on errors the
-    baseline did not have. A baseline that passed the check makes every error new."""
+    """The failed check again on the base commit's files; the gate fails only on findings the
+    baseline did not have. A baseline that passed the check makes every error new; a check
+    that fails the same way on the base commit cannot judge the change (skipped, never
+    failed: a gate never fails with zero new findings)."""
     from oopav.sandbox.workspace import export_tree
 
     assert state.workspace is not None
+    gate = failed.gate
     rec = failed.execs[0]
     base_dir = root.with_name(root.name + ".base")
     try:
         await asyncio.to_thread(export_tree, root, state.workspace.base_commit, base_dir)
         base = await _exec(
-            "compile_base",
+            f"{gate}_base",
             argv,
             state,
             base_dir,
             ports,
-            exec_key(cause_id, "gate_compile_base", argv),
+            exec_key(cause_id, f"gate_{gate}_base", argv),
+            guard=False,
         )
     finally:
         await asyncio.to_thread(shutil.rmtree, base_dir, True)
@@ -300,31 +431,55 @@ async def _against_baseline(
         failed.evidence += "\n(the baseline passes this check: every error is new)"
         failed.execs = execs
         return failed
-    after = error_keys(rec.stdout_tail + "\n" + rec.stderr_tail, root.name)
-    before = error_keys(base.stdout_tail + "\n" + base.stderr_tail, root.name)
+    after = keys_of(rec.stdout_tail + "\n" + rec.stderr_tail, root.name)
+    before = keys_of(base.stdout_tail + "\n" + base.stderr_tail, root.name)
     new = after - before
     old = sum(after.values()) - sum(new.values())
-    shown = " ".join(argv)
-    if not after or new:
-        listed = "\n".join(sorted(new)[:30]) if new else "(no error locations to compare)"
+    cmd = shown(argv)
+    if new:
+        listed = "\n".join(sorted(new)[:30])
+        output = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-1500:]
         return GateOutcome(
-            "compile",
+            gate,
             False,
-            evidence=f"`{shown}`: {sum(new.values())} error(s) the baseline did not have "
-            f"({old} pre-existing):\n{listed}",
+            evidence=f"`{cmd}`: {sum(new.values())} error(s) the baseline did not have "
+            f"({old} pre-existing):\n{listed}\n--- output ---\n{output}",
+            execs=execs,
+        )
+    if not after:
+        why = (
+            f"`{cmd[:200]}` fails on the base commit too (exit {base.exit_code}) and names "
+            "no finding to compare: it cannot judge the change"
+        )
+        tail = (rec.stdout_tail + "\n" + rec.stderr_tail).strip()[-1500:]
+        return GateOutcome(
+            gate,
+            True,
+            skipped=True,
+            evidence=f"skipped: {why}\n{tail}",
+            note=f"{gate} skipped: {why}",
             execs=execs,
         )
     return GateOutcome(
-        "compile",
+        gate,
         True,
-        evidence=f"`{shown}`: {old} error(s), all already in the baseline; none new",
+        evidence=f"`{cmd}`: {old} error(s), all already in the baseline; none new",
         execs=execs,
     )
+
+
+def _doctest_keys(output: str, root_name: str):  # type: ignore[no-untyped-def]
+    """Failing doc tests of either mode: the import mode's keyed lines, else pytest's."""
+    keys = doctest_failures(output)
+    return keys if keys else error_keys(output, root_name)
 
 
 async def gate_doctest(
     state: SessionState, root: Path, changed: list[str], ports: Ports, cause_id: str
 ) -> GateOutcome:
+    """The changed modules' doc tests, run as the project runs them (``decide.checks.
+    doctest_command``: pytest ``--doctest-modules`` where configured, else imported by package
+    name so relative imports work), and baseline-aware like the compile gate."""
     if not decision_policy(state).doctest:
         return GateOutcome("doctest", True, skipped=True, evidence="doc tests off (policy)")
     files = doctest_files(root, changed)
@@ -332,4 +487,81 @@ async def gate_doctest(
         return GateOutcome(
             "doctest", True, skipped=True, evidence="no doc tests in the changed files"
         )
-    return await _run("doctest", ["python", "-m", "doctest", *files], state, root, ports, cause_id)
+    argv, mode = doctest_command(root, files)
+    if len(argv) <= 3:
+        return GateOutcome(
+            "doctest", True, skipped=True, evidence="the changed files are not importable modules"
+        )
+    result = await _run("doctest", argv, state, root, ports, cause_id)
+    if mode == "pytest" and result.execs and result.execs[0].exit_code == 5:
+        return GateOutcome(
+            "doctest", True, evidence="pytest collected no doc tests", execs=result.execs
+        )
+    if result.passed or state.workspace is None or not result.execs[0].exit_code:
+        return result
+    return await _against_baseline(result, argv, state, root, ports, cause_id, _doctest_keys)
+
+
+MAX_RESIDUAL_FILES = 5000
+MAX_RESIDUAL_BYTES = 512 * 1024
+
+
+def _tracked_texts(root: Path) -> dict[str, str]:
+    """The work tree's tracked text files (binary and very large ones left out)."""
+    from oopav.sandbox.workspace import git
+
+    out: dict[str, str] = {}
+    names = [n for n in git(root, "ls-files", "-z").split("\0") if n][:MAX_RESIDUAL_FILES]
+    for name in names:
+        f = root / name
+        try:
+            if not f.is_file() or f.stat().st_size > MAX_RESIDUAL_BYTES:
+                continue
+            data = f.read_bytes()
+        except OSError:
+            continue
+        if b"\0" in data[:8192]:
+            continue
+        out[name] = data.decode("utf-8", "replace")
+    return out
+
+
+async def gate_residuals(state: SessionState, root: Path, changed: list[str]) -> GateOutcome:
+    """After a rename-like change, the old name's occurrences the change did not cover (other
+    languages, docs, strings, comments): reported in the outcome (``policy.residuals:
+    report``, the default) or failing the gate (``fail``). Reads the workspace only."""
+    from oopav.decide.residuals import describe, find_residuals, rename_pairs
+    from oopav.handlers.support.workspace import workspace_info
+    from oopav.sandbox.workspace import final_diff
+
+    mode = decision_policy(state).residuals
+    if mode == "off":
+        return GateOutcome("residuals", True, skipped=True, evidence="residuals off (policy)")
+    if not changed:
+        return GateOutcome("residuals", True, skipped=True, evidence="no files changed")
+    diff = await asyncio.to_thread(final_diff, workspace_info(state, None))
+    pairs = rename_pairs(diff)
+    if not pairs:
+        return GateOutcome(
+            "residuals", True, skipped=True, evidence="the change renames no identifier"
+        )
+    texts = await asyncio.to_thread(_tracked_texts, root)
+    found = find_residuals(texts, pairs)
+    names = ", ".join(f"`{o}` → `{n}`" for o, n in pairs)
+    if not found:
+        return GateOutcome(
+            "residuals", True, evidence=f"renamed {names}: the old name appears nowhere else"
+        )
+    text = describe(found)
+    files = sorted({r.path for r in found})
+    note = (
+        f"residuals: {len(found)} occurrence(s) of the old name(s) left in "
+        f"{', '.join(files[:5])}{', …' if len(files) > 5 else ''} (not covered by the change)"
+    )
+    if mode == "fail":
+        return GateOutcome(
+            "residuals", False, evidence=f"renamed {names}, but (policy.residuals: fail):\n{text}"
+        )
+    return GateOutcome(
+        "residuals", True, evidence=f"renamed {names}; reported, not failed:\n{text}", note=note
+    )

@@ -70,7 +70,12 @@ async def choose_plan(
             candidate_id=cid,
             position=i,
             steps=[
-                PlanStep(id=s.id, description=s.description, files=list(s.files))
+                PlanStep(
+                    id=s.id,
+                    description=s.description,
+                    files=list(s.files),
+                    tests_may_fail=s.tests_may_fail,
+                )
                 for s in plan.steps
             ],
             files=list(plan.files),

@@ -397,6 +397,17 @@ def _scan(raw: dict[str, Any]) -> None:
             items = list(value.items())
             for key, _ in items:
                 _check_string(key, f"{path}.<key>" if path else "<key>", key=True)
+            # A misspelled field is named as such before its value is judged: `before_text`
+            # holds code with newlines, which would otherwise read as a control-char error.
+            known = _known_fields(path)
+            for key, _ in items:
+                if known is not None and key not in known:
+                    name = f"{path}.{key}" if path else key
+                    raise _Refused(
+                        f"unknown field {name!r} (allowed: {', '.join(known)})",
+                        name,
+                        "unknown_field",
+                    )
             for key, item in reversed(items):
                 stack.append((item, f"{path}.{key}" if path else key, depth + 1))
         elif isinstance(value, list):
@@ -418,6 +429,17 @@ def _scan(raw: dict[str, Any]) -> None:
             _check_string(value, path)
         elif isinstance(value, _BigNumber):
             raise _Refused(f"{path or 'submission'} {value.problem}", field, "number_too_large")
+
+
+def _known_fields(path: str) -> tuple[str, ...] | None:
+    """The fields an object at ``path`` may hold, where the contract fixes them."""
+    if path == "":
+        return tuple(SubmissionIn.model_fields)
+    if path == "budgets":
+        return tuple(BudgetsIn.model_fields)
+    if re.fullmatch(r"examples\.\d+", path):
+        return tuple(ExampleIn.model_fields)
+    return None
 
 
 def _check_string(value: str, path: str, *, key: bool = False) -> None:
