@@ -96,7 +96,21 @@ def learn(before: str, after: str, lang: str) -> list[tuple[dict, str]]:
             "package main\n\nfunc main() {\n\tfoo(1)\n}\n",
             "package main\n\nfunc main() {\n\tbar(1)\n}\n",
             "go",
-            [({"kind": "identifier", "regex": "^foo$"}, "bar")],
+            # A rename reaches the other name kinds of its namespace (issue 26): a Go type of
+            # that name too.
+            [
+                (
+                    {
+                        "regex": "^foo$",
+                        "any": [
+                            {"kind": "identifier"},
+                            {"kind": "type_identifier"},
+                            {"kind": "package_identifier"},
+                        ],
+                    },
+                    "bar",
+                )
+            ],
         ),
     ],
 )

@@ -18,7 +18,8 @@ EXIT_NO_RULE = 3
 def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     """Examples from a JSON/YAML file: a list of ``{before, after, language?, path?}``, or a
     mapping with ``examples`` (and optionally ``language``). ``before_file`` / ``after_file``
-    name files relative to the examples file."""
+    name files relative to the examples file. ``{before, negative: true}`` (or an ``after``
+    equal to ``before``) is a negative: code the rule must leave unchanged."""
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -41,6 +42,8 @@ def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
         if not isinstance(item, dict):
             raise click.ClickException(f"{path}: example {i} must be a mapping")
         item = dict(item)
+        if item.pop("negative", False) is True and "after" not in item:
+            item["after"] = item.get("before")  # code the rule must leave unchanged
         for side in ("before", "after"):
             ref = item.pop(f"{side}_file", None)
             if ref is not None and side not in item:

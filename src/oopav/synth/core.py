@@ -73,15 +73,28 @@ class SynthRule:
     rule: dict[str, Any]
     fix: str
     sites: int = 0  # example sites it rewrites
+    # Metavariable constraints (``{"F": {"regex": "^_?\\w*pager$"}}``): a name the examples
+    # vary, abstracted no further than the examples show.
+    constraints: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "language": self.language, "rule": self.rule, "fix": self.fix}
+        data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
+        if self.constraints:
+            data["constraints"] = self.constraints
+        data["fix"] = self.fix
+        return data
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
 
     def as_rule(self) -> Rule:
-        return Rule(id=self.id, language=self.language, rule=self.rule, fix=self.fix)
+        return Rule(
+            id=self.id,
+            language=self.language,
+            rule=self.rule,
+            fix=self.fix,
+            constraints=self.constraints,
+        )
 
     def apply(self, source: str) -> tuple[str, int]:
         return rewrite_source(source, self.as_rule())
@@ -249,10 +262,53 @@ def _lift(site: Site, ex: _Ex, levels: int) -> list[Site]:
     return out
 
 
-def _rename_candidates(seed: Site, remaining: list[tuple[Site, _Ex]]) -> list[dict[str, Any]]:
+# Leaf kinds that name things. A rename reaches every kind of its namespace (a value or type
+# name; a member name) unless the examples keep the name somewhere (then a narrower candidate
+# wins): `Visitor` the trait is also `Visitor` the type in `dyn Visitor<'a>`.
+_SHORTHAND = (
+    "shorthand_property_identifier",
+    "shorthand_property_identifier_pattern",
+    "shorthand_field_identifier",
+)
+_VALUE_KINDS = ("identifier", "type_identifier", "package_identifier", *_SHORTHAND)
+_MEMBER_KINDS = (
+    "property_identifier",
+    "field_identifier",
+    "private_property_identifier",
+    *_SHORTHAND,
+)
+_NAME_KINDS = tuple(dict.fromkeys(_VALUE_KINDS + _MEMBER_KINDS))
+_KINDS_OF: dict[str, list[str]] = {}
+
+
+def _name_kinds(language: str) -> list[str]:
+    """The kinds of :data:`_NAME_KINDS` that ``language``'s grammar has."""
+    if language not in _KINDS_OF:
+        root = parse("", language)
+        ok = []
+        for k in _NAME_KINDS:
+            try:
+                root.find_all(kind=k)
+            except Exception:
+                continue
+            ok.append(k)
+        _KINDS_OF[language] = ok
+    return _KINDS_OF[language]
+
+
+def _rename_candidates(
+    seed: Site, remaining: list[tuple[Site, _Ex]], language: str
+) -> list[dict[str, Any]]:
     old, new = seed.before_text, seed.after_text
     if seed.node.children() or not _IDENT.match(old) or not _IDENT.match(new):
         return []
+    regex0 = "^" + re.escape(old) + "$"
+    valid = _name_kinds(language)
+    space = _VALUE_KINDS if seed.node.kind() in _VALUE_KINDS else _MEMBER_KINDS
+    every = [k for k in space if k in valid]
+    first: list[dict[str, Any]] = []
+    if seed.node.kind() in every and len(every) > 1:
+        first.append({"regex": regex0, "any": [{"kind": k} for k in every]})
     kinds = sorted(
         {
             s.node.kind()
@@ -261,8 +317,8 @@ def _rename_candidates(seed: Site, remaining: list[tuple[Site, _Ex]]) -> list[di
         }
     )
     regex = "^" + re.escape(old) + "$"
-    out: list[dict[str, Any]] = []
-    if len(kinds) > 1:
+    out: list[dict[str, Any]] = first
+    if len(kinds) > 1 and set(kinds) != set(every):
         out.append({"regex": regex, "any": [{"kind": k} for k in kinds]})
     out.append({"kind": seed.node.kind(), "regex": regex})
     return out
@@ -283,6 +339,7 @@ class _Choice:
     order: int
     key: str = ""
     level: int = -1  # -1: an identifier rename; else how far above the site the pattern sits
+    constraints: dict[str, Any] | None = None
 
 
 def synthesize(
@@ -303,11 +360,21 @@ def synthesize(
         )
     lang = langs.pop()
     exs: list[_Ex] = []
+    if all(e.before == e.after for e in exs_in):
+        i = 1 if len(exs_in) == 1 else None
+        raise SynthesisError(
+            ("example 1: before and after are identical" if i else "every example is unchanged")
+            + " (an unchanged example is a negative: code the rule must leave alone; give at "
+            "least one example that changes something)",
+            i,
+        )
     for i, e in enumerate(exs_in, 1):
         where = f"example {i}"
-        if e.before == e.after:
-            raise SynthesisError(f"{where}: before and after are identical", i)
         broot, aroot = parse(e.before, lang), parse(e.after, lang)
+        if e.before == e.after:
+            # A negative: no sites, so any rewrite the candidate makes in it rejects it.
+            exs.append(_Ex(i, e.before, e.after, broot, aroot, []))
+            continue
         if has_error(aroot) and not has_error(broot):
             raise SynthesisError(f"{where}: the after side does not parse as {lang}", i)
         try:
@@ -354,6 +421,7 @@ def synthesize(
                 rule=chosen.rule,
                 fix=chosen.fix,
                 sites=len(chosen.covered),
+                constraints=chosen.constraints,
             )
         )
         remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
@@ -395,19 +463,32 @@ def _search(
     choices: list[_Choice] = []
     seen: set[str] = set()
 
-    def consider(rule: dict[str, Any], fix: str, key: str, level: int = -1) -> None:
-        dedupe = yaml.safe_dump([rule, fix])
+    def consider(
+        rule: dict[str, Any],
+        fix: str,
+        key: str,
+        level: int = -1,
+        group: list[Site] | None = None,
+        constraints: dict[str, Any] | None = None,
+    ) -> None:
+        dedupe = yaml.safe_dump([rule, fix, constraints])
         if dedupe in seen:
             return
         seen.add(dedupe)
         try:
-            covered = _evaluate(Rule(id="c", language=lang, rule=rule, fix=fix), exs)
+            covered = _evaluate(
+                Rule(id="c", language=lang, rule=rule, fix=fix, constraints=constraints), exs
+            )
         except RuleError:
             return
         if covered and id(seed) in covered:
-            choices.append(_Choice(rule, fix, covered, len(seen), key, level))
+            choices.append(_Choice(rule, fix, covered, len(seen), key, level, constraints))
+        elif covered is None and group and len(group) > 1 and constraints is None:
+            # Too general: the names the group's sites differ in, no wider than they show.
+            for cons in _name_constraints(rule, group, lang):
+                consider(rule, fix, key, level, None, cons)
 
-    for rule in _rename_candidates(seed, remaining):
+    for rule in _rename_candidates(seed, remaining, lang):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
     if any(len(c.covered) == len(remaining) for c in choices):
         return choices  # a rename covers every site: nothing more general to find
@@ -425,7 +506,61 @@ def _search(
                 if t is None:
                     continue
                 for rule in _pattern_rules(t, lang, top.node.kind()):
-                    consider(rule, t.fix, t.pattern + "\0" + t.fix, level)
+                    consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         if choices and max(len(c.covered) for c in choices) == len(remaining):
             break
     return choices
+
+
+def _name_constraints(
+    rule: dict[str, Any], group: list[Site], lang: str
+) -> list[dict[str, dict[str, str]]]:
+    """Constraints for a pattern that over-matches: each single metavariable that binds a
+    different name at each site of ``group`` gets a regex covering just those names — first
+    their common shape (``^_?\\w*pager$`` from ``pager``, ``_nullpager``), then the names
+    themselves."""
+    pattern = rule.get("pattern")
+    if not isinstance(pattern, str):
+        return []
+    names: dict[str, set[str]] = {}
+    for site in group:
+        try:
+            m = site.node.find(pattern=pattern)  # the node itself first (pre-order)
+        except Exception:  # a pattern that is no single node: nothing to constrain
+            return []
+        if m is None or m.range() != site.node.range():
+            return []
+        for var in set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", pattern)):
+            got = m.get_match(var)
+            if got is None:
+                continue
+            names.setdefault(var, set()).add(got.text())
+    varying = {v: t for v, t in names.items() if len(t) > 1 and all(_IDENT.match(x) for x in t)}
+    if not varying:
+        return []
+    shape = {v: {"regex": _shape_regex(t)} for v, t in varying.items()}
+    exact = {
+        v: {"regex": "^(?:" + "|".join(re.escape(x) for x in sorted(t)) + ")$"}
+        for v, t in varying.items()
+    }
+    return [c for c in (shape, exact) if c]
+
+
+def _shape_regex(names: set[str]) -> str:
+    """``^prefix\\w*suffix$`` from the longest common prefix and suffix (an optional
+    leading underscore aside), or the alternation of the names when they share too little."""
+    bare = [n.lstrip("_") for n in names]
+    under = "_?" if any(n.startswith("_") for n in names) else ""
+    prefix = _common_prefix(bare)
+    suffix = _common_prefix([b[len(prefix) :][::-1] for b in bare])[::-1]
+    if len(prefix) + len(suffix) < 3:
+        return "^(?:" + "|".join(re.escape(x) for x in sorted(names)) + ")$"
+    return "^" + under + re.escape(prefix) + r"\w*" + re.escape(suffix) + "$"
+
+
+def _common_prefix(texts: list[str]) -> str:
+    out = texts[0]
+    for t in texts[1:]:
+        while not t.startswith(out):
+            out = out[:-1]
+    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from typing import Any
 
 from ast_grep_py import SgNode, SgRoot
 
@@ -68,6 +69,9 @@ class Edit:
     start: int  # before offsets (start == end: an insertion point)
     end: int
     text: str  # what replaces before[start:end]
+    # The same insertion or deletion before its newline was moved (see token_edits): tried
+    # when the moved one is no rewrite of one node (``@final`` added above a ``class``).
+    alt: tuple[int, int, str] | None = None
 
 
 def leaves(node: SgNode) -> list[Token]:
@@ -114,14 +118,16 @@ def token_edits(before: str, after: str, btoks: list[Token], atoks: list[Token])
         # one before it, so the edit stays inside the enclosing block ("\n    b()", not
         # "    b()\n").
         cut = before[start:end] if not text else text
+        alt = None
         if not (text and end > start):
             tail = len(cut) - len(cut.rstrip())
             moved = cut[len(cut) - tail :]
             if "\n" in moved and before[start - tail : start] == moved:
+                alt = (start, end, text)
                 if text:
                     text = cut[len(cut) - tail :] + cut[: len(cut) - tail]
                 start, end = start - tail, end - tail
-        edits.append(Edit(start, end, text))
+        edits.append(Edit(start, end, text, alt))
     return edits
 
 
@@ -249,11 +255,19 @@ def find_sites(
                 r = anc.range()
                 if r.start.index <= e.start and e.end <= r.end.index:
                     candidates.setdefault((r.start.index, r.end.index), anc)
-        found = None
-        for _, node in sorted(candidates.items(), key=lambda kv: (kv[0][1] - kv[0][0], kv[0])):
-            found = accept(node, [i])
-            if found is not None:
-                break
+        found = _smallest(candidates, accept, i)
+        if (found is None or found.node.parent() is None) and e.alt is not None:
+            edits[i] = Edit(*e.alt)
+            alt_candidates: dict[tuple[int, int], SgNode] = {}
+            for leaf in touching(edits[i]):
+                for anc in _named_ancestors(leaf):
+                    r = anc.range()
+                    if r.start.index <= edits[i].start and edits[i].end <= r.end.index:
+                        alt_candidates.setdefault((r.start.index, r.end.index), anc)
+            found = _smallest(alt_candidates, accept, i)
+            if found is None or found.node.parent() is None:
+                edits[i] = e
+                found = _smallest(candidates, accept, i)
         line = before.count("\n", 0, e.start) + 1
         if found is None or found.node.parent() is None:
             raise SiteError(
@@ -279,6 +293,14 @@ def find_sites(
             "formatting is not rewritable"
         )
     return sites
+
+
+def _smallest(candidates: dict[tuple[int, int], SgNode], accept: Any, i: int) -> Site | None:
+    for _, node in sorted(candidates.items(), key=lambda kv: (kv[0][1] - kv[0][0], kv[0])):
+        found = accept(node, [i])
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    return None
 
 
 def parse(source: str, language: str) -> SgNode:

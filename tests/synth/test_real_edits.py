@@ -1,0 +1,125 @@
+"""The failure classes of issue 26 (rules by example on real edits), each as a small
+self-written reproduction of what real commits did; see docs/synth.md."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from oopav.sandbox.astgrep import find_cli
+from oopav.synth import Example, SynthesisError, synthesize
+
+PAGERS_BEFORE = """\
+def echo_via_pager(gen, color):
+    if not isatty():
+        return _nullpager(stdout, gen)
+    if use_tempfile:
+        return _tempfilepager(gen, cmd)
+    return _pipepager(gen, cmd)
+
+
+def other(gen):
+    return run(gen)
+"""
+PAGERS_AFTER = """\
+def echo_via_pager(gen, color):
+    if not isatty():
+        return _nullpager(stdout, gen, color)
+    if use_tempfile:
+        return _tempfilepager(gen, cmd, color)
+    return _pipepager(gen, cmd, color)
+
+
+def other(gen):
+    return run(gen)
+"""
+
+
+def test_an_argument_added_at_calls_whose_names_differ_gets_a_regex_constraint() -> None:
+    """Class 1 (too narrow): `_nullpager(…)`, `_pipepager(…)` … each get `color`. The call
+    head is abstracted as far as the examples vary it — `^_?\\w*pager$` — not to any call
+    (`run(gen)` stays) and not to one literal name."""
+    result = synthesize([Example(PAGERS_BEFORE, PAGERS_AFTER, path="termui.py")])
+    [rule] = result.rules
+    assert rule.rule == {"pattern": "$A($$$B)"}
+    assert rule.constraints == {"A": {"regex": r"^_?\w*pager$"}}
+    assert rule.fix == "$A($$$B, color)"
+    held_out = "def f(g):\n    pager(g)\n    _lesspager(g, 1)\n    run(g)\n"
+    assert result.apply(held_out)[0] == (
+        "def f(g):\n    pager(g, color)\n    _lesspager(g, 1, color)\n    run(g)\n"
+    )
+    assert "constraints:" in rule.to_yaml()
+
+
+def test_the_constrained_rule_file_is_accepted_by_the_ast_grep_cli(tmp_path: Path) -> None:
+    result = synthesize([Example(PAGERS_BEFORE, PAGERS_AFTER, path="termui.py")])
+    (tmp_path / "rule.yml").write_text(result.to_yaml())
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.py").write_text("x = _morepager(a)\ny = run(a)\n")
+    proc = subprocess.run(
+        [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", str(tree)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tree / "a.py").read_text() == "x = _morepager(a, color)\ny = run(a)\n"
+
+
+def test_a_rename_reaches_the_type_names_of_its_namespace() -> None:
+    """Class 1: a trait renamed in a `use` list (an identifier there) is also renamed where it
+    is a type (`dyn Visitor<'a>`, `impl Visitor for`), which tree-sitter calls a different
+    kind; a struct field of that name is another namespace and stays."""
+    before = "use crate::kv::{self, Visitor};\n"
+    after = "use crate::kv::{self, VisitSource};\n"
+    result = synthesize([Example(before, after, path="lib.rs")])
+    held_out = "impl<'k> Visitor<'k> for Get {}\nfn f(v: &mut dyn Visitor<'k>) { v.Visitor; }\n"
+    assert result.apply(held_out)[0] == (
+        "impl<'k> VisitSource<'k> for Get {}\nfn f(v: &mut dyn VisitSource<'k>) { v.Visitor; }\n"
+    )
+
+
+def test_unchanged_sites_of_the_same_shape_in_the_example_keep_the_rule_narrow() -> None:
+    """Class 2 (too general): the example file keeps `retries` in one object; a bare rename of
+    `retries` would rewrite it too, so the rule keeps the context that tells them apart."""
+    before = "const a = {retries: 2};\nconst b = {retries: 3, timeout: 1};\n"
+    after = "const a = {limit: 2};\nconst b = {retries: 3, timeout: 1};\n"
+    result = synthesize([Example(before, after, path="a.js")])
+    assert result.apply("const c = {retries: 5};\nconst d = {retries: 1, timeout: 2};\n")[0] == (
+        "const c = {limit: 5};\nconst d = {retries: 1, timeout: 2};\n"
+    )
+
+
+def test_an_explicit_negative_narrows_a_rule_that_one_example_leaves_too_general() -> None:
+    """Class 2: `{before, after: same}` — code the rule must leave alone. Without it the
+    rename of `pub` items is learned for every `pub fn`; with it the rule keeps what tells
+    the changed one apart."""
+    change = Example("pub fn helper() {}\n", "pub(crate) fn helper() {}\n", path="a.rs")
+    keep = "pub fn api() {}\n"
+    loose = synthesize([change])
+    assert loose.apply(keep)[0] != keep  # one example alone generalises to every `pub fn`
+    tight = synthesize([change, Example(keep, keep, path="b.rs")])
+    assert tight.apply(keep)[0] == keep
+    assert tight.apply("pub fn helper() {}\n")[0] == "pub(crate) fn helper() {}\n"
+
+
+def test_only_negatives_is_a_clear_error() -> None:
+    with pytest.raises(SynthesisError) as info:
+        synthesize([Example("x = 1\n", "x = 1\n", path="a.py")] * 2)
+    assert "every example is unchanged" in info.value.reason
+
+
+def test_a_decorator_added_above_a_definition_is_a_rewrite_of_that_definition() -> None:
+    """Class 3: `@final` inserted on the line above `class …` (the token diff first places the
+    new line after the previous statement, outside the class)."""
+    before = "import x\n\n\nclass A(Base):\n    pass\n\n\nclass B(Base):\n    y = 1\n"
+    after = (
+        "import x\n\n\n@final\nclass A(Base):\n    pass\n\n\n@final\nclass B(Base):\n    y = 1\n"
+    )
+    result = synthesize([Example(before, after, path="a.py")])
+    assert len(result.rules) == 1
+    assert result.apply("class C(Base):\n    z = 2\n")[0] == "@final\nclass C(Base):\n    z = 2\n"
