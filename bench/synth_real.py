@@ -66,7 +66,7 @@ EXT = {
 LANGS = ("python", "javascript", "typescript", "go", "rust")
 SKIP_PATH = re.compile(r"(^|/)(dist|vendor|node_modules|build|\.yarn)/|\.min\.js$|\.d\.ts$")
 MAX_FILE_LINES = 4000
-MINER_VERSION = "2"  # bump when mining changes (invalidates --cache)
+MINER_VERSION = "3"  # bump when mining changes (invalidates --cache)
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
     r"|`(?:[^`\\]|\\.)*`|\d[\w.]*|\w+|\S"
@@ -130,15 +130,24 @@ def _hunks(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
 
 
 def _strip_comments(text: str, lang: str) -> str:
+    """Comments blanked out with spaces (offsets kept)."""
+
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
     if lang == "python":
-        return re.sub(r"(?m)(^|\s)#.*$", r"\1", text)
-    text = re.sub(r"/\*[\s\S]*?\*/", " ", text)
-    text = re.sub(r"(?m)^\s*(/\*|\*).*$", "", text)
-    return re.sub(r"(?m)(^|[\s;{}(),])//.*$", r"\1", text)
+        return re.sub(r"(?m)(?<![\w\"'])#.*$", blank, text)
+    text = re.sub(r"/\*[\s\S]*?\*/", blank, text)
+    text = re.sub(r"(?m)^\s*\*.*$", blank, text)
+    return re.sub(r"(?m)(?:^|(?<=[\s;{}(),]))//.*$", blank, text)
+
+
+def _spans(text: str, lang: str) -> list[tuple[int, int, str]]:
+    return [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(_strip_comments(text, lang))]
 
 
 def _tokens(text: str, lang: str) -> list[str]:
-    return _TOKEN.findall(_strip_comments(text, lang))
+    return [t for _, _, t in _spans(text, lang)]
 
 
 def _abstract(tok: str) -> str:
@@ -155,36 +164,63 @@ def _in_docstring(before: str, line: int) -> bool:
     return (head.count('"""') + head.count("'''")) % 2 == 1
 
 
-def hunk_signature(old: str, new: str, lang: str) -> tuple | None:
-    """The token-level change of one hunk, literals abstracted; None when it is prose only
-    (comments, whitespace, docstrings), a version string, or a reordering of lines."""
+@dataclass
+class Unit:
+    """One token-level change inside a hunk: old[start:end] (hunk offsets) becomes ``text``."""
+
+    key: tuple
+    start: int
+    end: int
+    text: str
+
+
+MERGE_GAP = 3  # changes this few equal tokens apart on one line are one change
+
+
+def hunk_units(old: str, new: str, lang: str) -> list[Unit]:
+    """The token-level changes of one hunk, each keyed by its tokens with literals abstracted
+    (only-literal changes keep their literals). Nothing for prose-only hunks (comments,
+    whitespace, docstrings), version strings, and line reordering (import sorting)."""
     if sorted(old.splitlines()) == sorted(new.splitlines()) and old.strip():
-        return None  # lines moved (import reordering and such)
-    a, b = _tokens(old, lang), _tokens(new, lang)
-    if a == b:
-        return None
-    changed: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
-    raw: list[str] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
+        return []
+    a, b = _spans(old, lang), _spans(new, lang)
+    at, bt = [t for *_, t in a], [t for *_, t in b]
+    if at == bt:
+        return []
+    ops = [
+        op
+        for op in difflib.SequenceMatcher(None, at, bt, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
+    merged: list[list[int]] = []
+    for _, i1, i2, j1, j2 in ops:
+        if merged:
+            p = merged[-1]
+            same_line = (
+                "\n"
+                not in old[a[p[1] - 1][1] if p[1] else 0 : a[i1][0] if i1 < len(a) else len(old)]
+            )
+            if i1 - p[1] <= MERGE_GAP and same_line:
+                p[1], p[3] = i2, j2
+                continue
+        merged.append([i1, i2, j1, j2])
+    units: list[Unit] = []
+    for i1, i2, j1, j2 in merged:
+        olds, news = at[i1:i2], bt[j1:j2]
+        raw = olds + news
+        if all(_VERSION.match(t) or t in ("__version__", "version") for t in raw):
             continue
-        changed.append(
-            (tuple(_abstract(t) for t in a[i1:i2]), tuple(_abstract(t) for t in b[j1:j2]))
-        )
-        raw += a[i1:i2] + b[j1:j2]
-    if all(_VERSION.match(t) or t in ("__version__", "version") for t in raw):
-        return None
-    if all(t[0] in "\"'`" for t in raw) and any(t.startswith(('"""', "'''")) for t in raw):
-        return None  # a docstring on one line
-    if all(t in ("<str>", "<num>") for x, y in changed for t in x + y):
-        # Only literals change: the same change only when they are the same literals.
-        sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-        return tuple(
-            (tuple(a[i1:i2]), tuple(b[j1:j2]))
-            for tag, i1, i2, j1, j2 in sm.get_opcodes()
-            if tag != "equal"
-        )
-    return tuple(changed)
+        if any(t.startswith(('"""', "'''")) for t in raw):
+            continue  # a docstring
+        key = (tuple(_abstract(t) for t in olds), tuple(_abstract(t) for t in news))
+        if all(t in ("<str>", "<num>") for t in key[0] + key[1]):
+            key = (tuple(olds), tuple(news))  # the same change only with the same literals
+        os_ = a[i1 - 1][1] if i1 > 0 else 0
+        oe = a[i2][0] if i2 < len(a) else len(old)
+        ns = b[j1 - 1][1] if j1 > 0 else 0
+        ne = b[j2][0] if j2 < len(b) else len(new)
+        units.append(Unit(key, os_, oe, new[ns:ne]))
+    return units
 
 
 @dataclass
@@ -209,13 +245,6 @@ class Case:
         return sum(f.sites for f in self.files)
 
 
-def _apply_hunks(a: list[str], b: list[str], keep: list[tuple[int, int, int, int]]) -> str:
-    out, pos = [], 0
-    for i1, i2, j1, j2 in keep:
-        out += a[pos:i1] + b[j1:j2]
-        pos = i2
-    return "".join(out + a[pos:])
-
 
 def mine(gitdir: Path, max_commits: int) -> list[Case]:
     git = Git(gitdir)
@@ -235,37 +264,47 @@ def mine(gitdir: Path, max_commits: int) -> list[Case]:
         if len(code) < 2 or len(code) > 40 or len(langs) != 1 or len(paths) > 60:
             continue
         lang = langs.pop()
-        groups: dict[tuple, list[tuple[str, tuple[int, int, int, int]]]] = defaultdict(list)
-        texts: dict[str, tuple[list[str], list[str], str]] = {}
+        groups: dict[tuple, list[tuple[str, int, Unit]]] = defaultdict(list)
+        texts: dict[str, str] = {}
         for path in code:
             before, after = git.show(f"{sha}^", path), git.show(sha, path)
             if before is None or after is None or before.count("\n") > MAX_FILE_LINES:
                 continue
             a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
-            texts[path] = (a, b, before)
-            for h in _hunks(a, b):
-                i1, i2, j1, j2 = h
+            texts[path] = before
+            offsets = [0]
+            for line in a:
+                offsets.append(offsets[-1] + len(line))
+            for n, (i1, i2, j1, j2) in enumerate(_hunks(a, b)):
                 if lang == "python" and _in_docstring(before, i1):
                     continue
-                sig = hunk_signature("".join(a[i1:i2]), "".join(b[j1:j2]), lang)
-                if sig is not None:
-                    groups[sig].append((path, h))
+                for u in hunk_units("".join(a[i1:i2]), "".join(b[j1:j2]), lang):
+                    base = offsets[i1]
+                    groups[u.key].append(
+                        (path, n, Unit(u.key, base + u.start, base + u.end, u.text))
+                    )
         best = None
-        for sig, members in groups.items():
-            files = {p for p, _ in members}
-            if len(members) >= 3 and len(files) >= 2:
+        for key, members in groups.items():
+            hunks = {(p, n) for p, n, _ in members}
+            files = {p for p, _, _ in members}
+            if len(hunks) >= 3 and len(files) >= 2:
                 if best is None or len(members) > len(groups[best]):
-                    best = sig
+                    best = key
         if best is None:
             continue
-        by_file: dict[str, list[tuple[int, int, int, int]]] = defaultdict(list)
-        for path, h in groups[best]:
-            by_file[path].append(h)
+        by_file: dict[str, list[Unit]] = defaultdict(list)
+        for path, _, u in groups[best]:
+            by_file[path].append(u)
         files = []
-        for path, hs in sorted(by_file.items()):
-            a, b, before = texts[path]
-            files.append(FileCase(path, before, _apply_hunks(a, b, sorted(hs)), len(hs)))
-        sig_text = " ; ".join(f"{' '.join(x)} -> {' '.join(y)}" for x, y in best)[:100]
+        for path, us in sorted(by_file.items()):
+            before = texts[path]
+            out, pos = [], 0
+            for u in sorted(us, key=lambda u: u.start):
+                out += [before[pos : u.start], u.text]
+                pos = u.end
+            files.append(FileCase(path, before, "".join(out) + before[pos:], len(us)))
+        x, y = best
+        sig_text = f"{' '.join(x)} -> {' '.join(y)}"[:100]
         cases.append(Case(name, str(gitdir), sha, lang, sig_text, files))
     git.close()
     return cases
