@@ -245,7 +245,6 @@ class Case:
         return sum(f.sites for f in self.files)
 
 
-
 def mine(gitdir: Path, max_commits: int) -> list[Case]:
     git = Git(gitdir)
     name = repo_name(gitdir)
@@ -431,9 +430,13 @@ def cli_ms(case: Case, examples: list[FileCase], tmp: Path) -> float | None:
 def from_git(case: Case) -> dict:
     from oopav.synth import gitlearn
 
+    try:
+        from oopav.synth.groups import learn_groups  # the grouping of issue 26
+    except ImportError:
+        learn_groups = None
     t0 = time.perf_counter()
-    if hasattr(gitlearn, "learn_groups"):
-        groups = gitlearn.learn_groups(Path(case.gitdir), case.commit)
+    if learn_groups is not None:
+        groups = learn_groups(Path(case.gitdir), case.commit)
         best = max(groups, key=lambda g: g.sites, default=None)
         return {
             "mode": "groups",

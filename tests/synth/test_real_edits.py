@@ -123,3 +123,77 @@ def test_a_decorator_added_above_a_definition_is_a_rewrite_of_that_definition() 
     result = synthesize([Example(before, after, path="a.py")])
     assert len(result.rules) == 1
     assert result.apply("class C(Base):\n    z = 2\n")[0] == "@final\nclass C(Base):\n    z = 2\n"
+
+
+def _commit_repo(tmp_path: Path, files: dict[str, tuple[str, str]]) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@x.invalid", *args],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+
+    git("init", "-q", "-b", "main")
+    for name, (before, _) in files.items():
+        (repo / name).write_text(before)
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    for name, (_, after) in files.items():
+        (repo / name).write_text(after)
+    git("commit", "-qam", "two")
+    return repo
+
+
+GO_A = """package a
+
+func one(c *Cmd, args []string) {
+\tc.Run(ctx, args)
+\tc.Stop(ctx, args)
+}
+
+func two(c *Cmd, more []string) {
+\tc.Run(ctx, more)
+}
+"""
+GO_B = """package a
+
+func three(d *Cmd, xs []string) {
+\td.Run(nil, xs)
+\td.Run(ctx, xs)
+\td.Run(ctx, ys)
+}
+"""
+
+
+def test_from_git_groups_a_commits_changes_by_shape_and_learns_one_rule(tmp_path: Path) -> None:
+    """Class 8: `$A.Run($B, $C)` -> `$A.Run($B, $C...)` at five sites in two files. Per hunk,
+    each site is learned with the others of its file unchanged (counter-examples); grouped,
+    one rule reproduces the whole group."""
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
+    from oopav.synth.groups import learn_groups
+
+    files = {
+        "a.go": (
+            GO_A,
+            GO_A.replace("args)\n\tc.Stop", "args...)\n\tc.Stop").replace("more)", "more...)"),
+        ),
+        "b.go": (GO_B, GO_B.replace("xs)", "xs...)").replace("ys)", "ys...)")),
+    }
+    repo = _commit_repo(tmp_path, files)
+    groups = learn_groups(repo, "HEAD")
+    [group] = groups
+    assert group.sites == 5 and group.files == ["a.go", "b.go"]
+    assert group.whole and group.reproduced == 5
+    assert len(group.rules) == 1
+    assert group.rules[0]["fix"].endswith("...)") and "$A.Run(" in str(group.rules[0]["rule"])
+    r = CliRunner().invoke(cli, ["synth", "--from-git", str(repo), "HEAD"])
+    assert r.exit_code == 0, r.output
+    assert "5 site(s) in 2 file(s); whole group: reproduces 5/5" in r.output
+    assert "1 group(s), 1 reproduced whole by their rule; 5 of 5 sites reproduced" in r.output

@@ -295,7 +295,9 @@ def test_cli_from_git_reports_learnable_hunks(tmp_path: Path) -> None:
     )
     (repo / "b.py").write_text("def fetch_page(u):\n    return u\n")
     git("commit", "-qam", "rename")
-    r = CliRunner().invoke(cli, ["synth", "--from-git", str(repo), "HEAD", "--json"])
+    r = CliRunner().invoke(
+        cli, ["synth", "--from-git", str(repo), "HEAD", "--by", "hunk", "--json"]
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     by = {(h["path"], h["start"]): h for h in data["hunks"]}

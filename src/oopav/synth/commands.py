@@ -88,7 +88,15 @@ def register(cli: click.Group) -> None:
         "from_git",
         nargs=2,
         metavar="REPO REV",
-        help="Learn one rule per hunk of commit REV in REPO, verified on its parent tree.",
+        help="Learn from commit REV in REPO: one rule per group of same-shaped changes "
+        "(--by hunk: one per hunk, verified on the parent tree).",
+    )
+    @click.option(
+        "--by",
+        type=click.Choice(["group", "hunk"]),
+        default="group",
+        show_default=True,
+        help="With --from-git: group the commit's changes by their shape, or one rule per hunk.",
     )
     def synth(
         examples: Path | None,
@@ -97,13 +105,17 @@ def register(cli: click.Group) -> None:
         apply_dir: Path | None,
         write: bool,
         from_git: tuple[str, str] | None,
+        by: str,
     ) -> None:
         """Learn ast-grep rewrite rules from before/after EXAMPLES (JSON or YAML).
 
         Prints a rule file that `ast-grep scan --rule FILE --update-all DIR` accepts. When no
         rule reproduces every example, exits 3 with one line saying which example and why."""
         if from_git:
-            _from_git(Path(from_git[0]), from_git[1], as_json)
+            if by == "group":
+                _from_git_groups(Path(from_git[0]), from_git[1], as_json)
+            else:
+                _from_git(Path(from_git[0]), from_git[1], as_json)
             return
         if examples is None:
             raise click.UsageError("give an EXAMPLES file, or --from-git REPO REV")
@@ -190,3 +202,22 @@ def _from_git(repo: Path, rev: str, as_json: bool) -> None:
         )
     else:
         click.echo(format_report(results))
+
+
+def _from_git_groups(repo: Path, rev: str, as_json: bool) -> None:
+    from oopav.synth.groups import format_groups, learn_groups
+
+    try:
+        results = learn_groups(repo, rev)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        data = {
+            "groups": [g.to_json() for g in results],
+            "whole": sum(1 for g in results if g.whole),
+            "sites": sum(g.sites for g in results),
+            "reproduced": sum(g.reproduced for g in results),
+        }
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(format_groups(results))
