@@ -197,3 +197,47 @@ def test_from_git_groups_a_commits_changes_by_shape_and_learns_one_rule(tmp_path
     assert r.exit_code == 0, r.output
     assert "5 site(s) in 2 file(s); whole group: reproduces 5/5" in r.output
     assert "1 group(s), 1 reproduced whole by their rule; 5 of 5 sites reproduced" in r.output
+
+
+B64_BEFORE = "def base64_decode(string):\n    pass\n"
+B64_AFTER = "@cache\ndef base64_decode(string):\n    pass\n"
+B64_REAL = (
+    "import x\n\n\ndef base64_decode(string: str | bytes) -> bytes:\n    return b64(string)\n"
+)
+
+
+def test_a_rule_that_matches_nothing_names_the_nearest_code_and_a_rule_that_would() -> None:
+    """Class 9: the example's `def base64_decode(string):` cannot match the real definition
+    with annotations; the diagnosis names it (path:line) and a generalisation that matches."""
+    from oopav.synth.diagnose import explain
+
+    result = synthesize([Example(B64_BEFORE, B64_AFTER, path="a.py")])
+    assert result.apply(B64_REAL) == (B64_REAL, 0)
+    msg = explain(result.rules[0].rule, "python", [("pkg/enc.py", B64_REAL)], "REPO")
+    assert msg.startswith("the rule learned from your example matches nothing in REPO")
+    assert "nearest: pkg/enc.py:4 def base64_decode(string: str | bytes) -> bytes:" in msg
+    assert "'regex': '^base64_decode$'" in msg
+
+
+def test_the_sandbox_and_the_cli_say_where_a_rule_nearly_matched(tmp_path: Path) -> None:
+    """Class 9 in the loop: the actor's ast_grep action is refused with the nearest sites, so
+    `synth:` stops with them (no identical retries); `oopav synth --apply` prints them too."""
+    import json
+
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
+    from oopav.events.actions import AstGrepAction
+    from oopav.sandbox.apply import Rejection, plan_action
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "enc.py").write_text(B64_REAL)
+    result = synthesize([Example(B64_BEFORE, B64_AFTER, path="a.py")])
+    out = plan_action(tmp_path, AstGrepAction(rule=result.rules[0].to_yaml(), paths=["."]))
+    assert isinstance(out, Rejection) and out.reason == "no_match"
+    assert "nearest: pkg/enc.py:4 def base64_decode" in out.message
+    ex = tmp_path / "ex.json"
+    ex.write_text(json.dumps([{"before": B64_BEFORE, "after": B64_AFTER, "path": "a.py"}]))
+    r = CliRunner().invoke(cli, ["synth", str(ex), "--apply", str(tmp_path / "pkg")])
+    assert r.exit_code == 0, r.output
+    assert "matches nothing in" in r.output and "enc.py:4" in r.output

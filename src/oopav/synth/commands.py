@@ -152,12 +152,14 @@ def _apply(result: Any, root: Path, write: bool) -> dict[str, Any]:
 
     files: list[dict[str, Any]] = []
     changes = []
+    texts: list[tuple[str, str]] = []
     for rel in files_for(root, ["."], result.language):
         path = root / rel
         try:
             before = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+        texts.append((rel, before))
         after, sites = result.apply(before)
         if after == before:
             continue
@@ -165,18 +167,26 @@ def _apply(result: Any, root: Path, write: bool) -> dict[str, Any]:
         changes.append(FileChange(path=rel, before=before, after=after))
         if write:
             path.write_text(after, encoding="utf-8")
-    return {
+    report = {
         "files": files,
         "sites": sum(f["sites"] for f in files),
         "diff": unified_diff(changes),
         "written": write,
     }
+    if not files and result.rules:
+        from oopav.synth.diagnose import explain
+
+        r = result.rules[0]
+        report["unmatched"] = explain(r.rule, r.language, texts, str(root))
+    return report
 
 
 def _format_apply(report: dict[str, Any], write: bool) -> str:
     lines = [f"{f['path']}: {f['sites']} site(s)" for f in report["files"]]
     verb = "rewritten" if write else "would be rewritten (dry run; --write to write)"
     lines.append(f"{len(report['files'])} file(s), {report['sites']} site(s) {verb}")
+    if report.get("unmatched"):
+        lines.append(report["unmatched"])
     if report["diff"]:
         lines.append(report["diff"].rstrip("\n"))
     return "\n".join(lines)
