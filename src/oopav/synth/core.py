@@ -31,6 +31,7 @@ from oopav.synth.sites import (
     has_error,
     node_at,
     parse,
+    relayout,
 )
 
 MAX_LEVELS = 4
@@ -43,14 +44,27 @@ _OPTIONS = (
     Options(heads=True),
     Options(literal=True),
 )
-# Where a pattern snippet that does not parse on its own is put, per language.
+# Where a pattern snippet that does not parse on its own is put, per language; the last ones
+# are type positions, so that a changed type stays a literal candidate (`fmt::Formatter`
+# -> `fmt::Formatter<'_>`) instead of only a far too general `$A: $B` one level up.
 _WRAPPERS: dict[str, tuple[str, ...]] = {
     "python": ("_ = {}", "_f({})"),
     "javascript": ("_ = {}", "_f({})"),
-    "typescript": ("_ = {}", "_f({})"),
-    "tsx": ("_ = {}", "_f({})"),
-    "go": ("func _() {{ {} }}", "func _() {{ _ = {} }}", "func _() {{ _f({}) }}"),
-    "rust": ("fn _f() {{ {} }}", "fn _f() {{ let _ = {}; }}", "fn _f() {{ _g({}); }}"),
+    "typescript": ("_ = {}", "_f({})", "let _: {};"),
+    "tsx": ("_ = {}", "_f({})", "let _: {};"),
+    "go": (
+        "func _() {{ {} }}",
+        "func _() {{ _ = {} }}",
+        "func _() {{ _f({}) }}",
+        "var _ {}",
+        "import {}",
+    ),
+    "rust": (
+        "fn _f() {{ {} }}",
+        "fn _f() {{ let _ = {}; }}",
+        "fn _f() {{ _g({}); }}",
+        "type _T = {};",
+    ),
 }
 
 
@@ -360,6 +374,7 @@ def synthesize(
         )
     lang = langs.pop()
     exs: list[_Ex] = []
+    layout_notes: list[str] = []
     if all(e.before == e.after for e in exs_in):
         i = 1 if len(exs_in) == 1 else None
         raise SynthesisError(
@@ -377,11 +392,25 @@ def synthesize(
             continue
         if has_error(aroot) and not has_error(broot):
             raise SynthesisError(f"{where}: the after side does not parse as {lang}", i)
+        after = e.after
         try:
-            sites = find_sites(i, e.before, e.after, broot, aroot, where)
+            sites = find_sites(i, e.before, after, broot, aroot, where)
         except SiteError as exc:
-            raise SynthesisError(str(exc), i) from None
-        exs.append(_Ex(i, e.before, e.after, broot, aroot, sites))
+            # A formatter may have reflowed the changed code: learn from the change in the
+            # before side's layout instead (compared modulo layout), and say so.
+            relaid = relayout(e.before, e.after, broot, aroot)
+            if relaid is None:
+                raise SynthesisError(str(exc), i) from None
+            after, aroot = relaid, parse(relaid, lang)
+            try:
+                sites = find_sites(i, e.before, after, broot, aroot, where)
+            except SiteError:
+                raise SynthesisError(str(exc), i) from None
+            layout_notes.append(
+                f"example {i} also reflows the changed code (a formatter's layout); the rules "
+                "reproduce it modulo layout — run the project's formatter after them"
+            )
+        exs.append(_Ex(i, e.before, after, broot, aroot, sites))
 
     all_sites = [(s, ex) for ex in exs for s in ex.sites]
     remaining = list(all_sites)
@@ -399,7 +428,7 @@ def synthesize(
             )
         best = max(len(c.covered) for c in choices)
         top_choices = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
-        chosen = top_choices[0]
+        chosen = _idempotent(top_choices[0], seed, exs, lang)
         # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
         wider = [
             c
@@ -447,9 +476,40 @@ def synthesize(
             f"the examples name no language or path; they parse as {guessed} (give `path` or "
             "`language` to choose)"
         )
-    result.notes = notes
+    result.notes = notes + layout_notes
     result.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
     return result
+
+
+def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choice:
+    """The choice, guarded when it would rewrite its own output again: a fix that wraps the
+    match (``fmt::Formatter`` -> ``fmt::Formatter<'_>``) matches again inside the result. The
+    guard: not directly inside a node of the kind the site becomes."""
+    rule = Rule(
+        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
+    )
+    try:
+        if all(rewrite_source(ex.after, rule)[0] == ex.after for ex in exs):
+            return choice
+    except RuleError:
+        return choice
+    if seed.after_node is None:
+        return choice
+    guarded = {
+        **choice.rule,
+        "not": {"inside": {"kind": seed.after_node.kind(), "stopBy": "neighbor"}},
+    }
+    g = Rule(id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints)
+    try:
+        covered = _evaluate(g, exs)
+        ok = all(rewrite_source(ex.after, g)[0] == ex.after for ex in exs)
+    except RuleError:
+        return choice
+    if covered is None or covered != choice.covered or not ok:
+        return choice
+    return _Choice(
+        guarded, choice.fix, covered, choice.order, choice.key, choice.level, choice.constraints
+    )
 
 
 def _vars(key: str) -> int:

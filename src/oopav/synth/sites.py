@@ -9,6 +9,7 @@ balanced rewrite (``foo(a)`` → ``list(foo(a))``, never ``foo`` → ``list(foo`
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -301,6 +302,28 @@ def _smallest(candidates: dict[tuple[int, int], SgNode], accept: Any, i: int) ->
         if found is not None:
             return found  # type: ignore[no-any-return]
     return None
+
+
+def relayout(before: str, after: str, broot: SgNode, aroot: SgNode) -> str | None:
+    """``after`` in ``before``'s layout: the token edits applied to ``before``, with the line
+    breaks inside each edit's text folded to one space (a formatter's reflow undone), or None
+    when that changes nothing or no longer differs from ``before`` modulo whitespace as
+    ``after`` does."""
+    edits = token_edits(before, after, leaves(broot), leaves(aroot))
+    out, pos = [], 0
+    for e in edits:
+        text = re.sub(r"[ \t]*\n\s*", " ", e.text)
+        if text != e.text:
+            text = text.strip() if not e.text[:1].isspace() else " " + text.strip()
+            if before[e.start - 1 : e.start] in "([{" or text.startswith((",", ")", "]", "}")):
+                text = text.lstrip()
+        out += [before[pos : e.start], text]
+        pos = e.end
+    relaid = "".join(out) + before[pos:]
+    squash = re.compile(r"\s+")
+    if relaid == after or squash.sub("", relaid) != squash.sub("", after):
+        return None
+    return relaid
 
 
 def parse(source: str, language: str) -> SgNode:
