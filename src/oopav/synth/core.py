@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from dataclasses import dataclass, field
@@ -90,11 +91,15 @@ class SynthRule:
     # Metavariable constraints (``{"F": {"regex": "^_?\\w*pager$"}}``): a name the examples
     # vary, abstracted no further than the examples show.
     constraints: dict[str, Any] | None = None
+    # ast-grep transforms the fix uses (``replace`` inside a string literal: ``%s`` -> ``{}``).
+    transform: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
         if self.constraints:
             data["constraints"] = self.constraints
+        if self.transform:
+            data["transform"] = self.transform
         data["fix"] = self.fix
         return data
 
@@ -108,6 +113,7 @@ class SynthRule:
             rule=self.rule,
             fix=self.fix,
             constraints=self.constraints,
+            transform=self.transform,
         )
 
     def apply(self, source: str) -> tuple[str, int]:
@@ -221,7 +227,7 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
     """The ids of the sites ``rule`` rewrites correctly, or None when it rewrites anything
     wrongly (an over-match, or a wrong result) in any example."""
     covered: set[int] = set()
-    template = parse_template(rule.fix or "", ())
+    template = parse_template(rule.fix or "", (rule.transform or {}).keys())
     for ex in exs:
         try:
             nodes = ex.root.find_all(rule.config())
@@ -354,6 +360,7 @@ class _Choice:
     key: str = ""
     level: int = -1  # -1: an identifier rename; else how far above the site the pattern sits
     constraints: dict[str, Any] | None = None
+    transform: dict[str, Any] | None = None
 
 
 def synthesize(
@@ -451,6 +458,7 @@ def synthesize(
                 fix=chosen.fix,
                 sites=len(chosen.covered),
                 constraints=chosen.constraints,
+                transform=chosen.transform,
             )
         )
         remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
@@ -530,19 +538,28 @@ def _search(
         level: int = -1,
         group: list[Site] | None = None,
         constraints: dict[str, Any] | None = None,
+        transform: dict[str, Any] | None = None,
     ) -> None:
-        dedupe = yaml.safe_dump([rule, fix, constraints])
+        dedupe = yaml.safe_dump([rule, fix, constraints, transform])
         if dedupe in seen:
             return
         seen.add(dedupe)
+        candidate = Rule(
+            id="c",
+            language=lang,
+            rule=rule,
+            fix=fix,
+            constraints=constraints,
+            transform=transform,
+        )
         try:
-            covered = _evaluate(
-                Rule(id="c", language=lang, rule=rule, fix=fix, constraints=constraints), exs
-            )
+            covered = _evaluate(candidate, exs)
         except RuleError:
             return
         if covered and id(seed) in covered:
-            choices.append(_Choice(rule, fix, covered, len(seen), key, level, constraints))
+            choices.append(
+                _Choice(rule, fix, covered, len(seen), key, level, constraints, transform)
+            )
         elif covered is None and group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
             for cons in _name_constraints(rule, group, lang):
@@ -565,6 +582,13 @@ def _search(
                 t = abstract_sites(group, opts)
                 if t is None:
                     continue
+                # A string rewritten by one substitution: the transform first (it is the more
+                # general), then the literal string.
+                st = _string_transform(t, top)
+                if st is not None:
+                    pattern, fix, cons, transform = st
+                    for rule in _pattern_rules(Template(pattern, fix, {}), lang, top.node.kind()):
+                        consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
                 for rule in _pattern_rules(t, lang, top.node.kind()):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         if choices and max(len(c.covered) for c in choices) == len(remaining):
@@ -624,3 +648,51 @@ def _common_prefix(texts: list[str]) -> str:
         while not t.startswith(out):
             out = out[:-1]
     return out
+
+
+_STRING = re.compile(r"""(?<![\w$])(["'])(?:\\.|(?!\1)[^\\\n])*\1""")
+_REGEX_META = re.compile(r"([\\.^$|?*+()\[\]{}])")
+
+
+def _string_transform(
+    t: Template, top: Site
+) -> tuple[str, str, dict[str, Any], dict[str, Any]] | None:
+    """A string literal of the pattern that the fix rewrites by one substitution throughout
+    (``'%s [%s]'`` -> ``'{} [{}]'``): the literal becomes ``$STR1`` (a string) and the fix
+    uses ``$NEW1``, an ast-grep ``replace`` transform of it. None when there is no such
+    literal."""
+    ps, fs = list(_STRING.finditer(t.pattern)), list(_STRING.finditer(t.fix))
+    if not ps or len(ps) != len(fs):
+        return None
+    for p, f in zip(ps, fs, strict=True):
+        a, b = p.group(0), f.group(0)
+        if a == b:
+            continue
+        pairs = {
+            (a[i1:i2], b[j1:j2])
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, False).get_opcodes()
+            if tag != "equal"
+        }
+        if len(pairs) != 1:
+            return None
+        old, new = pairs.pop()
+        if not old or a.replace(old, new) != b:
+            return None
+        kind = "string"
+        for n in top.node.find_all(regex="^" + re.escape(a) + "$"):
+            if "string" in n.kind():
+                kind = n.kind()
+                break
+        pattern = t.pattern[: p.start()] + "$STR1" + t.pattern[p.end() :]
+        fix = t.fix[: f.start()] + "$NEW1" + t.fix[f.end() :]
+        transform = {
+            "NEW1": {
+                "replace": {
+                    "source": "$STR1",
+                    "replace": _REGEX_META.sub(r"\\\1", old),
+                    "by": new.replace("$", "$$"),
+                }
+            }
+        }
+        return pattern, fix, {"STR1": {"kind": kind}}, transform
+    return None
