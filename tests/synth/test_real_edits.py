@@ -241,3 +241,81 @@ def test_the_sandbox_and_the_cli_say_where_a_rule_nearly_matched(tmp_path: Path)
     r = CliRunner().invoke(cli, ["synth", str(ex), "--apply", str(tmp_path / "pkg")])
     assert r.exit_code == 0, r.output
     assert "matches nothing in" in r.output and "enc.py:4" in r.output
+
+
+def test_an_argument_added_then_reflowed_by_a_formatter_is_learned_modulo_layout() -> None:
+    """Class 4: `zip(a, b)` -> `zip(a, b, strict=False)`, after which black rewrapped the
+    call over three lines. The rule is learned in the before side's layout and says so."""
+    before = (
+        "def f():\n    for a, b in zip(first_list_of_things, second_list_of_them):\n        g(a)\n"
+    )
+    after = (
+        "def f():\n    for a, b in zip(\n        first_list_of_things, second_list_of_them, "
+        "strict=False\n    ):\n        g(a)\n"
+    )
+    result = synthesize([Example(before, after, path="a.py")])
+    [rule] = result.rules
+    assert (rule.rule, rule.fix) == ({"pattern": "zip($$$A)"}, "zip($$$A, strict=False)")
+    assert any("modulo layout" in n for n in result.notes)
+    assert result.apply("x = zip(p, q)\n")[0] == "x = zip(p, q, strict=False)\n"
+
+
+FMT_BEFORE = """use std::fmt;
+
+impl fmt::Display for A {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a")
+    }
+}
+
+impl fmt::Debug for B {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "b")
+    }
+}
+"""
+
+
+def test_a_type_level_edit_keeps_the_changed_type_literal_and_stays_idempotent() -> None:
+    """Class 5: `fmt::Formatter` -> `fmt::Formatter<'_>`. The rule is the changed type itself
+    (not `$A: $B` -> `$A: $B<'_>`, which would rewrite every typed parameter), and it does not
+    rewrite its own result again."""
+    after = FMT_BEFORE.replace("fmt::Formatter)", "fmt::Formatter<'_>)")
+    result = synthesize([Example(FMT_BEFORE, after, path="lib.rs")])
+    [rule] = result.rules
+    assert rule.fix == "fmt::Formatter<'_>"
+    held = "fn g(x: u32, out: &mut fmt::Formatter, done: &mut fmt::Formatter<'_>) {}\n"
+    assert result.apply(held)[0] == (
+        "fn g(x: u32, out: &mut fmt::Formatter<'_>, done: &mut fmt::Formatter<'_>) {}\n"
+    )
+    assert result.apply(after) == (after, 0)
+
+
+def test_comments_inside_the_enclosing_node_do_not_make_the_rule_literal() -> None:
+    """Class 6: the loop around the change holds comments; the rule rewrites only the changed
+    sub-node (the loop's iterable), so the comments neither block it nor get copied."""
+    before = (
+        "def f(items, things):\n    for x in items:  # all of them\n        # work\n"
+        "        g(x)\n    for y in things:\n        h(y)  # other\n"
+    )
+    after = before.replace("in items:", "in sorted(items):").replace(
+        "in things:", "in sorted(things):"
+    )
+    result = synthesize([Example(before, after, path="a.py")])
+    for rule in result.rules:
+        assert "#" not in str(rule.rule) and "#" not in rule.fix
+    held = "for z in rows:  # rows\n    # keep\n    k(z)\n"
+    assert result.apply(held)[0] == held.replace("in rows:", "in sorted(rows):")
+
+
+def test_an_edit_inside_string_literals_becomes_a_replace_transform() -> None:
+    """Class 7: `"%s [%s]" % (a, b)` -> `"{} [{}]".format(a, b)`: not one literal rule per
+    format string but an ast-grep `replace` transform of any string in that position."""
+    result = synthesize(
+        [Example("a = '%s [%s]' % (x, y)\n", "a = '{} [{}]'.format(x, y)\n", path="a.py")]
+    )
+    [rule] = result.rules
+    assert rule.transform == {"NEW1": {"replace": {"source": "$STR1", "replace": "%s", "by": "{}"}}}
+    assert result.apply("c = '%s and %s' % (p, q)\nd = w % (p, q)\n")[0] == (
+        "c = '{} and {}'.format(p, q)\nd = w % (p, q)\n"
+    )

@@ -223,7 +223,15 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
         mark(col)
         return True
 
-    if not walk(roots, head=False):
+    leaves_differ = (
+        len(sites) > 1
+        and not opts.literal
+        and all(not r.children() for r in roots)
+        and len({r.text() for r in roots}) > 1
+    )
+    if leaves_differ and all(carried[i].has(r.text()) for i, r in enumerate(roots)):
+        mark(roots)  # leaf sites that differ and are carried (`a` -> `f(a)`, `b` -> `f(b)`)
+    elif not walk(roots, head=False):
         return None
     # Patterns and fixes, per site; they must agree.
     results: set[tuple[str, str]] = set()

@@ -25,6 +25,7 @@ from oopav.sandbox.astgrep import (
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
 from oopav.synth.sites import (
+    COMMENT_KINDS,
     LIST_KINDS,
     Site,
     SiteError,
@@ -570,6 +571,7 @@ def _search(
     if any(len(c.covered) == len(remaining) for c in choices):
         return choices  # a rename covers every site: nothing more general to find
     lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining}
+    pending: list[tuple[Site, list[tuple[Template, list[Site]]]]] = []
     for level, top in enumerate(lifted[id(seed)]):
         peers = [
             lifted[id(s)][level]
@@ -577,11 +579,13 @@ def _search(
             if len(lifted[id(s)]) > level and lifted[id(s)][level].node.kind() == top.node.kind()
         ]
         groups = [[top, *peers], [top]] if peers else [[top]]
+        templates: list[tuple[Template, list[Site]]] = []
         for opts in _OPTIONS:
             for group in groups:
                 t = abstract_sites(group, opts)
                 if t is None:
                     continue
+                templates.append((t, group))
                 # A string rewritten by one substitution: the transform first (it is the more
                 # general), then the literal string.
                 st = _string_transform(t, top)
@@ -591,9 +595,94 @@ def _search(
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
                 for rule in _pattern_rules(t, lang, top.node.kind()):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
+        # The smallest discriminating context: the same patterns, only where the site sits
+        # (``inside`` its parent, in that field). Tried after the pattern lifted one level
+        # (`$A.fetch` reads better than `fetch` inside an attribute) — unless that level
+        # drags comments into the rule, then before it.
+        pending.append((top, templates))
+        chain = lifted[id(seed)]
+        comments_above = level == 0 and len(chain) > 1 and _has_comment(chain[1].node)
+        if (level == 1 or comments_above) and not (
+            choices and max(len(c.covered) for c in choices) == len(remaining)
+        ):
+            for node_site, temps in pending:
+                for ctx in _contexts(node_site.node):
+                    for t, group in temps:
+                        for rule in _pattern_rules(t, lang, node_site.node.kind()):
+                            consider(
+                                {**rule, "inside": ctx},
+                                t.fix,
+                                t.pattern + "\0" + t.fix,
+                                level,
+                                group,
+                            )
+            pending.clear()
         if choices and max(len(c.covered) for c in choices) == len(remaining):
             break
     return choices
+
+
+_FIELDS = (
+    "attribute",
+    "property",
+    "field",
+    "right",
+    "left",
+    "value",
+    "condition",
+    "function",
+    "argument",
+    "arguments",
+    "type",
+    "return_type",
+    "object",
+    "body",
+    "key",
+    "operand",
+    "subject",
+    "superclass",
+    "trait",
+    "index",
+    "alternative",
+    "consequence",
+)
+
+
+def _has_comment(node: SgNode) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.kind() in COMMENT_KINDS:
+            return True
+        stack.extend(n.children())
+    return False
+
+
+def _contexts(node: SgNode) -> list[dict[str, Any]]:
+    """``inside`` rules for where ``node`` sits: its parent's kind and field, then the kind."""
+    parent = node.parent()
+    if parent is None:
+        return []
+    out: list[dict[str, Any]] = []
+    r = node.range()
+    if parent.kind() in LIST_KINDS:
+        grand = parent.parent()
+        if grand is not None:
+            out.append(
+                {
+                    "kind": parent.kind(),
+                    "stopBy": "neighbor",
+                    "inside": {"kind": grand.kind(), "stopBy": "neighbor"},
+                }
+            )
+        return out
+    for name in _FIELDS:
+        f = parent.field(name)
+        if f is not None and f.range() == r:
+            out.append({"kind": parent.kind(), "field": name, "stopBy": "neighbor"})
+            break
+    out.append({"kind": parent.kind(), "stopBy": "neighbor"})
+    return out
 
 
 def _name_constraints(
