@@ -319,3 +319,43 @@ def test_an_edit_inside_string_literals_becomes_a_replace_transform() -> None:
     assert result.apply("c = '%s and %s' % (p, q)\nd = w % (p, q)\n")[0] == (
         "c = '{} and {}'.format(p, q)\nd = w % (p, q)\n"
     )
+
+
+def test_an_import_added_after_the_last_import_is_a_statement_insertion() -> None:
+    """Class 3: a statement added at the top level (refused before: "adds or removes whole
+    statements"). The rule inserts it after the last import of any file, once."""
+    before = '"""Doc."""\nimport os\nimport re\n\nx = os.sep\n'
+    after = '"""Doc."""\nimport os\nimport re\nfrom datetime import timezone\n\nx = os.sep\n'
+    result = synthesize([Example(before, after, path="a.py")])
+    [rule] = result.rules
+    assert rule.rule["kind"] == "import_statement"
+    held = "import json\n\n\ndef f():\n    pass\n"
+    got = result.apply(held)[0]
+    assert got == "import json\nfrom datetime import timezone\n\n\ndef f():\n    pass\n"
+    assert result.apply(got) == (got, 0)  # inserted once
+
+
+def test_a_javascript_require_added_before_the_first_statement() -> None:
+    before = "'use strict';\n\nconst a = require('a');\n\nmodule.exports = a;\n"
+    after = (
+        "'use strict';\n\nconst a = require('a');\n"
+        "var URLSearchParams = require('url-search-params');\n\nmodule.exports = a;\n"
+    )
+    result = synthesize([Example(before, after, path="a.js")])
+    held = "const b = require('b');\n\nb();\n"
+    got = result.apply(held)[0]
+    assert (
+        got
+        == "const b = require('b');\nvar URLSearchParams = require('url-search-params');\n\nb();\n"
+    )
+    assert result.apply(got) == (got, 0)
+
+
+def test_an_attribute_added_to_some_functions_is_anchored_by_their_names() -> None:
+    """Class 3 in Rust: `#[cold]` is a sibling of the function, not part of it. The examples
+    show which functions get it (names differ: a regex of them); the others stay."""
+    before = "use std::fmt;\n\nfn error() {}\n\nfn other() {}\n\nfn fail() {}\n"
+    after = "use std::fmt;\n\n#[cold]\nfn error() {}\n\nfn other() {}\n\n#[cold]\nfn fail() {}\n"
+    result = synthesize([Example(before, after, path="lib.rs")])
+    held = "fn error() {}\nfn ok() {}\n#[cold]\nfn fail() {}\n"
+    assert result.apply(held)[0] == "#[cold]\nfn error() {}\nfn ok() {}\n#[cold]\nfn fail() {}\n"

@@ -566,6 +566,10 @@ def _search(
             for cons in _name_constraints(rule, group, lang):
                 consider(rule, fix, key, level, None, cons)
 
+    if seed.insert is not None:
+        for rule, fix in _insert_candidates(seed, remaining, lang):
+            consider(rule, fix, fix)
+        return choices
     for rule in _rename_candidates(seed, remaining, lang):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
     if any(len(c.covered) == len(remaining) for c in choices):
@@ -576,7 +580,9 @@ def _search(
         peers = [
             lifted[id(s)][level]
             for s, _ in remaining[1:]
-            if len(lifted[id(s)]) > level and lifted[id(s)][level].node.kind() == top.node.kind()
+            if len(lifted[id(s)]) > level
+            and lifted[id(s)][level].node.kind() == top.node.kind()
+            and s.insert is None
         ]
         groups = [[top, *peers], [top]] if peers else [[top]]
         templates: list[tuple[Template, list[Site]]] = []
@@ -785,3 +791,67 @@ def _string_transform(
         }
         return pattern, fix, {"STR1": {"kind": kind}}, transform
     return None
+
+
+def _insert_candidates(
+    seed: Site, remaining: list[tuple[Site, _Ex]], lang: str
+) -> list[tuple[dict[str, Any], str]]:
+    """Rules that insert ``seed.inserted`` next to its anchor statement, most general first:
+    next to the last (first) statement of the anchor's kind, next to every one, next to those
+    of the anchor's name shape, next to the literal anchor. Each is guarded to insert once
+    (not where the container already holds the new statement)."""
+    node, new = seed.node, seed.inserted
+    first = _first_statement(new, lang)
+    if first is None:
+        return []
+    kind = node.kind()
+    guard = {"not": {"inside": {"has": {"pattern": first}}}}
+    after = seed.insert == "after"
+    fix = "$ANCHOR\n" + new if after else new + "\n$ANCHOR"
+    edge = (
+        {"not": {"precedes": {"kind": kind, "stopBy": "end"}}}
+        if after
+        else {"not": {"follows": {"kind": kind, "stopBy": "end"}}}
+    )
+    # Next to the last (first) of a kind: once per container. Otherwise: not where the
+    # neighbour already is the new statement.
+    local = (
+        {"not": {"precedes": {"pattern": first, "stopBy": "neighbor"}}}
+        if after
+        else {"not": {"follows": {"pattern": _last_statement(new, lang), "stopBy": "neighbor"}}}
+    )
+    out: list[tuple[dict[str, Any], str]] = [
+        ({"kind": kind, "pattern": "$ANCHOR", "all": [edge, guard]}, fix),
+        ({"kind": kind, "pattern": "$ANCHOR", "all": [local]}, fix),
+    ]
+    peers = [s for s, _ in remaining if s.insert == seed.insert and s.inserted == new]
+    names = {n.text() for p in peers if (n := p.node.field("name")) is not None}
+    if names and all(_IDENT.match(x) for x in names):
+        regex = _shape_regex(names) if len(names) > 1 else "^" + re.escape(names.pop()) + "$"
+        has_name = {"has": {"field": "name", "regex": regex}}
+        out.append(({"kind": kind, "pattern": "$ANCHOR", "all": [has_name, local]}, fix))
+    literal = node.text()
+    out.append(
+        (
+            {"pattern": literal, "all": [local]},
+            literal + "\n" + new if after else new + "\n" + literal,
+        )
+    )
+    return out
+
+
+def _statements(text: str, lang: str) -> list[str]:
+    root = parse(text, lang)
+    if has_error(root):
+        return []
+    return [c.text() for c in root.children() if c.is_named() and c.kind() not in COMMENT_KINDS]
+
+
+def _first_statement(text: str, lang: str) -> str | None:
+    found = _statements(text, lang)
+    return found[0] if found else None
+
+
+def _last_statement(text: str, lang: str) -> str:
+    found = _statements(text, lang)
+    return found[-1] if found else text

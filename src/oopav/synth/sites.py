@@ -59,6 +59,10 @@ class Site:
     after_text: str
     after_node: SgNode | None = None
     edits: list[int] = field(default_factory=list)
+    # A statement insertion: "after" / "before" the anchor ``node`` (its neighbouring
+    # statement), ``inserted`` the new statement(s), dedented to the anchor's column.
+    insert: str | None = None
+    inserted: str = ""
 
     @property
     def before_text(self) -> str:
@@ -270,6 +274,12 @@ def find_sites(
                 edits[i] = e
                 found = _smallest(candidates, accept, i)
         line = before.count("\n", 0, e.start) + 1
+        if e.start == e.end and e.text.strip() and (found is None or _is_container(found.node)):
+            # Whole statements added: a rule inserts them next to a neighbouring statement
+            # (rather than rewriting the block, or failing at the top of a file).
+            ins = _insertion(index, before, broot, aroot, e, i, edits)
+            if ins is not None:
+                found = ins
         if found is None or found.node.parent() is None:
             raise SiteError(
                 f"{where}: the change at line {line} is not a rewrite of one syntax node (it "
@@ -294,6 +304,131 @@ def find_sites(
             "formatting is not rewritable"
         )
     return sites
+
+
+_CONTAINERS = frozenset(
+    {
+        "module",
+        "program",
+        "source_file",
+        "block",
+        "statement_block",
+        "declaration_list",
+        "class_body",
+        "function_definition",
+        "function_declaration",
+        "function_item",
+        "class_definition",
+        "method_declaration",
+    }
+)
+
+
+def _is_container(node: SgNode) -> bool:
+    return node.kind() in _CONTAINERS
+
+
+def _indent_of(text: str, offset: int) -> str:
+    line_start = text.rfind("\n", 0, offset) + 1
+    prefix = text[line_start:offset]
+    return prefix if not prefix.strip() else prefix[: len(prefix) - len(prefix.lstrip())]
+
+
+def _dedent_by(text: str, indent: str) -> str:
+    return "\n".join(ln[len(indent) :] if ln.startswith(indent) else ln for ln in text.split("\n"))
+
+
+def _insertion(
+    index: int, before: str, broot: SgNode, aroot: SgNode, e: Edit, i: int, edits: list[Edit]
+) -> Site | None:
+    """A site for whole new lines: after the statement that ends where they start, else
+    before the one that starts where they end (the edit's unmoved form)."""
+    shift = sum(len(x.text) - (x.end - x.start) for x in edits if x.end <= e.start and x is not e)
+    for form in ("after", "before"):
+        if form == "after":
+            start, text = e.start, e.text
+            if not text.startswith("\n"):
+                continue
+            anchor = _statement_at(broot, end=start)
+        else:
+            if e.alt is None:
+                if e.start != 0:
+                    continue
+                start, text = e.start, e.text
+            else:
+                start, _, text = e.alt
+            if not text.endswith(("\n", " ", "\t")) or "\n" not in text:
+                continue
+            anchor = _statement_at(broot, start=start)
+        if anchor is None:
+            continue
+        r = anchor.range()
+        s, t = r.start.index, r.end.index
+        indent = _indent_of(before, s)
+        if form == "after":
+            after_text = before[s:t] + text
+            inserted = _dedent_by(text[1:], indent)
+        else:
+            after_text = text + before[s:t]
+            inserted = _dedent_by(text.rstrip(" \t"), indent).rstrip("\n")
+            if text.rstrip(" \t")[-2:] == "\n\n":
+                inserted += "\n"  # a blank line between the new statement and the anchor
+        a_s = s + shift
+        # The new lines must be statements of their own in the after tree (not a decorator
+        # that becomes part of the definition below it).
+        lead = len(after_text) - len(after_text.lstrip()) if form == "before" else 0
+        if form == "after":
+            lead = (t - s) + len(text) - len(text.lstrip())
+        limit = a_s + len(text) if form == "before" else a_s + len(after_text)
+        if not _starts_statement(aroot, a_s + lead, limit):
+            continue
+        site = Site(index, anchor, s, t, a_s, a_s + len(after_text), after_text, None, [i])
+        site.insert, site.inserted = form, inserted
+        return site
+    return None
+
+
+def _starts_statement(root: SgNode, offset: int, limit: int) -> bool:
+    """A direct child of a block-like node starts at ``offset`` and ends by ``limit``."""
+    node = root
+    while True:
+        nxt = None
+        for ch in node.children():
+            r = ch.range()
+            if r.start.index == offset and ch.is_named():
+                return node.kind() in _CONTAINERS and r.end.index <= limit
+            if r.start.index <= offset < r.end.index:
+                nxt = ch
+                break
+        if nxt is None:
+            return False
+        node = nxt
+
+
+def _statement_at(root: SgNode, start: int | None = None, end: int | None = None) -> SgNode | None:
+    """The outermost named non-root node that ends at ``end`` (or starts at ``start``) and is
+    a direct child of a node with several named children (a statement of a block)."""
+    best = None
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        r = n.range()
+        if n is not root and n.is_named() and n.kind() not in COMMENT_KINDS:
+            hit = (end is not None and r.end.index == end) or (
+                start is not None and r.start.index == start
+            )
+            parent = n.parent()
+            if hit and parent is not None and parent.kind() in _CONTAINERS | {"block"}:
+                if best is None or (r.end.index - r.start.index) > (
+                    best.range().end.index - best.range().start.index
+                ):
+                    best = n
+        lo = start if start is not None else end
+        for ch in n.children():
+            cr = ch.range()
+            if cr.start.index <= lo <= cr.end.index:  # type: ignore[operator]
+                stack.append(ch)
+    return best
 
 
 def _smallest(candidates: dict[tuple[int, int], SgNode], accept: Any, i: int) -> Site | None:
