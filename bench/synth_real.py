@@ -52,6 +52,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ast_grep_py import SgRoot
+
 from oopav.synth import Example, SynthesisError, synthesize
 
 EXT = {
@@ -66,7 +68,7 @@ EXT = {
 LANGS = ("python", "javascript", "typescript", "go", "rust")
 SKIP_PATH = re.compile(r"(^|/)(dist|vendor|node_modules|build|\.yarn)/|\.min\.js$|\.d\.ts$")
 MAX_FILE_LINES = 4000
-MINER_VERSION = "3"  # bump when mining changes (invalidates --cache)
+MINER_VERSION = "4"  # bump when mining changes (invalidates --cache)
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
     r"|`(?:[^`\\]|\\.)*`|\d[\w.]*|\w+|\S"
@@ -302,11 +304,23 @@ def mine(gitdir: Path, max_commits: int) -> list[Case]:
                 out += [before[pos : u.start], u.text]
                 pos = u.end
             files.append(FileCase(path, before, "".join(out) + before[pos:], len(us)))
+        if not all(_still_parses(f.before, f.after, lang) for f in files):
+            continue  # part of a larger change: alone it leaves broken code
         x, y = best
         sig_text = f"{' '.join(x)} -> {' '.join(y)}"[:100]
         cases.append(Case(name, str(gitdir), sha, lang, sig_text, files))
     git.close()
     return cases
+
+
+def _still_parses(before: str, after: str, lang: str) -> bool:
+    """The edit alone keeps the file parseable (when the parent parsed)."""
+
+    def broken(text: str) -> bool:
+        root = SgRoot(text, lang).root()
+        return root.find(kind="ERROR") is not None or root.kind() == "ERROR"
+
+    return broken(before) or not broken(after)
 
 
 def select(cases: list[Case], seed: int, per_language: int) -> list[Case]:
