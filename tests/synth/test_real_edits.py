@@ -359,3 +359,42 @@ def test_an_attribute_added_to_some_functions_is_anchored_by_their_names() -> No
     result = synthesize([Example(before, after, path="lib.rs")])
     held = "fn error() {}\nfn ok() {}\n#[cold]\nfn fail() {}\n"
     assert result.apply(held)[0] == "#[cold]\nfn error() {}\nfn ok() {}\n#[cold]\nfn fail() {}\n"
+
+
+def test_the_synth_policy_acts_with_constraints_negatives_and_insertions() -> None:
+    """In the loop: the task's examples (an unchanged one is a negative) give actor actions
+    whose rule YAML carries the constraints/transforms and that the sandbox's parser accepts."""
+    import asyncio
+
+    from oopav.events.actions import AstGrepAction
+    from oopav.models.prompt import build_request, parse_role_answer, static_prefix
+    from oopav.models.synth import SynthBackend, examples_block
+    from oopav.sandbox.astgrep import rewrite_source, rule_from_action
+
+    examples = [
+        {"path": "termui.py", "before": PAGERS_BEFORE, "after": PAGERS_AFTER},
+        {"path": "keep.py", "before": "lesspager(x)\n", "after": "lesspager(x)\n"},
+        {
+            "path": "m.py",
+            "before": "import os\n\nx = os.sep\n",
+            "after": "import os\nimport sys\n\nx = os.sep\n",
+        },
+    ]
+
+    def act(step: int) -> AstGrepAction:
+        context = f"### Plan\n-> 1. a\n   2. b\n   3. c\nCurrent step: {step} of 3\n"
+        request = build_request(
+            "actor",
+            prefix=static_prefix(None),
+            context=context + examples_block(examples),
+            task="do it",
+        )
+        response = asyncio.run(SynthBackend().complete(request))
+        action = parse_role_answer("actor", response.text).payload
+        assert isinstance(action, AstGrepAction)
+        return action
+
+    code = "import re\n\n_pipepager(a)\nlesspager(b)\nrun(c)\n"
+    for step in (1, 2):
+        code, _ = rewrite_source(code, rule_from_action(act(step)))
+    assert code == "import re\nimport sys\n\n_pipepager(a, color)\nlesspager(b)\nrun(c)\n"
