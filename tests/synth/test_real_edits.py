@@ -398,3 +398,12 @@ def test_the_synth_policy_acts_with_constraints_negatives_and_insertions() -> No
     for step in (1, 2):
         code, _ = rewrite_source(code, rule_from_action(act(step)))
     assert code == "import re\nimport sys\n\n_pipepager(a, color)\nlesspager(b)\nrun(c)\n"
+
+
+def test_a_rust_method_rename_from_a_call_also_renames_its_definitions() -> None:
+    """Class 1: `x.toggle()` -> `x.begin()` (a field name at the call) reaches `fn toggle` in
+    impls and traits (a plain name there), not a local variable of that name."""
+    before = "fn f(s: &mut S) {\n    s.read.toggle();\n}\n"
+    result = synthesize([Example(before, before.replace("toggle", "begin"), path="a.rs")])
+    held = "trait R {\n    fn toggle(&mut self);\n}\nfn g() {\n    let toggle = 1;\n}\n"
+    assert result.apply(held)[0] == held.replace("fn toggle", "fn begin")

@@ -329,7 +329,20 @@ def _rename_candidates(
     every = [k for k in space if k in valid]
     first: list[dict[str, Any]] = []
     if seed.node.kind() in every and len(every) > 1:
-        first.append({"regex": regex0, "any": [{"kind": k} for k in every]})
+        alts: list[dict[str, Any]] = [{"kind": k} for k in every]
+        if space is _MEMBER_KINDS and language == "rust":
+            # A Rust method is called as a field (`x.f()`) but defined as a plain name.
+            alts.append(
+                {
+                    "kind": "identifier",
+                    "inside": {
+                        "any": [{"kind": "function_item"}, {"kind": "function_signature_item"}],
+                        "field": "name",
+                        "stopBy": "neighbor",
+                    },
+                }
+            )
+        first.append({"regex": regex0, "any": alts})
     kinds = sorted(
         {
             s.node.kind()
