@@ -69,7 +69,7 @@ EXT = {
 LANGS = ("python", "javascript", "typescript", "go", "rust")
 SKIP_PATH = re.compile(r"(^|/)(dist|vendor|node_modules|build|\.yarn)/|\.min\.js$|\.d\.ts$")
 MAX_FILE_LINES = 4000
-MINER_VERSION = "4"  # bump when mining changes (invalidates --cache)
+MINER_VERSION = "5"  # bump when mining changes (invalidates --cache)
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
     r"|`(?:[^`\\]|\\.)*`|\d[\w.]*|\w+|\S"
@@ -218,11 +218,25 @@ def hunk_units(old: str, new: str, lang: str) -> list[Unit]:
         key = (tuple(_abstract(t) for t in olds), tuple(_abstract(t) for t in news))
         if all(t in ("<str>", "<num>") for t in key[0] + key[1]):
             key = (tuple(olds), tuple(news))  # the same change only with the same literals
-        os_ = a[i1 - 1][1] if i1 > 0 else 0
-        oe = a[i2][0] if i2 < len(a) else len(old)
-        ns = b[j1 - 1][1] if j1 > 0 else 0
-        ne = b[j2][0] if j2 < len(b) else len(new)
-        units.append(Unit(key, os_, oe, new[ns:ne]))
+        if i2 > i1 and j2 > j1:
+            # A replacement: the changed tokens only, so that a reflow of the whitespace
+            # around them (another change of the commit) is not part of this one.
+            os_, oe, text = a[i1][0], a[i2 - 1][1], new[b[j1][0] : b[j2 - 1][1]]
+        else:
+            os_ = a[i1 - 1][1] if i1 > 0 else 0
+            oe = a[i2][0] if i2 < len(a) else len(old)
+            ns = b[j1 - 1][1] if j1 > 0 else 0
+            ne = b[j2][0] if j2 < len(b) else len(new)
+            text = new[ns:ne]
+            if "\n" in text and "\n" not in old[os_:oe] and i2 == i1:
+                # Tokens inserted into a line that the commit also rewrapped: in the line's
+                # own layout.
+                text = re.sub(r"\s*\n\s*", " ", text)
+                text = re.sub(r"([(\[{]) ", r"\1", text)
+                text = re.sub(r" ([)\]},])", r"\1", text)
+                if not old[os_:oe]:
+                    text = text.strip()
+        units.append(Unit(key, os_, oe, text))
     return units
 
 
