@@ -407,3 +407,12 @@ def test_a_rust_method_rename_from_a_call_also_renames_its_definitions() -> None
     result = synthesize([Example(before, before.replace("toggle", "begin"), path="a.rs")])
     held = "trait R {\n    fn toggle(&mut self);\n}\nfn g() {\n    let toggle = 1;\n}\n"
     assert result.apply(held)[0] == held.replace("fn toggle", "fn begin")
+
+
+def test_the_plan_describes_an_insertion_rule_in_words() -> None:
+    from oopav.models.synth import describe
+
+    result = synthesize(
+        [Example("import os\n\nx = 1\n", "import os\nimport sys\n\nx = 1\n", path="a.py")]
+    )
+    assert describe(result.rules[0]) == "insert 'import sys' next to a import_statement"
