@@ -416,3 +416,16 @@ def test_the_plan_describes_an_insertion_rule_in_words() -> None:
         [Example("import os\n\nx = 1\n", "import os\nimport sys\n\nx = 1\n", path="a.py")]
     )
     assert describe(result.rules[0]) == "insert 'import sys' next to a import_statement"
+
+
+def test_a_site_too_large_for_metavariables_gives_no_pattern_rather_than_a_crash() -> None:
+    """Found on real files: a site with more than 702 distinct carried subtrees ran out of
+    metavariable names (a StopIteration inside a generator: a crash)."""
+    from oopav.synth.abstract import Options, abstract_sites
+    from oopav.synth.sites import find_sites, parse
+
+    items = ", ".join(f"a{i}" for i in range(800))
+    before, after = f"x = [{items}]\n", f"x = list([{items}])\n"
+    [site] = find_sites(1, before, after, parse(before, "python"), parse(after, "python"), "ex")
+    assert abstract_sites([site], Options(spread=False)) is None
+    assert synthesize([Example(before, after, path="a.py")]).apply(before)[0] == after
