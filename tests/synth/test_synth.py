@@ -96,7 +96,21 @@ def learn(before: str, after: str, lang: str) -> list[tuple[dict, str]]:
             "package main\n\nfunc main() {\n\tfoo(1)\n}\n",
             "package main\n\nfunc main() {\n\tbar(1)\n}\n",
             "go",
-            [({"kind": "identifier", "regex": "^foo$"}, "bar")],
+            # A rename reaches the other name kinds of its namespace (issue 26): a Go type of
+            # that name too.
+            [
+                (
+                    {
+                        "regex": "^foo$",
+                        "any": [
+                            {"kind": "identifier"},
+                            {"kind": "type_identifier"},
+                            {"kind": "package_identifier"},
+                        ],
+                    },
+                    "bar",
+                )
+            ],
         ),
     ],
 )
@@ -281,7 +295,9 @@ def test_cli_from_git_reports_learnable_hunks(tmp_path: Path) -> None:
     )
     (repo / "b.py").write_text("def fetch_page(u):\n    return u\n")
     git("commit", "-qam", "rename")
-    r = CliRunner().invoke(cli, ["synth", "--from-git", str(repo), "HEAD", "--json"])
+    r = CliRunner().invoke(
+        cli, ["synth", "--from-git", str(repo), "HEAD", "--by", "hunk", "--json"]
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     by = {(h["path"], h["start"]): h for h in data["hunks"]}

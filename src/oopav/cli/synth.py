@@ -18,7 +18,8 @@ EXIT_NO_RULE = 3
 def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     """Examples from a JSON/YAML file: a list of ``{before, after, language?, path?}``, or a
     mapping with ``examples`` (and optionally ``language``). ``before_file`` / ``after_file``
-    name files relative to the examples file."""
+    name files relative to the examples file. ``{before, negative: true}`` (or an ``after``
+    equal to ``before``) is a negative: code the rule must leave unchanged."""
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -41,6 +42,8 @@ def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
         if not isinstance(item, dict):
             raise click.ClickException(f"{path}: example {i} must be a mapping")
         item = dict(item)
+        if item.pop("negative", False) is True and "after" not in item:
+            item["after"] = item.get("before")  # code the rule must leave unchanged
         for side in ("before", "after"):
             ref = item.pop(f"{side}_file", None)
             if ref is not None and side not in item:
@@ -85,7 +88,15 @@ def register(cli: click.Group) -> None:
         "from_git",
         nargs=2,
         metavar="REPO REV",
-        help="Learn one rule per hunk of commit REV in REPO, verified on its parent tree.",
+        help="Learn from commit REV in REPO: one rule per group of same-shaped changes "
+        "(--by hunk: one per hunk, verified on the parent tree).",
+    )
+    @click.option(
+        "--by",
+        type=click.Choice(["group", "hunk"]),
+        default="group",
+        show_default=True,
+        help="With --from-git: group the commit's changes by their shape, or one rule per hunk.",
     )
     def synth(
         examples: Path | None,
@@ -94,13 +105,17 @@ def register(cli: click.Group) -> None:
         apply_dir: Path | None,
         write: bool,
         from_git: tuple[str, str] | None,
+        by: str,
     ) -> None:
         """Learn ast-grep rewrite rules from before/after EXAMPLES (JSON or YAML).
 
         Prints a rule file that `ast-grep scan --rule FILE --update-all DIR` accepts. When no
         rule reproduces every example, exits 3 with one line saying which example and why."""
         if from_git:
-            _from_git(Path(from_git[0]), from_git[1], as_json)
+            if by == "group":
+                _from_git_groups(Path(from_git[0]), from_git[1], as_json)
+            else:
+                _from_git(Path(from_git[0]), from_git[1], as_json)
             return
         if examples is None:
             raise click.UsageError("give an EXAMPLES file, or --from-git REPO REV")
@@ -137,12 +152,14 @@ def _apply(result: Any, root: Path, write: bool) -> dict[str, Any]:
 
     files: list[dict[str, Any]] = []
     changes = []
+    texts: list[tuple[str, str]] = []
     for rel in files_for(root, ["."], result.language):
         path = root / rel
         try:
             before = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
+        texts.append((rel, before))
         after, sites = result.apply(before)
         if after == before:
             continue
@@ -150,18 +167,26 @@ def _apply(result: Any, root: Path, write: bool) -> dict[str, Any]:
         changes.append(FileChange(path=rel, before=before, after=after))
         if write:
             path.write_text(after, encoding="utf-8")
-    return {
+    report = {
         "files": files,
         "sites": sum(f["sites"] for f in files),
         "diff": unified_diff(changes),
         "written": write,
     }
+    if not files and result.rules:
+        from oopav.synth.diagnose import explain
+
+        r = result.rules[0]
+        report["unmatched"] = explain(r.rule, r.language, texts, str(root))
+    return report
 
 
 def _format_apply(report: dict[str, Any], write: bool) -> str:
     lines = [f"{f['path']}: {f['sites']} site(s)" for f in report["files"]]
     verb = "rewritten" if write else "would be rewritten (dry run; --write to write)"
     lines.append(f"{len(report['files'])} file(s), {report['sites']} site(s) {verb}")
+    if report.get("unmatched"):
+        lines.append(report["unmatched"])
     if report["diff"]:
         lines.append(report["diff"].rstrip("\n"))
     return "\n".join(lines)
@@ -187,3 +212,22 @@ def _from_git(repo: Path, rev: str, as_json: bool) -> None:
         )
     else:
         click.echo(format_report(results))
+
+
+def _from_git_groups(repo: Path, rev: str, as_json: bool) -> None:
+    from oopav.synth.groups import format_groups, learn_groups
+
+    try:
+        results = learn_groups(repo, rev)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        data = {
+            "groups": [g.to_json() for g in results],
+            "whole": sum(1 for g in results if g.whole),
+            "sites": sum(g.sites for g in results),
+            "reproduced": sum(g.reproduced for g in results),
+        }
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(format_groups(results))

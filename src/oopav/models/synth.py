@@ -216,6 +216,9 @@ def describe(rule: Any) -> str:
     if "regex" in r:
         return f"rename {r['regex'].strip('^$').replace(chr(92), '')} to {rule.fix}"
     pattern = r.get("pattern")
+    if pattern == "$ANCHOR":  # a statement insertion (docs/synth.md)
+        new = rule.fix.replace("$ANCHOR", "").strip()
+        return f"insert {new!r} next to a {r.get('kind', 'statement')}"
     if isinstance(pattern, dict):
         pattern = pattern.get("selector", "")
     return f"{pattern} -> {rule.fix}"

@@ -254,9 +254,12 @@ def _plan_ast_grep(
         if n and after != before:
             changes.append(FileChange(path=norm, before=before, after=after))
     if total == 0:
+        from oopav.synth.diagnose import nearest_note
+
         return Rejection(
             reason="no_match",
-            message=f"rule {rule.id!r} matches nothing in {len(files)} {rule.language} file(s)",
+            message=f"rule {rule.id!r} matches nothing in {len(files)} {rule.language} file(s)"
+            + nearest_note(rule.rule, rule.language, items),  # where it nearly matched
             details={"files_searched": len(files)},
         )
     if not changes:

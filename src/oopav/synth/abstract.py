@@ -113,7 +113,10 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
     def key_for(texts: tuple[str, ...], is_multi: bool) -> str:
         k = keys.get((texts, is_multi))
         if k is None:
-            k = keys[(texts, is_multi)] = next(names)
+            k = next(names, None)
+            if k is None:
+                raise _TooManyVariables
+            keys[(texts, is_multi)] = k
         if is_multi:
             multi.add(k)
         return k
@@ -223,8 +226,19 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
         mark(col)
         return True
 
-    if not walk(roots, head=False):
-        return None
+    leaves_differ = (
+        len(sites) > 1
+        and not opts.literal
+        and all(not r.children() for r in roots)
+        and len({r.text() for r in roots}) > 1
+    )
+    try:
+        if leaves_differ and all(carried[i].has(r.text()) for i, r in enumerate(roots)):
+            mark(roots)  # leaf sites that differ and are carried (`a` -> `f(a)`, `b` -> `f(b)`)
+        elif not walk(roots, head=False):
+            return None
+    except _TooManyVariables:
+        return None  # a site so large it needs more than 702 metavariables: no pattern
     # Patterns and fixes, per site; they must agree.
     results: set[tuple[str, str]] = set()
     first_vars: dict[str, str] = {}
@@ -248,6 +262,10 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
         return None
     pattern_text, fix = results.pop()
     return Template(pattern_text, fix, first_vars)
+
+
+class _TooManyVariables(Exception):
+    pass
 
 
 def _spreadable(carried: _Carried, text: str, items: int, declaration: bool = False) -> bool:

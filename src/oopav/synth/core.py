@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from oopav.sandbox.astgrep import (
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
 from oopav.synth.sites import (
+    COMMENT_KINDS,
     LIST_KINDS,
     Site,
     SiteError,
@@ -31,6 +33,7 @@ from oopav.synth.sites import (
     has_error,
     node_at,
     parse,
+    relayout,
 )
 
 MAX_LEVELS = 4
@@ -43,14 +46,27 @@ _OPTIONS = (
     Options(heads=True),
     Options(literal=True),
 )
-# Where a pattern snippet that does not parse on its own is put, per language.
+# Where a pattern snippet that does not parse on its own is put, per language; the last ones
+# are type positions, so that a changed type stays a literal candidate (`fmt::Formatter`
+# -> `fmt::Formatter<'_>`) instead of only a far too general `$A: $B` one level up.
 _WRAPPERS: dict[str, tuple[str, ...]] = {
     "python": ("_ = {}", "_f({})"),
     "javascript": ("_ = {}", "_f({})"),
-    "typescript": ("_ = {}", "_f({})"),
-    "tsx": ("_ = {}", "_f({})"),
-    "go": ("func _() {{ {} }}", "func _() {{ _ = {} }}", "func _() {{ _f({}) }}"),
-    "rust": ("fn _f() {{ {} }}", "fn _f() {{ let _ = {}; }}", "fn _f() {{ _g({}); }}"),
+    "typescript": ("_ = {}", "_f({})", "let _: {};"),
+    "tsx": ("_ = {}", "_f({})", "let _: {};"),
+    "go": (
+        "func _() {{ {} }}",
+        "func _() {{ _ = {} }}",
+        "func _() {{ _f({}) }}",
+        "var _ {}",
+        "import {}",
+    ),
+    "rust": (
+        "fn _f() {{ {} }}",
+        "fn _f() {{ let _ = {}; }}",
+        "fn _f() {{ _g({}); }}",
+        "type _T = {};",
+    ),
 }
 
 
@@ -73,15 +89,33 @@ class SynthRule:
     rule: dict[str, Any]
     fix: str
     sites: int = 0  # example sites it rewrites
+    # Metavariable constraints (``{"F": {"regex": "^_?\\w*pager$"}}``): a name the examples
+    # vary, abstracted no further than the examples show.
+    constraints: dict[str, Any] | None = None
+    # ast-grep transforms the fix uses (``replace`` inside a string literal: ``%s`` -> ``{}``).
+    transform: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "language": self.language, "rule": self.rule, "fix": self.fix}
+        data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
+        if self.constraints:
+            data["constraints"] = self.constraints
+        if self.transform:
+            data["transform"] = self.transform
+        data["fix"] = self.fix
+        return data
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
 
     def as_rule(self) -> Rule:
-        return Rule(id=self.id, language=self.language, rule=self.rule, fix=self.fix)
+        return Rule(
+            id=self.id,
+            language=self.language,
+            rule=self.rule,
+            fix=self.fix,
+            constraints=self.constraints,
+            transform=self.transform,
+        )
 
     def apply(self, source: str) -> tuple[str, int]:
         return rewrite_source(source, self.as_rule())
@@ -194,7 +228,7 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
     """The ids of the sites ``rule`` rewrites correctly, or None when it rewrites anything
     wrongly (an over-match, or a wrong result) in any example."""
     covered: set[int] = set()
-    template = parse_template(rule.fix or "", ())
+    template = parse_template(rule.fix or "", (rule.transform or {}).keys())
     for ex in exs:
         try:
             nodes = ex.root.find_all(rule.config())
@@ -249,10 +283,66 @@ def _lift(site: Site, ex: _Ex, levels: int) -> list[Site]:
     return out
 
 
-def _rename_candidates(seed: Site, remaining: list[tuple[Site, _Ex]]) -> list[dict[str, Any]]:
+# Leaf kinds that name things. A rename reaches every kind of its namespace (a value or type
+# name; a member name) unless the examples keep the name somewhere (then a narrower candidate
+# wins): `Visitor` the trait is also `Visitor` the type in `dyn Visitor<'a>`.
+_SHORTHAND = (
+    "shorthand_property_identifier",
+    "shorthand_property_identifier_pattern",
+    "shorthand_field_identifier",
+)
+_VALUE_KINDS = ("identifier", "type_identifier", "package_identifier", *_SHORTHAND)
+_MEMBER_KINDS = (
+    "property_identifier",
+    "field_identifier",
+    "private_property_identifier",
+    *_SHORTHAND,
+)
+_NAME_KINDS = tuple(dict.fromkeys(_VALUE_KINDS + _MEMBER_KINDS))
+_KINDS_OF: dict[str, list[str]] = {}
+
+
+def _name_kinds(language: str) -> list[str]:
+    """The kinds of :data:`_NAME_KINDS` that ``language``'s grammar has."""
+    if language not in _KINDS_OF:
+        root = parse("", language)
+        ok = []
+        for k in _NAME_KINDS:
+            try:
+                root.find_all(kind=k)
+            except Exception:
+                continue
+            ok.append(k)
+        _KINDS_OF[language] = ok
+    return _KINDS_OF[language]
+
+
+def _rename_candidates(
+    seed: Site, remaining: list[tuple[Site, _Ex]], language: str
+) -> list[dict[str, Any]]:
     old, new = seed.before_text, seed.after_text
     if seed.node.children() or not _IDENT.match(old) or not _IDENT.match(new):
         return []
+    regex0 = "^" + re.escape(old) + "$"
+    valid = _name_kinds(language)
+    space = _VALUE_KINDS if seed.node.kind() in _VALUE_KINDS else _MEMBER_KINDS
+    every = [k for k in space if k in valid]
+    first: list[dict[str, Any]] = []
+    if seed.node.kind() in every and len(every) > 1:
+        alts: list[dict[str, Any]] = [{"kind": k} for k in every]
+        if space is _MEMBER_KINDS and language == "rust":
+            # A Rust method is called as a field (`x.f()`) but defined as a plain name.
+            alts.append(
+                {
+                    "kind": "identifier",
+                    "inside": {
+                        "any": [{"kind": "function_item"}, {"kind": "function_signature_item"}],
+                        "field": "name",
+                        "stopBy": "neighbor",
+                    },
+                }
+            )
+        first.append({"regex": regex0, "any": alts})
     kinds = sorted(
         {
             s.node.kind()
@@ -261,8 +351,8 @@ def _rename_candidates(seed: Site, remaining: list[tuple[Site, _Ex]]) -> list[di
         }
     )
     regex = "^" + re.escape(old) + "$"
-    out: list[dict[str, Any]] = []
-    if len(kinds) > 1:
+    out: list[dict[str, Any]] = first
+    if len(kinds) > 1 and set(kinds) != set(every):
         out.append({"regex": regex, "any": [{"kind": k} for k in kinds]})
     out.append({"kind": seed.node.kind(), "regex": regex})
     return out
@@ -283,6 +373,8 @@ class _Choice:
     order: int
     key: str = ""
     level: int = -1  # -1: an identifier rename; else how far above the site the pattern sits
+    constraints: dict[str, Any] | None = None
+    transform: dict[str, Any] | None = None
 
 
 def synthesize(
@@ -303,18 +395,43 @@ def synthesize(
         )
     lang = langs.pop()
     exs: list[_Ex] = []
+    layout_notes: list[str] = []
+    if all(e.before == e.after for e in exs_in):
+        i = 1 if len(exs_in) == 1 else None
+        raise SynthesisError(
+            ("example 1: before and after are identical" if i else "every example is unchanged")
+            + " (an unchanged example is a negative: code the rule must leave alone; give at "
+            "least one example that changes something)",
+            i,
+        )
     for i, e in enumerate(exs_in, 1):
         where = f"example {i}"
-        if e.before == e.after:
-            raise SynthesisError(f"{where}: before and after are identical", i)
         broot, aroot = parse(e.before, lang), parse(e.after, lang)
+        if e.before == e.after:
+            # A negative: no sites, so any rewrite the candidate makes in it rejects it.
+            exs.append(_Ex(i, e.before, e.after, broot, aroot, []))
+            continue
         if has_error(aroot) and not has_error(broot):
             raise SynthesisError(f"{where}: the after side does not parse as {lang}", i)
+        after = e.after
         try:
-            sites = find_sites(i, e.before, e.after, broot, aroot, where)
+            sites = find_sites(i, e.before, after, broot, aroot, where)
         except SiteError as exc:
-            raise SynthesisError(str(exc), i) from None
-        exs.append(_Ex(i, e.before, e.after, broot, aroot, sites))
+            # A formatter may have reflowed the changed code: learn from the change in the
+            # before side's layout instead (compared modulo layout), and say so.
+            relaid = relayout(e.before, e.after, broot, aroot)
+            if relaid is None:
+                raise SynthesisError(str(exc), i) from None
+            after, aroot = relaid, parse(relaid, lang)
+            try:
+                sites = find_sites(i, e.before, after, broot, aroot, where)
+            except SiteError:
+                raise SynthesisError(str(exc), i) from None
+            layout_notes.append(
+                f"example {i} also reflows the changed code (a formatter's layout); the rules "
+                "reproduce it modulo layout — run the project's formatter after them"
+            )
+        exs.append(_Ex(i, e.before, after, broot, aroot, sites))
 
     all_sites = [(s, ex) for ex in exs for s in ex.sites]
     remaining = list(all_sites)
@@ -332,7 +449,7 @@ def synthesize(
             )
         best = max(len(c.covered) for c in choices)
         top_choices = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
-        chosen = top_choices[0]
+        chosen = _idempotent(top_choices[0], seed, exs, lang)
         # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
         wider = [
             c
@@ -354,6 +471,8 @@ def synthesize(
                 rule=chosen.rule,
                 fix=chosen.fix,
                 sites=len(chosen.covered),
+                constraints=chosen.constraints,
+                transform=chosen.transform,
             )
         )
         remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
@@ -379,9 +498,40 @@ def synthesize(
             f"the examples name no language or path; they parse as {guessed} (give `path` or "
             "`language` to choose)"
         )
-    result.notes = notes
+    result.notes = notes + layout_notes
     result.elapsed_ms = round((time.perf_counter() - t0) * 1000, 3)
     return result
+
+
+def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choice:
+    """The choice, guarded when it would rewrite its own output again: a fix that wraps the
+    match (``fmt::Formatter`` -> ``fmt::Formatter<'_>``) matches again inside the result. The
+    guard: not directly inside a node of the kind the site becomes."""
+    rule = Rule(
+        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
+    )
+    try:
+        if all(rewrite_source(ex.after, rule)[0] == ex.after for ex in exs):
+            return choice
+    except RuleError:
+        return choice
+    if seed.after_node is None:
+        return choice
+    guarded = {
+        **choice.rule,
+        "not": {"inside": {"kind": seed.after_node.kind(), "stopBy": "neighbor"}},
+    }
+    g = Rule(id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints)
+    try:
+        covered = _evaluate(g, exs)
+        ok = all(rewrite_source(ex.after, g)[0] == ex.after for ex in exs)
+    except RuleError:
+        return choice
+    if covered is None or covered != choice.covered or not ok:
+        return choice
+    return _Choice(
+        guarded, choice.fix, covered, choice.order, choice.key, choice.level, choice.constraints
+    )
 
 
 def _vars(key: str) -> int:
@@ -395,37 +545,326 @@ def _search(
     choices: list[_Choice] = []
     seen: set[str] = set()
 
-    def consider(rule: dict[str, Any], fix: str, key: str, level: int = -1) -> None:
-        dedupe = yaml.safe_dump([rule, fix])
+    def consider(
+        rule: dict[str, Any],
+        fix: str,
+        key: str,
+        level: int = -1,
+        group: list[Site] | None = None,
+        constraints: dict[str, Any] | None = None,
+        transform: dict[str, Any] | None = None,
+    ) -> None:
+        dedupe = yaml.safe_dump([rule, fix, constraints, transform])
         if dedupe in seen:
             return
         seen.add(dedupe)
+        candidate = Rule(
+            id="c",
+            language=lang,
+            rule=rule,
+            fix=fix,
+            constraints=constraints,
+            transform=transform,
+        )
         try:
-            covered = _evaluate(Rule(id="c", language=lang, rule=rule, fix=fix), exs)
+            covered = _evaluate(candidate, exs)
         except RuleError:
             return
         if covered and id(seed) in covered:
-            choices.append(_Choice(rule, fix, covered, len(seen), key, level))
+            choices.append(
+                _Choice(rule, fix, covered, len(seen), key, level, constraints, transform)
+            )
+        elif covered is None and group and len(group) > 1 and constraints is None:
+            # Too general: the names the group's sites differ in, no wider than they show.
+            for cons in _name_constraints(rule, group, lang):
+                consider(rule, fix, key, level, None, cons)
 
-    for rule in _rename_candidates(seed, remaining):
+    if seed.insert is not None:
+        for rule, fix in _insert_candidates(seed, remaining, lang):
+            consider(rule, fix, fix)
+        return choices
+    for rule in _rename_candidates(seed, remaining, lang):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
     if any(len(c.covered) == len(remaining) for c in choices):
         return choices  # a rename covers every site: nothing more general to find
     lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining}
+    pending: list[tuple[Site, list[tuple[Template, list[Site]]]]] = []
     for level, top in enumerate(lifted[id(seed)]):
         peers = [
             lifted[id(s)][level]
             for s, _ in remaining[1:]
-            if len(lifted[id(s)]) > level and lifted[id(s)][level].node.kind() == top.node.kind()
+            if len(lifted[id(s)]) > level
+            and lifted[id(s)][level].node.kind() == top.node.kind()
+            and s.insert is None
         ]
         groups = [[top, *peers], [top]] if peers else [[top]]
+        templates: list[tuple[Template, list[Site]]] = []
         for opts in _OPTIONS:
             for group in groups:
                 t = abstract_sites(group, opts)
                 if t is None:
                     continue
+                templates.append((t, group))
+                # A string rewritten by one substitution: the transform first (it is the more
+                # general), then the literal string.
+                st = _string_transform(t, top)
+                if st is not None:
+                    pattern, fix, cons, transform = st
+                    for rule in _pattern_rules(Template(pattern, fix, {}), lang, top.node.kind()):
+                        consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
                 for rule in _pattern_rules(t, lang, top.node.kind()):
-                    consider(rule, t.fix, t.pattern + "\0" + t.fix, level)
+                    consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
+        # The smallest discriminating context: the same patterns, only where the site sits
+        # (``inside`` its parent, in that field). Tried after the pattern lifted one level
+        # (`$A.fetch` reads better than `fetch` inside an attribute) — unless that level
+        # drags comments into the rule, then before it.
+        pending.append((top, templates))
+        chain = lifted[id(seed)]
+        comments_above = level == 0 and len(chain) > 1 and _has_comment(chain[1].node)
+        if (level == 1 or comments_above) and not (
+            choices and max(len(c.covered) for c in choices) == len(remaining)
+        ):
+            for node_site, temps in pending:
+                for ctx in _contexts(node_site.node):
+                    for t, group in temps:
+                        for rule in _pattern_rules(t, lang, node_site.node.kind()):
+                            consider(
+                                {**rule, "inside": ctx},
+                                t.fix,
+                                t.pattern + "\0" + t.fix,
+                                level,
+                                group,
+                            )
+            pending.clear()
         if choices and max(len(c.covered) for c in choices) == len(remaining):
             break
     return choices
+
+
+_FIELDS = (
+    "attribute",
+    "property",
+    "field",
+    "right",
+    "left",
+    "value",
+    "condition",
+    "function",
+    "argument",
+    "arguments",
+    "type",
+    "return_type",
+    "object",
+    "body",
+    "key",
+    "operand",
+    "subject",
+    "superclass",
+    "trait",
+    "index",
+    "alternative",
+    "consequence",
+)
+
+
+def _has_comment(node: SgNode) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.kind() in COMMENT_KINDS:
+            return True
+        stack.extend(n.children())
+    return False
+
+
+def _contexts(node: SgNode) -> list[dict[str, Any]]:
+    """``inside`` rules for where ``node`` sits: its parent's kind and field, then the kind."""
+    parent = node.parent()
+    if parent is None:
+        return []
+    out: list[dict[str, Any]] = []
+    r = node.range()
+    if parent.kind() in LIST_KINDS:
+        grand = parent.parent()
+        if grand is not None:
+            out.append(
+                {
+                    "kind": parent.kind(),
+                    "stopBy": "neighbor",
+                    "inside": {"kind": grand.kind(), "stopBy": "neighbor"},
+                }
+            )
+        return out
+    for name in _FIELDS:
+        f = parent.field(name)
+        if f is not None and f.range() == r:
+            out.append({"kind": parent.kind(), "field": name, "stopBy": "neighbor"})
+            break
+    out.append({"kind": parent.kind(), "stopBy": "neighbor"})
+    return out
+
+
+def _name_constraints(
+    rule: dict[str, Any], group: list[Site], lang: str
+) -> list[dict[str, dict[str, str]]]:
+    """Constraints for a pattern that over-matches: each single metavariable that binds a
+    different name at each site of ``group`` gets a regex covering just those names — first
+    their common shape (``^_?\\w*pager$`` from ``pager``, ``_nullpager``), then the names
+    themselves."""
+    pattern = rule.get("pattern")
+    if not isinstance(pattern, str):
+        return []
+    names: dict[str, set[str]] = {}
+    for site in group:
+        try:
+            m = site.node.find(pattern=pattern)  # the node itself first (pre-order)
+        except Exception:  # a pattern that is no single node: nothing to constrain
+            return []
+        if m is None or m.range() != site.node.range():
+            return []
+        for var in set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", pattern)):
+            got = m.get_match(var)
+            if got is None:
+                continue
+            names.setdefault(var, set()).add(got.text())
+    varying = {v: t for v, t in names.items() if len(t) > 1 and all(_IDENT.match(x) for x in t)}
+    if not varying:
+        return []
+    shape = {v: {"regex": _shape_regex(t)} for v, t in varying.items()}
+    exact = {
+        v: {"regex": "^(?:" + "|".join(re.escape(x) for x in sorted(t)) + ")$"}
+        for v, t in varying.items()
+    }
+    return [c for c in (shape, exact) if c]
+
+
+def _shape_regex(names: set[str]) -> str:
+    """``^prefix\\w*suffix$`` from the longest common prefix and suffix (an optional
+    leading underscore aside), or the alternation of the names when they share too little."""
+    bare = [n.lstrip("_") for n in names]
+    under = "_?" if any(n.startswith("_") for n in names) else ""
+    prefix = _common_prefix(bare)
+    suffix = _common_prefix([b[len(prefix) :][::-1] for b in bare])[::-1]
+    if len(prefix) + len(suffix) < 3:
+        return "^(?:" + "|".join(re.escape(x) for x in sorted(names)) + ")$"
+    return "^" + under + re.escape(prefix) + r"\w*" + re.escape(suffix) + "$"
+
+
+def _common_prefix(texts: list[str]) -> str:
+    out = texts[0]
+    for t in texts[1:]:
+        while not t.startswith(out):
+            out = out[:-1]
+    return out
+
+
+_STRING = re.compile(r"""(?<![\w$])(["'])(?:\\.|(?!\1)[^\\\n])*\1""")
+_REGEX_META = re.compile(r"([\\.^$|?*+()\[\]{}])")
+
+
+def _string_transform(
+    t: Template, top: Site
+) -> tuple[str, str, dict[str, Any], dict[str, Any]] | None:
+    """A string literal of the pattern that the fix rewrites by one substitution throughout
+    (``'%s [%s]'`` -> ``'{} [{}]'``): the literal becomes ``$STR1`` (a string) and the fix
+    uses ``$NEW1``, an ast-grep ``replace`` transform of it. None when there is no such
+    literal."""
+    ps, fs = list(_STRING.finditer(t.pattern)), list(_STRING.finditer(t.fix))
+    if not ps or len(ps) != len(fs):
+        return None
+    for p, f in zip(ps, fs, strict=True):
+        a, b = p.group(0), f.group(0)
+        if a == b:
+            continue
+        pairs = {
+            (a[i1:i2], b[j1:j2])
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, False).get_opcodes()
+            if tag != "equal"
+        }
+        if len(pairs) != 1:
+            return None
+        old, new = pairs.pop()
+        if not old or a.replace(old, new) != b:
+            return None
+        kind = "string"
+        for n in top.node.find_all(regex="^" + re.escape(a) + "$"):
+            if "string" in n.kind():
+                kind = n.kind()
+                break
+        pattern = t.pattern[: p.start()] + "$STR1" + t.pattern[p.end() :]
+        fix = t.fix[: f.start()] + "$NEW1" + t.fix[f.end() :]
+        transform = {
+            "NEW1": {
+                "replace": {
+                    "source": "$STR1",
+                    "replace": _REGEX_META.sub(r"\\\1", old),
+                    "by": new.replace("$", "$$"),
+                }
+            }
+        }
+        return pattern, fix, {"STR1": {"kind": kind}}, transform
+    return None
+
+
+def _insert_candidates(
+    seed: Site, remaining: list[tuple[Site, _Ex]], lang: str
+) -> list[tuple[dict[str, Any], str]]:
+    """Rules that insert ``seed.inserted`` next to its anchor statement, most general first:
+    next to the last (first) statement of the anchor's kind, next to every one, next to those
+    of the anchor's name shape, next to the literal anchor. Each is guarded to insert once
+    (not where the container already holds the new statement)."""
+    node, new = seed.node, seed.inserted
+    first = _first_statement(new, lang)
+    if first is None:
+        return []
+    kind = node.kind()
+    guard = {"not": {"inside": {"has": {"pattern": first}}}}
+    after = seed.insert == "after"
+    fix = "$ANCHOR\n" + new if after else new + "\n$ANCHOR"
+    edge = (
+        {"not": {"precedes": {"kind": kind, "stopBy": "end"}}}
+        if after
+        else {"not": {"follows": {"kind": kind, "stopBy": "end"}}}
+    )
+    # Next to the last (first) of a kind: once per container. Otherwise: not where the
+    # neighbour already is the new statement.
+    local = (
+        {"not": {"precedes": {"pattern": first, "stopBy": "neighbor"}}}
+        if after
+        else {"not": {"follows": {"pattern": _last_statement(new, lang), "stopBy": "neighbor"}}}
+    )
+    out: list[tuple[dict[str, Any], str]] = [
+        ({"kind": kind, "pattern": "$ANCHOR", "all": [edge, guard]}, fix),
+        ({"kind": kind, "pattern": "$ANCHOR", "all": [local]}, fix),
+    ]
+    peers = [s for s, _ in remaining if s.insert == seed.insert and s.inserted == new]
+    names = {n.text() for p in peers if (n := p.node.field("name")) is not None}
+    if names and all(_IDENT.match(x) for x in names):
+        regex = _shape_regex(names) if len(names) > 1 else "^" + re.escape(names.pop()) + "$"
+        has_name = {"has": {"field": "name", "regex": regex}}
+        out.append(({"kind": kind, "pattern": "$ANCHOR", "all": [has_name, local]}, fix))
+    literal = node.text()
+    out.append(
+        (
+            {"pattern": literal, "all": [local]},
+            literal + "\n" + new if after else new + "\n" + literal,
+        )
+    )
+    return out
+
+
+def _statements(text: str, lang: str) -> list[str]:
+    root = parse(text, lang)
+    if has_error(root):
+        return []
+    return [c.text() for c in root.children() if c.is_named() and c.kind() not in COMMENT_KINDS]
+
+
+def _first_statement(text: str, lang: str) -> str | None:
+    found = _statements(text, lang)
+    return found[0] if found else None
+
+
+def _last_statement(text: str, lang: str) -> str:
+    found = _statements(text, lang)
+    return found[-1] if found else text

@@ -9,7 +9,9 @@ balanced rewrite (``foo(a)`` → ``list(foo(a))``, never ``foo`` → ``list(foo`
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ast_grep_py import SgNode, SgRoot
 
@@ -57,6 +59,10 @@ class Site:
     after_text: str
     after_node: SgNode | None = None
     edits: list[int] = field(default_factory=list)
+    # A statement insertion: "after" / "before" the anchor ``node`` (its neighbouring
+    # statement), ``inserted`` the new statement(s), dedented to the anchor's column.
+    insert: str | None = None
+    inserted: str = ""
 
     @property
     def before_text(self) -> str:
@@ -68,6 +74,9 @@ class Edit:
     start: int  # before offsets (start == end: an insertion point)
     end: int
     text: str  # what replaces before[start:end]
+    # The same insertion or deletion before its newline was moved (see token_edits): tried
+    # when the moved one is no rewrite of one node (``@final`` added above a ``class``).
+    alt: tuple[int, int, str] | None = None
 
 
 def leaves(node: SgNode) -> list[Token]:
@@ -114,14 +123,16 @@ def token_edits(before: str, after: str, btoks: list[Token], atoks: list[Token])
         # one before it, so the edit stays inside the enclosing block ("\n    b()", not
         # "    b()\n").
         cut = before[start:end] if not text else text
+        alt = None
         if not (text and end > start):
             tail = len(cut) - len(cut.rstrip())
             moved = cut[len(cut) - tail :]
             if "\n" in moved and before[start - tail : start] == moved:
+                alt = (start, end, text)
                 if text:
                     text = cut[len(cut) - tail :] + cut[: len(cut) - tail]
                 start, end = start - tail, end - tail
-        edits.append(Edit(start, end, text))
+        edits.append(Edit(start, end, text, alt))
     return edits
 
 
@@ -249,12 +260,26 @@ def find_sites(
                 r = anc.range()
                 if r.start.index <= e.start and e.end <= r.end.index:
                     candidates.setdefault((r.start.index, r.end.index), anc)
-        found = None
-        for _, node in sorted(candidates.items(), key=lambda kv: (kv[0][1] - kv[0][0], kv[0])):
-            found = accept(node, [i])
-            if found is not None:
-                break
+        found = _smallest(candidates, accept, i)
+        if (found is None or found.node.parent() is None) and e.alt is not None:
+            edits[i] = Edit(*e.alt)
+            alt_candidates: dict[tuple[int, int], SgNode] = {}
+            for leaf in touching(edits[i]):
+                for anc in _named_ancestors(leaf):
+                    r = anc.range()
+                    if r.start.index <= edits[i].start and edits[i].end <= r.end.index:
+                        alt_candidates.setdefault((r.start.index, r.end.index), anc)
+            found = _smallest(alt_candidates, accept, i)
+            if found is None or found.node.parent() is None:
+                edits[i] = e
+                found = _smallest(candidates, accept, i)
         line = before.count("\n", 0, e.start) + 1
+        if e.start == e.end and e.text.strip() and (found is None or _is_container(found.node)):
+            # Whole statements added: a rule inserts them next to a neighbouring statement
+            # (rather than rewriting the block, or failing at the top of a file).
+            ins = _insertion(index, before, broot, aroot, e, i, edits)
+            if ins is not None:
+                found = ins
         if found is None or found.node.parent() is None:
             raise SiteError(
                 f"{where}: the change at line {line} is not a rewrite of one syntax node (it "
@@ -279,6 +304,161 @@ def find_sites(
             "formatting is not rewritable"
         )
     return sites
+
+
+_CONTAINERS = frozenset(
+    {
+        "module",
+        "program",
+        "source_file",
+        "block",
+        "statement_block",
+        "declaration_list",
+        "class_body",
+        "function_definition",
+        "function_declaration",
+        "function_item",
+        "class_definition",
+        "method_declaration",
+    }
+)
+
+
+def _is_container(node: SgNode) -> bool:
+    return node.kind() in _CONTAINERS
+
+
+def _indent_of(text: str, offset: int) -> str:
+    line_start = text.rfind("\n", 0, offset) + 1
+    prefix = text[line_start:offset]
+    return prefix if not prefix.strip() else prefix[: len(prefix) - len(prefix.lstrip())]
+
+
+def _dedent_by(text: str, indent: str) -> str:
+    return "\n".join(ln[len(indent) :] if ln.startswith(indent) else ln for ln in text.split("\n"))
+
+
+def _insertion(
+    index: int, before: str, broot: SgNode, aroot: SgNode, e: Edit, i: int, edits: list[Edit]
+) -> Site | None:
+    """A site for whole new lines: after the statement that ends where they start, else
+    before the one that starts where they end (the edit's unmoved form)."""
+    shift = sum(len(x.text) - (x.end - x.start) for x in edits if x.end <= e.start and x is not e)
+    for form in ("after", "before"):
+        if form == "after":
+            start, text = e.start, e.text
+            if not text.startswith("\n"):
+                continue
+            anchor = _statement_at(broot, end=start)
+        else:
+            if e.alt is None:
+                if e.start != 0:
+                    continue
+                start, text = e.start, e.text
+            else:
+                start, _, text = e.alt
+            if not text.endswith(("\n", " ", "\t")) or "\n" not in text:
+                continue
+            anchor = _statement_at(broot, start=start)
+        if anchor is None:
+            continue
+        r = anchor.range()
+        s, t = r.start.index, r.end.index
+        indent = _indent_of(before, s)
+        if form == "after":
+            after_text = before[s:t] + text
+            inserted = _dedent_by(text[1:], indent)
+        else:
+            after_text = text + before[s:t]
+            inserted = _dedent_by(text.rstrip(" \t"), indent).rstrip("\n")
+            if text.rstrip(" \t")[-2:] == "\n\n":
+                inserted += "\n"  # a blank line between the new statement and the anchor
+        a_s = s + shift
+        # The new lines must be statements of their own in the after tree (not a decorator
+        # that becomes part of the definition below it).
+        lead = len(after_text) - len(after_text.lstrip()) if form == "before" else 0
+        if form == "after":
+            lead = (t - s) + len(text) - len(text.lstrip())
+        limit = a_s + len(text) if form == "before" else a_s + len(after_text)
+        if not _starts_statement(aroot, a_s + lead, limit):
+            continue
+        site = Site(index, anchor, s, t, a_s, a_s + len(after_text), after_text, None, [i])
+        site.insert, site.inserted = form, inserted
+        return site
+    return None
+
+
+def _starts_statement(root: SgNode, offset: int, limit: int) -> bool:
+    """A direct child of a block-like node starts at ``offset`` and ends by ``limit``."""
+    node = root
+    while True:
+        nxt = None
+        for ch in node.children():
+            r = ch.range()
+            if r.start.index == offset and ch.is_named():
+                return node.kind() in _CONTAINERS and r.end.index <= limit
+            if r.start.index <= offset < r.end.index:
+                nxt = ch
+                break
+        if nxt is None:
+            return False
+        node = nxt
+
+
+def _statement_at(root: SgNode, start: int | None = None, end: int | None = None) -> SgNode | None:
+    """The outermost named non-root node that ends at ``end`` (or starts at ``start``) and is
+    a direct child of a node with several named children (a statement of a block)."""
+    best = None
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        r = n.range()
+        if n is not root and n.is_named() and n.kind() not in COMMENT_KINDS:
+            hit = (end is not None and r.end.index == end) or (
+                start is not None and r.start.index == start
+            )
+            parent = n.parent()
+            if hit and parent is not None and parent.kind() in _CONTAINERS | {"block"}:
+                if best is None or (r.end.index - r.start.index) > (
+                    best.range().end.index - best.range().start.index
+                ):
+                    best = n
+        lo = start if start is not None else end
+        for ch in n.children():
+            cr = ch.range()
+            if cr.start.index <= lo <= cr.end.index:  # type: ignore[operator]
+                stack.append(ch)
+    return best
+
+
+def _smallest(candidates: dict[tuple[int, int], SgNode], accept: Any, i: int) -> Site | None:
+    for _, node in sorted(candidates.items(), key=lambda kv: (kv[0][1] - kv[0][0], kv[0])):
+        found = accept(node, [i])
+        if found is not None:
+            return found
+    return None
+
+
+def relayout(before: str, after: str, broot: SgNode, aroot: SgNode) -> str | None:
+    """``after`` in ``before``'s layout: the token edits applied to ``before``, with the line
+    breaks inside each edit's text folded to one space (a formatter's reflow undone), or None
+    when that changes nothing or no longer differs from ``before`` modulo whitespace as
+    ``after`` does."""
+    edits = token_edits(before, after, leaves(broot), leaves(aroot))
+    out, pos = [], 0
+    for e in edits:
+        text = re.sub(r"[ \t]*\n\s*", " ", e.text)
+        if text != e.text:
+            text = text.strip() if not e.text[:1].isspace() else " " + text.strip()
+            if before[e.start - 1 : e.start] in "([{" or text.startswith((",", ")", "]", "}")):
+                text = text.lstrip()
+        out += [before[pos : e.start], text]
+        pos = e.end
+    relaid = "".join(out) + before[pos:]
+    squash = re.compile(r"\s+")
+    if relaid == after or squash.sub("", relaid) != squash.sub("", after):
+        return None
+    return relaid
 
 
 def parse(source: str, language: str) -> SgNode:

@@ -1,0 +1,248 @@
+"""``oopav synth --from-git REPO REV`` by groups: a commit's changes grouped by the shape of
+their change, one rule per group, learned from the group's files together (issue 26).
+
+Learning each hunk on its own leaves the other sites of the same change in its file unchanged,
+so they act as counter-examples and the rule comes out literal. Here every hunk of the commit
+is split into token-level changes (changes a few tokens apart on one line are one change);
+changes with the same tokens — string and number literals abstracted, unless only literals
+change — form a group. For each group, the expected file is the parent with only the group's
+changes applied; the rule is learned from the file with the fewest sites (two files when that
+one has a single site), and while it gets another of the group's files wrong, that file is
+added as a further example (at most :data:`MAX_EXAMPLES`). The report says, per group: sites,
+files, the rule, the sites the rule reproduces and whether that is the whole group.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oopav.synth.core import Example, SynthesisError, synthesize
+from oopav.synth.gitlearn import _git, _hunks, _lang, _show
+
+MAX_EXAMPLES = 4
+MAX_FILES = 60  # a commit touching more files is a mass edit: its first 60 are read
+MERGE_GAP = 3  # equal tokens between two changes of one line that still make them one change
+_TOKEN = re.compile(
+    r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
+    r"|`(?:[^`\\]|\\.)*`|\d[\w.]*|\w+|\S"
+)
+
+
+@dataclass
+class Change:
+    key: tuple[tuple[str, ...], tuple[str, ...]]
+    start: int  # offsets in the parent file
+    end: int
+    text: str  # what replaces parent[start:end]
+
+
+@dataclass
+class GroupResult:
+    change: str  # the change, as tokens (`old tokens -> new tokens`)
+    files: list[str]
+    sites: int
+    examples: list[str] = field(default_factory=list)
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    reproduced: int = 0  # the group's sites the rule reproduces
+    extra: int = 0  # rewrites it makes in the group's files that the commit does not make
+    reason: str = ""
+
+    @property
+    def whole(self) -> bool:
+        return bool(self.rules) and self.reproduced == self.sites and not self.extra
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "change": self.change,
+            "files": self.files,
+            "sites": self.sites,
+            "examples": self.examples,
+            "rules": self.rules,
+            "reproduced": self.reproduced,
+            "extra": self.extra,
+            "whole": self.whole,
+            "reason": self.reason,
+        }
+
+
+def _blank_comments(text: str, lang: str) -> str:
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    if lang == "python":
+        return re.sub(r"(?m)(?<![\w\"'])#.*$", blank, text)
+    text = re.sub(r"/\*[\s\S]*?\*/", blank, text)
+    return re.sub(r"(?m)(?:^|(?<=[\s;{}(),]))//.*$", blank, text)
+
+
+def _abstract(tok: str) -> str:
+    if tok[0] in "\"'`":
+        return "<str>"
+    if tok[0].isdigit():
+        return "<num>"
+    return tok
+
+
+def changes_of(old: str, new: str, lang: str) -> list[Change]:
+    """The token-level changes that turn ``old`` into ``new`` (offsets in ``old``); comments
+    are not tokens, so a change to a comment alone is none."""
+    a = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(_blank_comments(old, lang))]
+    b = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(_blank_comments(new, lang))]
+    at, bt = [t for *_, t in a], [t for *_, t in b]
+    sm = difflib.SequenceMatcher(None, at, bt, autojunk=False)
+    ops: list[tuple[int, int, int, int]] = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        if tag == "replace" and i2 - i1 == j2 - j1 > 1:
+            # Token for token (two import paths on two lines): one change per token, merged
+            # back below when they sit on one line.
+            ops += [(i1 + k, i1 + k + 1, j1 + k, j1 + k + 1) for k in range(i2 - i1)]
+        else:
+            ops.append((i1, i2, j1, j2))
+    merged: list[list[int]] = []
+    for i1, i2, j1, j2 in ops:
+        if merged:
+            p = merged[-1]
+            gap_start = a[p[1] - 1][1] if p[1] else 0
+            gap_end = a[i1][0] if i1 < len(a) else len(old)
+            if i1 - p[1] <= MERGE_GAP and "\n" not in old[gap_start:gap_end]:
+                p[1], p[3] = i2, j2
+                continue
+        merged.append([i1, i2, j1, j2])
+    out: list[Change] = []
+    for i1, i2, j1, j2 in merged:
+        olds, news = at[i1:i2], bt[j1:j2]
+        key = (tuple(_abstract(t) for t in olds), tuple(_abstract(t) for t in news))
+        if all(t in ("<str>", "<num>") for t in key[0] + key[1]):
+            key = (tuple(olds), tuple(news))  # only literals change: the same literals
+        start = a[i1 - 1][1] if i1 > 0 else 0
+        end = a[i2][0] if i2 < len(a) else len(old)
+        ns = b[j1 - 1][1] if j1 > 0 else 0
+        ne = b[j2][0] if j2 < len(b) else len(new)
+        out.append(Change(key, start, end, new[ns:ne]))
+    return out
+
+
+def _apply(before: str, changes: list[Change]) -> str:
+    out, pos = [], 0
+    for c in sorted(changes, key=lambda c: c.start):
+        out += [before[pos : c.start], c.text]
+        pos = c.end
+    return "".join(out) + before[pos:]
+
+
+def _line_hunks(before: str, after: str) -> set[tuple[int, int, tuple[str, ...]]]:
+    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    return {(i1, i2, tuple(b[j1:j2])) for i1, i2, j1, j2 in _hunks(a, b)}
+
+
+def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
+    """One :class:`GroupResult` per group of same-shaped changes of commit ``rev`` (largest
+    first; groups with fewer than ``min_sites`` sites are left out)."""
+    repo = repo.resolve()
+    parent = f"{rev}^"
+    _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
+    names = [n for n in _git(repo, "diff", "--name-only", parent, rev).splitlines() if n]
+    by_key: dict[tuple[str, tuple[Any, ...]], dict[str, list[Change]]] = {}
+    parents: dict[str, str] = {}
+    for path in names[:MAX_FILES]:
+        lang = _lang(path)
+        before, after = _show(repo, parent, path), _show(repo, rev, path)
+        if lang is None or before is None or after is None:
+            continue
+        parents[path] = before
+        a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+        offsets = [0]
+        for line in a:
+            offsets.append(offsets[-1] + len(line))
+        for i1, i2, j1, j2 in _hunks(a, b):
+            base = offsets[i1]
+            for c in changes_of("".join(a[i1:i2]), "".join(b[j1:j2]), lang):
+                moved = Change(c.key, base + c.start, base + c.end, c.text)
+                by_key.setdefault((lang, c.key), {}).setdefault(path, []).append(moved)
+    groups = sorted(
+        by_key.items(), key=lambda kv: (-sum(len(v) for v in kv[1].values()), str(kv[0]))
+    )
+    results: list[GroupResult] = []
+    for (lang, key), files in groups:
+        sites = sum(len(v) for v in files.values())
+        if sites < min_sites:
+            continue
+        expected = {p: _apply(parents[p], cs) for p, cs in files.items()}
+        change = f"{' '.join(key[0])} -> {' '.join(key[1])}".strip()
+        g = GroupResult(change=change, files=sorted(files), sites=sites)
+        results.append(g)
+        _learn_group(g, files, parents, expected, lang)
+    return results
+
+
+def _learn_group(
+    g: GroupResult,
+    files: dict[str, list[Change]],
+    parents: dict[str, str],
+    expected: dict[str, str],
+    lang: str,
+) -> None:
+    order = sorted(files, key=lambda p: (len(files[p]), p))
+    examples = order[: 2 if len(files[order[0]]) == 1 and len(order) > 2 else 1]
+    while True:
+        g.examples = list(examples)
+        try:
+            result = synthesize(
+                [Example(parents[p], expected[p], language=lang, path=p) for p in examples]
+            )
+        except SynthesisError as exc:
+            g.rules, g.reproduced, g.extra = [], 0, 0
+            g.reason = exc.reason
+            return
+        g.rules = [r.to_dict() for r in result.rules]
+        g.reproduced = g.extra = 0
+        wrong: list[str] = []
+        for p in order:
+            got, _ = result.apply(parents[p])
+            made, want = _line_hunks(parents[p], got), _line_hunks(parents[p], expected[p])
+            # Sites: the group's changes whose line hunk the rule made exactly.
+            hit = made & want
+            if got == expected[p]:
+                g.reproduced += len(files[p])
+            else:
+                for c in files[p]:
+                    gap = parents[p][c.start : c.end]
+                    at = c.start + len(gap) - len(gap.lstrip())
+                    line = parents[p].count("\n", 0, at)
+                    g.reproduced += any(h[0] <= line < max(h[1], h[0] + 1) for h in hit)
+            g.extra += len(made - want)
+            if got != expected[p]:
+                wrong.append(p)
+        if not wrong or len(examples) >= MAX_EXAMPLES:
+            g.reason = "" if not wrong else f"still wrong in {len(wrong)} file(s)"
+            return
+        examples.append(wrong[0])
+
+
+def format_groups(results: list[GroupResult]) -> str:
+    lines = []
+    for g in results:
+        status = "whole group" if g.whole else ("partly" if g.rules else "no rule")
+        lines.append(
+            f"{g.change or '(layout)'}: {g.sites} site(s) in {len(g.files)} file(s); "
+            f"{status}: reproduces {g.reproduced}/{g.sites}"
+            + (f", {g.extra} other rewrite(s)" if g.extra else "")
+            + (f" — {g.reason}" if g.reason else "")
+        )
+        for r in g.rules:
+            cons = f"  constraints: {r['constraints']}" if r.get("constraints") else ""
+            lines.append(f"    rule: {r['rule']}{cons}  fix: {r['fix']!r}")
+    whole = sum(1 for g in results if g.whole)
+    sites = sum(g.sites for g in results)
+    rep = sum(g.reproduced for g in results)
+    lines.append(
+        f"{len(results)} group(s), {whole} reproduced whole by their rule; "
+        f"{rep} of {sites} sites reproduced"
+    )
+    return "\n".join(lines)

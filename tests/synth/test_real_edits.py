@@ -1,0 +1,431 @@
+"""The failure classes of issue 26 (rules by example on real edits), each as a small
+self-written reproduction of what real commits did; see docs/synth.md."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from oopav.sandbox.astgrep import find_cli
+from oopav.synth import Example, SynthesisError, synthesize
+
+PAGERS_BEFORE = """\
+def echo_via_pager(gen, color):
+    if not isatty():
+        return _nullpager(stdout, gen)
+    if use_tempfile:
+        return _tempfilepager(gen, cmd)
+    return _pipepager(gen, cmd)
+
+
+def other(gen):
+    return run(gen)
+"""
+PAGERS_AFTER = """\
+def echo_via_pager(gen, color):
+    if not isatty():
+        return _nullpager(stdout, gen, color)
+    if use_tempfile:
+        return _tempfilepager(gen, cmd, color)
+    return _pipepager(gen, cmd, color)
+
+
+def other(gen):
+    return run(gen)
+"""
+
+
+def test_an_argument_added_at_calls_whose_names_differ_gets_a_regex_constraint() -> None:
+    """Class 1 (too narrow): `_nullpager(…)`, `_pipepager(…)` … each get `color`. The call
+    head is abstracted as far as the examples vary it — `^_?\\w*pager$` — not to any call
+    (`run(gen)` stays) and not to one literal name."""
+    result = synthesize([Example(PAGERS_BEFORE, PAGERS_AFTER, path="termui.py")])
+    [rule] = result.rules
+    assert rule.rule == {"pattern": "$A($$$B)"}
+    assert rule.constraints == {"A": {"regex": r"^_?\w*pager$"}}
+    assert rule.fix == "$A($$$B, color)"
+    held_out = "def f(g):\n    pager(g)\n    _lesspager(g, 1)\n    run(g)\n"
+    assert result.apply(held_out)[0] == (
+        "def f(g):\n    pager(g, color)\n    _lesspager(g, 1, color)\n    run(g)\n"
+    )
+    assert "constraints:" in rule.to_yaml()
+
+
+def test_the_constrained_rule_file_is_accepted_by_the_ast_grep_cli(tmp_path: Path) -> None:
+    result = synthesize([Example(PAGERS_BEFORE, PAGERS_AFTER, path="termui.py")])
+    (tmp_path / "rule.yml").write_text(result.to_yaml())
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.py").write_text("x = _morepager(a)\ny = run(a)\n")
+    proc = subprocess.run(
+        [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", str(tree)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tree / "a.py").read_text() == "x = _morepager(a, color)\ny = run(a)\n"
+
+
+def test_a_rename_reaches_the_type_names_of_its_namespace() -> None:
+    """Class 1: a trait renamed in a `use` list (an identifier there) is also renamed where it
+    is a type (`dyn Visitor<'a>`, `impl Visitor for`), which tree-sitter calls a different
+    kind; a struct field of that name is another namespace and stays."""
+    before = "use crate::kv::{self, Visitor};\n"
+    after = "use crate::kv::{self, VisitSource};\n"
+    result = synthesize([Example(before, after, path="lib.rs")])
+    held_out = "impl<'k> Visitor<'k> for Get {}\nfn f(v: &mut dyn Visitor<'k>) { v.Visitor; }\n"
+    assert result.apply(held_out)[0] == (
+        "impl<'k> VisitSource<'k> for Get {}\nfn f(v: &mut dyn VisitSource<'k>) { v.Visitor; }\n"
+    )
+
+
+def test_unchanged_sites_of_the_same_shape_in_the_example_keep_the_rule_narrow() -> None:
+    """Class 2 (too general): the example file keeps `retries` in one object; a bare rename of
+    `retries` would rewrite it too, so the rule keeps the context that tells them apart."""
+    before = "const a = {retries: 2};\nconst b = {retries: 3, timeout: 1};\n"
+    after = "const a = {limit: 2};\nconst b = {retries: 3, timeout: 1};\n"
+    result = synthesize([Example(before, after, path="a.js")])
+    assert result.apply("const c = {retries: 5};\nconst d = {retries: 1, timeout: 2};\n")[0] == (
+        "const c = {limit: 5};\nconst d = {retries: 1, timeout: 2};\n"
+    )
+
+
+def test_an_explicit_negative_narrows_a_rule_that_one_example_leaves_too_general() -> None:
+    """Class 2: `{before, after: same}` — code the rule must leave alone. Without it the
+    rename of `pub` items is learned for every `pub fn`; with it the rule keeps what tells
+    the changed one apart."""
+    change = Example("pub fn helper() {}\n", "pub(crate) fn helper() {}\n", path="a.rs")
+    keep = "pub fn api() {}\n"
+    loose = synthesize([change])
+    assert loose.apply(keep)[0] != keep  # one example alone generalises to every `pub fn`
+    tight = synthesize([change, Example(keep, keep, path="b.rs")])
+    assert tight.apply(keep)[0] == keep
+    assert tight.apply("pub fn helper() {}\n")[0] == "pub(crate) fn helper() {}\n"
+
+
+def test_only_negatives_is_a_clear_error() -> None:
+    with pytest.raises(SynthesisError) as info:
+        synthesize([Example("x = 1\n", "x = 1\n", path="a.py")] * 2)
+    assert "every example is unchanged" in info.value.reason
+
+
+def test_a_decorator_added_above_a_definition_is_a_rewrite_of_that_definition() -> None:
+    """Class 3: `@final` inserted on the line above `class …` (the token diff first places the
+    new line after the previous statement, outside the class)."""
+    before = "import x\n\n\nclass A(Base):\n    pass\n\n\nclass B(Base):\n    y = 1\n"
+    after = (
+        "import x\n\n\n@final\nclass A(Base):\n    pass\n\n\n@final\nclass B(Base):\n    y = 1\n"
+    )
+    result = synthesize([Example(before, after, path="a.py")])
+    assert len(result.rules) == 1
+    assert result.apply("class C(Base):\n    z = 2\n")[0] == "@final\nclass C(Base):\n    z = 2\n"
+
+
+def _commit_repo(tmp_path: Path, files: dict[str, tuple[str, str]]) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@x.invalid", *args],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+
+    git("init", "-q", "-b", "main")
+    for name, (before, _) in files.items():
+        (repo / name).write_text(before)
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    for name, (_, after) in files.items():
+        (repo / name).write_text(after)
+    git("commit", "-qam", "two")
+    return repo
+
+
+GO_A = """package a
+
+func one(c *Cmd, args []string) {
+\tc.Run(ctx, args)
+\tc.Stop(ctx, args)
+}
+
+func two(c *Cmd, more []string) {
+\tc.Run(ctx, more)
+}
+"""
+GO_B = """package a
+
+func three(d *Cmd, xs []string) {
+\td.Run(nil, xs)
+\td.Run(ctx, xs)
+\td.Run(ctx, ys)
+}
+"""
+
+
+def test_from_git_groups_a_commits_changes_by_shape_and_learns_one_rule(tmp_path: Path) -> None:
+    """Class 8: `$A.Run($B, $C)` -> `$A.Run($B, $C...)` at five sites in two files. Per hunk,
+    each site is learned with the others of its file unchanged (counter-examples); grouped,
+    one rule reproduces the whole group."""
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
+    from oopav.synth.groups import learn_groups
+
+    files = {
+        "a.go": (
+            GO_A,
+            GO_A.replace("args)\n\tc.Stop", "args...)\n\tc.Stop").replace("more)", "more...)"),
+        ),
+        "b.go": (GO_B, GO_B.replace("xs)", "xs...)").replace("ys)", "ys...)")),
+    }
+    repo = _commit_repo(tmp_path, files)
+    groups = learn_groups(repo, "HEAD")
+    [group] = groups
+    assert group.sites == 5 and group.files == ["a.go", "b.go"]
+    assert group.whole and group.reproduced == 5
+    assert len(group.rules) == 1
+    assert group.rules[0]["fix"].endswith("...)") and "$A.Run(" in str(group.rules[0]["rule"])
+    r = CliRunner().invoke(cli, ["synth", "--from-git", str(repo), "HEAD"])
+    assert r.exit_code == 0, r.output
+    assert "5 site(s) in 2 file(s); whole group: reproduces 5/5" in r.output
+    assert "1 group(s), 1 reproduced whole by their rule; 5 of 5 sites reproduced" in r.output
+
+
+B64_BEFORE = "def base64_decode(string):\n    pass\n"
+B64_AFTER = "@cache\ndef base64_decode(string):\n    pass\n"
+B64_REAL = (
+    "import x\n\n\ndef base64_decode(string: str | bytes) -> bytes:\n    return b64(string)\n"
+)
+
+
+def test_a_rule_that_matches_nothing_names_the_nearest_code_and_a_rule_that_would() -> None:
+    """Class 9: the example's `def base64_decode(string):` cannot match the real definition
+    with annotations; the diagnosis names it (path:line) and a generalisation that matches."""
+    from oopav.synth.diagnose import explain
+
+    result = synthesize([Example(B64_BEFORE, B64_AFTER, path="a.py")])
+    assert result.apply(B64_REAL) == (B64_REAL, 0)
+    msg = explain(result.rules[0].rule, "python", [("pkg/enc.py", B64_REAL)], "REPO")
+    assert msg.startswith("the rule learned from your example matches nothing in REPO")
+    assert "nearest: pkg/enc.py:4 def base64_decode(string: str | bytes) -> bytes:" in msg
+    assert "'regex': '^base64_decode$'" in msg
+
+
+def test_the_sandbox_and_the_cli_say_where_a_rule_nearly_matched(tmp_path: Path) -> None:
+    """Class 9 in the loop: the actor's ast_grep action is refused with the nearest sites, so
+    `synth:` stops with them (no identical retries); `oopav synth --apply` prints them too."""
+    import json
+
+    from click.testing import CliRunner
+
+    from oopav.cli import cli
+    from oopav.events.actions import AstGrepAction
+    from oopav.sandbox.apply import Rejection, plan_action
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "enc.py").write_text(B64_REAL)
+    result = synthesize([Example(B64_BEFORE, B64_AFTER, path="a.py")])
+    out = plan_action(tmp_path, AstGrepAction(rule=result.rules[0].to_yaml(), paths=["."]))
+    assert isinstance(out, Rejection) and out.reason == "no_match"
+    assert "nearest: pkg/enc.py:4 def base64_decode" in out.message
+    ex = tmp_path / "ex.json"
+    ex.write_text(json.dumps([{"before": B64_BEFORE, "after": B64_AFTER, "path": "a.py"}]))
+    r = CliRunner().invoke(cli, ["synth", str(ex), "--apply", str(tmp_path / "pkg")])
+    assert r.exit_code == 0, r.output
+    assert "matches nothing in" in r.output and "enc.py:4" in r.output
+
+
+def test_an_argument_added_then_reflowed_by_a_formatter_is_learned_modulo_layout() -> None:
+    """Class 4: `zip(a, b)` -> `zip(a, b, strict=False)`, after which black rewrapped the
+    call over three lines. The rule is learned in the before side's layout and says so."""
+    before = (
+        "def f():\n    for a, b in zip(first_list_of_things, second_list_of_them):\n        g(a)\n"
+    )
+    after = (
+        "def f():\n    for a, b in zip(\n        first_list_of_things, second_list_of_them, "
+        "strict=False\n    ):\n        g(a)\n"
+    )
+    result = synthesize([Example(before, after, path="a.py")])
+    [rule] = result.rules
+    assert (rule.rule, rule.fix) == ({"pattern": "zip($$$A)"}, "zip($$$A, strict=False)")
+    assert any("modulo layout" in n for n in result.notes)
+    assert result.apply("x = zip(p, q)\n")[0] == "x = zip(p, q, strict=False)\n"
+
+
+FMT_BEFORE = """use std::fmt;
+
+impl fmt::Display for A {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a")
+    }
+}
+
+impl fmt::Debug for B {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "b")
+    }
+}
+"""
+
+
+def test_a_type_level_edit_keeps_the_changed_type_literal_and_stays_idempotent() -> None:
+    """Class 5: `fmt::Formatter` -> `fmt::Formatter<'_>`. The rule is the changed type itself
+    (not `$A: $B` -> `$A: $B<'_>`, which would rewrite every typed parameter), and it does not
+    rewrite its own result again."""
+    after = FMT_BEFORE.replace("fmt::Formatter)", "fmt::Formatter<'_>)")
+    result = synthesize([Example(FMT_BEFORE, after, path="lib.rs")])
+    [rule] = result.rules
+    assert rule.fix == "fmt::Formatter<'_>"
+    held = "fn g(x: u32, out: &mut fmt::Formatter, done: &mut fmt::Formatter<'_>) {}\n"
+    assert result.apply(held)[0] == (
+        "fn g(x: u32, out: &mut fmt::Formatter<'_>, done: &mut fmt::Formatter<'_>) {}\n"
+    )
+    assert result.apply(after) == (after, 0)
+
+
+def test_comments_inside_the_enclosing_node_do_not_make_the_rule_literal() -> None:
+    """Class 6: the loop around the change holds comments; the rule rewrites only the changed
+    sub-node (the loop's iterable), so the comments neither block it nor get copied."""
+    before = (
+        "def f(items, things):\n    for x in items:  # all of them\n        # work\n"
+        "        g(x)\n    for y in things:\n        h(y)  # other\n"
+    )
+    after = before.replace("in items:", "in sorted(items):").replace(
+        "in things:", "in sorted(things):"
+    )
+    result = synthesize([Example(before, after, path="a.py")])
+    for rule in result.rules:
+        assert "#" not in str(rule.rule) and "#" not in rule.fix
+    held = "for z in rows:  # rows\n    # keep\n    k(z)\n"
+    assert result.apply(held)[0] == held.replace("in rows:", "in sorted(rows):")
+
+
+def test_an_edit_inside_string_literals_becomes_a_replace_transform() -> None:
+    """Class 7: `"%s [%s]" % (a, b)` -> `"{} [{}]".format(a, b)`: not one literal rule per
+    format string but an ast-grep `replace` transform of any string in that position."""
+    result = synthesize(
+        [Example("a = '%s [%s]' % (x, y)\n", "a = '{} [{}]'.format(x, y)\n", path="a.py")]
+    )
+    [rule] = result.rules
+    assert rule.transform == {"NEW1": {"replace": {"source": "$STR1", "replace": "%s", "by": "{}"}}}
+    assert result.apply("c = '%s and %s' % (p, q)\nd = w % (p, q)\n")[0] == (
+        "c = '{} and {}'.format(p, q)\nd = w % (p, q)\n"
+    )
+
+
+def test_an_import_added_after_the_last_import_is_a_statement_insertion() -> None:
+    """Class 3: a statement added at the top level (refused before: "adds or removes whole
+    statements"). The rule inserts it after the last import of any file, once."""
+    before = '"""Doc."""\nimport os\nimport re\n\nx = os.sep\n'
+    after = '"""Doc."""\nimport os\nimport re\nfrom datetime import timezone\n\nx = os.sep\n'
+    result = synthesize([Example(before, after, path="a.py")])
+    [rule] = result.rules
+    assert rule.rule["kind"] == "import_statement"
+    held = "import json\n\n\ndef f():\n    pass\n"
+    got = result.apply(held)[0]
+    assert got == "import json\nfrom datetime import timezone\n\n\ndef f():\n    pass\n"
+    assert result.apply(got) == (got, 0)  # inserted once
+
+
+def test_a_javascript_require_added_before_the_first_statement() -> None:
+    before = "'use strict';\n\nconst a = require('a');\n\nmodule.exports = a;\n"
+    after = (
+        "'use strict';\n\nconst a = require('a');\n"
+        "var URLSearchParams = require('url-search-params');\n\nmodule.exports = a;\n"
+    )
+    result = synthesize([Example(before, after, path="a.js")])
+    held = "const b = require('b');\n\nb();\n"
+    got = result.apply(held)[0]
+    assert (
+        got
+        == "const b = require('b');\nvar URLSearchParams = require('url-search-params');\n\nb();\n"
+    )
+    assert result.apply(got) == (got, 0)
+
+
+def test_an_attribute_added_to_some_functions_is_anchored_by_their_names() -> None:
+    """Class 3 in Rust: `#[cold]` is a sibling of the function, not part of it. The examples
+    show which functions get it (names differ: a regex of them); the others stay."""
+    before = "use std::fmt;\n\nfn error() {}\n\nfn other() {}\n\nfn fail() {}\n"
+    after = "use std::fmt;\n\n#[cold]\nfn error() {}\n\nfn other() {}\n\n#[cold]\nfn fail() {}\n"
+    result = synthesize([Example(before, after, path="lib.rs")])
+    held = "fn error() {}\nfn ok() {}\n#[cold]\nfn fail() {}\n"
+    assert result.apply(held)[0] == "#[cold]\nfn error() {}\nfn ok() {}\n#[cold]\nfn fail() {}\n"
+
+
+def test_the_synth_policy_acts_with_constraints_negatives_and_insertions() -> None:
+    """In the loop: the task's examples (an unchanged one is a negative) give actor actions
+    whose rule YAML carries the constraints/transforms and that the sandbox's parser accepts."""
+    import asyncio
+
+    from oopav.events.actions import AstGrepAction
+    from oopav.models.prompt import build_request, parse_role_answer, static_prefix
+    from oopav.models.synth import SynthBackend, examples_block
+    from oopav.sandbox.astgrep import rewrite_source, rule_from_action
+
+    examples = [
+        {"path": "termui.py", "before": PAGERS_BEFORE, "after": PAGERS_AFTER},
+        {"path": "keep.py", "before": "lesspager(x)\n", "after": "lesspager(x)\n"},
+        {
+            "path": "m.py",
+            "before": "import os\n\nx = os.sep\n",
+            "after": "import os\nimport sys\n\nx = os.sep\n",
+        },
+    ]
+
+    def act(step: int) -> AstGrepAction:
+        context = f"### Plan\n-> 1. a\n   2. b\n   3. c\nCurrent step: {step} of 3\n"
+        request = build_request(
+            "actor",
+            prefix=static_prefix(None),
+            context=context + examples_block(examples),
+            task="do it",
+        )
+        response = asyncio.run(SynthBackend().complete(request))
+        action = parse_role_answer("actor", response.text).payload
+        assert isinstance(action, AstGrepAction)
+        return action
+
+    code = "import re\n\n_pipepager(a)\nlesspager(b)\nrun(c)\n"
+    for step in (1, 2):
+        code, _ = rewrite_source(code, rule_from_action(act(step)))
+    assert code == "import re\nimport sys\n\n_pipepager(a, color)\nlesspager(b)\nrun(c)\n"
+
+
+def test_a_rust_method_rename_from_a_call_also_renames_its_definitions() -> None:
+    """Class 1: `x.toggle()` -> `x.begin()` (a field name at the call) reaches `fn toggle` in
+    impls and traits (a plain name there), not a local variable of that name."""
+    before = "fn f(s: &mut S) {\n    s.read.toggle();\n}\n"
+    result = synthesize([Example(before, before.replace("toggle", "begin"), path="a.rs")])
+    held = "trait R {\n    fn toggle(&mut self);\n}\nfn g() {\n    let toggle = 1;\n}\n"
+    assert result.apply(held)[0] == held.replace("fn toggle", "fn begin")
+
+
+def test_the_plan_describes_an_insertion_rule_in_words() -> None:
+    from oopav.models.synth import describe
+
+    result = synthesize(
+        [Example("import os\n\nx = 1\n", "import os\nimport sys\n\nx = 1\n", path="a.py")]
+    )
+    assert describe(result.rules[0]) == "insert 'import sys' next to a import_statement"
+
+
+def test_a_site_too_large_for_metavariables_gives_no_pattern_rather_than_a_crash() -> None:
+    """Found on real files: a site with more than 702 distinct carried subtrees ran out of
+    metavariable names (a StopIteration inside a generator: a crash)."""
+    from oopav.synth.abstract import Options, abstract_sites
+    from oopav.synth.sites import find_sites, parse
+
+    items = ", ".join(f"a{i}" for i in range(800))
+    before, after = f"x = [{items}]\n", f"x = list([{items}])\n"
+    [site] = find_sites(1, before, after, parse(before, "python"), parse(after, "python"), "ex")
+    assert abstract_sites([site], Options(spread=False)) is None
+    assert synthesize([Example(before, after, path="a.py")]).apply(before)[0] == after
