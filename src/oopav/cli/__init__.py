@@ -4,7 +4,7 @@ subcommand) and the registration of every command group.
 Every command lives in this package, one module per group (``serve``: up/run/handler,
 ``tasks``: submit/apply/answer, ``sessions``: sessions/show/replay, ``bus``: streams/dlq/events/
 ops, ``sandbox``, ``models``, ``synth``, ``train``, ``guidance``, ``decision``, ``tui``, ``doctor``,
-``gc``); it is the only package that imports click. A command parses its options, calls the
+``gc``, ``diff``); it is the only package that imports click. A command parses its options, calls the
 domain packages and prints."""
 
 from __future__ import annotations
@@ -204,6 +204,7 @@ def _register() -> None:
     from oopav.cli import (
         bus,
         decision,
+        diff,
         doctor,
         gc,
         guidance,
@@ -217,7 +218,7 @@ def _register() -> None:
         tui,
     )
 
-    for group in (serve, tasks, sessions, bus, sandbox, models, tui, doctor, gc, synth):
+    for group in (serve, tasks, sessions, bus, sandbox, models, tui, doctor, gc, synth, diff):
         group.register(cli)
     guidance.register(cli)
     decision.register(cli)

@@ -47,10 +47,16 @@ async def sessions(c: Ctx, as_json: bool, limit: int, rejected: bool) -> None:
 @click.command()
 @click.argument("session")
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
+@click.option(
+    "--tree",
+    is_flag=True,
+    help="Show the session's lineage instead: its root, every fork, their outcomes and where "
+    "each diverged from its parent.",
+)
 @pass_ctx
 @run_async
-async def show(c: Ctx, session: str, as_json: bool) -> None:
-    """Show the timeline of one session's events."""
+async def show(c: Ctx, session: str, as_json: bool, tree: bool) -> None:
+    """Show the timeline of one session's events (or its fork tree, --tree)."""
     import msgspec
 
     from oopav.app import open_bus
@@ -59,6 +65,20 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
 
     async with open_bus(c.settings, name="oopav-show") as bus:
         sid = await resolve_session(bus, session)
+        if tree:
+            from oopav.history.read import session_tree
+            from oopav.history.tree import render
+
+            try:
+                root = await session_tree(bus.nc, bus.snapshots, sid)
+            except KeyError:
+                raise click.ClickException(f"session {sid} has no task: no lineage") from None
+            if as_json:
+                _json_out(root.to_dict())
+            else:
+                for line in render(root, mark=sid):
+                    click.echo(line)
+            return
         events = await bus.events.read_with_undecodable("session", sid)
     if not events:
         raise click.ClickException(f"no events for session {session}")
