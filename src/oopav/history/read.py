@@ -52,6 +52,13 @@ async def session_tree(
     """The lineage of ``session_id``; with ``divergences``, each fork says where it left its
     parent (the first divergence of ``oopav diff PARENT FORK``)."""
     states = await session_states(nc, snapshots)
+    return await tree_of(nc, states, session_id, divergences=divergences)
+
+
+async def tree_of(
+    nc: Any, states: dict[str, SessionState], session_id: str, *, divergences: bool = True
+) -> Node:
+    """``session_tree`` over states the caller holds (the TUI's model)."""
     nodes = {sid: node_of(st) for sid, st in states.items() if st.task is not None}
     tree = lineage(nodes, session_id)
     if divergences:
