@@ -56,6 +56,9 @@ class ReplayReport:
     partial: bool = False
     # Broken links of the hash chain and terminal events after the first (events.chain).
     tampering: list[ChainFinding] = field(default_factory=list)
+    # Where the workspace started: "store" (the starting tree restored from the blob store)
+    # or "repository" (a session recorded before trees were stored: the user's repository).
+    started_from: str = "repository"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -66,6 +69,7 @@ class ReplayReport:
             "replay_misses": self.replay_misses,
             "partial": self.partial,
             "tampering": [f.to_dict() for f in self.tampering],
+            "started_from": self.started_from,
         }
         if self.first_divergence is not None:
             out["first_divergence"] = self.first_divergence.__dict__
@@ -197,6 +201,27 @@ def _prompt_difference(recorded: dict[str, Any], replayed: dict[str, Any]) -> st
     return "one request is a prefix of the other"
 
 
+async def _restore_tree(
+    source_url: str, session_id: str, events: list[Event], dest: Path
+) -> dict[str, Any] | None:
+    """The session's starting tree written into ``dest`` from the source's blob store, as
+    ``Ports.restored_trees``; None when the session stored no tree (then the workspace
+    starts from the repository, as recorded)."""
+    from oopav.bus.store import connect
+    from oopav.handlers.support.workspace import RestoredTree
+    from oopav.history.blobs import BlobStore, materialize
+
+    ws = next((e for e in events if isinstance(e, ev.WorkspacePrepared)), None)
+    if ws is None or not ws.tree:
+        return None
+    nc = await connect(source_url, name="oopav-replay-blobs")
+    try:
+        await materialize(BlobStore(nc), ws.tree, dest)
+    finally:
+        await nc.close()
+    return {session_id: RestoredTree(dest, ws.kind, ws.repo)}
+
+
 def _pinned_base(session_id: str, events: list[Event]) -> dict[str, str]:
     """The recorded base commit of a git-worktree session (a copy has no stable commit)."""
     for e in events:
@@ -278,6 +303,7 @@ async def verify_session(
     sandbox = RecordedSandbox.from_events(events_only)
     with tempfile.TemporaryDirectory(prefix="oopav-replay-") as tmp:
         settings = Settings(data_dir=Path(tmp), nats_url=None)
+        restored = await _restore_tree(source_url, session_id, events_only, Path(tmp) / "tree")
         ports = Ports(
             settings=settings,
             sandbox=sandbox,
@@ -294,6 +320,7 @@ async def verify_session(
             ),
             recorded_ts={e.id: e.ts for e in events_only},
             pinned_base=_pinned_base(session_id, events_only),
+            restored_trees=restored,
             recorded_guidance={
                 e.id: e.guidance_step
                 for e in events_only
@@ -375,6 +402,7 @@ async def verify_session(
         first_divergence=divergence,
         replay_misses=list(sandbox.misses),
         partial=not finished,
+        started_from="store" if restored else "repository",
     )
 
 

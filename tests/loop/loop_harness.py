@@ -316,4 +316,6 @@ async def assert_replays(nats_url: str, sid: str) -> Any:
     report = await verify_session(nats_url, sid, idle_timeout=10.0, total_timeout=120.0)
     assert report.ok, (report.first_divergence, report.replay_misses)
     assert report.replayed == report.recorded
+    # The workspace started from the starting tree in the blob store, not the repository.
+    assert report.started_from == "store"
     return report

@@ -163,13 +163,14 @@ async def replay(
         sid = await resolve_session(bus, session)
         report = await replay_projection(bus, sid, verify=verify)
         recorded = await bus.events.read("session", sid, skip_undecodable=True) if verify else []
-        url = bus.url
-    handlers_report = None
-    if verify:
-        from oopav.replay import verify_session
+        handlers_report = None
+        if verify:
+            from oopav.replay import verify_session
 
-        handlers_report = await verify_session(url, sid, recorded=recorded)
-        report["handlers"] = handlers_report.to_dict()
+            # Inside the block: the source server (started on demand) serves the session's
+            # starting tree from its blob store while the replay runs.
+            handlers_report = await verify_session(bus.url, sid, recorded=recorded)
+            report["handlers"] = handlers_report.to_dict()
     if as_json:
         _json_out(report)
     elif not verify:
@@ -183,6 +184,11 @@ async def replay(
             click.echo(f"projection: MISMATCH in {', '.join(report['differences'][:10])}", err=True)
         assert handlers_report is not None
         click.echo(f"handlers: {handlers_report.describe()}")
+        click.echo(
+            "workspace: from the starting tree in the blob store"
+            if handlers_report.started_from == "store"
+            else "workspace: from the repository (the session stored no starting tree)"
+        )
     if verify and (
         not report["matches"] or (handlers_report is not None and not handlers_report.ok)
     ):
