@@ -9,20 +9,17 @@ import shutil
 import sys
 import tarfile
 from pathlib import Path
-from typing import Any
 
 import yaml
 from history_harness import oopav
 from loop_harness import (
-    EXAMPLE,
     INSTRUCTION,
     TEST_COMMAND,
     finish,
     plan_answer,
+    rename_all,
     rename_definition_only,
 )
-
-from oopav.events.codec import REGISTRY
 
 
 def _task(repo: Path, tmp: Path) -> Path:
@@ -66,7 +63,9 @@ async def test_export_delete_import_elsewhere_then_verify_and_fork(
     assert summary["events"] > 10 and summary["blobs"] >= 6  # the tree and its files
     with tarfile.open(archive) as tar:
         names = tar.getnames()
-    assert "events.ndjson" in names and sum(n.startswith("blobs/") for n in names) == summary["blobs"]
+    assert (
+        "events.ndjson" in names and sum(n.startswith("blobs/") for n in names) == summary["blobs"]
+    )
 
     # The repository is gone, and so is the first server's store.
     shutil.rmtree(repo)
@@ -93,8 +92,6 @@ async def test_export_delete_import_elsewhere_then_verify_and_fork(
     assert rc == 0, err
     at = next(e["seq"] for e in json.loads(out) if e["type"] == "plan_proposed")
     live = tmp_path / "live.yaml"
-    from loop_harness import rename_all
-
     live.write_text(yaml.safe_dump({"actor": [rename_all(), finish("all")]}))
     rc, out, err = await oopav(
         None, two, "replay", sid, "--fork-at", str(at), "--model", f"scripted:{live}", "--json"
@@ -115,7 +112,7 @@ async def test_export_delete_import_elsewhere_then_verify_and_fork(
 async def test_import_refuses_an_altered_blob_and_a_foreign_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.tar"
     bad.write_bytes(b"not a tar")
-    rc, out, err = await oopav(None, tmp_path / "d", "session", "import", str(bad))
+    rc, _, err = await oopav(None, tmp_path / "d", "session", "import", str(bad))
     assert rc == 1 and "is not a session archive" in err
 
     import io
@@ -129,14 +126,5 @@ async def test_import_refuses_an_altered_blob_and_a_foreign_file(tmp_path: Path)
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    rc, out, err = await oopav(None, tmp_path / "d", "session", "import", str(altered))
+    rc, _, err = await oopav(None, tmp_path / "d", "session", "import", str(altered))
     assert rc == 1 and "does not match its hash" in err
-
-
-def test_the_example_is_what_the_test_runs() -> None:
-    # The test copies examples/rename_fetch: a change there shows up here first.
-    assert (EXAMPLE / "webtool" / "client.py").is_file()
-    assert REGISTRY is not None
-
-
-_ = Any

@@ -219,7 +219,20 @@ def _register() -> None:
         tui,
     )
 
-    for group in (serve, tasks, sessions, bus, sandbox, models, tui, doctor, gc, synth, diff, archive):
+    for group in (
+        serve,
+        tasks,
+        sessions,
+        bus,
+        sandbox,
+        models,
+        tui,
+        doctor,
+        gc,
+        synth,
+        diff,
+        archive,
+    ):
         group.register(cli)
     guidance.register(cli)
     decision.register(cli)

@@ -97,7 +97,11 @@ class Observer:
             restored = await restored_tree(event, ports)
         except BlobError as exc:
             await complete(
-                out, state, "aborted", f"cannot restore the starting tree: {exc}", reason="workspace"
+                out,
+                state,
+                "aborted",
+                f"cannot restore the starting tree: {exc}",
+                reason="workspace",
             )
             return
         # The intake refuses these already; a task that reached the stream another way must

@@ -160,7 +160,10 @@ async def _publish(nc: Any, payloads: list[bytes], what: str) -> int:
     if not decoded:
         return 0
     first = decoded[0][0]
-    present = {e.id for _, e in await store.read(first.aggregate, first.aggregate_id, skip_undecodable=True)}
+    present = {
+        e.id
+        for _, e in await store.read(first.aggregate, first.aggregate_id, skip_undecodable=True)
+    }
     added = 0
     for event, data in decoded:
         if event.id in present:
