@@ -1,4 +1,4 @@
-.PHONY: install test lint format docs run bench bench-quick
+.PHONY: install test lint format docs run bench bench-quick corpus
 
 install:
 	python -m pip install -e ".[dev,train]"
@@ -22,6 +22,10 @@ docs:
 
 run:
 	oopav run --task examples/rename_fetch/task.json
+
+# Re-record the replay corpus (tests/corpus/sessions) with the current code; commit the result.
+corpus:
+	python tests/corpus/record.py
 
 # Every figure as the median of 5 runs with its spread, target and PASS/MISS (bench/_harness.py).
 # BENCH_ARGS="--runs 3" to change the runs; `make bench-quick` is the smoke run CI does.

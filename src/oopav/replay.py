@@ -42,6 +42,10 @@ class Divergence:
     field: str | None
     cause: str
     detail: str = ""
+    # Which handler made the decision that differs, and which of its rules (``rule_of``): what
+    # `oopav replay --all` groups a corpus's divergences by.
+    handler: str | None = None
+    rule: str | None = None
 
 
 @dataclass
@@ -145,8 +149,42 @@ def _first_field_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else (path or "(value)")
 
 
+def rule_of(recorded: Event | None, replayed: Event | None, fld: str | None) -> str:
+    """The rule behind a differing decision, as precisely as the events say: a reason one
+    side gives and the other does not (orient and observer name their rules there), a gate,
+    a model call's prompt, else the event type and field."""
+    a = list(getattr(recorded, "reasons", None) or [])
+    b = list(getattr(replayed, "reasons", None) or [])
+    if a != b:
+        changed = [r for r in b if r not in a] or [r for r in a if r not in b]
+        if changed:
+            return str(changed[0])[:200]
+    for e in (replayed, recorded):
+        if isinstance(e, ev.GateEvaluated):
+            return f"gate {e.gate}"
+        if isinstance(e, ev.ModelCalled):
+            return f"{e.role} prompt" if fld and fld.startswith("request") else f"{e.role} call"
+    kind = (recorded or replayed).type if (recorded or replayed) is not None else "?"  # type: ignore[union-attr]
+    return f"{kind}.{fld}" if fld else kind
+
+
+def _handler_of(recorded: Event | None, replayed: Event | None) -> str | None:
+    e = replayed if replayed is not None else recorded
+    return e.actor.split("/", 1)[0] if e is not None else None
+
+
 def compare(recorded: list[tuple[int, Event]], replayed: list[Event]) -> Divergence | None:
     """The first position where the replayed events differ from the recorded ones."""
+    d = _compare(recorded, replayed)
+    if d is not None:
+        rec = recorded[d.index][1] if d.index < len(recorded) else None
+        rep = replayed[d.index] if d.index < len(replayed) else None
+        d.handler = _handler_of(rec, rep)
+        d.rule = rule_of(rec, rep, d.field)
+    return d
+
+
+def _compare(recorded: list[tuple[int, Event]], replayed: list[Event]) -> Divergence | None:
     for i in range(max(len(recorded), len(replayed))):
         rec = recorded[i] if i < len(recorded) else None
         rep = replayed[i] if i < len(replayed) else None

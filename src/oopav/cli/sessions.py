@@ -110,7 +110,19 @@ async def show(c: Ctx, session: str, as_json: bool, tree: bool) -> None:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", required=False)
+@click.option(
+    "--all",
+    "replay_every",
+    is_flag=True,
+    help="Replay every session of the store (recorded sessions as regression tests): report "
+    "which decisions the current code makes differently, by handler and rule.",
+)
+@click.option(
+    "--since",
+    metavar="TIME",
+    help="With --all: only sessions created since TIME (ISO time, or 30m / 2h / 7d ago).",
+)
 @click.option(
     "--verify",
     is_flag=True,
@@ -137,7 +149,9 @@ async def show(c: Ctx, session: str, as_json: bool, tree: bool) -> None:
 @run_async
 async def replay(
     c: Ctx,
-    session: str,
+    session: str | None,
+    replay_every: bool,
+    since: str | None,
     verify: bool,
     fork_at: int | None,
     model: str | None,
@@ -145,12 +159,24 @@ async def replay(
     as_json: bool,
 ) -> None:
     """Re-fold a session from the stream and print its state; check that it replays
-    deterministically (--verify); or fork it from a step (--fork-at SEQ [--model SPEC])."""
+    deterministically (--verify); or fork it from a step (--fork-at SEQ [--model SPEC]).
+
+    --all [--since TIME] [--verify] replays every session and reports the decisions the
+    current code makes differently, by handler and rule (exit 1 when any differs)."""
     from oopav.app import open_bus
     from oopav.services import replay_projection, resolve_session
 
     if model is not None and fork_at is None:
         raise click.UsageError("--model goes with --fork-at")
+    if replay_every:
+        if session is not None or fork_at is not None:
+            raise click.UsageError("--all replays every session: give no SESSION and no --fork-at")
+        await _replay_all(c, since, verify, as_json)
+        return
+    if since is not None:
+        raise click.UsageError("--since goes with --all")
+    if session is None:
+        raise click.UsageError("give a SESSION (or --all)")
     if verify or fork_at is not None:
         # Handlers run in this process: their log lines go to a file, not between the report.
         log_file = c.log_to_file("replay")
@@ -192,6 +218,29 @@ async def replay(
     if verify and (
         not report["matches"] or (handlers_report is not None and not handlers_report.ok)
     ):
+        sys.exit(1)
+
+
+async def _replay_all(c: Ctx, since: str | None, verify: bool, as_json: bool) -> None:
+    from oopav.app import open_bus
+    from oopav.history.corpus import parse_since, replay_all
+
+    try:
+        when = parse_since(since) if since else None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    if verify:
+        log_file = c.log_to_file("replay")
+        if log_file is not None:
+            click.echo(f"log: {log_file}", err=True)
+    async with open_bus(c.settings, name="oopav-replay-all") as bus:
+        report = await replay_all(bus, since=when, verify=verify)
+    if as_json:
+        _json_out(report.to_dict())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if not report.ok:
         sys.exit(1)
 
 

@@ -7,7 +7,7 @@ name (the starting tree and its files; stored prompts). Importing it into anothe
 (another server) makes ``oopav replay --verify`` and ``--fork-at`` work there after the
 repository is gone.
 
-Layout (a plain tar)::
+Layout (a tar, gzipped when the name ends in ``.gz``)::
 
     oopav-archive.json     {"format", "session_id", "events", "mission_events", "blobs"}
     events.ndjson          one stored payload per line, in stream order
@@ -102,7 +102,9 @@ async def export_session(nc: Any, session_id: str, out: Path) -> dict[str, Any]:
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")
-    with tarfile.open(tmp, "w") as tar:
+    # ``.tar.gz`` / ``.tgz``: compressed (the committed corpus); reading detects either.
+    mode = "w:gz" if out.name.endswith((".gz", ".tgz")) else "w"
+    with tarfile.open(tmp, mode) as tar:  # type: ignore[call-overload]
         _add(tar, MANIFEST, json.dumps(summary, indent=1).encode())
         _add(tar, "events.ndjson", b"".join(d + b"\n" for d in kept))
         _add(tar, "mission.ndjson", b"".join(d + b"\n" for d in mission_raw))
