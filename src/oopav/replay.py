@@ -239,6 +239,23 @@ def _prompt_difference(recorded: dict[str, Any], replayed: dict[str, Any]) -> st
     return "one request is a prefix of the other"
 
 
+async def _whole_prompts(
+    source_url: str, recorded: list[tuple[int, Event]]
+) -> list[tuple[int, Event]]:
+    from oopav.history.prompts import expand, is_stored
+
+    if not any(isinstance(e, ev.ModelCalled) and is_stored(e.request) for _, e in recorded):
+        return recorded
+    from oopav.bus.store import connect
+    from oopav.history.blobs import BlobStore
+
+    nc = await connect(source_url, name="oopav-replay-prompts")
+    try:
+        return await expand(BlobStore(nc), recorded)  # type: ignore[no-any-return]
+    finally:
+        await nc.close()
+
+
 async def _restore_tree(
     source_url: str, session_id: str, events: list[Event], dest: Path
 ) -> dict[str, Any] | None:
@@ -332,6 +349,9 @@ async def verify_session(
     tampering = check_chain(recorded)
     if tamper is not None:
         recorded = tamper(recorded)
+    # Model calls with their whole prompts (stored as blobs and deltas: history/prompts.py):
+    # what the replay backend serves by request hash, and what is compared.
+    recorded = await _whole_prompts(source_url, recorded)
     events_only = [e for _, e in recorded]
     finished = any(isinstance(e, ev.SessionCompleted) for e in events_only)
     orient_hits: list[dict[str, Any]] = next(
@@ -417,10 +437,14 @@ async def verify_session(
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(t, 10)
             # The stream order is the truth; the subscription saw the same order.
+            from oopav.history.blobs import BlobStore
+            from oopav.history.prompts import expand
+
             stored = [
                 e
-                for _, e in await EventStore(bus.nc).read(
-                    "session", session_id, skip_undecodable=True
+                for _, e in await expand(
+                    BlobStore(bus.nc),
+                    await EventStore(bus.nc).read("session", session_id, skip_undecodable=True),
                 )
             ]
     if not finished:

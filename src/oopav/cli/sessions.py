@@ -80,6 +80,14 @@ async def show(c: Ctx, session: str, as_json: bool, tree: bool) -> None:
                     click.echo(line)
             return
         events = await bus.events.read_with_undecodable("session", sid)
+        if as_json:
+            # Whole prompts (stored as blobs and deltas: history/prompts.py).
+            from oopav.history.blobs import BlobStore
+            from oopav.history.prompts import expand
+
+            decoded = [(s, e) for s, e in events if not isinstance(e, Undecodable)]
+            whole = dict(await expand(BlobStore(bus.nc), decoded))
+            events = [(s, whole.get(s, e)) for s, e in events]
     if not events:
         raise click.ClickException(f"no events for session {session}")
     if as_json:

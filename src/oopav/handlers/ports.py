@@ -202,6 +202,9 @@ class Ports:
     # Replay: each session's starting tree restored from the blob store (``RestoredTree``):
     # the workspace starts from it, never from the user's repository.
     restored_trees: dict[str, Any] | None = None
+    # Whole requests of recent model calls by event id (a delta's base; disposable: a miss
+    # rebuilds it from the stream).
+    prompts: dict[str, Any] = field(default_factory=dict)
     _models: dict[str, Backend] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

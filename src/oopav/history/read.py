@@ -35,11 +35,13 @@ async def session_states(nc: Any, snapshots: Any) -> dict[str, SessionState]:
 
 async def read_session(nc: Any, session_id: str) -> list[tuple[int, Any]]:
     from oopav.bus.store import EventStore
+    from oopav.history.blobs import BlobStore
+    from oopav.history.prompts import expand
 
     events = await EventStore(nc).read("session", session_id, skip_undecodable=True)
     if not events:
         raise ValueError(f"no events for session {session_id}")
-    return events
+    return await expand(BlobStore(nc), events)  # type: ignore[no-any-return]
 
 
 async def diff_sessions(nc: Any, a: str, b: str) -> RunDiff:
