@@ -7,9 +7,10 @@ holds a *stored request* instead of the whole one::
 
     {"$stored": 1,
      "base": "<id of the session's previous model_called of this role>" | null,
-     "head": "<blob: the request without its messages (role, schema, sampling, ...)>",
+     "head": "<blob: the request without its messages (role, schema, sampling, ...)>" | null,
      "messages": [
         {"role": "system", "blob": "<sha256>"}                    # a whole message, by hash
+        {"same": 0}                                               # the base's message 0
         {"role": "user", "from": 1, "ops": [[0, 40], "new\\n", [41, 90]]},  # a delta
         {"role": "user", "text": "short"}]}                       # a short one, inline
 
@@ -47,7 +48,7 @@ def prompt_refs(event: Any) -> list[str]:
     """The blobs a model call's stored request names."""
     if not isinstance(event, ev.ModelCalled) or not is_stored(event.request):
         return []
-    out = [event.request["head"]]
+    out = [event.request["head"]] if event.request.get("head") else []
     out += [m["blob"] for m in event.request.get("messages", []) if "blob" in m]
     return out
 
@@ -92,7 +93,11 @@ async def store_request(
 ) -> dict[str, Any]:
     """The stored form of ``request`` (whole builtins), its blobs put in ``blobs``; ``base``:
     the whole request of the previous call of this role (event ``base_id``), or None."""
-    head = await blobs.put(_head_bytes(request))
+    head_bytes = _head_bytes(request)
+    # The head (role, schema, sampling) rarely changes between calls of a role: "same as the
+    # base" then, else a blob (shared by every call and session with that head).
+    same_head = base_id is not None and base is not None and _head_bytes(base) == head_bytes
+    head = None if same_head else await blobs.put(head_bytes)
     base_msgs = list((base or {}).get("messages") or []) if base_id else []
     messages: list[dict[str, Any]] = []
     to_put: list[bytes] = []
@@ -100,8 +105,8 @@ async def store_request(
         meta = {k: v for k, v in m.items() if k != "content"}
         content = m.get("content", "")
         j = i if i < len(base_msgs) and base_msgs[i].get("role") == m.get("role") else None
-        if j is not None and base_msgs[j].get("content") == content:
-            messages.append({**meta, "from": j, "ops": [[0, len(_lines(content))]]})
+        if j is not None and base_msgs[j] == m:
+            messages.append({"same": j})  # the base's message j as it was (a system prompt)
             continue
         if len(content.encode()) < INLINE_BYTES:
             messages.append({**meta, "text": content})
@@ -119,7 +124,12 @@ async def store_request(
         messages.append({**meta, "blob": digest_of(data)})
     if to_put:
         await blobs.put_many(to_put)
-    return {STORED: 1, "base": base_id if base_msgs else None, "head": head, "messages": messages}
+    return {
+        STORED: 1,
+        "base": base_id if (base_msgs or same_head) else None,
+        "head": head,
+        "messages": messages,
+    }
 
 
 class _BlobCache:
@@ -153,14 +163,26 @@ async def expand_request(
     blobs: Any, stored: dict[str, Any], base: dict[str, Any] | None
 ) -> dict[str, Any]:
     """The whole request from its stored form and the base call's whole request."""
-    needed = [stored["head"], *(m["blob"] for m in stored["messages"] if "blob" in m)]
+    needed = [m["blob"] for m in stored["messages"] if "blob" in m]
+    if stored.get("head"):
+        needed.append(stored["head"])
     missing = [d for d in dict.fromkeys(needed) if CACHE.get(d) is None]
     if missing:
         for d, data in (await blobs.get_many(missing)).items():
             CACHE.put(d, data)
-    head = json.loads(CACHE.get(stored["head"]) or b"{}")
+    if stored.get("head"):
+        head = json.loads(CACHE.get(stored["head"]) or b"{}")
+    elif base is not None:
+        head = {k: v for k, v in base.items() if k != "messages"}
+    else:
+        raise PromptError("a stored request without a head names no base call")
     messages = []
     for m in stored["messages"]:
+        if "same" in m:
+            if base is None:
+                raise PromptError("a message kept from the base names no base call")
+            messages.append(dict(base["messages"][m["same"]]))
+            continue
         meta = {k: v for k, v in m.items() if k not in ("text", "blob", "from", "ops")}
         if "text" in m:
             content = m["text"]
