@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -89,8 +90,6 @@ def session_requests(calls: int) -> list[dict[str, Any]]:
 
 def unique_content(requests: list[dict[str, Any]]) -> int:
     """The first prompt whole, then the lines each prompt adds over the one before."""
-    import json
-
     total, prev = 0, set()
     for r in requests:
         lines = json.dumps(r, sort_keys=True, indent=0).replace("\\n", "\n").splitlines(True)
@@ -132,7 +131,7 @@ async def measure(calls: int, workdir: Path) -> dict[str, float]:
             await store.append(task, expected=0)
             last: Any = task
             base_id, base = None, None
-            for i, whole in enumerate(requests):
+            for whole in requests:
                 stored = whole
                 if form == "after":
                     stored = await store_request(blobs, whole, base_id, base)
@@ -171,7 +170,7 @@ async def measure(calls: int, workdir: Path) -> dict[str, float]:
                 if got != requests:
                     raise SystemExit("FAIL: the rebuilt prompts differ from what was sent")
                 stored_prompts = sum(
-                    len(__import__("json").dumps(e.request).encode())
+                    len(json.dumps(e.request).encode())
                     for _, e in events
                     if isinstance(e, ev.ModelCalled)
                 ) + (await _bytes(js, f"OBJ_{BUCKET}") - ob0)
