@@ -63,6 +63,8 @@ class ReplayReport:
     # Where the workspace started: "store" (the starting tree restored from the blob store)
     # or "repository" (a session recorded before trees were stored: the user's repository).
     started_from: str = "repository"
+    # Who signed each event, and what does not verify (history/signing.py).
+    signatures: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -74,12 +76,18 @@ class ReplayReport:
             "partial": self.partial,
             "tampering": [f.to_dict() for f in self.tampering],
             "started_from": self.started_from,
+            "signatures": self.signatures.to_dict() if self.signatures is not None else None,
         }
         if self.first_divergence is not None:
             out["first_divergence"] = self.first_divergence.__dict__
         return out
 
     def describe(self) -> str:
+        if self.signatures is not None and not self.signatures.ok:
+            head = self.signatures.describe()
+            if self.first_divergence is None and not self.tampering:
+                return head + "; the handlers reproduce the rest"
+            return head + "; " + (self._divergence() if self.first_divergence else "")
         if self.tampering:
             first = self.tampering[0]
             more = f" (+{len(self.tampering) - 1} more)" if len(self.tampering) > 1 else ""
@@ -239,6 +247,21 @@ def _prompt_difference(recorded: dict[str, Any], replayed: dict[str, Any]) -> st
     return "one request is a prefix of the other"
 
 
+async def _signatures(source_url: str, session_id: str) -> Any:
+    """The signers of the session's events as stored, checked against the notary's keys and
+    anchor (history/signing.py)."""
+    from oopav.bus.store import EventStore, connect
+    from oopav.history.signing import anchor_of, trusted_keys, verify
+
+    nc = await connect(source_url, name="oopav-replay-signatures")
+    try:
+        js = nc.jetstream()
+        signed = await EventStore(nc).read_signed("session", session_id)
+        return verify(signed, await trusted_keys(js), await anchor_of(js, session_id))
+    finally:
+        await nc.close()
+
+
 async def _whole_prompts(
     source_url: str, recorded: list[tuple[int, Event]]
 ) -> list[tuple[int, Event]]:
@@ -347,6 +370,7 @@ async def verify_session(
         raise ValueError(f"no events for session {session_id}")
     # The chain is checked on the recording as stored, before any test hook rewrites it.
     tampering = check_chain(recorded)
+    signatures = await _signatures(source_url, session_id)
     if tamper is not None:
         recorded = tamper(recorded)
     # Model calls with their whole prompts (stored as blobs and deltas: history/prompts.py):
@@ -457,7 +481,8 @@ async def verify_session(
         ).lstrip("; ")
     return ReplayReport(
         session_id=session_id,
-        ok=divergence is None and not tampering,
+        ok=divergence is None and not tampering and signatures.ok,
+        signatures=signatures,
         tampering=tampering,
         recorded=len(recorded),
         replayed=len(stored),

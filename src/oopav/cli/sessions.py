@@ -218,6 +218,8 @@ async def replay(
             click.echo(f"projection: MISMATCH in {', '.join(report['differences'][:10])}", err=True)
         assert handlers_report is not None
         click.echo(f"handlers: {handlers_report.describe()}")
+        if handlers_report.signatures is not None:
+            click.echo(handlers_report.signatures.describe())
         click.echo(
             "workspace: from the starting tree in the blob store"
             if handlers_report.started_from == "store"

@@ -11,6 +11,8 @@ Layout (a tar, gzipped when the name ends in ``.gz``)::
 
     oopav-archive.json     {"format", "session_id", "events", "mission_events", "blobs"}
     events.ndjson          one stored payload per line, in stream order
+    signatures.json        {"signatures": {event id: Oopav-Sig}, "trusted": {identity: [public
+                           keys]}, "anchor": the notary's chain head anchor or null}
     mission.ndjson         the mission's events (may be empty)
     blobs/<sha256>         each blob, named by its hash (checked on import)
 """
@@ -89,6 +91,20 @@ async def export_session(nc: Any, session_id: str, out: Path) -> dict[str, Any]:
     mission_raw: list[bytes] = []
     if task is not None and task.mission:
         mission_raw = await _raw_events(nc, "mission", mission_aggregate_id(task.mission))
+    from oopav.bus.store import EventStore
+    from oopav.history.signing import anchor_of, trusted_keys
+
+    js = nc.jetstream()
+    signed = await EventStore(nc).read_signed("session", session_id)
+    sigs = {e.id: h for _, e, h in signed if h}
+    names = {h.split(" ", 1)[0] for h in sigs.values()} | {"notary"}
+    trusted = {n: sorted(k) for n, k in (await trusted_keys(js)).items() if n in names}
+    anchor = await anchor_of(js, session_id)
+    signatures = {
+        "signatures": sigs,
+        "trusted": trusted,
+        "anchor": None if anchor is None else anchor.__dict__,
+    }
     blobs = BlobStore(nc)
     digests = await referenced_blobs(blobs, events)
     contents = await blobs.get_many(digests)
@@ -98,6 +114,7 @@ async def export_session(nc: Any, session_id: str, out: Path) -> dict[str, Any]:
         "events": len(kept),
         "mission_events": len(mission_raw),
         "blobs": len(digests),
+        "signed": len(sigs),
         "blob_bytes": sum(len(v) for v in contents.values()),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -108,6 +125,7 @@ async def export_session(nc: Any, session_id: str, out: Path) -> dict[str, Any]:
         _add(tar, MANIFEST, json.dumps(summary, indent=1).encode())
         _add(tar, "events.ndjson", b"".join(d + b"\n" for d in kept))
         _add(tar, "mission.ndjson", b"".join(d + b"\n" for d in mission_raw))
+        _add(tar, "signatures.json", json.dumps(signatures, indent=1).encode())
         for d in digests:
             _add(tar, f"blobs/{d}", contents[d])
     tmp.replace(out)
@@ -116,7 +134,9 @@ async def export_session(nc: Any, session_id: str, out: Path) -> dict[str, Any]:
     return summary
 
 
-def _read_archive(path: Path) -> tuple[dict[str, Any], list[bytes], list[bytes], dict[str, bytes]]:
+def _read_archive(
+    path: Path,
+) -> tuple[dict[str, Any], list[bytes], list[bytes], dict[str, bytes], dict[str, Any]]:
     try:
         tar = tarfile.open(path, "r")
     except (OSError, tarfile.TarError) as exc:
@@ -142,10 +162,13 @@ def _read_archive(path: Path) -> tuple[dict[str, Any], list[bytes], list[bytes],
     for name, data in blobs.items():
         if digest_of(data) != name:
             raise ArchiveError(f"{path}: blob {name[:16]} does not match its hash (altered?)")
-    return manifest, lines("events.ndjson"), lines("mission.ndjson"), blobs
+    signatures = json.loads(files.get("signatures.json", b"{}") or b"{}")
+    return manifest, lines("events.ndjson"), lines("mission.ndjson"), blobs, signatures
 
 
-async def _publish(nc: Any, payloads: list[bytes], what: str) -> int:
+async def _publish(
+    nc: Any, payloads: list[bytes], what: str, sigs: dict[str, str] | None = None
+) -> int:
     """Append stored payloads as they are (the same bytes: the chain still links), each with
     its event id as ``Nats-Msg-Id``; events already there are skipped. Returns how many
     were added."""
@@ -170,7 +193,13 @@ async def _publish(nc: Any, payloads: list[bytes], what: str) -> int:
     for event, data in decoded:
         if event.id in present:
             continue
-        await js.publish(event.subject, data, headers={"Nats-Msg-Id": event.id})
+        headers = {"Nats-Msg-Id": event.id}
+        sig = (sigs or {}).get(event.id)
+        if sig:
+            from oopav.history.signing import SIG_HEADER
+
+            headers[SIG_HEADER] = sig  # the handler's signature travels with its bytes
+        await js.publish(event.subject, data, headers=headers)
         added += 1
     return added
 
@@ -181,7 +210,7 @@ async def import_session(nc: Any, path: Path) -> dict[str, Any]:
     nothing; a session that exists with other events is refused."""
     from oopav.bus.store import EventStore
 
-    manifest, events, mission, blobs = _read_archive(path)
+    manifest, events, mission, blobs, signatures = _read_archive(path)
     sid = manifest["session_id"]
     existing = await EventStore(nc).read("session", sid, skip_undecodable=True)
     ids = []
@@ -200,7 +229,8 @@ async def import_session(nc: Any, path: Path) -> dict[str, Any]:
     except BlobError as exc:
         raise ArchiveError(str(exc)) from None
     added_mission = await _publish(nc, mission, "mission")
-    added = await _publish(nc, events, "session")
+    added = await _publish(nc, events, "session", signatures.get("signatures"))
+    await _import_trust(nc, sid, signatures)
     return {
         "session_id": sid,
         "events": len(events),
@@ -208,3 +238,23 @@ async def import_session(nc: Any, path: Path) -> dict[str, Any]:
         "mission_events_added": added_mission,
         "blobs": len(blobs),
     }
+
+
+async def _import_trust(nc: Any, session_id: str, signatures: dict[str, Any]) -> None:
+    """Trust the archive's signers and keep its anchor: importing is the operator vouching
+    for the archive (it needs the notary's or admin's rights on this server)."""
+    from oopav.history.signing import notary_kv, register_keys
+
+    js = nc.jetstream()
+    trusted = {n: set(keys) for n, keys in (signatures.get("trusted") or {}).items()}
+    if trusted:
+        await register_keys(js, trusted)
+    anchor = signatures.get("anchor")
+    if anchor:
+        from nats.js.errors import KeyNotFoundError, NotFoundError
+
+        kv = await notary_kv(js)
+        try:
+            await kv.get(f"head.{session_id}")
+        except (KeyNotFoundError, NotFoundError):
+            await kv.put(f"head.{session_id}", json.dumps(anchor).encode())
