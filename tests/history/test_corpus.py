@@ -35,6 +35,10 @@ async def test_the_corpus_replays_with_the_current_code(
     assert sorted(e["session_id"] for e in report["entries"]) == sorted(sids)
     # Every replay started from the stored tree: the repositories they ran on are long gone.
     assert {e["started_from"] for e in report["entries"]} == {"store"}
+    rc, out, err = await oopav(nats_url, data_dir, "replay", sids[0], "--verify", "--json")
+    sig = json.loads(out)["handlers"]["signatures"]
+    assert rc == 0 and sig["ok"] and sig["unsigned"] == 0, sig
+    assert {"intake", "observer", "planner", "actor", "verifier"} <= set(sig["signers"])
     # Without --verify: the projections are rebuilt and compared (fast).
     rc, text, err = await oopav(nats_url, data_dir, "replay", "--all")
     assert rc == 0 and "3 session(s) replayed (projections rebuilt): all reproduce" in text

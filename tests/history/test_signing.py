@@ -34,7 +34,7 @@ async def _session(nats_url: str, repo: Path) -> tuple[str, Any]:
         keyring = keyring_of(bus.nc)
         assert keyring is not None
         signed = await bus.events.read_signed("session", sid)
-        await anchor_session(bus.nc.jetstream(), keyring, [(s, e) for s, e, _ in signed])
+        await anchor_session(bus.nc.jetstream(), keyring, [(s, e) for s, e, _, _ in signed])
     return sid, keyring
 
 
@@ -124,7 +124,7 @@ async def test_a_handler_key_signing_another_handlers_event_is_detected(
 
     def resign(actor: str) -> list[tuple[int, Any, str | None]]:
         out = []
-        for seq, e, header in signed:
+        for seq, e, header, _ in signed:
             if e.type == "plan_proposed":
                 e = msgspec.structs.replace(e, actor=actor)
                 header = keyring.header("observer", e.subject, REGISTRY.encode(e))
@@ -136,7 +136,7 @@ async def test_a_handler_key_signing_another_handlers_event_is_detected(
     as_observer = verify(resign("observer/0.1"), trusted, None)
     assert any("observer may not emit plan_proposed" in p for p in as_observer.problems)
     # A signature over other bytes does not verify.
-    seq, e, header = signed[3]
+    seq, e, header, _ = signed[3]
     name, pub, _ = header.split(" ")
     bad = f"{name} {pub} {base64.b64encode(b'x' * 64).decode()}"
     broken = verify([*signed[:3], (seq, e, bad), *signed[4:]], trusted, None)

@@ -83,6 +83,10 @@ async def test_export_delete_import_elsewhere_then_verify_and_fork(
     assert report["handlers"]["ok"] and report["handlers"]["started_from"] == "store"
     assert report["handlers"]["replayed"] == report["handlers"]["recorded"] == summary["events"]
     assert report["handlers"]["tampering"] == []  # the same bytes: the chain still links
+    # The handlers' signatures came along, and the notary here trusts their keys.
+    signatures = report["handlers"]["signatures"]
+    assert signatures["ok"] and signatures["unsigned"] == 0, signatures
+    assert sum(signatures["signers"].values()) == summary["events"]
     rc, text, err = await oopav(None, two, "replay", sid, "--verify")
     assert rc == 0 and "workspace: from the starting tree in the blob store" in text
 

@@ -83,6 +83,12 @@ def user_permissions() -> dict[str, dict[str, Any]]:
         "publish": {"allow": ["oopav.ev.run.>", *READ_API]},
         "subscribe": {"allow": [INBOX, "oopav.ev.>"]},
     }
+    # The notary (history/signing.py) is the only identity besides admin that may write the
+    # notary bucket: trusted signing keys and anchored chain heads. It reads the events.
+    users["notary"] = {
+        "publish": {"allow": ["$KV.OOPAV_NOTARY.>", *READ_API]},
+        "subscribe": {"allow": [INBOX, "oopav.ev.>"]},
+    }
     users["admin"] = {"publish": {"allow": [">"]}, "subscribe": {"allow": [">"]}}
     return users
 

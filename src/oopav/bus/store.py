@@ -810,19 +810,20 @@ class EventStore:
 
     async def read_signed(
         self, aggregate: str, aggregate_id: str
-    ) -> list[tuple[int, Event, str | None]]:
+    ) -> list[tuple[int, Event, str | None, bytes]]:
         """The aggregate's decodable events with their ``Oopav-Sig`` headers (None where an
-        event is unsigned): what ``history.signing.verify`` checks."""
+        event is unsigned) and stored bytes (what was signed): what ``history.signing.verify``
+        checks."""
         decode = self.registry.decode
         subject = aggregate_filter(aggregate, aggregate_id)
         sigs: dict[int, str] = {}
-        out: list[tuple[int, Event, str | None]] = []
+        out: list[tuple[int, Event, str | None, bytes]] = []
         seq = 1
         while True:
             batch, pending = await self._direct_batch(subject, seq, sigs)
             for s, data, _ in batch:
                 with contextlib.suppress(EventDecodeError):
-                    out.append((s, decode(data), sigs.get(s)))
+                    out.append((s, decode(data), sigs.get(s), bytes(data)))
             if not batch or not pending:
                 return out
             seq = batch[-1][0] + 1

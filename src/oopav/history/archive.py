@@ -96,7 +96,7 @@ async def export_session(nc: Any, session_id: str, out: Path) -> dict[str, Any]:
 
     js = nc.jetstream()
     signed = await EventStore(nc).read_signed("session", session_id)
-    sigs = {e.id: h for _, e, h in signed if h}
+    sigs = {e.id: h for _, e, h, _ in signed if h}
     names = {h.split(" ", 1)[0] for h in sigs.values()} | {"notary"}
     trusted = {n: sorted(k) for n, k in (await trusted_keys(js)).items() if n in names}
     anchor = await anchor_of(js, session_id)

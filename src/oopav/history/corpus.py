@@ -128,6 +128,9 @@ async def replay_all(
                         entry.handler, entry.rule = d.handler, d.rule
                     elif handlers.tampering:
                         entry.handler, entry.rule = "chain", handlers.tampering[0].kind
+                    elif handlers.signatures is not None and not handlers.signatures.ok:
+                        entry.handler = "signatures"
+                        entry.rule = handlers.signatures.problems[0]
             entry.ok = entry.projection_ok and entry.divergence is None
         except Exception as exc:  # one broken session must not hide the others' results
             entry.ok = False

@@ -222,19 +222,23 @@ class SignatureReport:
 
 
 def verify(
-    events: list[tuple[int, Any, str | None]],
+    events: list[tuple[Any, ...]],
     trusted: dict[str, set[str]],
     anchor: Anchor | None,
 ) -> SignatureReport:
-    """Check ``(seq, event, Oopav-Sig header)`` of one session, in stream order."""
+    """Check ``(seq, event, Oopav-Sig header[, stored bytes])`` of one session, in stream
+    order. The signature covers the stored bytes (a re-encoding may differ: a float field
+    holding an int reads back as a float); without them, the event's encoding."""
     from oopav.bus.contracts import EMITS
     from oopav.events.chain import event_hash
     from oopav.events.codec import REGISTRY
 
     report = SignatureReport(anchored=anchor is not None)
     signers: Counter[str] = Counter()
-    report.required = anchor is not None or any(h for _, _, h in events)
-    for seq, event, header in events:
+    report.required = anchor is not None or any(item[2] for item in events)
+    for item in events:
+        seq, event, header = item[0], item[1], item[2]
+        stored = item[3] if len(item) > 3 else None
         where = f"seq {seq} ({event.type} by {event.actor})"
         if not header:
             report.unsigned += 1
@@ -247,7 +251,7 @@ def verify(
         except ValueError:
             report.problems.append(f"{where}: unreadable signature header")
             continue
-        data = event.subject.encode() + b"\n" + REGISTRY.encode(event)
+        data = event.subject.encode() + b"\n" + (stored or REGISTRY.encode(event))
         if not verify_signature(pub, data, sig):
             report.problems.append(f"{where}: the signature by {name} does not verify")
             continue
@@ -273,7 +277,7 @@ def verify(
         ):
             report.problems.append("the chain head's anchor is not signed by the notary")
         else:
-            pos = next((i for i, (_, e, _) in enumerate(events) if e.id == anchor.event_id), None)
+            pos = next((i for i, it in enumerate(events) if it[1].id == anchor.event_id), None)
             at = events[pos][1] if pos is not None else None
             if at is None or event_hash(at) != anchor.hash or pos + 1 != anchor.count:  # type: ignore[operator]
                 report.problems.append(
