@@ -42,6 +42,8 @@ bench:
 	python bench/synth.py
 	python bench/rewards.py
 	python bench/learning.py --short
+	python bench/history.py $(BENCH_ARGS)
+	python bench/archive.py $(BENCH_ARGS)
 
 bench-quick:
 	$(MAKE) bench BENCH_ARGS=--quick

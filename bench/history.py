@@ -38,6 +38,8 @@ FIGURES = [
     Figure("before_per_call", "bytes per call, today", "B", fmt=",.0f"),
     Figure("after_per_call", "bytes per call, blobs + deltas", "B", fmt=",.0f"),
     Figure("ratio_today", "after / today", "%", target=10.0, higher=False, fmt=".1f"),
+    Figure("signed_bytes", "2nd session, signed (blobs shared)", "B", fmt=",.0f"),
+    Figure("ratio_signed", "2nd session signed / today", "%", fmt=".1f"),
     Figure("unique_bytes", "unique prompt content", "B", fmt=",.0f"),
     Figure("ratio_unique", "stored prompts / unique content", "x", target=1.3, higher=False),
     Figure("expand_ms", "rebuild every whole prompt", "ms", fmt=",.1f"),
@@ -125,7 +127,11 @@ async def measure(calls: int, workdir: Path) -> dict[str, float]:
         store, blobs = EventStore(nc), BlobStore(nc)
         await blobs.bucket()
         result: dict[str, float] = {}
-        for form in ("before", "after"):
+        for form in ("before", "after", "signed"):
+            if form == "signed":  # every event also carries its handler's signature header
+                from oopav.history.signing import Keyring, attach
+
+                attach(nc, Keyring(workdir / "keys"))
             ev0, ob0 = await _bytes(js, EVENTS_STREAM), await _bytes(js, f"OBJ_{BUCKET}")
             task = root_event(ev.TaskSubmitted, handler="intake", instruction="bench", repo="/r")
             await store.append(task, expected=0)
@@ -133,7 +139,7 @@ async def measure(calls: int, workdir: Path) -> dict[str, float]:
             base_id, base = None, None
             for whole in requests:
                 stored = whole
-                if form == "after":
+                if form != "before":
                     stored = await store_request(blobs, whole, base_id, base)
                     base_id, base = None, whole
                 e = caused_event(
@@ -149,7 +155,7 @@ async def measure(calls: int, workdir: Path) -> dict[str, float]:
                     prompt_tokens=estimate_tokens(str(whole)),
                     completion_tokens=20,
                 )
-                if form == "after":
+                if form != "before":
                     base_id = e.id
                 await store.append(e)
                 last = e
@@ -182,6 +188,7 @@ async def measure(calls: int, workdir: Path) -> dict[str, float]:
     result["unique_bytes"] = unique
     result["ratio_unique"] = result["stored_prompt_bytes"] / unique
     result["ratio_today"] = 100.0 * result["after_bytes"] / result["before_bytes"]
+    result["ratio_signed"] = 100.0 * result["signed_bytes"] / result["before_bytes"]
     result["prompt_tokens"] = estimate_tokens(str(requests[-1]["messages"]))
     return result
 
