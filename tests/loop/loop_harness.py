@@ -256,7 +256,12 @@ async def finish_session(bus: Any, sid: str, timeout: float = 90.0) -> tuple[Any
 
 
 async def events_of(bus: Any, sid: str) -> list[Any]:
-    return [e for _, e in await bus.events.read("session", sid)]
+    """The session's events, model calls with their whole prompts (stored as blobs and
+    deltas: history/prompts.py), as `oopav show --json` shows them."""
+    from oopav.history.blobs import BlobStore
+    from oopav.history.prompts import expand
+
+    return [e for _, e in await expand(BlobStore(bus.nc), await bus.events.read("session", sid))]
 
 
 def types(events: list[Any]) -> list[str]:
