@@ -319,7 +319,7 @@ async def assert_replays(nats_url: str, sid: str) -> Any:
     from oopav.replay import verify_session
 
     report = await verify_session(nats_url, sid, idle_timeout=10.0, total_timeout=120.0)
-    assert report.ok, (report.first_divergence, report.replay_misses)
+    assert report.ok, (report.describe(), report.first_divergence, report.replay_misses)
     assert report.replayed == report.recorded
     # The workspace started from the starting tree in the blob store, not the repository
     # (when the session got as far as preparing one).

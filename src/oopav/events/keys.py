@@ -97,7 +97,9 @@ def keyring_of(nc: Any) -> Keyring | None:
 
 
 def identity_of(actor: str) -> str:
-    return actor.split("/", 1)[0]
+    """The signing identity of an actor: ``observer/0.1`` → observer, ``cli.answer/0.1`` →
+    cli (a command's sub-actions share the command's key)."""
+    return actor.split("/", 1)[0].split(".", 1)[0]
 
 
 def sign_header(nc: Any, event: Any, payload: bytes) -> str | None:
