@@ -299,12 +299,14 @@ class Notary:
         self.nc = nc
         self.keyring = keyring
         self.every = every
-        self._stop: Any = None
+        import asyncio
+
+        # Made here, not in run(): a stop that comes before run() starts still counts.
+        self._stop = asyncio.Event()
         self.anchored = 0
 
     def stop(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
+        self._stop.set()
 
     async def run(self) -> None:
         import asyncio
@@ -312,7 +314,6 @@ class Notary:
         from oopav.bus.store import EventStore
         from oopav.events.chain import TERMINAL_TYPES
 
-        self._stop = asyncio.Event()
         counts: Counter[str] = Counter()
         due: asyncio.Queue[str] = asyncio.Queue()
 
@@ -339,10 +340,17 @@ class Notary:
                     getting.cancel()
                     break
                 sid = getting.result()
-                events = await store.read("session", sid, skip_undecodable=True)
-                if events:
-                    await anchor_session(js, self.keyring, events)
-                    self.anchored += 1
+                try:
+                    events = await store.read("session", sid, skip_undecodable=True)
+                    if events:
+                        await anchor_session(js, self.keyring, events)
+                        self.anchored += 1
+                except Exception as exc:  # one anchor missed; the next one covers it
+                    from oopav.logging import get_logger
+
+                    get_logger("oopav.notary").warning(
+                        "anchor_failed", session_id=sid, error=f"{type(exc).__name__}: {exc}"
+                    )
         finally:
             stopping.cancel()
             with __import__("contextlib").suppress(Exception):
