@@ -83,18 +83,20 @@ class ReplayReport:
         return out
 
     def describe(self) -> str:
-        if self.signatures is not None and not self.signatures.ok:
-            head = self.signatures.describe()
-            if self.first_divergence is None and not self.tampering:
-                return head + "; the handlers reproduce the rest"
-            return head + "; " + (self._divergence() if self.first_divergence else "")
+        parts = []
         if self.tampering:
             first = self.tampering[0]
             more = f" (+{len(self.tampering) - 1} more)" if len(self.tampering) > 1 else ""
-            head = f"stream TAMPERED: {first.describe()}{more}"
-            if self.first_divergence is None:
-                return head + "; the handlers reproduce the rest"
-            return head + "; " + self._divergence()
+            parts.append(f"stream TAMPERED: {first.describe()}{more}")
+        if self.signatures is not None and not self.signatures.ok:
+            parts.append(self.signatures.describe())
+        if parts:
+            parts.append(
+                self._divergence()
+                if self.first_divergence is not None
+                else "the handlers reproduce the rest"
+            )
+            return "; ".join(parts)
         if self.ok:
             return (
                 f"replay OK: {self.replayed} events reproduced exactly (volatile fields excluded)"
