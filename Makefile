@@ -1,4 +1,4 @@
-.PHONY: install test lint format docs run bench bench-quick
+.PHONY: install test lint format docs run bench bench-quick corpus
 
 install:
 	python -m pip install -e ".[dev,train]"
@@ -25,6 +25,10 @@ docs:
 run:
 	oopav run --task examples/rename_fetch/task.json
 
+# Re-record the replay corpus (tests/corpus/sessions) with the current code; commit the result.
+corpus:
+	python tests/corpus/record.py
+
 # Every figure as the median of 5 runs with its spread, target and PASS/MISS (bench/_harness.py).
 # BENCH_ARGS="--runs 3" to change the runs; `make bench-quick` is the smoke run CI does.
 BENCH_ARGS ?=
@@ -40,6 +44,8 @@ bench:
 	python bench/synth.py
 	python bench/rewards.py
 	python bench/learning.py --short
+	python bench/history.py $(BENCH_ARGS)
+	python bench/archive.py $(BENCH_ARGS)
 
 bench-quick:
 	$(MAKE) bench BENCH_ARGS=--quick

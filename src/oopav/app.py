@@ -106,6 +106,11 @@ async def open_bus(
         try:
             if setup:
                 await ensure_streams(bus.events.js)
+            # Signed history (history/signing.py): what this process appends is signed with
+            # the keys of its data dir, registered with the notary of this server.
+            from oopav.history.signing import open_keyring
+
+            await open_keyring(nc, bus.events.js, settings.data_dir / "keys")
             yield bus
         finally:
             with contextlib.suppress(Exception):

@@ -64,8 +64,12 @@ async def verify_mission(
         store = EventStore(nc)
         recorded = await store.read("mission", agg)
         sessions: list[tuple[int, Event]] = []
+        from oopav.history.blobs import BlobStore
+        from oopav.history.prompts import expand
+
         for sid in _session_ids([e for _, e in recorded]):
-            sessions += await store.read("session", sid)
+            # Whole prompts: the replay backend serves answers by the request's hash.
+            sessions += await expand(BlobStore(nc), await store.read("session", sid))
     finally:
         await nc.close()
     if not recorded:

@@ -42,6 +42,10 @@ class Divergence:
     field: str | None
     cause: str
     detail: str = ""
+    # Which handler made the decision that differs, and which of its rules (``rule_of``): what
+    # `oopav replay --all` groups a corpus's divergences by.
+    handler: str | None = None
+    rule: str | None = None
 
 
 @dataclass
@@ -56,6 +60,11 @@ class ReplayReport:
     partial: bool = False
     # Broken links of the hash chain and terminal events after the first (events.chain).
     tampering: list[ChainFinding] = field(default_factory=list)
+    # Where the workspace started: "store" (the starting tree restored from the blob store)
+    # or "repository" (a session recorded before trees were stored: the user's repository).
+    started_from: str = "repository"
+    # Who signed each event, and what does not verify (history/signing.py).
+    signatures: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -66,19 +75,28 @@ class ReplayReport:
             "replay_misses": self.replay_misses,
             "partial": self.partial,
             "tampering": [f.to_dict() for f in self.tampering],
+            "started_from": self.started_from,
+            "signatures": self.signatures.to_dict() if self.signatures is not None else None,
         }
         if self.first_divergence is not None:
             out["first_divergence"] = self.first_divergence.__dict__
         return out
 
     def describe(self) -> str:
+        parts = []
         if self.tampering:
             first = self.tampering[0]
             more = f" (+{len(self.tampering) - 1} more)" if len(self.tampering) > 1 else ""
-            head = f"stream TAMPERED: {first.describe()}{more}"
-            if self.first_divergence is None:
-                return head + "; the handlers reproduce the rest"
-            return head + "; " + self._divergence()
+            parts.append(f"stream TAMPERED: {first.describe()}{more}")
+        if self.signatures is not None and not self.signatures.ok:
+            parts.append(self.signatures.describe())
+        if parts:
+            parts.append(
+                self._divergence()
+                if self.first_divergence is not None
+                else "the handlers reproduce the rest"
+            )
+            return "; ".join(parts)
         if self.ok:
             return (
                 f"replay OK: {self.replayed} events reproduced exactly (volatile fields excluded)"
@@ -162,8 +180,42 @@ def _first_field_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else (path or "(value)")
 
 
+def rule_of(recorded: Event | None, replayed: Event | None, fld: str | None) -> str:
+    """The rule behind a differing decision, as precisely as the events say: a reason one
+    side gives and the other does not (orient and observer name their rules there), a gate,
+    a model call's prompt, else the event type and field."""
+    a = list(getattr(recorded, "reasons", None) or [])
+    b = list(getattr(replayed, "reasons", None) or [])
+    if a != b:
+        changed = [r for r in b if r not in a] or [r for r in a if r not in b]
+        if changed:
+            return str(changed[0])[:200]
+    for e in (replayed, recorded):
+        if isinstance(e, ev.GateEvaluated):
+            return f"gate {e.gate}"
+        if isinstance(e, ev.ModelCalled):
+            return f"{e.role} prompt" if fld and fld.startswith("request") else f"{e.role} call"
+    kind = (recorded or replayed).type if (recorded or replayed) is not None else "?"  # type: ignore[union-attr]
+    return f"{kind}.{fld}" if fld else kind
+
+
+def _handler_of(recorded: Event | None, replayed: Event | None) -> str | None:
+    e = replayed if replayed is not None else recorded
+    return e.actor.split("/", 1)[0] if e is not None else None
+
+
 def compare(recorded: list[tuple[int, Event]], replayed: list[Event]) -> Divergence | None:
     """The first position where the replayed events differ from the recorded ones."""
+    d = _compare(recorded, replayed)
+    if d is not None:
+        rec = recorded[d.index][1] if d.index < len(recorded) else None
+        rep = replayed[d.index] if d.index < len(replayed) else None
+        d.handler = _handler_of(rec, rep)
+        d.rule = rule_of(rec, rep, d.field)
+    return d
+
+
+def _compare(recorded: list[tuple[int, Event]], replayed: list[Event]) -> Divergence | None:
     for i in range(max(len(recorded), len(replayed))):
         rec = recorded[i] if i < len(recorded) else None
         rep = replayed[i] if i < len(replayed) else None
@@ -219,6 +271,59 @@ def _prompt_difference(recorded: dict[str, Any], replayed: dict[str, Any]) -> st
         if la != lb:
             return f"recorded: {la.strip()[:300]!r}; replayed: {lb.strip()[:300]!r}"
     return "one request is a prefix of the other"
+
+
+async def _signatures(source_url: str, session_id: str) -> Any:
+    """The signers of the session's events as stored, checked against the notary's keys and
+    anchor (history/signing.py)."""
+    from oopav.bus.store import EventStore, connect
+    from oopav.history.signing import anchor_of, trusted_keys, verify
+
+    nc = await connect(source_url, name="oopav-replay-signatures")
+    try:
+        js = nc.jetstream()
+        signed = await EventStore(nc).read_signed("session", session_id)
+        return verify(signed, await trusted_keys(js), await anchor_of(js, session_id))
+    finally:
+        await nc.close()
+
+
+async def _whole_prompts(
+    source_url: str, recorded: list[tuple[int, Event]]
+) -> list[tuple[int, Event]]:
+    from oopav.history.prompts import expand, is_stored
+
+    if not any(isinstance(e, ev.ModelCalled) and is_stored(e.request) for _, e in recorded):
+        return recorded
+    from oopav.bus.store import connect
+    from oopav.history.blobs import BlobStore
+
+    nc = await connect(source_url, name="oopav-replay-prompts")
+    try:
+        return await expand(BlobStore(nc), recorded)
+    finally:
+        await nc.close()
+
+
+async def _restore_tree(
+    source_url: str, session_id: str, events: list[Event], dest: Path
+) -> dict[str, Any] | None:
+    """The session's starting tree written into ``dest`` from the source's blob store, as
+    ``Ports.restored_trees``; None when the session stored no tree (then the workspace
+    starts from the repository, as recorded)."""
+    from oopav.bus.store import connect
+    from oopav.handlers.support.workspace import RestoredTree
+    from oopav.history.blobs import BlobStore, materialize
+
+    ws = next((e for e in events if isinstance(e, ev.WorkspacePrepared)), None)
+    if ws is None or not ws.tree:
+        return None
+    nc = await connect(source_url, name="oopav-replay-blobs")
+    try:
+        await materialize(BlobStore(nc), ws.tree, dest)
+    finally:
+        await nc.close()
+    return {session_id: RestoredTree(dest, ws.kind, ws.repo)}
 
 
 def _pinned_base(session_id: str, events: list[Event]) -> dict[str, str]:
@@ -291,8 +396,12 @@ async def verify_session(
         raise ValueError(f"no events for session {session_id}")
     # The chain is checked on the recording as stored, before any test hook rewrites it.
     tampering = check_chain(recorded)
+    signatures = await _signatures(source_url, session_id)
     if tamper is not None:
         recorded = tamper(recorded)
+    # Model calls with their whole prompts (stored as blobs and deltas: history/prompts.py):
+    # what the replay backend serves by request hash, and what is compared.
+    recorded = await _whole_prompts(source_url, recorded)
     events_only = [e for _, e in recorded]
     finished = any(isinstance(e, ev.SessionCompleted) for e in events_only)
     orient_hits: list[dict[str, Any]] = next(
@@ -303,6 +412,7 @@ async def verify_session(
     with tempfile.TemporaryDirectory(prefix="oopav-replay-") as tmp:
         # No model from this process's environment: only what the recording names is served.
         settings = Settings(data_dir=Path(tmp), nats_url=None, model=None)
+        restored = await _restore_tree(source_url, session_id, events_only, Path(tmp) / "tree")
         ports = Ports(
             settings=settings,
             sandbox=sandbox,
@@ -321,6 +431,7 @@ async def verify_session(
             ),
             recorded_ts={e.id: e.ts for e in events_only},
             pinned_base=_pinned_base(session_id, events_only),
+            restored_trees=restored,
             recorded_guidance={
                 e.id: e.guidance_step
                 for e in events_only
@@ -379,10 +490,14 @@ async def verify_session(
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(t, 10)
             # The stream order is the truth; the subscription saw the same order.
+            from oopav.history.blobs import BlobStore
+            from oopav.history.prompts import expand
+
             stored = [
                 e
-                for _, e in await EventStore(bus.nc).read(
-                    "session", session_id, skip_undecodable=True
+                for _, e in await expand(
+                    BlobStore(bus.nc),
+                    await EventStore(bus.nc).read("session", session_id, skip_undecodable=True),
                 )
             ]
     if not finished:
@@ -395,13 +510,15 @@ async def verify_session(
         ).lstrip("; ")
     return ReplayReport(
         session_id=session_id,
-        ok=divergence is None and not tampering,
+        ok=divergence is None and not tampering and signatures.ok,
+        signatures=signatures,
         tampering=tampering,
         recorded=len(recorded),
         replayed=len(stored),
         first_divergence=divergence,
         replay_misses=list(sandbox.misses),
         partial=not finished,
+        started_from="store" if restored else "repository",
     )
 
 

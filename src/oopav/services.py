@@ -84,6 +84,11 @@ async def run_handlers(
         # Supervised like the handlers: restarted with backoff (and logged) if it dies.
         services.append(runner)
         services.append(watchdog)
+        from oopav.history.signing import Notary, keyring_of
+
+        keyring = keyring_of(bus.nc)
+        if keyring is not None:  # chain heads anchored in the notary KV (docs/operations.md)
+            services.append(Notary(bus.nc, keyring))
     # One session cache for the loop handlers of this process: each one's outputs are folded
     # in as appended (the intake's new sessions too), so the next handler's input is usually
     # folded without a read.

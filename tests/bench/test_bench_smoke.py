@@ -48,6 +48,7 @@ def run_quick(script: str, *extra: str, timeout: float = 240) -> str:
         ("sandbox.py", None),
         ("loop.py", None),
         ("context.py", None),
+        ("history.py", None),
         ("models.py", "xgrammar"),
         ("grammar.py", "xgrammar"),
     ],

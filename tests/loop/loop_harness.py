@@ -261,7 +261,12 @@ async def finish_session(bus: Any, sid: str, timeout: float = 90.0) -> tuple[Any
 
 
 async def events_of(bus: Any, sid: str) -> list[Any]:
-    return [e for _, e in await bus.events.read("session", sid)]
+    """The session's events, model calls with their whole prompts (stored as blobs and
+    deltas: history/prompts.py), as `oopav show --json` shows them."""
+    from oopav.history.blobs import BlobStore
+    from oopav.history.prompts import expand
+
+    return [e for _, e in await expand(BlobStore(bus.nc), await bus.events.read("session", sid))]
 
 
 def types(events: list[Any]) -> list[str]:
@@ -319,6 +324,14 @@ async def assert_replays(nats_url: str, sid: str) -> Any:
     from oopav.replay import verify_session
 
     report = await verify_session(nats_url, sid, idle_timeout=10.0, total_timeout=120.0)
-    assert report.ok, (report.first_divergence, report.replay_misses)
+    assert report.ok, (report.describe(), report.first_divergence, report.replay_misses)
     assert report.replayed == report.recorded
+    # The workspace started from the starting tree in the blob store, not the repository
+    # (when the session got as far as preparing one).
+    from oopav.app import open_bus
+    from oopav.config import Settings
+
+    async with open_bus(Settings(nats_url=nats_url), name="test-replay") as bus:
+        prepared = "workspace_prepared" in types(await events_of(bus, sid))
+    assert report.started_from == ("store" if prepared else "repository")
     return report

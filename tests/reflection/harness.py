@@ -122,7 +122,11 @@ async def wait_mission(
 
 
 async def session_events(bus: Any, sid: str) -> list[Any]:
-    return [e for _, e in await bus.events.read("session", sid)]
+    """The session's events with whole prompts (history/prompts.py)."""
+    from oopav.history.blobs import BlobStore
+    from oopav.history.prompts import expand
+
+    return [e for _, e in await expand(BlobStore(bus.nc), await bus.events.read("session", sid))]
 
 
 async def seed(bus: Any, mission: str, lines: list[str]) -> None:

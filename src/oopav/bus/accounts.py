@@ -19,6 +19,8 @@ from typing import Any
 from oopav.bus.contracts import EMITS, PUBLISHES, SERVES
 from oopav.bus.streams import DLQ_PREFIX, GRANT_SUBJECT, INTAKE_SUBJECT
 
+BLOB_PUBLISH = ("$O.OOPAV_BLOBS.>",)  # history.blobs.PUBLISH_SUBJECTS (kept import-light)
+
 ACCOUNT = "OOPAV"
 
 # What reading the stream takes: stream/consumer info, ordered and durable consumers, direct
@@ -56,6 +58,9 @@ def event_subject(entry: str) -> str:
 def handler_permissions(name: str) -> dict[str, Any]:
     publish = [event_subject(t) for t in EMITS[name]]
     publish += [f"{DLQ_PREFIX}.{name}", *PUBLISHES.get(name, ()), *READ_API]
+    # Content-addressed blobs (history/blobs.py): a handler may add content named by its
+    # hash (starting trees, prompts); every read checks the hash against the name.
+    publish += list(BLOB_PUBLISH)
     subscribe = [INBOX]
     if name in SERVES:
         subscribe += list(SERVES[name])
@@ -76,6 +81,12 @@ def user_permissions() -> dict[str, dict[str, Any]]:
     # `oopav train` / `oopav eval` record runs (``oopav.ev.run.<id>.<type>``) and read sessions.
     users["trainer"] = {
         "publish": {"allow": ["oopav.ev.run.>", *READ_API]},
+        "subscribe": {"allow": [INBOX, "oopav.ev.>"]},
+    }
+    # The notary (history/signing.py) is the only identity besides admin that may write the
+    # notary bucket: trusted signing keys and anchored chain heads. It reads the events.
+    users["notary"] = {
+        "publish": {"allow": ["$KV.OOPAV_NOTARY.>", *READ_API]},
         "subscribe": {"allow": [INBOX, "oopav.ev.>"]},
     }
     users["admin"] = {"publish": {"allow": [">"]}, "subscribe": {"allow": [">"]}}

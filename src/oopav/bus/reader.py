@@ -9,10 +9,16 @@ from oopav.events.catalog import Event
 async def read_aggregate(
     url: str, aggregate: str, aggregate_id: str, from_seq: int = 1
 ) -> list[tuple[int, Event]]:
+    """The aggregate's events, model calls with their whole prompts (``history.prompts``):
+    what the replay and fork model backends serve from."""
     nc = await connect(url, name="oopav-reader")
     try:
-        return await EventStore(nc).read(
+        events = await EventStore(nc).read(
             aggregate, aggregate_id, from_seq=from_seq, skip_undecodable=True
         )
+        from oopav.history.blobs import BlobStore
+        from oopav.history.prompts import expand
+
+        return await expand(BlobStore(nc), events)
     finally:
         await nc.close()

@@ -40,6 +40,7 @@ from oopav.bus.streams import EVENTS_STREAM, aggregate_filter
 from oopav.events.catalog import Event
 from oopav.events.chain import GENESIS, event_hash
 from oopav.events.codec import REGISTRY, EventDecodeError, Registry
+from oopav.events.keys import SIG_HEADER, sign_header
 
 WRONG_LAST_SEQUENCE = 10071
 BATCH_DUPLICATE = 10201
@@ -401,6 +402,9 @@ class EventStore:
         if _fast_request_ok(self.nc):
             return await self._append_frame(event, expected, payload)
         headers = {"Nats-Msg-Id": event.id}
+        sig = sign_header(self.nc, event, payload)
+        if sig is not None:
+            headers[SIG_HEADER] = sig
         if expected is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = str(expected)
             headers["Nats-Expected-Last-Subject-Sequence-Subject"] = aggregate_filter(
@@ -439,6 +443,9 @@ class EventStore:
                 f"{event.type} {event.id} is {len(payload)} bytes; the server limit is {nc.max_payload}"
             )
         hdr = b"NATS/1.0\r\nNats-Msg-Id: " + event.id.encode() + b"\r\n"
+        sig = sign_header(nc, event, payload)
+        if sig is not None:
+            hdr += SIG_HEADER.encode() + b": " + sig.encode() + b"\r\n"
         if expected is not None:
             hdr += (
                 b"Nats-Expected-Last-Subject-Sequence: %d\r\n"
@@ -487,9 +494,14 @@ class EventStore:
         handler's decision uses ``append``/``append_batch`` with ``expected``."""
         publish = self.js.publish_async
         encode = self.registry.encode
-        futures = [
-            await publish(e.subject, encode(e), headers={"Nats-Msg-Id": e.id}) for e in events
-        ]
+        futures = []
+        for e in events:
+            payload = encode(e)
+            headers = {"Nats-Msg-Id": e.id}
+            sig = sign_header(self.nc, e, payload)
+            if sig is not None:
+                headers[SIG_HEADER] = sig
+            futures.append(await publish(e.subject, payload, headers=headers))
         acks = await asyncio.gather(*futures, return_exceptions=True)
         out: list[Appended] = []
         for event, ack in zip(events, acks, strict=True):
@@ -563,7 +575,11 @@ class EventStore:
         }
         if last == 1 and expected is not None:
             _expect(headers, event, expected)
-        msg = await self.nc.request(event.subject, encode(event), headers=headers, timeout=10)
+        payload = encode(event)
+        sig = sign_header(self.nc, event, payload)
+        if sig is not None:
+            headers[SIG_HEADER] = sig
+        msg = await self.nc.request(event.subject, payload, headers=headers, timeout=10)
         resp = json.loads(msg.data)
         err = resp.get("error")
         if err:
@@ -605,7 +621,11 @@ class EventStore:
                 }
                 if i == 1 and first_headers:
                     headers.update(first_headers)
-                await self.nc.publish(event.subject, encode(event), headers=headers)
+                payload = encode(event)
+                sig = sign_header(self.nc, event, payload)
+                if sig is not None:
+                    headers[SIG_HEADER] = sig
+                await self.nc.publish(event.subject, payload, headers=headers)
             return
         max_payload = self.nc.max_payload
         prefix = f"NATS/1.0\r\nNats-Batch-Id: {batch_id}\r\nNats-Batch-Sequence: ".encode()
@@ -618,6 +638,9 @@ class EventStore:
                     f"{event.type} {event.id} is {len(payload)} bytes; the server limit is {max_payload}"
                 )
             hdr = prefix + str(i).encode() + b"\r\nNats-Msg-Id: " + event.id.encode() + b"\r\n"
+            sig = sign_header(self.nc, event, payload)
+            if sig is not None:
+                hdr += SIG_HEADER.encode() + b": " + sig.encode() + b"\r\n"
             if i == 1:
                 hdr += extra
             hdr += b"\r\n"
@@ -722,7 +745,7 @@ class EventStore:
             seq = batch[-1][0] + 1
 
     async def _direct_batch(
-        self, subject: str, from_seq: int
+        self, subject: str, from_seq: int, sigs: dict[int, str] | None = None
     ) -> tuple[list[tuple[int, bytes, str]], int]:
         """One batched direct get: up to ``DIRECT_BATCH`` messages on ``subject`` from
         ``from_seq``, and how many more are pending after them.
@@ -734,7 +757,9 @@ class EventStore:
         delay = 0.1
         while True:
             try:
-                return await self._direct_batch_once(subject, from_seq, min(5.0, READ_DEADLINE))
+                return await self._direct_batch_once(
+                    subject, from_seq, min(5.0, READ_DEADLINE), sigs
+                )
             except _TransientRead as exc:
                 if loop.time() + delay >= deadline:
                     raise AppendRejected(str(exc)) from None
@@ -743,7 +768,7 @@ class EventStore:
                 delay = min(delay * 2, 2.0)
 
     async def _direct_batch_once(
-        self, subject: str, from_seq: int, timeout: float
+        self, subject: str, from_seq: int, timeout: float, sigs: dict[int, str] | None = None
     ) -> tuple[list[tuple[int, bytes, str]], int]:
         inbox = self.nc.new_inbox()
         got: list[tuple[int, bytes, str]] = []
@@ -756,6 +781,8 @@ class EventStore:
                 got.append(
                     (int(headers["Nats-Sequence"]), msg.data, headers.get("Nats-Subject", ""))
                 )
+                if sigs is not None and SIG_HEADER in headers:
+                    sigs[got[-1][0]] = headers[SIG_HEADER]
             elif not done.done():
                 if status in ("204", "404"):
                     done.set_result(
@@ -782,6 +809,26 @@ class EventStore:
         finally:
             await sub.unsubscribe()
         return got, pending
+
+    async def read_signed(
+        self, aggregate: str, aggregate_id: str
+    ) -> list[tuple[int, Event, str | None, bytes]]:
+        """The aggregate's decodable events with their ``Oopav-Sig`` headers (None where an
+        event is unsigned) and stored bytes (what was signed): what ``history.signing.verify``
+        checks."""
+        decode = self.registry.decode
+        subject = aggregate_filter(aggregate, aggregate_id)
+        sigs: dict[int, str] = {}
+        out: list[tuple[int, Event, str | None, bytes]] = []
+        seq = 1
+        while True:
+            batch, pending = await self._direct_batch(subject, seq, sigs)
+            for s, data, _ in batch:
+                with contextlib.suppress(EventDecodeError):
+                    out.append((s, decode(data), sigs.get(s), bytes(data)))
+            if not batch or not pending:
+                return out
+            seq = batch[-1][0] + 1
 
     async def iter_raw(
         self, subject: str, from_seq: int = 1, batch: int = 512

@@ -121,6 +121,11 @@ async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> l
     done: list[str] = []
     for name, raw in stream_definitions(replicas or 1).items():
         done.append(await _ensure_one(js, name, raw, replicas))
+    # The blob bucket (history/blobs.py) is made here too, where stream creation is allowed
+    # (least-privilege handlers may not create streams); it is not listed among the streams.
+    from oopav.history.blobs import ensure_bucket
+
+    await ensure_bucket(js)
     if any(d.endswith("created") for d in done):
         # A new stream of an embedded server of this process stages its batches in memory.
         staging.stage_local()

@@ -4,7 +4,7 @@ subcommand) and the registration of every command group.
 Every command lives in this package, one module per group (``serve``: up/run/handler,
 ``tasks``: submit/apply/answer, ``sessions``: sessions/show/replay, ``bus``: streams/dlq/events/
 ops, ``sandbox``, ``models``, ``synth``, ``train``, ``guidance``, ``decision``, ``tui``, ``doctor``,
-``gc``); it is the only package that imports click. A command parses its options, calls the
+``gc``, ``diff``, ``archive``: session export/import); it is the only package that imports click. A command parses its options, calls the
 domain packages and prints."""
 
 from __future__ import annotations
@@ -202,8 +202,10 @@ def _register() -> None:
     # One module per command group, all in this package; keep imports here cheap (no torch,
     # no vllm: those load inside the commands that need them).
     from oopav.cli import (
+        archive,
         bus,
         decision,
+        diff,
         doctor,
         fsck,
         gc,
@@ -219,7 +221,21 @@ def _register() -> None:
         validate,
     )
 
-    for group in (serve, tasks, sessions, bus, sandbox, models, tui, doctor, gc, synth, validate):
+    for group in (
+        serve,
+        tasks,
+        sessions,
+        bus,
+        sandbox,
+        models,
+        tui,
+        doctor,
+        gc,
+        synth,
+        validate,
+        diff,
+        archive,
+    ):
         group.register(cli)
     guidance.register(cli)
     decision.register(cli)

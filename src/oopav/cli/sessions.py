@@ -72,10 +72,16 @@ async def _damage(c: Ctx, bus: object, sids: list[str]) -> dict[str, list[str]]:
 @click.command()
 @click.argument("session")
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
+@click.option(
+    "--tree",
+    is_flag=True,
+    help="Show the session's lineage instead: its root, every fork, their outcomes and where "
+    "each diverged from its parent.",
+)
 @pass_ctx
 @run_async
-async def show(c: Ctx, session: str, as_json: bool) -> None:
-    """Show the timeline of one session's events."""
+async def show(c: Ctx, session: str, as_json: bool, tree: bool) -> None:
+    """Show the timeline of one session's events (or its fork tree, --tree)."""
     import msgspec
 
     from oopav.app import open_bus
@@ -84,8 +90,30 @@ async def show(c: Ctx, session: str, as_json: bool) -> None:
 
     async with open_bus(c.settings, name="oopav-show") as bus:
         sid = await resolve_session(bus, session)
+        if tree:
+            from oopav.history.read import session_tree
+            from oopav.history.tree import render
+
+            try:
+                root = await session_tree(bus.nc, bus.snapshots, sid)
+            except KeyError:
+                raise click.ClickException(f"session {sid} has no task: no lineage") from None
+            if as_json:
+                _json_out(root.to_dict())
+            else:
+                for line in render(root, mark=sid):
+                    click.echo(line)
+            return
         events = await bus.events.read_with_undecodable("session", sid)
         damage = await _session_damage(c, bus, sid, events)
+        if as_json:
+            # Whole prompts (stored as blobs and deltas: history/prompts.py).
+            from oopav.history.blobs import BlobStore
+            from oopav.history.prompts import expand
+
+            decoded = [(s, e) for s, e in events if not isinstance(e, Undecodable)]
+            whole = dict(await expand(BlobStore(bus.nc), decoded))
+            events = [(s, whole.get(s, e)) for s, e in events]
     if not events:
         raise click.ClickException(f"no events for session {session}")
     if as_json:
@@ -151,7 +179,19 @@ def _trends_line(events: list[Any]) -> str:
 
 
 @click.command()
-@click.argument("session")
+@click.argument("session", required=False)
+@click.option(
+    "--all",
+    "replay_every",
+    is_flag=True,
+    help="Replay every session of the store (recorded sessions as regression tests): report "
+    "which decisions the current code makes differently, by handler and rule.",
+)
+@click.option(
+    "--since",
+    metavar="TIME",
+    help="With --all: only sessions created since TIME (ISO time, or 30m / 2h / 7d ago).",
+)
 @click.option(
     "--verify",
     is_flag=True,
@@ -178,7 +218,9 @@ def _trends_line(events: list[Any]) -> str:
 @run_async
 async def replay(
     c: Ctx,
-    session: str,
+    session: str | None,
+    replay_every: bool,
+    since: str | None,
     verify: bool,
     fork_at: int | None,
     model: str | None,
@@ -186,12 +228,24 @@ async def replay(
     as_json: bool,
 ) -> None:
     """Re-fold a session from the stream and print its state; check that it replays
-    deterministically (--verify); or fork it from a step (--fork-at SEQ [--model SPEC])."""
+    deterministically (--verify); or fork it from a step (--fork-at SEQ [--model SPEC]).
+
+    --all [--since TIME] [--verify] replays every session and reports the decisions the
+    current code makes differently, by handler and rule (exit 1 when any differs)."""
     from oopav.app import open_bus
     from oopav.services import replay_projection, resolve_session
 
     if model is not None and fork_at is None:
         raise click.UsageError("--model goes with --fork-at")
+    if replay_every:
+        if session is not None or fork_at is not None:
+            raise click.UsageError("--all replays every session: give no SESSION and no --fork-at")
+        await _replay_all(c, since, verify, as_json)
+        return
+    if since is not None:
+        raise click.UsageError("--since goes with --all")
+    if session is None:
+        raise click.UsageError("give a SESSION (or --all)")
     if verify or fork_at is not None:
         # Handlers run in this process: their log lines go to a file, not between the report.
         log_file = c.log_to_file("replay")
@@ -209,17 +263,18 @@ async def replay(
             damage = await _session_damage(c, bus, sid, entries)
         report = await replay_projection(bus, sid, verify=verify)
         recorded = await bus.events.read("session", sid, skip_undecodable=True) if verify else []
-        url = bus.url
-    if verify:
-        report["damaged"] = [
-            {"kind": f.kind, "sequence": f.sequence, "detail": f.detail} for f in damage
-        ]
-    handlers_report = None
-    if verify:
-        from oopav.replay import verify_session
+        if verify:
+            report["damaged"] = [
+                {"kind": f.kind, "sequence": f.sequence, "detail": f.detail} for f in damage
+            ]
+        handlers_report = None
+        if verify:
+            from oopav.replay import verify_session
 
-        handlers_report = await verify_session(url, sid, recorded=recorded)
-        report["handlers"] = handlers_report.to_dict()
+            # Inside the block: the source server (started on demand) serves the session's
+            # starting tree from its blob store while the replay runs.
+            handlers_report = await verify_session(bus.url, sid, recorded=recorded)
+            report["handlers"] = handlers_report.to_dict()
     if as_json:
         _json_out(report)
     elif not verify:
@@ -235,11 +290,41 @@ async def replay(
         click.echo(f"handlers: {handlers_report.describe()}")
         for found in damage:  # the sequence that is gone or damaged, by number
             click.echo(f"damaged: {found.describe()}", err=True)
+        if handlers_report.signatures is not None:
+            click.echo(handlers_report.signatures.describe())
+        click.echo(
+            "workspace: from the starting tree in the blob store"
+            if handlers_report.started_from == "store"
+            else "workspace: from the repository (the session stored no starting tree)"
+        )
     if verify and (
         not report["matches"]
         or (handlers_report is not None and not handlers_report.ok)
         or report.get("damaged")
     ):
+        sys.exit(1)
+
+
+async def _replay_all(c: Ctx, since: str | None, verify: bool, as_json: bool) -> None:
+    from oopav.app import open_bus
+    from oopav.history.corpus import parse_since, replay_all
+
+    try:
+        when = parse_since(since) if since else None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    if verify:
+        log_file = c.log_to_file("replay")
+        if log_file is not None:
+            click.echo(f"log: {log_file}", err=True)
+    async with open_bus(c.settings, name="oopav-replay-all") as bus:
+        report = await replay_all(bus, since=when, verify=verify)
+    if as_json:
+        _json_out(report.to_dict())
+    else:
+        for line in report.lines():
+            click.echo(line)
+    if not report.ok:
         sys.exit(1)
 
 

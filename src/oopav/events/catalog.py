@@ -228,10 +228,15 @@ class WorkspacePrepared(Event, tag="workspace_prepared", frozen=True):
     # Uncommitted or untracked (not ignored) files of the user's working tree included in the
     # base on top of HEAD; a copy is always the directory as it is.
     uncommitted: list[str] = msgspec.field(default_factory=list)
+    # The starting tree, content-addressed in the blob store (history/blobs.py): what replay
+    # and forks start from, so they need nothing but the store. None: not stored (a session
+    # recorded before trees were, or a store that refused the blobs).
+    tree: str | None = None
 
     # A replay prepares its own workspace elsewhere (from the recorded base, so it has no
-    # uncommitted files of its own); a copy's base commit has a fresh timestamp.
-    VOLATILE: ClassVar[frozenset[str]] = frozenset({"path", "base_commit", "uncommitted"})
+    # uncommitted files of its own); a copy's base commit has a fresh timestamp. ``tree``:
+    # a session recorded before trees were stored has none, and its replay stores one.
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"path", "base_commit", "uncommitted", "tree"})
 
 
 class ObservationRecorded(Event, tag="observation_recorded", frozen=True):

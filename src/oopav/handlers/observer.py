@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import shutil
 from pathlib import Path
 
 from oopav.bus.consumer import Delivery
@@ -88,12 +89,26 @@ class Observer:
         self, event: ev.TaskSubmitted, state: SessionState, out: Emitter, delivery: Delivery | None
     ) -> None:
         from oopav.handlers.support.repo_check import repo_problem
+        from oopav.handlers.support.workspace import restored_tree, store_starting_tree
+        from oopav.history.blobs import BlobError
         from oopav.sandbox.workspace import WorkspaceError, prepare_workspace
 
         ports = out.ports
+        try:
+            restored = await restored_tree(event, ports)
+        except BlobError as exc:
+            await complete(
+                out,
+                state,
+                "aborted",
+                f"cannot restore the starting tree: {exc}",
+                reason="workspace",
+            )
+            return
         # The intake refuses these already; a task that reached the stream another way must
-        # still never make the observer walk /proc or copy a home directory.
-        problem = await asyncio.to_thread(repo_problem, event.repo)
+        # still never make the observer walk /proc or copy a home directory. A restored tree
+        # comes from the store: the repository is not read (it may be gone).
+        problem = None if restored else await asyncio.to_thread(repo_problem, event.repo)
         if problem is not None:
             await complete(
                 out,
@@ -106,7 +121,11 @@ class Observer:
         try:
             pinned = (ports.pinned_base or {}).get(event.aggregate_id)
             info = await asyncio.to_thread(
-                functools.partial(prepare_workspace, isolated_at=pinned),
+                functools.partial(
+                    prepare_workspace,
+                    isolated_at=None if restored else pinned,
+                    source=restored.path if restored else None,
+                ),
                 Path(event.repo),
                 event.aggregate_id,
                 ports.settings,
@@ -116,14 +135,19 @@ class Observer:
                 out, state, "aborted", f"cannot prepare the workspace: {exc}", reason="workspace"
             )
             return
+        finally:
+            if restored is not None and restored.temporary:
+                await asyncio.to_thread(shutil.rmtree, restored.path, True)
+        tree = await store_starting_tree(Path(info.path), ports)
         ws = out.emit(
             ev.WorkspacePrepared,
             path=info.path,
             base_commit=info.base_commit,
             branch=info.branch,
-            kind=info.kind,
-            repo=info.repo,
+            kind=restored.kind if restored else info.kind,
+            repo=restored.repo if restored else info.repo,
             uncommitted=info.uncommitted,
+            tree=tree,
         )
         state.workspace = ws
         if event.examples:

@@ -204,6 +204,16 @@ class Ports:
     # recorded guidance step of each model_called event id.
     guidance: Any = None
     recorded_guidance: dict[str, int] | None = None
+    # Content-addressed blobs (``history.blobs.BlobStore``) and the event store, set by the
+    # handler runtime: the observer stores each starting tree and reads a fork's parent's.
+    blobs: Any = None
+    store: Any = None
+    # Replay: each session's starting tree restored from the blob store (``RestoredTree``):
+    # the workspace starts from it, never from the user's repository.
+    restored_trees: dict[str, Any] | None = None
+    # Whole requests of recent model calls by event id (a delta's base; disposable: a miss
+    # rebuilds it from the stream).
+    prompts: dict[str, Any] = field(default_factory=dict)
     _models: dict[str, Backend] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -210,6 +210,12 @@ class HandlerRunner:
             from oopav.reflection.guidance import StreamGuidance
 
             self.ports.guidance = StreamGuidance(self.events)
+        if self.ports.blobs is None:
+            from oopav.history.blobs import BlobStore
+
+            self.ports.blobs = BlobStore(self.nc)
+        if self.ports.store is None:
+            self.ports.store = self.events
         subjects = [f"oopav.ev.session.*.{t}" for t in self.handler.subscribes]
         self.consumer = HandlerConsumer(
             self.nc,

@@ -71,6 +71,9 @@ class BudgetsUsed(msgspec.Struct, kw_only=True):
     model_tokens: int = 0
     model_calls: int = 0
     model_calls_by_role: dict[str, int] = msgspec.field(default_factory=dict)
+    # role -> [event id, request hash] of the session's last model call of that role: the
+    # base the next call's prompt is stored as a delta against (history/prompts.py).
+    last_calls: dict[str, list[str]] = msgspec.field(default_factory=dict)
     retries: dict[str, int] = msgspec.field(default_factory=dict)
     bounces: int = 0
     replans: int = 0
@@ -344,6 +347,7 @@ def _model_called(s: SessionState, e: ev.ModelCalled) -> None:
         b.retries[phase] = b.retries.get(phase, 0) + 1
     b.model_calls += 1
     b.model_calls_by_role[e.role] = b.model_calls_by_role.get(e.role, 0) + 1
+    b.last_calls[e.role] = [e.id, e.request_hash]
     b.model_tokens += e.prompt_tokens + e.completion_tokens
     if e.role == "critic":
         s.critic_tokens += e.prompt_tokens + e.completion_tokens

@@ -220,13 +220,18 @@ def prepare_workspace(
     settings: Settings | None = None,
     *,
     isolated_at: str | None = None,
+    source: Path | None = None,
 ) -> WorkspaceInfo:
     """Create the session's workspace, or return the existing one (idempotent: a redelivered
     task gets the same result).
 
     ``isolated_at``: for a git repository, check out that commit in a private clone instead
     of adding a worktree, leaving the repository's branches and worktree list untouched
-    (replay uses it: the original session's worktree may still hold its branch)."""
+    (replay uses it: the original session's worktree may still hold its branch).
+
+    ``source``: copy the starting tree from this directory (a tree restored from the blob
+    store: replay, forks) instead of ``repo``, which is still the one recorded (``apply``
+    writes there)."""
     st = settings or Settings()
     repo = repo.expanduser().resolve()
     with _lock(st, session_id):
@@ -235,8 +240,9 @@ def prepare_workspace(
             info = msgspec.json.decode(meta.read_bytes(), type=WorkspaceInfo)
             if Path(info.path).is_dir():
                 return info
-        if not repo.is_dir():
-            raise WorkspaceError(f"repository {repo} is not a directory")
+        origin = source if source is not None else repo
+        if not origin.is_dir():
+            raise WorkspaceError(f"repository {origin} is not a directory")
         path = st.workspace_for(session_id)
         branch = branch_for(session_id)
         if path.exists():
@@ -246,7 +252,7 @@ def prepare_workspace(
                 git(repo, "worktree", "prune", check=False)
         path.parent.mkdir(parents=True, exist_ok=True)
         uncommitted: list[str] = []
-        is_repo = _is_git_repo(repo)
+        is_repo = source is None and _is_git_repo(repo)
         if is_repo and isolated_at is not None:
             gitdir = st.workspaces_dir / ".gitdirs" / session_id
             shutil.rmtree(gitdir, ignore_errors=True)
@@ -293,7 +299,7 @@ def prepare_workspace(
             gitdir = st.workspaces_dir / ".gitdirs" / session_id
             shutil.rmtree(gitdir, ignore_errors=True)
             gitdir.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(repo, path, symlinks=True)
+            shutil.copytree(origin, path, symlinks=True)
             files = clean.snapshot(path)
             _init_separate(path, gitdir, branch)
             git(path, "add", "-A")

@@ -37,6 +37,11 @@ async def records_of(
     store: EventStore, session_id: str, filters: Filters, formats: Iterable[str] = FORMATS
 ) -> SessionRecords:
     events = await store.read("session", session_id)
+    from oopav.history.blobs import BlobStore
+    from oopav.history.prompts import expand
+
+    # Datasets hold whole prompts: stored requests are rebuilt (history/prompts.py).
+    events = await expand(BlobStore(store.nc), events)
     return session_records(events, filters, formats)
 
 

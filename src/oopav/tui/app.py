@@ -97,6 +97,9 @@ class OopavTUI(App[None]):
         Binding("g", "guidance", "Guidance"),
         Binding("a", "answer", "Answer"),
         Binding("t", "runs", "Training runs"),
+        Binding("m", "mark", "Mark for diff"),
+        Binding("c", "compare", "Diff with marked"),
+        Binding("f", "fork_tree", "Fork tree"),
     ]
 
     def __init__(
@@ -123,6 +126,7 @@ class OopavTUI(App[None]):
         self._diff_shown = False
         self._answering: tuple[str, str] | None = None  # (session, question id) being answered
         self.last_answer: dict[str, object] | None = None
+        self.marked: str | None = None  # the session `c` compares with (issue 27)
         feed.listen(self._on_state)
 
     # -- layout ------------------------------------------------------------------------------
@@ -215,6 +219,10 @@ class OopavTUI(App[None]):
             self._sort_table()
         if self.selected is not None and self.selected in changed:
             self._render_summary()
+        from oopav.tui.history import TreeScreen
+
+        if isinstance(self.screen, TreeScreen):
+            self.screen.refresh_from(changed)
         self._update_status()
 
     @on(TimelineChanged)
@@ -504,3 +512,35 @@ class OopavTUI(App[None]):
         from oopav.tui.runs import RunsScreen
 
         self.push_screen(RunsScreen(self.feed.nc))
+
+    # -- history (issue 27): the diff of two runs, the fork tree -----------------------------
+
+    def action_mark(self) -> None:
+        """Mark the open (or highlighted) session; ``c`` on another compares the two."""
+        sid = self.selected or self._cursor_key()
+        if sid is None:
+            return
+        self.marked = sid
+        self.notify(f"marked {sid}: press c on another session to compare")
+
+    def action_compare(self) -> None:
+        from oopav.tui.history import DiffScreen
+
+        sid = self.selected or self._cursor_key()
+        if self.marked is None or sid is None:
+            self.notify("mark a session with m first, then press c on another")
+            return
+        if sid == self.marked:
+            self.notify("that is the marked session: choose another one")
+            return
+        self.push_screen(DiffScreen(self.feed.nc, self.marked, sid))
+
+    def action_fork_tree(self) -> None:
+        from oopav.tui.history import TreeScreen
+
+        sid = self.selected or self._cursor_key()
+        if sid is None:
+            return
+        self.push_screen(
+            TreeScreen(self.feed.nc, lambda: self.model.states, sid, self.open_session)
+        )

@@ -64,17 +64,17 @@ async def call_model(
             )
         response = await backend.complete(request)
     except ModelError as exc:
-        called = out.emit(
-            ev.ModelCalled,
-            **model_called_fields(request, None, spec or "-", error=exc),
-            guidance_step=guidance_step,
-        )
+        fields = model_called_fields(request, None, spec or "-", error=exc)
+        whole = fields["request"]
+        fields["request"] = await stored_request(out.ports, state, whole, request.role)
+        called = out.emit(ev.ModelCalled, **fields, guidance_step=guidance_step)
+        remember_prompt(out.ports, called.id, whole)
         return None, called, exc
-    called = out.emit(
-        ev.ModelCalled,
-        **model_called_fields(request, response, response.backend or spec),
-        guidance_step=guidance_step,
-    )
+    fields = model_called_fields(request, response, response.backend or spec)
+    whole = fields["request"]
+    fields["request"] = await stored_request(out.ports, state, whole, request.role)
+    called = out.emit(ev.ModelCalled, **fields, guidance_step=guidance_step)
+    remember_prompt(out.ports, called.id, whole)
     metrics.model_call(
         called.backend,
         request.role,
@@ -83,6 +83,47 @@ async def call_model(
         called.latency_ms / 1000,
     )
     return response, called, None
+
+
+PROMPT_CACHE = 256
+
+
+def remember_prompt(ports: Ports, event_id: str, whole: dict[str, Any]) -> None:
+    ports.prompts[event_id] = whole
+    while len(ports.prompts) > PROMPT_CACHE:
+        ports.prompts.pop(next(iter(ports.prompts)))
+
+
+async def stored_request(
+    ports: Ports, state: SessionState, whole: dict[str, Any], role: str
+) -> dict[str, Any]:
+    """What ``model_called.request`` holds: blob references and a delta against the session's
+    previous call of this role (``history.prompts``), so history grows with new content only.
+    The whole request when there is no blob store or it refused (never fails the call)."""
+    from oopav.history.prompts import expand, store_request
+    from oopav.logging import get_logger
+    from oopav.models.base import request_hash
+
+    if ports.blobs is None:
+        return whole
+    try:
+        last = state.budgets_used.last_calls.get(role)
+        base_id: str | None = None
+        base: dict[str, Any] | None = None
+        if last:
+            base_id, base_hash = last
+            base = ports.prompts.get(base_id)
+            if base is None or request_hash(base) != base_hash:
+                # Not in this process's memory (a restart, another process): from the stream.
+                events = await ports.store.read("session", state.session_id, skip_undecodable=True)
+                whole_events = await expand(ports.blobs, events)
+                base = next((e.request for _, e in whole_events if e.id == base_id), None)
+        return await store_request(ports.blobs, whole, base_id if base else None, base)
+    except Exception as exc:  # a store that refuses costs bytes, never the call
+        get_logger("oopav.model_calls").warning(
+            "prompt_not_stored", error=f"{type(exc).__name__}: {exc}"[:300]
+        )
+        return whole
 
 
 def cap_context(

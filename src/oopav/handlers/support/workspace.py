@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oopav.decide.policy import LOOP_POLICY_KEYS
 from oopav.handlers.ports import Ports
@@ -68,3 +70,58 @@ def cap_diff(diff: str, ports: Ports, session_id: str, name: str) -> str:
     path.write_bytes(data)
     head = data[: MAX_EVENT_DIFF - 512].decode("utf-8", "ignore")
     return head + f"\n[... diff truncated: {len(data)} bytes in all; the whole diff is in {path}]\n"
+
+
+# -- starting trees in the blob store (issue 27: replay needs nothing but the store) ---------
+
+
+@dataclass(frozen=True)
+class RestoredTree:
+    """A session's starting tree written back from the blob store: the workspace is copied
+    from ``path``; the event names the recorded ``kind`` and ``repo``."""
+
+    path: Path
+    kind: str
+    repo: str
+    temporary: bool = False  # removed once the workspace is copied from it
+
+
+async def restored_tree(task: Any, ports: Ports) -> RestoredTree | None:
+    """Where the session's workspace starts when not from the user's repository: the tree a
+    replay restored, or for a fork its parent's stored starting tree (a fork starts from
+    what its parent started from, even after the repository moved on or was deleted).
+    None: start from the repository (a session whose parent stored no tree)."""
+    from oopav.events import catalog as ev
+    from oopav.history.blobs import materialize
+
+    restored = (ports.restored_trees or {}).get(task.aggregate_id)
+    if restored is not None:
+        return restored
+    if not task.parent_session or ports.store is None or ports.blobs is None:
+        return None
+    parent = await ports.store.read("session", task.parent_session, skip_undecodable=True)
+    ws = next((e for _, e in parent if isinstance(e, ev.WorkspacePrepared) and e.tree), None)
+    if ws is None or ws.tree is None:
+        return None
+    dest = ports.settings.data_dir / "trees" / task.aggregate_id
+    await asyncio.to_thread(shutil.rmtree, dest, True)
+    await materialize(ports.blobs, ws.tree, dest)
+    # The fork's workspace is a copy of the restored tree, and its event says so.
+    return RestoredTree(dest, "copy", ws.repo, temporary=True)
+
+
+async def store_starting_tree(root: Path, ports: Ports) -> str | None:
+    """Store the workspace as prepared (before any action) in the blob store; its hash, or
+    None when the store refused (the session goes on; only its replay elsewhere is lost)."""
+    from oopav.history.blobs import store_tree
+    from oopav.logging import get_logger
+
+    if ports.blobs is None:
+        return None
+    try:
+        return await store_tree(ports.blobs, root)
+    except Exception as exc:  # a full or unreachable store must not stop the session
+        get_logger("oopav.observer").warning(
+            "tree_not_stored", error=f"{type(exc).__name__}: {exc}"[:300]
+        )
+        return None

@@ -1,0 +1,227 @@
+"""Content-addressed blobs on JetStream's Object Store (DESIGN wave 3, "Content-addressed
+blobs"; issue 27).
+
+A blob is named by the SHA-256 of its bytes (hex) in the bucket ``OOPAV_BLOBS``: stored once
+however many sessions hold it, checked against its name on every read. A *tree* is a blob too:
+its manifest (JSON: path, kind, blob per file, sorted by path) names the files' blobs, so two
+sessions of one repository share every unchanged file, and a tree's hash names its whole
+content.
+
+What goes in: each session's starting tree (the observer stores it when it prepares the
+workspace; ``workspace_prepared.tree`` names it), so replay and forks need nothing but the
+store (``oopav session export/import`` carries the blobs a session names).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Directories a starting tree never holds: version control, caches and environments (a venv is
+# the project's environment, not its content): what the observer's scan skips too.
+from oopav.decide.stubs import SKIP_DIRS
+
+BUCKET = "OOPAV_BLOBS"
+# Publishing a blob (its chunks and meta subjects): any handler may add content, named by
+# its hash; a reader checks the hash, so an overwrite with other bytes is detected.
+PUBLISH_SUBJECTS = (f"$O.{BUCKET}.>",)
+PARALLEL = 16
+TREE_FORMAT = 1
+
+
+class BlobError(RuntimeError):
+    """A blob that is missing or does not match its name; the message says which."""
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class BlobStore:
+    """Put and get blobs by hash over one NATS connection (the bucket is made on first use)."""
+
+    def __init__(self, nc: Any) -> None:
+        self.nc = nc
+        self.js = nc.jetstream(timeout=10.0)
+        self._obs: Any = None
+        self._known: set[str] = set()  # stored by this process or seen there: no round trip
+
+    async def bucket(self) -> Any:
+        if self._obs is None:
+            from nats.js.errors import BucketNotFoundError, NotFoundError
+
+            try:
+                self._obs = await self.js.object_store(BUCKET)
+            except (BucketNotFoundError, NotFoundError):
+                self._obs = await ensure_bucket(self.js)
+        return self._obs
+
+    async def has(self, digest: str) -> bool:
+        if digest in self._known:
+            return True
+        from nats.js.errors import NotFoundError, ObjectNotFoundError
+
+        obs = await self.bucket()
+        try:
+            await obs.get_info(digest)
+        except (ObjectNotFoundError, NotFoundError):
+            return False
+        self._known.add(digest)
+        return True
+
+    async def put(self, data: bytes) -> str:
+        """Store ``data`` unless it is there already; its hash."""
+        digest = digest_of(data)
+        if await self.has(digest):
+            return digest
+        obs = await self.bucket()
+        await obs.put(digest, data)
+        self._known.add(digest)
+        return digest
+
+    async def put_many(self, blobs: list[bytes]) -> list[str]:
+        sem = asyncio.Semaphore(PARALLEL)
+
+        async def one(data: bytes) -> str:
+            async with sem:
+                return await self.put(data)
+
+        return list(await asyncio.gather(*(one(b) for b in blobs)))
+
+    async def get(self, digest: str) -> bytes:
+        from nats.js.errors import NotFoundError, ObjectNotFoundError
+
+        obs = await self.bucket()
+        try:
+            result = await obs.get(digest)
+        except (ObjectNotFoundError, NotFoundError):
+            raise BlobError(
+                f"blob {digest[:16]} is not in {BUCKET}: import the session's archive "
+                "(`oopav session import`) on this server"
+            ) from None
+        data = bytes(result.data or b"")
+        if digest_of(data) != digest:
+            raise BlobError(f"blob {digest[:16]} does not match its hash: the store was altered")
+        self._known.add(digest)
+        return data
+
+    async def get_many(self, digests: list[str]) -> dict[str, bytes]:
+        sem = asyncio.Semaphore(PARALLEL)
+        out: dict[str, bytes] = {}
+
+        async def one(d: str) -> None:
+            async with sem:
+                out[d] = await self.get(d)
+
+        await asyncio.gather(*(one(d) for d in dict.fromkeys(digests)))
+        return out
+
+
+async def ensure_bucket(js: Any) -> Any:
+    """The blob bucket, created when missing (file storage: blobs outlive the server)."""
+    from nats.js.api import ObjectStoreConfig, StorageType
+    from nats.js.errors import BucketNotFoundError, NotFoundError
+
+    try:
+        return await js.object_store(BUCKET)
+    except (BucketNotFoundError, NotFoundError):
+        return await js.create_object_store(
+            BUCKET,
+            config=ObjectStoreConfig(
+                bucket=BUCKET,
+                description="oopav content-addressed blobs (trees, prompts)",
+                storage=StorageType.FILE,
+            ),
+        )
+
+
+# -- trees ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    path: str
+    kind: str  # "f" file, "x" executable, "l" symlink (the blob is the target)
+    blob: str
+
+
+def scan(root: Path) -> list[tuple[str, str, bytes]]:
+    """``(path, kind, bytes)`` of every file under ``root`` (symlinks as links, never
+    followed), sorted, without ``SKIP_DIRS`` and virtualenvs."""
+    out: list[tuple[str, str, bytes]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        keep = []
+        for d in dirnames:
+            full = here / d
+            if full.is_symlink():
+                filenames.append(d)
+            elif d not in SKIP_DIRS and not (full / "pyvenv.cfg").is_file():
+                keep.append(d)
+        dirnames[:] = sorted(keep)
+        for name in filenames:
+            full = here / name
+            rel = full.relative_to(root).as_posix()
+            if rel == ".git":
+                continue  # a worktree's pointer file
+            st = full.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                out.append((rel, "l", os.readlink(full).encode()))
+            elif stat.S_ISREG(st.st_mode):
+                kind = "x" if st.st_mode & 0o100 else "f"
+                out.append((rel, kind, full.read_bytes()))
+    out.sort()
+    return out
+
+
+def manifest_bytes(entries: list[TreeEntry]) -> bytes:
+    body = {"format": TREE_FORMAT, "entries": [[e.path, e.kind, e.blob] for e in entries]}
+    return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+
+
+def parse_manifest(data: bytes) -> list[TreeEntry]:
+    try:
+        body = json.loads(data)
+        assert body.get("format") == TREE_FORMAT
+        return [TreeEntry(p, k, b) for p, k, b in body["entries"]]
+    except (ValueError, AssertionError, KeyError, TypeError):
+        raise BlobError("the blob is not a tree manifest") from None
+
+
+async def store_tree(blobs: BlobStore, root: Path) -> str:
+    """Store the files under ``root`` and their manifest; the tree's hash."""
+    files = await asyncio.to_thread(scan, root)
+    digests = await blobs.put_many([data for _, _, data in files])
+    entries = [TreeEntry(p, k, d) for (p, k, _), d in zip(files, digests, strict=True)]
+    return await blobs.put(manifest_bytes(entries))
+
+
+async def tree_blobs(blobs: BlobStore, tree: str) -> list[str]:
+    """Every blob a tree names, the manifest first."""
+    entries = parse_manifest(await blobs.get(tree))
+    return [tree, *dict.fromkeys(e.blob for e in entries)]
+
+
+async def materialize(blobs: BlobStore, tree: str, dest: Path) -> int:
+    """Write the tree into ``dest`` (created; must not hold files). Returns the file count."""
+    entries = parse_manifest(await blobs.get(tree))
+    data = await blobs.get_many([e.blob for e in entries])
+    dest.mkdir(parents=True, exist_ok=True)
+    for e in entries:
+        target = dest / e.path
+        if ".." in Path(e.path).parts or Path(e.path).is_absolute():
+            raise BlobError(f"tree {tree[:16]} names a path outside it: {e.path!r}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if e.kind == "l":
+            os.symlink(data[e.blob].decode(), target)
+        else:
+            target.write_bytes(data[e.blob])
+            if e.kind == "x":
+                target.chmod(0o755)
+    return len(entries)

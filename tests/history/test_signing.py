@@ -1,0 +1,143 @@
+"""Signed history (issue 27 §5): every event signed with its handler's nkey, chain heads
+anchored by the notary; `replay --verify` names the signers and fails on a rewritten chain
+(recomputed hashes, no valid signatures) and on a key signing another handler's events."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from loop_harness import finish, finish_session, loop, plan_answer, rename_all, start, task
+
+from oopav.bus.streams import EVENTS_STREAM
+from oopav.events.chain import GENESIS, event_hash
+from oopav.events.codec import REGISTRY
+from oopav.history.signing import (
+    SIG_HEADER,
+    Keyring,
+    anchor_of,
+    anchor_session,
+    keyring_of,
+    trusted_keys,
+    verify,
+)
+
+
+async def _session(nats_url: str, repo: Path) -> tuple[str, Any]:
+    async with loop(
+        nats_url, {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    ) as bus:
+        sid = await start(bus, task(repo))
+        await finish_session(bus, sid)
+        keyring = keyring_of(bus.nc)
+        assert keyring is not None
+        signed = await bus.events.read_signed("session", sid)
+        await anchor_session(bus.nc.jetstream(), keyring, [(s, e) for s, e, _, _ in signed])
+    return sid, keyring
+
+
+async def test_every_event_is_signed_by_its_handler_and_verify_names_them(
+    nc: Any, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    from oopav.replay import verify_session
+
+    sid, _ = await _session(nats_url, repo)
+    report = await verify_session(nats_url, sid, idle_timeout=10.0, total_timeout=120.0)
+    assert report.ok, report.describe()
+    sig = report.signatures
+    assert sig.ok and sig.unsigned == 0 and sig.anchored
+    assert {"intake", "observer", "orient", "planner", "actor", "verifier"} <= set(sig.signers)
+    assert sum(sig.signers.values()) == report.recorded
+    assert "signatures OK: every event signed by its handler" in sig.describe()
+    assert "chain head matches the notary's anchor" in sig.describe()
+    # The keys are nkeys under the data dir, private to their owner.
+    seed = data_dir / "keys" / "observer.nk"
+    assert seed.read_bytes().startswith(b"SU") and seed.stat().st_mode & 0o077 == 0
+
+
+async def _rewrite(nc: Any, sid: str, change: Any, signer: Keyring | None) -> None:
+    """An attacker with write rights to the stream: purge the session, publish a changed
+    copy with every prev_hash recomputed (signed with their own key, or unsigned)."""
+    from oopav.bus.store import EventStore
+
+    events = await EventStore(nc).read("session", sid)
+    js = nc.jetstream()
+    await js.purge_stream(EVENTS_STREAM, subject=f"oopav.ev.session.{sid}.>")
+    prev = GENESIS
+    for _, e in events:
+        e = msgspec.structs.replace(change(e), prev_hash=prev)
+        payload = REGISTRY.encode(e)
+        headers = {}
+        if signer is not None:
+            headers[SIG_HEADER] = signer.header(e.actor.split("/")[0], e.subject, payload)
+        await js.publish(e.subject, payload, headers=headers or None)
+        prev = event_hash(e)
+
+
+def _forge_outcome(e: Any) -> Any:
+    if e.type == "session_completed":
+        return msgspec.structs.replace(e, summary="approved by the security team")
+    return e
+
+
+async def test_a_rewritten_session_with_recomputed_hashes_is_detected(
+    nc: Any, nats_url: str, data_dir: Path, repo: Path, tmp_path: Path
+) -> None:
+    from oopav.events.chain import check_chain
+    from oopav.replay import verify_session
+
+    sid, _ = await _session(nats_url, repo)
+    await _rewrite(nc, sid, _forge_outcome, signer=None)
+    from oopav.bus.store import EventStore
+
+    stored = await EventStore(nc).read("session", sid)
+    assert check_chain(stored) == []  # the hash chain alone cannot tell: it was recomputed
+    report = await verify_session(nats_url, sid, idle_timeout=10.0, total_timeout=120.0)
+    assert not report.ok
+    problems = report.signatures.problems
+    assert any("is not signed" in p for p in problems)
+    assert any("the history was rewritten" in p for p in problems)
+    assert "signatures FAIL" in report.describe()
+
+    # With the attacker's own keys: signatures verify, but the notary never registered them.
+    await _rewrite(nc, sid, _forge_outcome, signer=Keyring(tmp_path / "attacker"))
+    report = await verify_session(nats_url, sid, idle_timeout=10.0, total_timeout=120.0)
+    problems = report.signatures.problems
+    assert not report.ok and any("never registered" in p for p in problems), problems
+
+
+async def test_a_handler_key_signing_another_handlers_event_is_detected(
+    nc: Any, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    """The observer's (registered, valid) key signs the planner's plan: once as the planner's
+    event, once claiming to be the observer's own."""
+    sid, keyring = await _session(nats_url, repo)
+    from oopav.bus.store import EventStore
+
+    js = nc.jetstream()
+    signed = await EventStore(nc).read_signed("session", sid)
+    trusted = await trusted_keys(js)
+    anchor = await anchor_of(js, sid)
+    assert verify(signed, trusted, anchor).ok
+
+    def resign(actor: str) -> list[tuple[int, Any, str | None]]:
+        out = []
+        for seq, e, header, _ in signed:
+            if e.type == "plan_proposed":
+                e = msgspec.structs.replace(e, actor=actor)
+                header = keyring.header("observer", e.subject, REGISTRY.encode(e))
+            out.append((seq, e, header))
+        return out
+
+    as_planner = verify(resign("planner/0.1"), trusted, None)
+    assert any("signed by observer, not by its actor" in p for p in as_planner.problems)
+    as_observer = verify(resign("observer/0.1"), trusted, None)
+    assert any("observer may not emit plan_proposed" in p for p in as_observer.problems)
+    # A signature over other bytes does not verify.
+    seq, e, header, _ = signed[3]
+    name, pub, _ = header.split(" ")
+    bad = f"{name} {pub} {base64.b64encode(b'x' * 64).decode()}"
+    broken = verify([*signed[:3], (seq, e, bad), *signed[4:]], trusted, None)
+    assert any("does not verify" in p for p in broken.problems)
