@@ -59,6 +59,11 @@ class LoopPolicy(BaseModel):
     tests_per_action: bool | None = Field(
         None, description="run the tests after every file change (default: when risk is red)"
     )
+    fresh_baseline: bool = Field(
+        False,
+        description="measure the baseline even when the same tree, environment and command "
+        "were measured before (default: reuse it, `baseline_reused`)",
+    )
     evidence_rounds: int = Field(2, ge=1, le=10, description="red: rounds before escalating")
     human_deadline_s: float = Field(3600.0, gt=0, le=7 * 24 * 3600)
     replans: ReplanPolicy = Field(default_factory=ReplanPolicy)

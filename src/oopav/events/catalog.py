@@ -242,6 +242,23 @@ class ObservationRecorded(Event, tag="observation_recorded", frozen=True):
     execs: list[ExecRecord] = msgspec.field(default_factory=list)
 
 
+class BaselineReused(Event, tag="baseline_reused", frozen=True):
+    """The baseline was not measured again: an earlier session measured the same starting tree
+    (content hash), in the same project environment (hash), with the same commands, and its
+    verdict (tests with per-test results, the environment probe, stubs and parse errors) is
+    reused. The ``observation_recorded`` that follows carries that verdict, so nothing
+    downstream changes; replay serves this event back instead of looking at the cache."""
+
+    key: str
+    from_session: str
+    from_event: str = ""
+    tree: str = ""
+    environment: str = ""
+    command: list[str] = msgspec.field(default_factory=list)
+    saved_ms: float = 0.0
+    """What measuring it again would have cost (the original runs' durations)."""
+
+
 class OrientReported(Event, tag="orient_reported", frozen=True):
     """Risk band, evidence gap, category, complexity and the test decision, with the rules that fired."""
 
@@ -576,6 +593,7 @@ SESSION_EVENTS: tuple[type[Event], ...] = (
     WorkspacePrepared,
     ObservationRecorded,
     OrientReported,
+    BaselineReused,
     PlanProposed,
     ModelCalled,
     ActionProposed,

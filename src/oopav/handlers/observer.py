@@ -130,6 +130,66 @@ class Observer:
     async def _observe_baseline(
         self, cause: Event, state: SessionState, out: Emitter, round_: int
     ) -> None:
+        """The first baseline is reused when the same tree, environment and command were
+        measured before (``baseline_reused``; handlers/support/baseline_cache.py), unless the
+        policy says ``fresh_baseline``; later rounds always measure."""
+        cache = out.ports.baselines
+        task = state.task or cause
+        if round_ != 0 or cache is None or state.workspace is None:
+            await self._measure_baseline(cause, state, out, round_)
+            return
+        root = Path(state.workspace.path)
+        argv = list(getattr(task, "test_command", None) or [])
+        timeout_s = min(300.0, task.budgets.wall_seconds_per_phase)  # type: ignore[union-attr]
+        async with cache.claim(
+            state.session_id,
+            root,
+            task,
+            argv,
+            timeout_s=timeout_s,
+            fresh=decision_policy(state).fresh_baseline,
+            deadline_s=timeout_s + 120.0,
+        ) as claim:
+            if claim.hit is not None:
+                self._reuse_baseline(cause, out, claim)
+                return
+            observed, stop = await self._measure_baseline(cause, state, out, round_)
+            if stop is None and observed is not None:
+                claim.store(state.session_id, observed)
+
+    def _reuse_baseline(self, cause: Event, out: Emitter, claim) -> None:  # type: ignore[no-untyped-def]
+        hit, key = claim.hit, claim.key
+        out.emit(
+            ev.BaselineReused,
+            key=key.key,
+            from_session=hit.session_id,
+            from_event=hit.event_id,
+            tree=key.tree,
+            environment=key.environment,
+            command=list(key.command),
+            saved_ms=hit.measured_ms,
+        )
+        tests = hit.tests
+        decision = decide_observer_action(
+            ObserverFacts(phase="baseline", tests_before=tests.passed if tests else None)
+        )
+        out.emit(
+            ev.ObservationRecorded,
+            phase="baseline",
+            files_total=hit.files_total,
+            parse_errors=list(hit.parse_errors),
+            stubs=list(hit.stubs),
+            tests=tests,
+            languages=dict(hit.languages),
+            observer_action=decision.action,
+            reasons=[*decision.reasons, f"baseline reused from session {hit.session_id}"],
+            source_event=cause.id,
+            execs=list(hit.execs),
+        )
+
+    async def _measure_baseline(
+        self, cause: Event, state: SessionState, out: Emitter, round_: int
+    ) -> tuple[ev.ObservationRecorded | None, str | None]:
         ports = out.ports
         root = Path(state.workspace.path)  # type: ignore[union-attr]
         stubs, parse_errors, languages, total = await asyncio.to_thread(scan_tree, root)
@@ -167,7 +227,7 @@ class Observer:
         decision = decide_observer_action(
             ObserverFacts(phase="baseline", tests_before=tests.passed if tests else None)
         )
-        out.emit(
+        observed = out.emit(
             ev.ObservationRecorded,
             phase="baseline",
             files_total=total,
@@ -182,6 +242,7 @@ class Observer:
         )
         if stop is not None:
             await complete(out, state, "failed", stop, reason="environment")
+        return observed, stop  # type: ignore[return-value]
 
     async def _more_evidence(
         self, event: ev.OrientReported, state: SessionState, out: Emitter
