@@ -134,6 +134,9 @@ class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
     duration_ms: float = 0.0
     artifact: str | None = None
     report: TestReport | None = None
+    # Not run again: the verdict of an identical run (same tree content, environment and
+    # argv) is reused, "<session id>/<key>" of the run that measured it (issue 28).
+    reused_from: str | None = None
 
 
 class TestRun(msgspec.Struct, kw_only=True, frozen=True):

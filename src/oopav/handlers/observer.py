@@ -315,14 +315,17 @@ class Observer:
     ) -> tuple[TestRun, ev.ExecRecord]:
         task = state.task
         assert task is not None
-        rec = await out.ports.sandbox.run(  # type: ignore[union-attr]
+        from oopav.handlers.support.baseline_cache import run_tests
+
+        rec = await run_tests(
+            out.ports,
+            state,
             argv,
-            workspace=root,
-            session_id=state.session_id,
+            root=root,
             key=exec_key(cause.id, purpose, argv),
             purpose=purpose,
             timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),
-            environment=environment_spec(task),
+            report=True,  # per-test results, and the tests gate on the same tree reuses it
         )
         return (
             TestRun(

@@ -251,6 +251,123 @@ class BaselineCache:
                 await asyncio.sleep(POLL_S)
 
 
+# -- test verdicts after a change ------------------------------------------------------------
+
+
+def worktree_hash(root: Path) -> str:
+    """The content hash (a git tree) of the workspace's files as they are now: HEAD's tree when
+    the workspace provably is at HEAD (``sandbox.clean``), else ``git add -A`` into a
+    throw-away index and ``write-tree`` (the workspace's own index is not touched)."""
+    import subprocess
+    import tempfile
+
+    from oopav.sandbox import clean
+    from oopav.sandbox.workspace import head_tree
+
+    if clean.clean_at(root) is not None:
+        tree = head_tree(root)
+        if tree:
+            return tree
+    with tempfile.TemporaryDirectory(prefix="oopav-tree-") as tmp:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        for args in (["read-tree", "HEAD"], ["add", "-A"], ["write-tree"]):
+            proc = subprocess.run(
+                ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True
+            )
+        return proc.stdout.strip()
+
+
+class CachedRun(msgspec.Struct, kw_only=True, frozen=True):
+    version: int = CACHE_VERSION
+    key: str
+    session_id: str
+    record: ExecRecord
+
+
+# Runs whose verdict depends only on the tree, the environment and the argv.
+REUSABLE = ("action_tests", "gate_tests", "evidence_tests")
+
+
+async def run_tests(
+    ports: Any,
+    state: Any,
+    argv: list[str],
+    *,
+    root: Path,
+    key: str,
+    purpose: str,
+    timeout_s: float,
+    report: bool = False,
+) -> ExecRecord:
+    """``ports.sandbox.run`` for a test command, reusing the verdict of an identical run — the
+    same workspace content, environment and argv, in this session (the tests after the last
+    action, then the tests gate on the same tree) or another one (200 sessions making the same
+    change) — unless the policy says ``fresh_baseline``. The reused record keeps this run's
+    ``key`` and names where it came from (``reused_from``), so the event that carries it is the
+    record of the reuse and replay serves it like any other execution."""
+    from oopav.decide.policy import decision_policy
+    from oopav.handlers.support.baseline import environment_spec
+
+    task = state.task
+    env = environment_spec(task)
+    cache = getattr(ports, "baselines", None)
+
+    async def run() -> ExecRecord:
+        return await ports.sandbox.run(  # type: ignore[no-any-return]
+            argv,
+            workspace=root,
+            session_id=state.session_id,
+            key=key,
+            purpose=purpose,
+            timeout_s=timeout_s,
+            environment=env,
+            report=report,
+        )
+
+    if not isinstance(cache, BaselineCache) or decision_policy(state).fresh_baseline:
+        return await run()
+    try:
+        project_env = await asyncio.to_thread(cache.sandbox.project_env, env)
+        tree = await asyncio.to_thread(worktree_hash, root)
+    except Exception:
+        return await run()
+    raw = json.dumps(
+        # No timeout: a run that timed out is never stored, and one that completed did so
+        # within any longer limit too.
+        [CACHE_VERSION, "run", tree, environment_hash(project_env), argv, report],
+        default=str,
+    )
+    ckey = hashlib.sha256(raw.encode()).hexdigest()[:40]
+    path = cache.directory.parent / "runs" / f"{ckey}.json"
+    lock = cache._locks.setdefault("run:" + ckey, asyncio.Lock())
+    async with lock:  # the same change in many sessions of this process: one run
+        hit = await asyncio.to_thread(_read_run, path, ckey)
+        if hit is not None:
+            return msgspec.structs.replace(
+                hit.record,
+                key=key,
+                purpose=purpose,
+                reused_from=hit.record.reused_from or f"{hit.session_id}/{hit.record.key}",
+            )
+        rec = await run()
+        if not rec.timed_out and rec.exit_code not in (None, 124, 125, 126, 127, 137):
+            entry = CachedRun(key=ckey, session_id=state.session_id, record=rec)
+            with contextlib.suppress(OSError):
+                from oopav.files import atomic_write
+
+                path.parent.mkdir(parents=True, exist_ok=True)
+                await asyncio.to_thread(atomic_write, path, msgspec.json.encode(entry))
+        return rec
+
+
+def _read_run(path: Path, key: str) -> CachedRun | None:
+    try:
+        hit = msgspec.json.decode(path.read_bytes(), type=CachedRun)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return hit if hit.version == CACHE_VERSION and hit.key == key else None
+
+
 class RecordedBaselines:
     """Replay: serves the recorded reuse of a session (its ``baseline_reused`` and the
     ``observation_recorded`` that carried the verdict); a session that measured its baseline

@@ -82,7 +82,6 @@ async def gate_parse(state: SessionState, root: Path, changed: list[str]) -> Gat
 async def gate_tests(
     state: SessionState, root: Path, ports: Ports, cause_id: str, selection=None
 ) -> GateOutcome:  # type: ignore[no-untyped-def]
-    from oopav.handlers.support.baseline import environment_spec
 
     task = state.task
     assert task is not None
@@ -94,14 +93,17 @@ async def gate_tests(
         return GateOutcome("tests", True, skipped=True, evidence=selection.why)
     argv = list(selection.argv)
     # -- end decision core
-    rec = await ports.sandbox.run(  # type: ignore[union-attr]
+    from oopav.handlers.support.baseline_cache import run_tests
+
+    # issue 28: an identical run (same tree content, environment, argv) is reused, recorded.
+    rec = await run_tests(
+        ports,
+        state,
         argv,
-        workspace=root,
-        session_id=state.session_id,
+        root=root,
         key=exec_key(cause_id, "gate_tests", argv),
         purpose="gate_tests",
         timeout_s=min(600.0, task.budgets.wall_seconds_per_phase),
-        environment=environment_spec(task),
         report=True,
     )
     passed, evidence = compare_tests(rec, baseline_tests(state))
