@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from oopav.projections.session import SessionState
 
@@ -34,6 +34,12 @@ class TestPolicy(BaseModel):
     required_complexity: int = Field(7, ge=1, le=10)
     required_files: int = Field(2, ge=0)
     detect: bool = Field(True, description="detect a test command when the task gives none")
+    scope: Literal["affected_first", "full", "affected"] = Field(
+        "affected_first",
+        description="after a change: the tests that import the changed files first (fail fast), "
+        "then the rest of the suite (affected_first); only those (affected); or the whole "
+        "command at once (full). `tests: affected` is short for {scope: affected}",
+    )
 
 
 class ReplanPolicy(BaseModel):
@@ -68,6 +74,13 @@ class LoopPolicy(BaseModel):
     human_deadline_s: float = Field(3600.0, gt=0, le=7 * 24 * 3600)
     replans: ReplanPolicy = Field(default_factory=ReplanPolicy)
     tests: TestPolicy = Field(default_factory=TestPolicy)
+
+    @field_validator("tests", mode="before")
+    @classmethod
+    def _tests_scope(cls, value: Any) -> Any:
+        # `tests: affected` (or full, affected_first): the scope alone.
+        return {"scope": value} if isinstance(value, str) else value
+
     compile_command: list[str] | None = None
     doctest: bool = True
     candidates: int = Field(

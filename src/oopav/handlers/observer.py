@@ -339,6 +339,46 @@ class Observer:
             rec,
         )
 
+    async def _run_suite(
+        self,
+        event: Event,
+        state: SessionState,
+        out: Emitter,
+        root: Path,
+        argv: list[str],
+        changed: list[str],
+    ) -> tuple[TestRun, list[ev.ExecRecord]]:
+        """The tests after an action: the affected tests first (a break fails fast), then the
+        rest (handlers/support/affected.py); passed means no test the baseline passed fails."""
+        from oopav.decide.gates import baseline_tests
+        from oopav.handlers.support.affected import run_suite
+
+        task = state.task
+        assert task is not None
+        suite = await run_suite(
+            out.ports,
+            state,
+            argv,
+            root=root,
+            changed=changed,
+            cause_id=event.id,
+            purpose="action_tests",
+            timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),
+            base=baseline_tests(state),
+        )
+        last = suite.records[-1]
+        return (
+            TestRun(
+                argv=argv,
+                exit_code=last.exit_code if last.exit_code is not None else -1,
+                passed=suite.passed,
+                timed_out=any(r.timed_out for r in suite.records),
+                output_tail=(suite.evidence + "\n" + last.stdout_tail + last.stderr_tail)[-2000:],
+                duration_ms=sum(r.duration_ms for r in suite.records),
+            ),
+            suite.records,
+        )
+
     async def _after_action(
         self, event: ev.ActionApplied, state: SessionState, out: Emitter
     ) -> None:
@@ -377,10 +417,10 @@ class Observer:
             if _tests_per_action(state, policy.tests_per_action) and tests_before is not None:
                 argv = _test_argv(state)
                 if argv:
-                    tests_after, test_rec = await self._run_tests(
-                        event, state, out, root, argv, "action_tests"
+                    tests_after, suite_execs = await self._run_suite(
+                        event, state, out, root, argv, list(event.files_changed)
                     )
-                    execs.append(test_rec)
+                    execs += suite_execs
         decision = decide_observer_action(
             ObserverFacts(
                 phase="change",

@@ -288,6 +288,29 @@ class CachedRun(msgspec.Struct, kw_only=True, frozen=True):
 REUSABLE = ("action_tests", "gate_tests", "evidence_tests")
 
 
+async def _run_key(
+    cache: BaselineCache, env: Any, root: Path, argv: list[str], report: bool
+) -> str:
+    project_env = await asyncio.to_thread(cache.sandbox.project_env, env)
+    tree = await asyncio.to_thread(worktree_hash, root)
+    raw = json.dumps(
+        # No timeout: a run that timed out is never stored, and one that completed did so
+        # within any longer limit too.
+        [CACHE_VERSION, "run", tree, environment_hash(project_env), argv, report],
+        default=str,
+    )
+    return hashlib.sha256(raw.encode()).hexdigest()[:40]
+
+
+def _reused(hit: CachedRun, key: str, purpose: str) -> ExecRecord:
+    return msgspec.structs.replace(
+        hit.record,
+        key=key,
+        purpose=purpose,
+        reused_from=hit.record.reused_from or f"{hit.session_id}/{hit.record.key}",
+    )
+
+
 async def run_tests(
     ports: Any,
     state: Any,
@@ -298,13 +321,15 @@ async def run_tests(
     purpose: str,
     timeout_s: float,
     report: bool = False,
-) -> ExecRecord:
+    peek: bool = False,
+) -> ExecRecord | None:
     """``ports.sandbox.run`` for a test command, reusing the verdict of an identical run — the
     same workspace content, environment and argv, in this session (the tests after the last
     action, then the tests gate on the same tree) or another one (200 sessions making the same
     change) — unless the policy says ``fresh_baseline``. The reused record keeps this run's
     ``key`` and names where it came from (``reused_from``), so the event that carries it is the
-    record of the reuse and replay serves it like any other execution."""
+    record of the reuse and replay serves it like any other execution. ``peek``: only a
+    reused verdict, None instead of running (live only; replay serves what was recorded)."""
     from oopav.decide.policy import decision_policy
     from oopav.handlers.support.baseline import environment_spec
 
@@ -325,30 +350,23 @@ async def run_tests(
         )
 
     if not isinstance(cache, BaselineCache) or decision_policy(state).fresh_baseline:
+        if peek:
+            recorded = getattr(ports.sandbox, "records", None)
+            return recorded.get(key) if isinstance(recorded, dict) else None
         return await run()
     try:
-        project_env = await asyncio.to_thread(cache.sandbox.project_env, env)
-        tree = await asyncio.to_thread(worktree_hash, root)
+        ckey = await _run_key(cache, env, root, list(argv), report)
     except Exception:
-        return await run()
-    raw = json.dumps(
-        # No timeout: a run that timed out is never stored, and one that completed did so
-        # within any longer limit too.
-        [CACHE_VERSION, "run", tree, environment_hash(project_env), argv, report],
-        default=str,
-    )
-    ckey = hashlib.sha256(raw.encode()).hexdigest()[:40]
+        return None if peek else await run()
     path = cache.directory.parent / "runs" / f"{ckey}.json"
+    if peek:
+        hit = await asyncio.to_thread(_read_run, path, ckey)
+        return _reused(hit, key, purpose) if hit is not None else None
     lock = cache._locks.setdefault("run:" + ckey, asyncio.Lock())
     async with lock:  # the same change in many sessions of this process: one run
         hit = await asyncio.to_thread(_read_run, path, ckey)
         if hit is not None:
-            return msgspec.structs.replace(
-                hit.record,
-                key=key,
-                purpose=purpose,
-                reused_from=hit.record.reused_from or f"{hit.session_id}/{hit.record.key}",
-            )
+            return _reused(hit, key, purpose)
         rec = await run()
         if not rec.timed_out and rec.exit_code not in (None, 124, 125, 126, 127, 137):
             entry = CachedRun(key=ckey, session_id=state.session_id, record=rec)

@@ -14,7 +14,6 @@ from oopav.decide.gates import (
     MAX_LINT_BASE_FILES,
     GateOutcome,
     baseline_tests,
-    compare_tests,
     introduced,
     ruff_findings,
     uses_ruff,
@@ -93,21 +92,21 @@ async def gate_tests(
         return GateOutcome("tests", True, skipped=True, evidence=selection.why)
     argv = list(selection.argv)
     # -- end decision core
-    from oopav.handlers.support.baseline_cache import run_tests
+    from oopav.handlers.support.affected import run_suite
 
-    # issue 28: an identical run (same tree content, environment, argv) is reused, recorded.
-    rec = await run_tests(
+    # issue 28: the affected tests first (fail fast), then the rest; identical runs reused.
+    suite = await run_suite(
         ports,
         state,
         argv,
         root=root,
-        key=exec_key(cause_id, "gate_tests", argv),
+        changed=await asyncio.to_thread(_changed, state, root),
+        cause_id=cause_id,
         purpose="gate_tests",
         timeout_s=min(600.0, task.budgets.wall_seconds_per_phase),
-        report=True,
+        base=baseline_tests(state),
     )
-    passed, evidence = compare_tests(rec, baseline_tests(state))
-    return GateOutcome("tests", passed, evidence=evidence, execs=[rec])
+    return GateOutcome("tests", suite.passed, evidence=suite.evidence, execs=suite.records)
 
 
 async def gate_lint(
