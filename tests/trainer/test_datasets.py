@@ -358,6 +358,10 @@ def test_appending_gives_the_records_and_hash_of_a_full_rebuild(tmp_path: Path) 
         assert manifest["content_hash"] == full.content_hash
         assert manifest["count"] == full.count and manifest["duplicates"] == full.duplicates
         assert manifest["sessions"] == full.to_json()["sessions"]
+        # The manifest's bytes are json.dumps' (its sessions serialised once, then joined).
+        assert (tmp_path / "app" / fmt / "manifest.json").read_bytes() == json.dumps(
+            manifest, sort_keys=True, indent=1
+        ).encode() + b"\n"
         # The state read back from the files is the one kept in memory.
         again = load_append_state(tmp_path / "app" / fmt, Filters())
         assert again is not None and again.seen == state.seen

@@ -419,6 +419,9 @@ class AppendState:
     digest: Any
     sessions: set[str]
     last_completed: int
+    session_texts: list[str] = field(default_factory=list)
+    """Each entry of ``manifest["sessions"]`` as it appears in manifest.json, so that rewriting
+    the manifest after an append does not serialise every session again."""
 
 
 def load_append_state(directory: str | Path, filters: Filters) -> AppendState | None:
@@ -447,7 +450,27 @@ def load_append_state(directory: str | Path, filters: Filters) -> AppendState | 
                 seen.add(json.loads(line)["id"])
     sessions = {s["session_id"] for s in manifest["sessions"]}
     last = max((s["completed_seq"] for s in manifest["sessions"]), default=0)
-    return AppendState(manifest, seen, digest, sessions, last)
+    texts = [_nested(s, 2) for s in manifest["sessions"]]
+    return AppendState(manifest, seen, digest, sessions, last, texts)
+
+
+def _nested(value: Any, depth: int) -> str:
+    """``value`` as ``json.dumps(..., sort_keys=True, indent=1)`` writes it ``depth`` levels
+    deep inside a document."""
+    return json.dumps(value, sort_keys=True, indent=1).replace("\n", "\n" + " " * depth)
+
+
+def manifest_bytes(manifest: dict[str, Any], session_texts: list[str]) -> bytes:
+    """``json.dumps(manifest, sort_keys=True, indent=1) + "\\n"``, byte for byte, with the
+    sessions taken from their cached texts: the cost of the sessions list is a join."""
+    parts = []
+    for key in sorted(manifest):
+        if key == "sessions":
+            body = "[\n  " + ",\n  ".join(session_texts) + "\n ]" if session_texts else "[]"
+        else:
+            body = _nested(manifest[key], 1)
+        parts.append(f" {json.dumps(key)}: {body}")
+    return ("{\n" + ",\n".join(parts) + "\n}\n").encode()
 
 
 def can_append(state: AppendState | None, sessions: Iterable[SessionRecords]) -> bool:
@@ -502,17 +525,16 @@ def append_dataset(
     manifest["duplicates"] += dupes
     manifest["sessions"] += srcs
     manifest["content_hash"] = state.digest.hexdigest()
-    all_srcs = manifest["sessions"]
+    had = len(manifest["sessions"]) > len(srcs)
+    seqs = manifest["stream_sequences"]
     manifest["stream_sequences"] = {
-        "first": min(s["first_seq"] for s in all_srcs),
-        "last": max(s["last_seq"] for s in all_srcs),
+        "first": min([*([seqs["first"]] if had else []), *(s["first_seq"] for s in srcs)]),
+        "last": max([*([seqs["last"]] if had else []), *(s["last_seq"] for s in srcs)]),
     }
     state.sessions.update(s["session_id"] for s in srcs)
     state.last_completed = max(state.last_completed, *(s["completed_seq"] for s in srcs))
-    _atomic_write(
-        directory / "manifest.json",
-        json.dumps(manifest, sort_keys=True, indent=1).encode() + b"\n",
-    )
+    state.session_texts += [_nested(s, 2) for s in srcs]
+    _atomic_write(directory / "manifest.json", manifest_bytes(manifest, state.session_texts))
     return manifest
 
 
