@@ -74,3 +74,15 @@ def test_a_src_layout_names_modules_under_src(tmp_path: Path) -> None:
     found = affected_tests(root, ["src/lib/core.py"])
     assert found is not None and found.tests == ["tests/test_lib.py"]
     assert "lib" in found.why["tests/test_lib.py"]
+
+
+def test_a_package_init_counts_for_its_submodules_only_when_it_changed(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    (root / "pkg" / "__init__.py").write_text("from . import c\n")
+    # pkg/__init__ imports c, but test_b imports pkg.b by name: a change to c does not reach it.
+    found = affected_tests(root, ["pkg/c.py"])
+    assert found is not None and "tests/test_b.py" not in found.tests
+    # A change to the __init__ itself runs for every import of the package's modules.
+    found = affected_tests(root, ["pkg/__init__.py"])
+    assert found is not None
+    assert found.tests == ["tests/test_b.py", "tests/test_c.py", "tests/test_d.py"]

@@ -4,8 +4,11 @@ Every ``.py`` file of the workspace is parsed with ``ast`` (imports only); a mod
 path under an import root (``src/`` in a src layout, else the repository root). A test file
 (``test_*.py``, ``*_test.py``, or any module under a ``tests``/``test`` directory) is
 *affected* when it is a changed file or imports, directly or through other modules of the
-repository, a changed module (importing ``pkg.mod`` counts as importing ``pkg`` too, since
-``pkg/__init__.py`` runs). The answer says why for each test file (the chain of imports).
+repository, a changed module. An import counts for the module it names (``from pkg.mod import
+f``: ``pkg.mod``; ``from pkg import f``: ``pkg``, and through its ``__init__`` whatever that
+imports); the parent packages that run along count only when their ``__init__.py`` is what
+changed — else a package whose ``__init__`` imports everything would make every test affected
+by any change. The answer says why for each test file (the chain of imports).
 
 It answers None — "cannot tell, run everything" — when a changed file is not a Python module
 of the repository (data files, configuration, ``conftest.py``, which pytest loads for every
@@ -70,7 +73,7 @@ def module_name(path: str, roots: list[str]) -> str | None:
 
 def is_test_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
-    if name == "conftest.py":
+    if name in ("conftest.py", "__init__.py"):
         return False
     parts = path.split("/")[:-1]
     return (
@@ -115,6 +118,11 @@ def affected_tests(root: Path, changed: list[str]) -> Affected | None:
         m = module_name(f, roots)
         if m is not None:
             modules.setdefault(m, f)
+        if f.startswith(("tests/", "test/")):
+            # pytest puts the test directory on sys.path: `from test_pkg.test_x import ...`.
+            alias = module_name(f, [f.split("/", 1)[0] + "/"])
+            if alias is not None:
+                modules.setdefault(alias, f)
     changed_mods: dict[str, str] = {}
     for c in changed:
         if not c.endswith(".py") or c.rsplit("/", 1)[-1] == "conftest.py":
@@ -125,6 +133,7 @@ def affected_tests(root: Path, changed: list[str]) -> Affected | None:
                 continue  # a deleted module: the tests importing it fail at collection anyway
             return None
         changed_mods[m] = c
+    changed_pkgs = {m for m, c in changed_mods.items() if c.endswith("__init__.py")}
     # Reverse edges: module → the modules importing it.
     importers: dict[str, set[str]] = {}
     for m, f in modules.items():
@@ -134,10 +143,19 @@ def affected_tests(root: Path, changed: list[str]) -> Affected | None:
             continue
         for name in _imports(source, m, f.endswith("__init__.py")):
             parts = name.split(".")
+            # The longest prefix that is a module of the repository is what the import names
+            # (`from pkg.mod import f` → pkg.mod; `from pkg import f` → pkg). Its parent
+            # packages run too, but count only when they are what changed: otherwise a package
+            # whose __init__ imports everything would make every test affected by anything.
             for i in range(len(parts), 0, -1):
                 target = ".".join(parts[:i])
                 if target in modules and target != m:
                     importers.setdefault(target, set()).add(m)
+                    for j in range(1, i):
+                        parent = ".".join(parts[:j])
+                        if parent in changed_pkgs and parent != m:
+                            importers.setdefault(parent, set()).add(m)
+                    break
     chain: dict[str, str] = {m: c for m, c in changed_mods.items()}
     queue = deque(sorted(changed_mods))
     while queue:
