@@ -504,10 +504,13 @@ def parse_junit(path: Path) -> Any:
     except (ET.ParseError, OSError):
         return None
     total = passed = skipped = 0
+    seconds = 0.0
     failed: list[str] = []
     errors: list[str] = []
     for case in root.iter("testcase"):
         total += 1
+        with contextlib.suppress(TypeError, ValueError):
+            seconds += float(case.get("time") or 0.0)
         cls, name = case.get("classname") or "", case.get("name") or ""
         tid = f"{cls}::{name}" if cls else name
         tags = {child.tag for child in case}
@@ -527,6 +530,7 @@ def parse_junit(path: Path) -> Any:
         failed=sorted(failed)[:MAX_REPORT_IDS],
         errors=sorted(errors)[:MAX_REPORT_IDS],
         truncated=truncated,
+        time_s=round(seconds, 3),
     )
 
 

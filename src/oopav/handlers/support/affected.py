@@ -6,10 +6,10 @@ Used by the observer (tests after an action) and the tests gate. Only for pytest
 affected files are passed as arguments, the rest excluded with ``--ignore``); any other
 command, ``tests: full``, or a change whose tests cannot be told (non-Python files, a
 ``conftest.py``) runs the whole command as before. A run of the whole command on this very
-tree already measured (the tests after the last action) is reused first. When more than half
-the test files are affected, the whole command runs at once (a second run would cost another
-start-up for little). Every run is a recorded execution; ``SuiteRun.evidence`` says which
-tests ran and why.
+tree already measured (the tests after the last action) is reused first. The split is made only
+when it can pay (``worth_splitting``): at most half the test files affected, and the rest of the
+suite's own test time at baseline longer than one more start-up; else the whole command runs at
+once. Every run is a recorded execution; ``SuiteRun.evidence`` says which tests ran and why.
 """
 
 from __future__ import annotations
@@ -41,6 +41,28 @@ def is_pytest(argv: list[str]) -> bool:
     return any(a == "pytest" or a.endswith("/pytest") or a == "py.test" for a in argv) or (
         "-m" in argv and "pytest" in argv
     )
+
+
+def worth_splitting(affected: int, total: int, base: ExecRecord | None) -> tuple[bool, str]:
+    """Whether two runs (affected, then the rest) beat one. A second run pays the start-up
+    again (the interpreter, pytest, the project's imports: seconds in a sandbox without
+    bytecode caches); what the first run saves when it fails is the rest's own test time.
+    Both are read from the baseline run: its duration less its tests' own time (junit) is the
+    start-up. Without a baseline report, split when at most half the test files are affected."""
+    if affected * 2 > total:
+        return False, f"{affected} of {total} test files affected: more than half the suite"
+    report = base.report if base is not None else None
+    if report is None or not report.time_s or not base or not base.duration_ms:
+        return True, "no baseline timing"
+    own = report.time_s
+    startup = max(0.0, base.duration_ms / 1000 - own)
+    rest = own * (1 - affected / max(total, 1))
+    if rest <= startup:
+        return False, (
+            f"the rest of the suite's own time at baseline (~{rest:.1f} s) is less than one "
+            f"start-up (~{startup:.1f} s)"
+        )
+    return True, f"the rest's own time ~{rest:.1f} s > a start-up ~{startup:.1f} s"
 
 
 def _ran(rec: ExecRecord) -> int | None:
@@ -114,10 +136,10 @@ async def run_suite(
         f"affected tests first: {len(found.tests)} of {found.total} test file(s) exercise "
         f"the change\n{why}"
     )
-    if len(found.tests) * 2 > found.total and scope != "affected":
-        # Most of the suite is affected: one run of the whole command costs less than two
-        # (each run pays the interpreter's and pytest's start-up).
-        return await full(f"{head}\n(more than half the suite: the whole suite runs at once)")
+    if scope != "affected":
+        worth, reason = worth_splitting(len(found.tests), found.total, base)
+        if not worth:
+            return await full(f"{head}\n({reason}: the whole suite runs at once)")
     first = await run([*argv, *found.tests], "affected", "_affected")
     passed, evidence = compare_tests(first, base)
     ran = _ran(first)
