@@ -62,7 +62,7 @@ async def test_a_breaking_change_fails_fast_on_the_affected_tests(
         repo,
         test_command=PYTEST,
         budgets={"bounces": 0},
-        policy={"tests_per_action": False, "lint": False},
+        policy={"tests_per_action": False, "lint": False, "tests": {"split": "always"}},
     )
     async with loop(nats_url, script) as bus:
         sid = await start(bus, body)
@@ -87,7 +87,12 @@ async def test_a_competent_change_runs_the_affected_tests_then_the_rest(
     common = {"test_command": PYTEST}
     async with loop(nats_url, script) as bus:
         sid = await start(
-            bus, task(repo, **common, policy={"tests_per_action": False, "lint": False})
+            bus,
+            task(
+                repo,
+                **common,
+                policy={"tests_per_action": False, "lint": False, "tests": {"split": "always"}},
+            ),
         )
         state, events = await finish_session(bus, sid)
         only = await start(

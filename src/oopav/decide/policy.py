@@ -34,6 +34,12 @@ class TestPolicy(BaseModel):
     required_complexity: int = Field(7, ge=1, le=10)
     required_files: int = Field(2, ge=0)
     detect: bool = Field(True, description="detect a test command when the task gives none")
+    split: Literal["auto", "always"] = Field(
+        "auto",
+        description="affected_first: split into two runs only when it can pay (auto: at most "
+        "half the test files affected and the rest's own time at baseline above a start-up), "
+        "or whenever some test files are not affected (always)",
+    )
     scope: Literal["affected_first", "full", "affected"] = Field(
         "affected_first",
         description="after a change: the tests that import the changed files first (fail fast), "

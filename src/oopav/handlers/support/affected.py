@@ -138,6 +138,8 @@ async def run_suite(
     )
     if scope != "affected":
         worth, reason = worth_splitting(len(found.tests), found.total, base)
+        if decision_policy(state).tests.split == "always" and len(found.tests) < found.total:
+            worth = True
         if not worth:
             return await full(f"{head}\n({reason}: the whole suite runs at once)")
     first = await run([*argv, *found.tests], "affected", "_affected")
