@@ -198,6 +198,11 @@ async def session(
     applied = next((e for e in events if e.type == "action_applied"), None)
     gate = next((e for e in events if e.type == "gate_evaluated" and e.gate == "tests"), None)
     catch = (gate.ts - applied.ts).total_seconds() if gate and applied else float("nan")
+    if os.environ.get("REALTIME_TIMELINE"):
+        t0 = events[0].ts
+        for e in events:
+            runs = [(r.purpose, round(r.duration_ms)) for r in (getattr(e, "execs", None) or [])]
+            print(f"  {(e.ts - t0).total_seconds():7.2f} {e.type:24} {runs}")
     return {
         "summary": f"{state.summary} [{', '.join(e.type for e in events)}]",
         "outcome": state.outcome,

@@ -114,8 +114,8 @@ class TestReport(msgspec.Struct, kw_only=True, frozen=True):
     failed: list[str] = msgspec.field(default_factory=list)
     errors: list[str] = msgspec.field(default_factory=list)
     truncated: bool = False
-    # The tests' own time (the sum of the test cases' times), without the interpreter's and
-    # the runner's start-up: what running fewer tests can save (issue 28).
+    # The test session's own time (junit <testsuite time>: collection and the tests), without
+    # the interpreter's and the runner's start-up: what running fewer test files can save.
     time_s: float = 0.0
 
 

@@ -45,10 +45,11 @@ def is_pytest(argv: list[str]) -> bool:
 
 def worth_splitting(affected: int, total: int, base: ExecRecord | None) -> tuple[bool, str]:
     """Whether two runs (affected, then the rest) beat one. A second run pays the start-up
-    again (the interpreter, pytest, the project's imports: seconds in a sandbox without
-    bytecode caches); what the first run saves when it fails is the rest's own test time.
-    Both are read from the baseline run: its duration less its tests' own time (junit) is the
-    start-up. Without a baseline report, split when at most half the test files are affected."""
+    again (the interpreter, pytest and its plugins: seconds in a sandbox without bytecode
+    caches); what the first run saves when it fails is the rest's share of the test session
+    (collection and tests, taken as proportional to the files). Both come from the baseline
+    run: junit's session time, and the run's duration less it (the start-up). Without a
+    baseline report, split when at most half the test files are affected."""
     if affected * 2 > total:
         return False, f"{affected} of {total} test files affected: more than half the suite"
     report = base.report if base is not None else None
@@ -59,10 +60,10 @@ def worth_splitting(affected: int, total: int, base: ExecRecord | None) -> tuple
     rest = own * (1 - affected / max(total, 1))
     if rest <= startup:
         return False, (
-            f"the rest of the suite's own time at baseline (~{rest:.1f} s) is less than one "
-            f"start-up (~{startup:.1f} s)"
+            f"the rest of the suite's share of the test session at baseline (~{rest:.1f} s) "
+            f"is less than one more start-up (~{startup:.1f} s)"
         )
-    return True, f"the rest's own time ~{rest:.1f} s > a start-up ~{startup:.1f} s"
+    return True, f"the rest's share ~{rest:.1f} s > a start-up ~{startup:.1f} s"
 
 
 def _ran(rec: ExecRecord) -> int | None:
