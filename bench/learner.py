@@ -147,6 +147,12 @@ async def main() -> None:
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--new", type=int, default=10)
     ap.add_argument("--quick", action="store_true", help="50 and 200 sessions, 3 new (smoke)")
+    ap.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="ignored beyond 1: each figure is already the median (max) over --new sessions",
+    )
     args = ap.parse_args()
     os.environ.setdefault("OOPAV_LOG_LEVEL", "WARNING")
     from oopav.logging import configure

@@ -320,9 +320,7 @@ def example_repo(root: Path) -> Path:
     return repo
 
 
-async def real_tests_batch(
-    bus: Any, body: dict[str, Any], n: int, fresh: bool
-) -> dict[str, float]:
+async def real_tests_batch(bus: Any, body: dict[str, Any], n: int, fresh: bool) -> dict[str, float]:
     """``n`` sessions of ``body`` submitted at once; the last completion ends the batch."""
     from oopav.services import submit_task
 
@@ -365,7 +363,11 @@ async def real_tests_batch(
     bad = [s for s in sids if outcomes.get(s) != "success"]
     if bad:
         events = await bus.events.read("session", bad[0])
-        raise SystemExit(f"{len(bad)} session(s) did not succeed: {[e.type for _, e in events]}")
+        end = events[-1][1]
+        raise SystemExit(
+            f"{len(bad)} session(s) did not succeed: {[e.type for _, e in events]} "
+            f"{getattr(end, 'outcome', '')}: {getattr(end, 'summary', '')[:500]}"
+        )
     reused = 0
     for s in sids:
         events = await bus.events.read("session", s)

@@ -143,17 +143,19 @@ async def test_concurrent_claims_measure_once_across_cache_instances(tmp_path: P
         execs=[rec],
     )
     order: list[str] = []
+    holding = asyncio.Event()
 
     async def measure() -> None:
         async with a.claim("s1", repo, t, ["t"], timeout_s=10) as claim:
             assert claim.hit is None
             order.append("measuring")
+            holding.set()
             await asyncio.sleep(0.3)
             claim.store("s1", obs)
             order.append("stored")
 
     async def wait_then_reuse() -> None:
-        await asyncio.sleep(0.05)
+        await holding.wait()  # the first claim holds the lock (no timing assumed)
         async with b.claim("s2", repo, t, ["t"], timeout_s=10) as claim:
             order.append("reused" if claim.hit is not None else "measured twice")
             assert claim.hit is not None and claim.hit.session_id == "s1"

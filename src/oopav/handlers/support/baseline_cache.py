@@ -201,11 +201,14 @@ class BaselineCache:
             log.info("baseline_cache_unkeyed", session_id=session_id, error=str(exc)[:300])
             yield Claim(None)
             return
-        if not fresh:
-            hit = await asyncio.to_thread(self.get, key)
-            if hit is not None and hit.session_id != session_id:
-                yield Claim(key, hit)
-                return
+        if fresh:
+            # A forced measurement waits for nobody; its verdict replaces the entry.
+            yield Claim(key, _cache=self)
+            return
+        hit = await asyncio.to_thread(self.get, key)
+        if hit is not None and hit.session_id != session_id:
+            yield Claim(key, hit)
+            return
         lock = self._locks.setdefault(key.key, asyncio.Lock())
         fh = None
         try:
@@ -217,11 +220,10 @@ class BaselineCache:
         try:
             with contextlib.suppress(TimeoutError, OSError):
                 fh = await self._flock(key.key, deadline_s)
-            if not fresh:
-                hit = await asyncio.to_thread(self.get, key)
-                if hit is not None and hit.session_id != session_id:
-                    yield Claim(key, hit)
-                    return
+            hit = await asyncio.to_thread(self.get, key)
+            if hit is not None and hit.session_id != session_id:
+                yield Claim(key, hit)
+                return
             yield Claim(key, _cache=self)
         finally:
             if fh is not None:
