@@ -106,3 +106,17 @@ def test_two_runs_only_when_the_rest_of_the_suite_costs_more_than_a_start() -> N
     assert not ok and "start-up" in why
     assert not worth_splitting(4, 5, base(100.0, 90.0))[0]  # most of the suite is affected
     assert worth_splitting(1, 4, None)[0]  # no baseline timing: by the file counts
+
+
+def test_the_affected_run_replaces_the_test_paths_the_command_names(tmp_path: Path) -> None:
+    from oopav.handlers.support.affected import without_paths
+
+    root = _repo(tmp_path)
+    argv = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", "-k", "tests"]
+    assert without_paths(argv, root) == [
+        "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "tests",
+    ]  # fmt: skip
+    assert without_paths(["pytest", "tests/test_b.py::test_x", "--ignore=x"], root) == [
+        "pytest",
+        "--ignore=x",
+    ]

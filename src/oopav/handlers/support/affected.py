@@ -66,6 +66,30 @@ def worth_splitting(affected: int, total: int, base: ExecRecord | None) -> tuple
     return True, f"the rest's share ~{rest:.1f} s > a start-up ~{startup:.1f} s"
 
 
+# pytest options that take a value (the value is not a test path).
+VALUED = frozenset(
+    {"-p", "-k", "-m", "-c", "-o", "-W", "--rootdir", "--confcutdir", "--basetemp", "--ignore",
+     "--deselect", "--ignore-glob", "--junitxml", "--override-ini", "--maxfail", "--tb", "-r"}
+)  # fmt: skip
+
+
+def without_paths(argv: list[str], root: Path) -> list[str]:
+    """The command without the test paths it names (``tests``, ``tests/unit``): the affected
+    files take their place, else the run would still collect the whole suite."""
+    out: list[str] = []
+    seen_pytest = False
+    for i, arg in enumerate(argv):
+        is_value = i > 0 and argv[i - 1] in VALUED
+        if seen_pytest and not arg.startswith("-") and not is_value:
+            target = arg.split("::", 1)[0]
+            if target and (root / target).exists():
+                continue
+        if arg == "pytest" or arg.endswith("/pytest") or arg == "py.test":
+            seen_pytest = True
+        out.append(arg)
+    return out
+
+
 def _ran(rec: ExecRecord) -> int | None:
     r = rec.report
     return None if r is None else r.passed + len(r.failed) + r.skipped
@@ -143,7 +167,7 @@ async def run_suite(
             worth = True
         if not worth:
             return await full(f"{head}\n({reason}: the whole suite runs at once)")
-    first = await run([*argv, *found.tests], "affected", "_affected")
+    first = await run([*without_paths(argv, root), *found.tests], "affected", "_affected")
     passed, evidence = compare_tests(first, base)
     ran = _ran(first)
     conclusive = first.report is not None and bool(ran) and not first.timed_out
