@@ -333,10 +333,10 @@ async def run_tests(
     record of the reuse and replay serves it like any other execution. ``peek``: only a
     reused verdict, None instead of running (live only; replay serves what was recorded)."""
     from oopav.decide.policy import decision_policy
-    from oopav.handlers.support.baseline import environment_spec
+    from oopav.sandbox.environment import spec_for_task
 
     task = state.task
-    env = environment_spec(task)
+    env = spec_for_task(task)  # what handlers.support.baseline.environment_spec gives
     cache = getattr(ports, "baselines", None)
 
     async def run() -> ExecRecord:
