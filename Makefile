@@ -40,6 +40,8 @@ bench:
 	python bench/context.py $(BENCH_ARGS)
 	python bench/loop.py $(BENCH_ARGS)
 	python bench/load.py --memory 1000 $(BENCH_ARGS)
+	python bench/load.py --real-tests $(BENCH_ARGS)
+	python bench/learner.py $(BENCH_ARGS)
 	python bench/intake.py
 	python bench/synth.py
 	python bench/rewards.py

@@ -21,6 +21,14 @@ process (every handler, the session projection, the watchdog, workspace clean-up
 completes ``--memory-first`` (100) sessions, reads its RSS (after a garbage collection), then
 completes the rest up to 1000 and reads it again; target: RSS after 1000 ≤ 1.5x RSS after
 100 (no unbounded caches). Median of ``--runs`` (5) through the shared harness.
+
+``--real-tests`` (issue 28 §6): ``--sessions`` (200) sessions of the example task
+(examples/rename_fetch: synth: renames ``fetch``, its real pytest suite in the project's
+environment) submitted at once to one `oopav up`-style process (every handler); the first
+session measures the baseline, the others wait for its verdict and reuse it
+(``baseline_reused``). Same run, same process: ``--baseline-sessions`` (40) sessions with
+``policy.fresh_baseline`` (every session measures its own baseline, as before issue 28).
+Reported: sessions/s, p50/p95 submit→done, how many reused; target ≥ 5 sessions/s.
 """
 
 from __future__ import annotations
@@ -294,6 +302,160 @@ def memory_stage(args: argparse.Namespace) -> None:
     )
 
 
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rename_fetch"
+
+
+def example_repo(root: Path) -> Path:
+    import shutil
+    import subprocess
+
+    repo = root / "example"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "user.name=b", "-c", "user.email=b@e.invalid", "commit", "-qm", "base"],
+    ):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+async def real_tests_batch(bus: Any, body: dict[str, Any], n: int, fresh: bool) -> dict[str, float]:
+    """``n`` sessions of ``body`` submitted at once; the last completion ends the batch."""
+    from oopav.services import submit_task
+
+    done_at: dict[str, float] = {}
+    outcomes: dict[str, str] = {}
+    all_done = asyncio.Event()
+    submitted: dict[str, float] = {}
+
+    async def on_done(msg: Any) -> None:
+        from oopav.events.codec import decode
+
+        e = decode(msg.data)
+        if e.aggregate_id in done_at:
+            return
+        done_at[e.aggregate_id] = time.perf_counter()
+        outcomes[e.aggregate_id] = e.outcome
+        if len(done_at) >= n and all(s in done_at for s in submitted):
+            all_done.set()
+
+    sub = await bus.nc.subscribe("oopav.ev.session.*.session_completed", cb=on_done)
+    policy = {**body.get("policy", {}), **({"fresh_baseline": True} if fresh else {})}
+
+    async def one() -> str:
+        unique = {**body, "policy": policy}
+        unique["instruction"] = f"{body['instruction']} (run {uuid.uuid4().hex[:12]})"
+        t = time.perf_counter()
+        reply = await submit_task(bus, unique, timeout=120)
+        if "session_id" not in reply:
+            raise SystemExit(f"submission refused: {reply}")
+        submitted[reply["session_id"]] = t
+        return str(reply["session_id"])
+
+    t0 = time.perf_counter()
+    sids = await asyncio.gather(*(one() for _ in range(n)))
+    try:
+        await asyncio.wait_for(all_done.wait(), 1800)
+    except TimeoutError:
+        raise SystemExit(f"only {len(done_at)} of {n} sessions completed") from None
+    await sub.unsubscribe()
+    bad = [s for s in sids if outcomes.get(s) != "success"]
+    if bad:
+        events = await bus.events.read("session", bad[0])
+        end = events[-1][1]
+        raise SystemExit(
+            f"{len(bad)} session(s) did not succeed: {[e.type for _, e in events]} "
+            f"{getattr(end, 'outcome', '')}: {getattr(end, 'summary', '')[:500]}"
+        )
+    reused = 0
+    for s in sids:
+        events = await bus.events.read("session", s)
+        reused += any(e.type == "baseline_reused" for _, e in events)
+    lat = [done_at[s] - submitted[s] for s in sids]
+    return {
+        "sessions_per_s": n / (max(done_at[s] for s in sids) - t0),
+        "p50": pct(lat, 0.5),
+        "p95": pct(lat, 0.95),
+        "reused": reused,
+        "n": n,
+    }
+
+
+async def real_tests(args: argparse.Namespace) -> None:
+    """See the module docstring (``--real-tests``)."""
+    import json
+
+    from oopav.app import open_bus
+    from oopav.bus.server import EmbeddedServer
+    from oopav.config import Settings
+    from oopav.handlers.ports import Ports
+    from oopav.logging import configure
+    from oopav.services import run_handlers
+
+    configure("WARNING")
+    root = Path(tempfile.mkdtemp(prefix="oopav-bench-realtests-"))
+    server = EmbeddedServer(root / "nats", write_info=False)
+    settings = Settings(data_dir=root / "data", nats_url=server.start())
+    repo = example_repo(root)
+    body = json.loads((EXAMPLE / "task.json").read_text())
+    body["repo"] = str(repo)
+    # The example's tests in a project environment with pytest: this interpreter's (a uv
+    # build would need the package index; the sessions run the same either way).
+    body["environment"] = {"python": sys.executable}
+    body["policy"] = {"lint": False}
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load "
+        f"{os.getloadavg()[0]:.1f}; example task with `{' '.join(body['test_command'])}`; "
+        f"{args.sessions} sessions with baseline reuse, {args.baseline_sessions} with "
+        "fresh baselines (same process)"
+    )
+    out: dict[str, dict[str, float]] = {}
+    try:
+        async with open_bus(settings, name="bench-realtests") as bus:
+            stop, ready = asyncio.Event(), asyncio.Event()
+            handlers = asyncio.create_task(
+                run_handlers(
+                    bus,
+                    stop,
+                    ports=Ports(settings=settings),
+                    ready=ready,
+                    cleanup=True,
+                    signals=False,
+                    concurrency=args.concurrency or None,
+                )
+            )
+            await ready.wait()
+            await asyncio.sleep(0.3)
+            # The same-run baseline first: its sessions also leave the cache warm... which
+            # is why the reuse batch starts from an empty cache (deleted in between).
+            out["fresh"] = await real_tests_batch(bus, body, args.baseline_sessions, True)
+            import shutil
+
+            shutil.rmtree(settings.data_dir / "cache", ignore_errors=True)
+            out["reuse"] = await real_tests_batch(bus, body, args.sessions, False)
+            stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(handlers, 60)
+    finally:
+        server.stop()
+        import shutil
+
+        shutil.rmtree(root, ignore_errors=True)
+    for name, r in out.items():
+        print(
+            f"{name:6} {int(r['n']):4d} sessions  {r['sessions_per_s']:5.2f} sessions/s  "
+            f"p50 {r['p50']:6.1f} s  p95 {r['p95']:6.1f} s  baseline reused {int(r['reused'])}"
+        )
+    rate = out["reuse"]["sessions_per_s"]
+    ratio = rate / out["fresh"]["sessions_per_s"]
+    print(f"reuse / fresh sessions/s: {ratio:.2f}x")
+    print(
+        f"target sessions/s >= 5 with baseline reuse: {rate:.2f} -> "
+        f"{'PASS' if rate >= 5 else 'MISS'}; p95 submit->done {out['reuse']['p95']:.1f} s"
+    )
+
+
 def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
@@ -317,6 +479,12 @@ async def main() -> None:
         "sessions in one `oopav up`-style process (issue 14: 1000, ratio <= 1.5x)",
     )
     ap.add_argument("--memory-first", type=int, default=100)
+    ap.add_argument(
+        "--real-tests",
+        action="store_true",
+        help="issue 28: sessions of the example with its real test command, baseline reuse",
+    )
+    ap.add_argument("--baseline-sessions", type=int, default=40)
     ap.add_argument("--memory-child", nargs=2, type=int, help=argparse.SUPPRESS)
     ap.add_argument(
         "--quick", action="store_true", help="with --memory: 10 then 20 sessions, one run"
@@ -326,6 +494,11 @@ async def main() -> None:
         args.memory, args.memory_first = 20, 10
         if "--runs" not in sys.argv:
             args.runs = 1
+    if args.real_tests:
+        if args.quick:
+            args.sessions, args.baseline_sessions = 4, 2
+        await real_tests(args)
+        return
     if args.memory_child:
         import json
 

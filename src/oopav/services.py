@@ -508,6 +508,8 @@ def describe_event(e: Event) -> str:
             return f"round {e.round} ({e.trigger}): {found}/{len(e.items)} found" + (
                 "" if e.tests is None else f", tests {'pass' if e.tests.passed else 'fail'}"
             )
+        case ev.BaselineReused():
+            return f"from {e.from_session[:13]} ({e.saved_ms / 1000:.1f}s saved) tree={e.tree[:8]}"
         case ev.WorkspaceRolledBack():
             return f"{len(e.actions)} action(s) undone: {e.reason[:70]}"
         case ev.ReplanScored():

@@ -86,3 +86,15 @@ def test_verdict_is_taken_on_the_median_not_the_best_run(
     assert summary.missed == ["ratio", "latency"]  # one lucky run of three is not a pass
     assert "(2.00-3.00)" in out and "target >= 2.50x  MISS" in out
     assert "target <= 50.00 ms  MISS" in out
+
+
+def test_learner_bench_quick_reports_landing_and_flatness() -> None:
+    out = run_quick("learner.py")
+    assert re.search(r"^target a new session lands <= 1 s: .* -> (PASS|MISS)$", out, re.M), out
+    assert re.search(r"^target learner CPU/session flat .* -> (PASS|MISS)$", out, re.M), out
+
+
+def test_real_tests_load_bench_quick_reuses_the_baseline() -> None:
+    out = run_quick("load.py", "--real-tests", timeout=600)
+    assert re.search(r"^reuse\s+4 sessions .* baseline reused 3$", out, re.M), out
+    assert re.search(r"^target sessions/s >= 5 with baseline reuse: .* -> (PASS|MISS);", out, re.M)

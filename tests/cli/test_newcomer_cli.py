@@ -25,6 +25,7 @@ DEAD = "nats://127.0.0.1:1"
 
 
 def leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    cli_module.register_all()  # commands load on demand (OopavGroup)
     out = []
     for name, cmd in group.commands.items():
         if isinstance(cmd, click.Group):
@@ -274,3 +275,22 @@ def test_a_budget_that_is_not_a_number_is_a_usage_error(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "iterations must be a number, got 'abc'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_every_command_loads_on_demand_from_the_module_the_table_names() -> None:
+    """``COMMAND_MODULES`` (which module registers a command, so that `oopav synth` imports
+    only what it needs) matches what the modules really register."""
+    import importlib
+
+    for module in cli_module.GROUP_MODULES:
+        group = click.Group("probe")
+        if module == "bus":
+            importlib.import_module("oopav.cli.serve").register(group)
+            before = set(group.commands)
+        else:
+            before = set()
+        importlib.import_module(f"oopav.cli.{module}").register(group)
+        for name in set(group.commands) - before:
+            assert cli_module.COMMAND_MODULES.get(name) == module, (name, module)
+    cli_module.register_all()
+    assert set(cli.commands) == set(cli_module.COMMAND_MODULES)

@@ -46,6 +46,15 @@ FIELDS: dict[type[ev.Event], dict[str, Any]] = {
     },
     ev.TaskRejected: {"error": "bad", "field": "repo", "code": "not_found", "excerpt": "{}"},
     ev.WorkspacePrepared: {"path": "/w", "base_commit": "abc", "branch": "oopav/x"},
+    ev.BaselineReused: {
+        "key": "k" * 40,
+        "from_session": "s0",
+        "from_event": "e0",
+        "tree": "t" * 40,
+        "environment": "v" * 32,
+        "command": ["python", "-m", "pytest"],
+        "saved_ms": 1500.0,
+    },
     ev.ObservationRecorded: {
         "phase": "change",
         "files_total": 3,

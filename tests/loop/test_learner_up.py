@@ -28,10 +28,9 @@ async def test_up_runs_the_learner_and_a_completed_session_lands_in_the_datasets
             await asyncio.sleep(0.05)
     sft = json.loads(manifest.read_text())
     assert [s["session_id"] for s in sft["sessions"]] == [sid]
-    records = [
-        json.loads(line)
-        for line in (data_dir / "datasets" / "sft" / "sft-00000.jsonl").read_text().splitlines()
-    ]
+    from oopav.trainer.datasets import read_records
+
+    records = read_records(data_dir / "datasets" / "sft")
     # The planner's answer and the actor's two (the rename and the finish), as sent and answered.
     assert sorted(r["role"] for r in records) == ["actor", "actor", "planner"]
     assert all(r["session_id"] == sid and r["outcome"] == "success" for r in records)

@@ -406,7 +406,9 @@ async def test_an_interrupted_session_replays(nats_url: str, repo: Path) -> None
 
     slow = ["python", "-c", "import time; time.sleep(5)"]
     async with loop(nats_url, {"planner": [plan_answer()]}) as bus:
-        sid = await start(bus, task(repo, test_command=slow))
+        # fresh_baseline: the same tree was measured before (an earlier run of this test),
+        # and this test needs the baseline in flight.
+        sid = await start(bus, task(repo, test_command=slow, policy={"fresh_baseline": True}))
         await wait_for(bus, sid, "task_submitted")
         await asyncio.sleep(1.5)  # the observer is preparing the workspace / baseline now
         # What `oopav run` writes on Ctrl-C, while the observer's work is in flight.

@@ -163,6 +163,13 @@ async def test_export_from_the_stream_is_byte_for_byte(nc, tmp_path: Path) -> No
     assert [s["session_id"] for s in m2.sessions] == [S2]
 
 
+def _shard_bytes(directory: Path) -> bytes:
+    """A dataset's JSONL shards concatenated in its manifest's order."""
+    return b"".join(
+        (directory / shard["path"]).read_bytes() for shard in read_manifest(directory)["shards"]
+    )
+
+
 async def _until(pred, timeout: float = 20.0) -> None:
     await until(pred, timeout, interval=0.05, what="timed out")
 
@@ -187,19 +194,29 @@ async def test_learner_catches_up_follows_and_rebuilds_after_deletion(nc, tmp_pa
                 and read_manifest(root / "sft")["count"] == 6
             )
         )
-    # The learner's dataset is the bytes `oopav export` writes from the same stream.
-    await export(EventStore(nc), "sft", tmp_path / "exp", Filters())
-    assert (root / "sft" / "sft-00000.jsonl").read_bytes() == (
-        tmp_path / "exp" / "sft-00000.jsonl"
-    ).read_bytes()
-    before = (root / "grpo" / "grpo-00000.jsonl").read_bytes()
+    # The learner appended each session as a shard (no rebuild after the start) and its
+    # dataset is the bytes `oopav export` writes from the same stream: the same records in the
+    # same order, the same content hash, only other shard boundaries.
+    assert learner.appends >= 1 and learner.rebuilds == 1
+    exported = await export(EventStore(nc), "sft", tmp_path / "exp", Filters())
+    learned = read_manifest(root / "sft")
+    assert _shard_bytes(root / "sft") == (tmp_path / "exp" / "sft-00000.jsonl").read_bytes()
+    assert learned["content_hash"] == exported.content_hash
+    assert learned["sessions"] == exported.sessions and learned["count"] == exported.count
+    before = _shard_bytes(root / "grpo")
     assert len(before.splitlines()) == 2
     # Delete the projection: a new learner reads the stream again from its start.
     shutil.rmtree(root)
     learner = Learner(nc, root, rebuild_every=0.05)
     async with in_background(learner, 10):
         await _until(lambda: learner.sessions_seen == 2)
+    assert _shard_bytes(root / "grpo") == before
+    # A restart compacts: rebuilt from the stored sessions in the export's own layout.
+    learner = Learner(nc, root, rebuild_every=0.05)
+    async with in_background(learner, 10):
+        await _until(lambda: learner.rebuilds == 1)
     assert (root / "grpo" / "grpo-00000.jsonl").read_bytes() == before
+    assert [s["path"] for s in read_manifest(root / "grpo")["shards"]] == ["grpo-00000.jsonl"]
     assert json.loads((root / "sft" / "manifest.json").read_text())["count"] == 6
 
 
@@ -319,3 +336,36 @@ def test_a_recipe_with_no_data_is_told_what_to_set() -> None:
     for read in (read_manifest, read_records):
         with pytest.raises(ValueError, match="set `tasks` or `dataset`"):
             read(None)
+
+
+def test_appending_gives_the_records_and_hash_of_a_full_rebuild(tmp_path: Path) -> None:
+    from oopav.trainer.datasets import append_dataset, can_append, load_append_state
+
+    def recs(sid: str, offset: int, **kw: object) -> object:
+        numbered_events = [(seq + offset, e) for seq, e in numbered(session(sid, **kw))]
+        return session_records(numbered_events, Filters())
+
+    s1, s2, s3 = recs(S1, 0), recs(S2, 100), recs(S3, 200, instruction="Rename get to get_page")
+    for fmt in ("sft", "srl", "grpo"):
+        full = write_dataset(tmp_path / "full" / fmt, fmt, [s1, s2, s3], Filters())
+        write_dataset(tmp_path / "app" / fmt, fmt, [s1], Filters(), parquet=False)
+        state = load_append_state(tmp_path / "app" / fmt, Filters())
+        assert state is not None and can_append(state, [s2])
+        append_dataset(tmp_path / "app" / fmt, fmt, [s2], state)
+        append_dataset(tmp_path / "app" / fmt, fmt, [s3, s2], state)  # s2 again: skipped
+        manifest = read_manifest(tmp_path / "app" / fmt)
+        assert read_records(tmp_path / "app" / fmt) == read_records(tmp_path / "full" / fmt)
+        assert manifest["content_hash"] == full.content_hash
+        assert manifest["count"] == full.count and manifest["duplicates"] == full.duplicates
+        assert manifest["sessions"] == full.to_json()["sessions"]
+        # The manifest's bytes are json.dumps' (its sessions serialised once, then joined).
+        assert (tmp_path / "app" / fmt / "manifest.json").read_bytes() == json.dumps(
+            manifest, sort_keys=True, indent=1
+        ).encode() + b"\n"
+        # The state read back from the files is the one kept in memory.
+        again = load_append_state(tmp_path / "app" / fmt, Filters())
+        assert again is not None and again.seen == state.seen
+        assert again.digest.hexdigest() == full.content_hash
+    # An older session than the last one appended cannot be appended: a rebuild is needed.
+    assert not can_append(again, [recs(derive_id("old", "t", 0), -50)])
+    assert load_append_state(tmp_path / "app" / "sft", Filters(successful_only=True)) is None

@@ -21,6 +21,7 @@ EMITS: dict[str, tuple[str, ...]] = {
     # The decision core (docs/loop.md): evidence, rollbacks, questions to a person, candidates.
     "observer": (
         "workspace_prepared",
+        "baseline_reused",
         "observation_recorded",
         "replan_triggered",
         "evidence_gathered",

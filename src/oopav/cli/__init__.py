@@ -4,7 +4,7 @@ subcommand) and the registration of every command group.
 Every command lives in this package, one module per group (``serve``: up/run/handler,
 ``tasks``: submit/apply/answer, ``sessions``: sessions/show/replay, ``bus``: streams/dlq/events/
 ops, ``sandbox``, ``models``, ``synth``, ``train``, ``guidance``, ``decision``, ``tui``, ``doctor``,
-``gc``, ``diff``, ``archive``: session export/import); it is the only package that imports click. A command parses its options, calls the
+``gc``); it is the only package that imports click. A command parses its options, calls the
 domain packages and prints."""
 
 from __future__ import annotations
@@ -81,10 +81,27 @@ def hoist_global_options(args: list[str]) -> list[str]:
 
 
 class OopavGroup(click.Group):
+    """Loads a command's module when the command is asked for (``oopav synth`` imports
+    ``cli.synth`` and what it needs, not the bus, the sandbox or the services: start-up time,
+    issue 28); listing the commands (``--help``) loads them all."""
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if ctx.parent is None:
             args = hoist_global_options(list(args))
         return super().parse_args(ctx, args)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            module = COMMAND_MODULES.get(cmd_name)
+            if module is not None:
+                _load(module)
+            else:
+                register_all()  # unknown: let click say so, with every command known
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        register_all()
+        return super().list_commands(ctx)
 
 
 @contextlib.contextmanager
@@ -198,53 +215,69 @@ def cli(
     ctx.with_resource(_environ(ctx.obj.environment()))
 
 
-def _register() -> None:
-    # One module per command group, all in this package; keep imports here cheap (no torch,
-    # no vllm: those load inside the commands that need them).
-    from oopav.cli import (
-        archive,
-        bus,
-        decision,
-        diff,
-        doctor,
-        fsck,
-        gc,
-        guidance,
-        models,
-        sandbox,
-        serve,
-        sessions,
-        synth,
-        tasks,
-        train,
-        tui,
-        validate,
-    )
-
-    for group in (
-        serve,
-        tasks,
-        sessions,
-        bus,
-        sandbox,
-        models,
-        tui,
-        doctor,
-        gc,
-        synth,
-        validate,
-        diff,
-        archive,
-    ):
-        group.register(cli)
-    guidance.register(cli)
-    decision.register(cli)
-    train.register(cli)
-    fsck.register(cli)
+# The command groups, in registration order, and the module that registers each command
+# (tests/cli/test_newcomer_cli.py checks this table against what the modules register).
+GROUP_MODULES: tuple[str, ...] = (
+    "serve",
+    "tasks",
+    "sessions",
+    "bus",
+    "sandbox",
+    "models",
+    "tui",
+    "doctor",
+    "gc",
+    "synth",
+    "guidance",
+    "decision",
+    "train",
+    "validate",
+    "fsck",
+    "diff",
+    "archive",
+)
+COMMAND_MODULES: dict[str, str] = {
+    **dict.fromkeys(("up", "handler", "streams", "events"), "serve"),
+    **dict.fromkeys(("run", "submit", "resume"), "tasks"),
+    **dict.fromkeys(("sessions", "show", "replay", "dlq"), "sessions"),
+    **dict.fromkeys(("cluster", "ops", "status"), "bus"),
+    **dict.fromkeys(("sandbox", "apply", "grant", "deny"), "sandbox"),
+    **dict.fromkeys(("models", "schema"), "models"),
+    "tui": "tui",
+    "doctor": "doctor",
+    "gc": "gc",
+    "synth": "synth",
+    "guidance": "guidance",
+    "answer": "decision",
+    **dict.fromkeys(("train", "export", "runs", "eval", "tasks"), "train"),
+    "validate": "validate",
+    "fsck": "fsck",
+    "diff": "diff",
+    "session": "archive",
+}
+_loaded: set[str] = set()
 
 
-_register()
+def _load(module: str) -> None:
+    """Register one group module's commands (``bus`` adds ``streams create`` to ``serve``'s
+    ``streams``, so the two load together, serve first). Keep the modules' own imports cheap
+    (no torch, no vllm: those load inside the commands that need them)."""
+    import importlib
+
+    for name in ("serve", "bus") if module in ("serve", "bus") else (module,):
+        if name not in _loaded:
+            _loaded.add(name)
+            importlib.import_module(f"oopav.cli.{name}").register(cli)
+
+
+def register_all() -> None:
+    for module in GROUP_MODULES:
+        _load(module)
 
 
 def main() -> None:
     cli(prog_name="oopav")
+
+
+if __name__ == "__main__":
+    main()

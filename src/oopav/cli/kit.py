@@ -46,7 +46,6 @@ class Ctx:
         log_level: str | None,
         verbose: bool = False,
     ) -> None:
-        from oopav.config import Settings
         from oopav.logging import configure
 
         self.log_level = log_level
@@ -57,17 +56,32 @@ class Ctx:
             kwargs["nats_url"] = nats_url
         if data_dir:
             kwargs["data_dir"] = data_dir.expanduser().resolve()
-        self.settings = Settings(**kwargs)
+        self._settings_kwargs = kwargs
+        self._settings: Any = None
         # TLS files and credentials, by their OOPAV_* names: every process this command
         # starts (handlers, the sandbox) and every connection it opens reads them from there.
         self.connection: dict[str, str | None] = {}
 
+    @property
+    def settings(self) -> Any:
+        """The command's ``Settings``, built on first use: a command that needs none (``oopav
+        synth``) starts without pydantic and platformdirs (issue 28: start-up time)."""
+        if self._settings is None:
+            from oopav.config import Settings
+
+            self._settings = Settings(**self._settings_kwargs)
+        return self._settings
+
     def environment(self) -> dict[str, str]:
         """The global options as OOPAV_* variables: code that builds its own ``Settings()``
-        (sandbox, replay, model backends) sees the same choices as the command."""
-        env = {"OOPAV_DATA_DIR": str(self.settings.data_dir)}
-        if self.settings.nats_url:
-            env["OOPAV_NATS_URL"] = self.settings.nats_url
+        (sandbox, replay, model backends) sees the same choices as the command. Only what was
+        given: a value from the environment (or the default data directory) is seen there
+        already."""
+        env: dict[str, str] = {}
+        if "data_dir" in self._settings_kwargs:
+            env["OOPAV_DATA_DIR"] = str(self._settings_kwargs["data_dir"])
+        if "nats_url" in self._settings_kwargs:
+            env["OOPAV_NATS_URL"] = self._settings_kwargs["nats_url"]
         if self.log_level:
             env["OOPAV_LOG_LEVEL"] = self.log_level
         for name, value in self.connection.items():

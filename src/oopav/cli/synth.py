@@ -8,9 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
-
-from oopav.config import yaml_error
 
 EXIT_NO_RULE = 3
 
@@ -20,6 +17,10 @@ def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     mapping with ``examples`` (and optionally ``language``). ``before_file`` / ``after_file``
     name files relative to the examples file. ``{before, negative: true}`` (or an ``after``
     equal to ``before``) is a negative: code the rule must leave unchanged."""
+    import yaml  # here, not at the top: `oopav synth` starts in fewer imports (issue 28)
+
+    from oopav.config import yaml_error
+
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:

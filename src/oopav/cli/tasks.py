@@ -35,6 +35,12 @@ if TYPE_CHECKING:
     "--timeout", type=float, default=600.0, show_default=True, help="With --wait: seconds to wait."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option(
+    "--fresh-baseline",
+    is_flag=True,
+    help="Measure the baseline even when this tree, environment and test command were "
+    "measured before (policy fresh_baseline; default: reuse it, `baseline_reused`).",
+)
 @pass_ctx
 @run_async
 async def submit(
@@ -51,6 +57,7 @@ async def submit(
     wait: bool,
     timeout: float,
     as_json: bool,
+    fresh_baseline: bool,
 ) -> None:
     """Submit a task to the intake handler and print the session id it created.
 
@@ -60,6 +67,8 @@ async def submit(
 
     body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
     body = _environment(body, env, env_var, task_file)
+    if fresh_baseline:
+        body.setdefault("policy", {})["fresh_baseline"] = True
     async with open_bus(c.settings, name="oopav-submit") as bus:
         reply = await submit_task(bus, body)
         if "error" in reply:
@@ -106,6 +115,12 @@ async def submit(
     metavar="SCOPE",
     help="Allow a capability up front, e.g. 'exec:make test' (for runs without a terminal).",
 )
+@click.option(
+    "--fresh-baseline",
+    is_flag=True,
+    help="Measure the baseline even when this tree, environment and test command were "
+    "measured before (policy fresh_baseline; default: reuse it, `baseline_reused`).",
+)
 @pass_ctx
 @run_async
 async def run(
@@ -124,6 +139,7 @@ async def run(
     as_json: bool,
     quiet: bool,
     keep: bool,
+    fresh_baseline: bool,
 ) -> None:
     """Run one task end to end: the embedded NATS server (unless --nats-url), every handler in
     this process, the task; shows progress and prints the outcome and the diff.
@@ -144,6 +160,8 @@ async def run(
 
     body = _submission(task_file, instruction, repo, mission, model, test_command, budget)
     body = _environment(body, env, env_var, task_file)
+    if fresh_baseline:
+        body.setdefault("policy", {})["fresh_baseline"] = True
     if allow:
         policy = body.setdefault("policy", {})
         policy["allow"] = [*policy.get("allow", []), *allow]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from oopav.projections.session import SessionState
 
@@ -34,6 +34,18 @@ class TestPolicy(BaseModel):
     required_complexity: int = Field(7, ge=1, le=10)
     required_files: int = Field(2, ge=0)
     detect: bool = Field(True, description="detect a test command when the task gives none")
+    split: Literal["auto", "always"] = Field(
+        "auto",
+        description="affected_first: split into two runs only when it can pay (auto: at most "
+        "half the test files affected and the rest's own time at baseline above a start-up), "
+        "or whenever some test files are not affected (always)",
+    )
+    scope: Literal["affected_first", "full", "affected"] = Field(
+        "affected_first",
+        description="after a change: the tests that import the changed files first (fail fast), "
+        "then the rest of the suite (affected_first); only those (affected); or the whole "
+        "command at once (full). `tests: affected` is short for {scope: affected}",
+    )
 
 
 class ReplanPolicy(BaseModel):
@@ -59,10 +71,22 @@ class LoopPolicy(BaseModel):
     tests_per_action: bool | None = Field(
         None, description="run the tests after every file change (default: when risk is red)"
     )
+    fresh_baseline: bool = Field(
+        False,
+        description="measure the baseline even when the same tree, environment and command "
+        "were measured before (default: reuse it, `baseline_reused`)",
+    )
     evidence_rounds: int = Field(2, ge=1, le=10, description="red: rounds before escalating")
     human_deadline_s: float = Field(3600.0, gt=0, le=7 * 24 * 3600)
     replans: ReplanPolicy = Field(default_factory=ReplanPolicy)
     tests: TestPolicy = Field(default_factory=TestPolicy)
+
+    @field_validator("tests", mode="before")
+    @classmethod
+    def _tests_scope(cls, value: Any) -> Any:
+        # `tests: affected` (or full, affected_first): the scope alone.
+        return {"scope": value} if isinstance(value, str) else value
+
     compile_command: list[str] | None = None
     format: list[str] | None = Field(
         None,

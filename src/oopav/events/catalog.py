@@ -118,6 +118,9 @@ class TestReport(msgspec.Struct, kw_only=True, frozen=True):
     errors: list[str] = msgspec.field(default_factory=list)
     truncated: bool = False
     skipped_ids: list[str] = msgspec.field(default_factory=list)
+    # The test session's own time (junit <testsuite time>: collection and the tests), without
+    # the interpreter's and the runner's start-up: what running fewer test files can save.
+    time_s: float = 0.0
 
 
 class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
@@ -144,6 +147,9 @@ class ExecRecord(msgspec.Struct, kw_only=True, frozen=True):
     # What a command action changed in the workspace (a binary git patch), recorded so replay,
     # which serves the record without running the command, re-applies the same change.
     patch: str = ""
+    # Not run again: the verdict of an identical run (same tree content, environment and
+    # argv) is reused, "<session id>/<key>" of the run that measured it (issue 28).
+    reused_from: str | None = None
 
 
 class TestRun(msgspec.Struct, kw_only=True, frozen=True):
@@ -255,6 +261,23 @@ class ObservationRecorded(Event, tag="observation_recorded", frozen=True):
     reasons: list[str] = msgspec.field(default_factory=list)
     source_event: str | None = None
     execs: list[ExecRecord] = msgspec.field(default_factory=list)
+
+
+class BaselineReused(Event, tag="baseline_reused", frozen=True):
+    """The baseline was not measured again: an earlier session measured the same starting tree
+    (content hash), in the same project environment (hash), with the same commands, and its
+    verdict (tests with per-test results, the environment probe, stubs and parse errors) is
+    reused. The ``observation_recorded`` that follows carries that verdict, so nothing
+    downstream changes; replay serves this event back instead of looking at the cache."""
+
+    key: str
+    from_session: str
+    from_event: str = ""
+    tree: str = ""
+    environment: str = ""
+    command: list[str] = msgspec.field(default_factory=list)
+    saved_ms: float = 0.0
+    """What measuring it again would have cost (the original runs' durations)."""
 
 
 class OrientReported(Event, tag="orient_reported", frozen=True):
@@ -610,6 +633,7 @@ SESSION_EVENTS: tuple[type[Event], ...] = (
     WorkspacePrepared,
     ObservationRecorded,
     OrientReported,
+    BaselineReused,
     PlanProposed,
     ModelCalled,
     ActionProposed,

@@ -3,9 +3,18 @@
 A durable consumer of ``session_completed`` (it starts at the beginning of the stream, then
 follows). For each finished session it reads the session's events, turns them into SFT, SRL and
 GRPO records (:mod:`oopav.trainer.datasets`) and stores them under
-``<data dir>/datasets/sessions/<session id>.json``; the datasets ``<data dir>/datasets/<format>/``
-(JSONL/Parquet shards + manifest) are rebuilt from those files a moment later, in stream order,
-so they are the same bytes ``oopav export`` would write from the same stream.
+``<data dir>/datasets/sessions/<session id>.json``.
+
+The datasets ``<data dir>/datasets/<format>/`` (JSONL/Parquet shards + manifest) are rebuilt
+from those files once when the learner starts (in a child process), in stream order, so they
+are the bytes ``oopav export`` would write from the same stream. After that, new sessions are
+**appended** (issue 28 §4): a moment after they arrive (``append_delay``), their records become
+one new JSONL shard per format and the manifest is rewritten — work proportional to the new
+sessions, never to the history. The records, their order and the manifest's ``content_hash``
+stay exactly those of a full rebuild (``oopav export`` still rebuilds byte-identical
+shards on demand); only the shard boundaries differ. A session that arrives out of completion
+order (a redelivery), other filters, or more than ``MAX_APPENDED_SHARDS`` shards make the next
+flush a full rebuild again (the compaction).
 
 Everything it writes is a projection (invariant 1): delete ``<data dir>/datasets`` and the next
 start drops the durable consumer, so the learner reads the stream again from its start.
@@ -31,10 +40,14 @@ from oopav.events.catalog import Event
 from oopav.logging import get_logger
 from oopav.trainer.datasets import (
     FORMATS,
+    AppendState,
     Filters,
     SessionRecords,
     SessionSource,
     _atomic_write,
+    append_dataset,
+    can_append,
+    load_append_state,
     write_dataset,
 )
 from oopav.trainer.stream import COMPLETED_SUBJECT, records_of
@@ -44,6 +57,8 @@ log = get_logger("oopav.learner")
 
 # A rebuild that takes longer than this is stopped (and tried again at the next change).
 REBUILD_TIMEOUT = 600.0
+# More shards than this in a dataset (one per flush): the next flush compacts (full rebuild).
+MAX_APPENDED_SHARDS = 512
 
 
 class RebuildFailed(RuntimeError):
@@ -66,6 +81,7 @@ class Learner:
         options: ConsumerOptions | None = None,
         parquet: bool = True,
         out_of_process: bool = True,
+        append_delay: float = 0.1,
     ) -> None:
         self.nc = nc
         self.out_of_process = out_of_process
@@ -80,7 +96,13 @@ class Learner:
         )
         self.sessions_seen = 0
         self.rebuilds = 0
+        self.appends = 0
+        self.append_delay = append_delay
         self._dirty = False
+        self._full = False  # the next flush rebuilds everything
+        self._pending: dict[str, SessionRecords] = {}
+        self._states: dict[str, AppendState] | None = None
+        self._wake = asyncio.Event()
 
     @property
     def sessions_dir(self) -> Path:
@@ -91,6 +113,7 @@ class Learner:
         # What a previous run stored, before following the stream; in a thread, as under
         # `oopav up` the other handlers share this event loop.
         await self._rebuild()
+        await self._load_states()
         flusher = asyncio.create_task(self._flush_loop())
         try:
             await self.consumer.run()
@@ -99,7 +122,7 @@ class Learner:
             with contextlib.suppress(asyncio.CancelledError):
                 await flusher
             if self._dirty:
-                await self._rebuild()
+                await self._flush()
 
     def stop(self) -> None:
         self.consumer.stop()
@@ -123,6 +146,7 @@ class Learner:
                 path.unlink()
             return
         data = {"source": recs.source.to_json(), "records": recs.records}
+        self._pending[sid] = SessionRecords(recs.source, recs.records)
         await asyncio.to_thread(
             _atomic_write,
             path,
@@ -130,6 +154,7 @@ class Learner:
         )
         self.sessions_seen += 1
         self._dirty = True
+        self._wake.set()
         log.info(
             "session_learned",
             session_id=sid,
@@ -140,16 +165,61 @@ class Learner:
 
     async def _flush_loop(self) -> None:
         while True:
-            # A rebuild reads every session file, so it costs more as sessions accumulate:
-            # never more than a fifth of the time on it, however many there are.
-            await asyncio.sleep(max(self.rebuild_every, 4 * self.last_rebuild_s))
+            await self._wake.wait()
+            # A moment for the sessions completing together to share one shard.
+            await asyncio.sleep(self.append_delay)
+            self._wake.clear()
             if self._dirty:
-                self._dirty = False
                 try:
-                    await self._rebuild()
+                    await self._flush()
                 except asyncio.CancelledError:
-                    self._dirty = True  # stopped mid-rebuild: the final one in run() redoes it
+                    self._dirty = True  # stopped mid-flush: the final one in run() redoes it
                     raise
+
+    async def _flush(self) -> None:
+        """Append the pending sessions, or rebuild everything when appending would not give
+        what a rebuild gives (see the module docstring)."""
+        self._dirty = False
+        pending, self._pending = self._pending, {}
+        states = self._states
+        too_many = states is not None and any(
+            len(st.manifest["shards"]) >= MAX_APPENDED_SHARDS for st in states.values()
+        )
+        if (
+            self._full
+            or states is None
+            or too_many
+            or not all(can_append(states.get(f), pending.values()) for f in FORMATS)
+        ):
+            self._full = False
+            await self._rebuild()
+            await self._load_states()
+            return
+        try:
+            await asyncio.to_thread(self._append, states, list(pending.values()))
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("learner_append_failed", handler=NAME, error=str(exc))
+            self._states = None  # the next flush rebuilds
+            self._full = True
+            self._dirty = True
+            self._wake.set()
+
+    def _append(self, states: dict[str, AppendState], sessions: list[SessionRecords]) -> None:
+        for fmt in FORMATS:
+            append_dataset(self.root / fmt, fmt, sessions, states[fmt])
+        self.appends += 1
+
+    async def _load_states(self) -> None:
+        def load() -> dict[str, AppendState] | None:
+            out: dict[str, AppendState] = {}
+            for fmt in FORMATS:
+                st = load_append_state(self.root / fmt, self.filters)
+                if st is None:
+                    return None
+                out[fmt] = st
+            return out
+
+        self._states = await asyncio.to_thread(load)
 
     async def _rebuild(self) -> None:
         """``rebuild`` in a child process when ``out_of_process`` (the default): the whole

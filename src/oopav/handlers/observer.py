@@ -167,6 +167,67 @@ class Observer:
     async def _observe_baseline(
         self, cause: Event, state: SessionState, out: Emitter, round_: int
     ) -> None:
+        """The first baseline is reused when the same tree, environment and command were
+        measured before (``baseline_reused``; handlers/support/baseline_cache.py), unless the
+        policy says ``fresh_baseline``; later rounds always measure."""
+        cache = out.ports.baselines
+        task = state.task or cause
+        if round_ != 0 or cache is None or state.workspace is None:
+            await self._measure_baseline(cause, state, out, round_)
+            return
+        root = Path(state.workspace.path)
+        argv = list(getattr(task, "test_command", None) or [])
+        budgets = getattr(task, "budgets", None)  # the task, or the cause standing in for it
+        timeout_s = min(300.0, budgets.wall_seconds_per_phase if budgets is not None else 300.0)
+        async with cache.claim(
+            state.session_id,
+            root,
+            task,
+            argv,
+            timeout_s=timeout_s,
+            fresh=decision_policy(state).fresh_baseline,
+            deadline_s=timeout_s + 120.0,
+        ) as claim:
+            if claim.hit is not None:
+                self._reuse_baseline(cause, out, claim)
+                return
+            observed, stop = await self._measure_baseline(cause, state, out, round_)
+            if stop is None and observed is not None:
+                claim.store(state.session_id, observed)
+
+    def _reuse_baseline(self, cause: Event, out: Emitter, claim) -> None:  # type: ignore[no-untyped-def]
+        hit, key = claim.hit, claim.key
+        out.emit(
+            ev.BaselineReused,
+            key=key.key,
+            from_session=hit.session_id,
+            from_event=hit.event_id,
+            tree=key.tree,
+            environment=key.environment,
+            command=list(key.command),
+            saved_ms=hit.measured_ms,
+        )
+        tests = hit.tests
+        decision = decide_observer_action(
+            ObserverFacts(phase="baseline", tests_before=tests.passed if tests else None)
+        )
+        out.emit(
+            ev.ObservationRecorded,
+            phase="baseline",
+            files_total=hit.files_total,
+            parse_errors=list(hit.parse_errors),
+            stubs=list(hit.stubs),
+            tests=tests,
+            languages=dict(hit.languages),
+            observer_action=decision.action,
+            reasons=[*decision.reasons, f"baseline reused from session {hit.session_id}"],
+            source_event=cause.id,
+            execs=list(hit.execs),
+        )
+
+    async def _measure_baseline(
+        self, cause: Event, state: SessionState, out: Emitter, round_: int
+    ) -> tuple[ev.ObservationRecorded | None, str | None]:
         ports = out.ports
         root = workspace_path(state)
         stubs, parse_errors, languages, total = await asyncio.to_thread(scan_tree, root)
@@ -204,7 +265,7 @@ class Observer:
         decision = decide_observer_action(
             ObserverFacts(phase="baseline", tests_before=tests.passed if tests else None)
         )
-        out.emit(
+        observed = out.emit(
             ev.ObservationRecorded,
             phase="baseline",
             files_total=total,
@@ -219,6 +280,7 @@ class Observer:
         )
         if stop is not None:
             await complete(out, state, "failed", stop, reason="environment")
+        return observed, stop
 
     async def _more_evidence(
         self, event: ev.OrientReported, state: SessionState, out: Emitter
@@ -291,15 +353,19 @@ class Observer:
     ) -> tuple[TestRun, ev.ExecRecord]:
         task = state.task
         assert task is not None
-        rec = await out.ports.sandbox.run(
+        from oopav.handlers.support.baseline_cache import run_tests
+
+        rec = await run_tests(
+            out.ports,
+            state,
             argv,
-            workspace=root,
-            session_id=state.session_id,
+            root=root,
             key=exec_key(cause.id, purpose, argv),
             purpose=purpose,
             timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),
-            environment=environment_spec(task),
+            report=True,  # per-test results, and the tests gate on the same tree reuses it
         )
+        assert rec is not None  # run_tests returns None only when asked to peek
         return (
             TestRun(
                 argv=argv,
@@ -310,6 +376,46 @@ class Observer:
                 duration_ms=rec.duration_ms,
             ),
             rec,
+        )
+
+    async def _run_suite(
+        self,
+        event: Event,
+        state: SessionState,
+        out: Emitter,
+        root: Path,
+        argv: list[str],
+        changed: list[str],
+    ) -> tuple[TestRun, list[ev.ExecRecord]]:
+        """The tests after an action: the affected tests first (a break fails fast), then the
+        rest (handlers/support/affected.py); passed means no test the baseline passed fails."""
+        from oopav.decide.gates import baseline_tests
+        from oopav.handlers.support.affected import run_suite
+
+        task = state.task
+        assert task is not None
+        suite = await run_suite(
+            out.ports,
+            state,
+            argv,
+            root=root,
+            changed=changed,
+            cause_id=event.id,
+            purpose="action_tests",
+            timeout_s=min(300.0, task.budgets.wall_seconds_per_phase),
+            base=baseline_tests(state),
+        )
+        last = suite.records[-1]
+        return (
+            TestRun(
+                argv=argv,
+                exit_code=last.exit_code if last.exit_code is not None else -1,
+                passed=suite.passed,
+                timed_out=any(r.timed_out for r in suite.records),
+                output_tail=(suite.evidence + "\n" + last.stdout_tail + last.stderr_tail)[-2000:],
+                duration_ms=sum(r.duration_ms for r in suite.records),
+            ),
+            suite.records,
         )
 
     async def _after_action(
@@ -350,10 +456,10 @@ class Observer:
             if _tests_per_action(state, policy.tests_per_action) and tests_before is not None:
                 argv = _test_argv(state)
                 if argv:
-                    tests_after, test_rec = await self._run_tests(
-                        event, state, out, root, argv, "action_tests"
+                    tests_after, suite_execs = await self._run_suite(
+                        event, state, out, root, argv, list(event.files_changed)
                     )
-                    execs.append(test_rec)
+                    execs += suite_execs
         decision = decide_observer_action(
             ObserverFacts(
                 phase="change",

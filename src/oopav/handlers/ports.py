@@ -214,11 +214,20 @@ class Ports:
     # Whole requests of recent model calls by event id (a delta's base; disposable: a miss
     # rebuilds it from the stream).
     prompts: dict[str, Any] = field(default_factory=dict)
+    # Baseline reuse (handlers/support/baseline_cache.py): the live cache with the bwrap
+    # sandbox, the recorded reuses in replay, None to measure every baseline.
+    baselines: Any = None
     _models: dict[str, Backend] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.sandbox is None:
             self.sandbox = BwrapSandbox(self.settings)
+        if self.baselines is None and isinstance(self.sandbox, BwrapSandbox):
+            from oopav.handlers.support.baseline_cache import BaselineCache
+
+            self.baselines = BaselineCache(
+                self.settings.data_dir / "cache" / "baselines", self.sandbox
+            )
 
     def model(self, spec: str | None) -> Backend:
         """The backend for a session: its own ``model`` spec, else the default."""

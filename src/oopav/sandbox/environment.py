@@ -616,11 +616,14 @@ def parse_junit(path: Path) -> Any:
     except (ET.ParseError, OSError):
         return None
     total = passed = skipped = 0
+    seconds = 0.0
     failed: list[str] = []
     errors: list[str] = []
     skipped_ids: list[str] = []
     for case in root.iter("testcase"):
         total += 1
+        with contextlib.suppress(TypeError, ValueError):
+            seconds += float(case.get("time") or 0.0)
         cls, name = case.get("classname") or "", case.get("name") or ""
         tid = f"{cls}::{name}" if cls else name
         tags = {child.tag for child in case}
@@ -634,6 +637,13 @@ def parse_junit(path: Path) -> Any:
         else:
             passed += 1
     truncated = len(failed) > MAX_REPORT_IDS or len(errors) > MAX_REPORT_IDS
+    # pytest's <testsuite time>: the session from collection to the last test, without the
+    # interpreter's and pytest's own start (the test cases' sum when it is missing).
+    suites = 0.0
+    for suite in root.iter("testsuite"):
+        with contextlib.suppress(TypeError, ValueError):
+            suites += float(suite.get("time") or 0.0)
+    seconds = suites or seconds
     return TestReport(
         total=total,
         passed=passed,
@@ -642,6 +652,7 @@ def parse_junit(path: Path) -> Any:
         errors=sorted(errors)[:MAX_REPORT_IDS],
         truncated=truncated,
         skipped_ids=sorted(skipped_ids)[:MAX_REPORT_IDS],
+        time_s=round(seconds, 3),
     )
 
 

@@ -272,7 +272,7 @@ def prepare_workspace(
             kind: Literal["worktree", "copy"] = "worktree"
         elif is_repo:
             head = git(repo, "rev-parse", "HEAD").strip()
-            git(repo, "worktree", "add", "--force", "-B", branch, str(path), head)
+            _worktree_add(repo, branch, path, head)
             uncommitted = _snapshot_working_tree(repo, path)
             files = clean.snapshot(path)
             base = head
@@ -342,6 +342,24 @@ def last_workspace(settings: Settings | None = None, repo: Path | None = None) -
                 if theirs == here or here in theirs.parents:
                     return info
     return infos[0]
+
+
+def _worktree_add(repo: Path, branch: str, path: Path, head: str) -> None:
+    """``git worktree add``, tried again when it tripped over another session's worktree being
+    added or removed at the same moment (git reads every worktree's metadata: "failed to read
+    .git/worktrees/<other>/commondir"; seen with 200 sessions on one repository)."""
+    import time
+
+    for attempt in range(4):
+        try:
+            git(repo, "worktree", "add", "--force", "-B", branch, str(path), head)
+            return
+        except WorkspaceError as exc:
+            if attempt == 3 or ".git/worktrees/" not in str(exc):
+                raise
+            shutil.rmtree(path, ignore_errors=True)
+            git(repo, "worktree", "prune", check=False)
+            time.sleep(0.05 * (attempt + 1))
 
 
 def find_workspace(session_id: str, settings: Settings | None = None) -> WorkspaceInfo:

@@ -406,6 +406,140 @@ def write_dataset(
     return manifest
 
 
+# --- appending (issue 28 §4) -----------------------------------------------------------------
+
+
+@dataclass
+class AppendState:
+    """What appending to a dataset needs to know about what it already holds: the record keys
+    (deduplication), the running hash of its shards' bytes in order (the manifest's
+    ``content_hash``, which therefore equals a full rebuild's), the sessions and the last
+    completion sequence. Read once from the files (``load_append_state``), then kept."""
+
+    manifest: dict[str, Any]
+    seen: set[str]
+    digest: Any
+    sessions: set[str]
+    last_completed: int
+    session_texts: list[str] = field(default_factory=list)
+    """Each entry of ``manifest["sessions"]`` as it appears in manifest.json, so that rewriting
+    the manifest after an append does not serialise every session again."""
+
+
+def load_append_state(directory: str | Path, filters: Filters) -> AppendState | None:
+    """The state of a dataset written by ``write_dataset`` or ``append_dataset``; None when
+    there is none, it was built with other filters, or a shard does not match its manifest
+    (the caller rebuilds)."""
+    directory = Path(directory)
+    try:
+        manifest = read_manifest(directory)
+    except (FileNotFoundError, ValueError):
+        return None
+    if manifest.get("filters") != filters.to_json() or manifest.get("version") != DATASET_VERSION:
+        return None
+    digest = hashlib.sha256()
+    seen: set[str] = set()
+    for shard in manifest["shards"]:
+        try:
+            data = (directory / shard["path"]).read_bytes()
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() != shard["sha256"]:
+            return None
+        digest.update(data)
+        for line in data.splitlines():
+            if line:
+                seen.add(json.loads(line)["id"])
+    sessions = {s["session_id"] for s in manifest["sessions"]}
+    last = max((s["completed_seq"] for s in manifest["sessions"]), default=0)
+    texts = [_nested(s, 2) for s in manifest["sessions"]]
+    return AppendState(manifest, seen, digest, sessions, last, texts)
+
+
+def _nested(value: Any, depth: int) -> str:
+    """``value`` as ``json.dumps(..., sort_keys=True, indent=1)`` writes it ``depth`` levels
+    deep inside a document."""
+    return json.dumps(value, sort_keys=True, indent=1).replace("\n", "\n" + " " * depth)
+
+
+def manifest_bytes(manifest: dict[str, Any], session_texts: list[str]) -> bytes:
+    """``json.dumps(manifest, sort_keys=True, indent=1) + "\\n"``, byte for byte, with the
+    sessions taken from their cached texts: the cost of the sessions list is a join."""
+    parts = []
+    for key in sorted(manifest):
+        if key == "sessions":
+            body = "[\n  " + ",\n  ".join(session_texts) + "\n ]" if session_texts else "[]"
+        else:
+            body = _nested(manifest[key], 1)
+        parts.append(f" {json.dumps(key)}: {body}")
+    return ("{\n" + ",\n".join(parts) + "\n}\n").encode()
+
+
+def can_append(state: AppendState | None, sessions: Iterable[SessionRecords]) -> bool:
+    """Appending gives what a rebuild would only when every new session completed after the
+    last one already in the dataset (records are ordered by completion)."""
+    if state is None:
+        return False
+    return all(
+        s.source is None
+        or s.source.session_id in state.sessions
+        or s.source.completed_seq > state.last_completed
+        for s in sessions
+    )
+
+
+def append_dataset(
+    out: str | Path, fmt: str, sessions: Iterable[SessionRecords], state: AppendState
+) -> dict[str, Any]:
+    """Add the records of new sessions as one new shard (JSONL; Parquet twins come with the
+    next full rebuild) and rewrite the manifest; sessions already in the dataset are skipped.
+    The records, their order and ``content_hash`` are exactly what ``write_dataset`` would
+    give for all the sessions (with other shard boundaries). The caller checked
+    ``can_append``. Returns the manifest."""
+    directory = Path(out)
+    ordered = sorted(
+        (s for s in sessions if s.source is not None and s.source.session_id not in state.sessions),
+        key=_completed,
+    )
+    manifest = state.manifest
+    if not ordered:
+        return manifest
+    records: list[dict[str, Any]] = []
+    dupes = 0
+    for s in ordered:
+        for rec in sorted(s.records.get(fmt, []), key=lambda r: r["seq"]):
+            key = record_key(fmt, rec)
+            if key in state.seen:
+                dupes += 1
+                continue
+            state.seen.add(key)
+            records.append({"id": key, **rec})
+    if records:
+        name = f"{fmt}-{len(manifest['shards']):05d}.jsonl"
+        data = encode_jsonl(records)
+        _atomic_write(directory / name, data)
+        state.digest.update(data)
+        manifest["shards"].append(
+            {"path": name, "count": len(records), "sha256": hashlib.sha256(data).hexdigest()}
+        )
+    srcs = [s.source.to_json() for s in ordered if s.source is not None]
+    manifest["count"] += len(records)
+    manifest["duplicates"] += dupes
+    manifest["sessions"] += srcs
+    manifest["content_hash"] = state.digest.hexdigest()
+    had = len(manifest["sessions"]) > len(srcs)
+    seqs = manifest["stream_sequences"]
+    manifest["stream_sequences"] = {
+        "first": min([*([seqs["first"]] if had else []), *(s["first_seq"] for s in srcs)]),
+        "last": max([*([seqs["last"]] if had else []), *(s["last_seq"] for s in srcs)]),
+    }
+    state.sessions.update(s["session_id"] for s in srcs)
+    state.last_completed = max(state.last_completed, *(s["completed_seq"] for s in srcs))
+    state.session_texts += [_nested(s, 2) for s in srcs]
+    _atomic_write(directory / "manifest.json", manifest_bytes(manifest, state.session_texts))
+    return manifest
+
+
 def _pyarrow() -> Any:
     try:
         import pyarrow

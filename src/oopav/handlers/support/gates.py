@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from oopav.decide.checks import (
     DOCTEST_SCRIPT,
     cannot_run,
@@ -28,7 +26,6 @@ from oopav.decide.gates import (
     MAX_LINT_BASE_FILES,
     GateOutcome,
     baseline_tests,
-    compare_tests,
     introduced,
     ruff_findings,
     skipped_both,
@@ -38,27 +35,8 @@ from oopav.decide.policy import decision_policy
 from oopav.decide.tests import TestSelection
 from oopav.events.catalog import ExecRecord
 from oopav.handlers.ports import Ports, exec_key
+from oopav.handlers.support.guard import run_check
 from oopav.projections.session import SessionState
-
-
-async def run_check(ports: Ports, root: Path, argv: list[str], **kw: Any) -> ExecRecord:
-    """``ports.sandbox.run`` for a check that must not edit the workspace (DESIGN: a gate
-    observes, it never edits): the work tree's hash before and after; when they differ, the
-    files are restored and the paths it changed are recorded in ``workspace_changed`` (so
-    replay, serving the record, reaches the same verdict)."""
-    from oopav.sandbox.workspace import WorkspaceError, restore_tree, tree_hash
-
-    before = None
-    with contextlib.suppress(WorkspaceError, OSError):
-        before = await asyncio.to_thread(tree_hash, root)
-    rec = await ports.sandbox.run(argv, workspace=root, **kw)
-    if before is not None and not rec.workspace_changed:
-        changed: list[str] = []
-        with contextlib.suppress(WorkspaceError, OSError):
-            changed = await asyncio.to_thread(restore_tree, root, before)
-        if changed:
-            rec = msgspec.structs.replace(rec, workspace_changed=changed)
-    return rec
 
 
 def edited(gate: str, argv: list[str], rec: ExecRecord, execs: list[ExecRecord]) -> GateOutcome:
@@ -148,7 +126,6 @@ async def gate_tests(
     cause_id: str,
     selection: TestSelection | None = None,
 ) -> GateOutcome:
-    from oopav.handlers.support.baseline import environment_spec
 
     task = state.task
     assert task is not None
@@ -160,21 +137,25 @@ async def gate_tests(
         return GateOutcome("tests", True, skipped=True, evidence=selection.why)
     argv = list(selection.argv)
     # -- end decision core
-    rec = await run_check(
+    from oopav.handlers.support.affected import run_suite
+
+    # issue 28: the affected tests first (fail fast), then the rest; identical runs reused.
+    suite = await run_suite(
         ports,
-        root,
+        state,
         argv,
-        session_id=state.session_id,
-        key=exec_key(cause_id, "gate_tests", argv),
+        root=root,
+        changed=await asyncio.to_thread(_changed, state, root),
+        cause_id=cause_id,
         purpose="gate_tests",
         timeout_s=min(600.0, task.budgets.wall_seconds_per_phase),
-        environment=environment_spec(task),
-        report=True,
+        base=baseline_tests(state),
     )
     base = baseline_tests(state)
-    passed, evidence = compare_tests(rec, base)
+    evidence = suite.evidence
     notes = []
-    both = skipped_both(rec, base)
+    last = suite.records[-1] if suite.records else None
+    both = skipped_both(last, base) if last is not None else []
     if both:
         notes.append(
             f"{len(both)} test(s) skipped both before and after: not verified ("
@@ -183,11 +164,14 @@ async def gate_tests(
             + ")"
         )
         evidence += f"\n{notes[-1]}"
-    if rec.workspace_changed:
+    wrote = sorted({p for r in suite.records for p in r.workspace_changed})
+    if wrote:
         # The project's own tests are the judge: their verdict stands, their writes do not.
-        notes.append(f"tests: the test run wrote {', '.join(rec.workspace_changed[:10])}; restored")
+        notes.append(f"tests: the test run wrote {', '.join(wrote[:10])}; restored")
         evidence += f"\n{notes[-1]}"
-    return GateOutcome("tests", passed, evidence=evidence, execs=[rec], note="; ".join(notes))
+    return GateOutcome(
+        "tests", suite.passed, evidence=evidence, execs=suite.records, note="; ".join(notes)
+    )
 
 
 async def gate_lint(

@@ -1,0 +1,320 @@
+"""Time to a verified change on real projects (issue 28 §5), beside running the tests by hand.
+
+    pip download --no-deps --no-binary :all: itsdangerous==2.2.0 idna==3.20 markupsafe==3.0.4
+    (untar them)
+    uv venv /tmp/projenv && uv pip install --python /tmp/projenv/bin/python pytest freezegun
+    python bench/realtime.py --env /tmp/projenv/bin/python itsdangerous-2.2.0 idna-3.20 markupsafe-3.0.4
+
+Each argument is an unpacked source distribution (fetched code is never committed); the
+project's tests run in ``--env``, a Python with pytest (the project's environment, never
+oopav's). For each project, in one run, with a fresh data directory (empty caches):
+
+1. **by hand, before**: the project's test command, run directly (``subprocess``, the
+   package on ``PYTHONPATH``), wall time;
+2. **session 1, a competent change** (a scripted model proposes one search/replace that keeps
+   the tests green): oopav's wall time from submit to ``session_completed``; the share of it
+   spent in test runs; its overhead against what a person running the tests by hand before
+   and after the change would spend (``wall - 2 x hand``, in % of ``2 x hand``);
+3. **session 2, a breaking change on the same commit** (the baseline is reused): its wall time
+   against session 1's, and the time to catch the break — from the change being applied to
+   the tests gate failing — against the whole suite by hand (affected tests first);
+4. **by hand, after**: the test command again; "hand" is the mean of 1 and 4.
+
+Targets: overhead ≤ 10% of the hand-run test time; the second session ≤ 0.6x the first; the
+break caught in ≤ 0.5x the full-suite time where affected tests exist (fewer test files than
+the whole suite; otherwise "n/a: every test file is affected").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Project:
+    package: str
+    path: str  # the file both changes edit
+    search: str
+    competent: str
+    breaking: str
+    test_command: tuple[str, ...]
+    note: str
+
+
+PYTEST = ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+PROJECTS = {
+    "itsdangerous": Project(
+        "itsdangerous",
+        "src/itsdangerous/timed.py",
+        "        return int(time.time())\n",
+        "        now = time.time()\n        return int(now)\n",
+        "        return int(time.time()) - 10_000_000\n",
+        (*PYTEST, "tests"),
+        "TimestampSigner.get_timestamp",
+    ),
+    "idna": Project(
+        "idna",
+        "idna/cli.py",
+        '    prefix = _alabel_prefix.decode("ascii")\n',
+        '    prefix = _alabel_prefix.decode("ascii")  # the ACE prefix, "xn--"\n',
+        '    prefix = _alabel_prefix.decode("ascii").upper()\n',
+        # The property/fuzz tests need hypothesis and atheris; the rest is the suite.
+        (
+            *PYTEST,
+            "tests",
+            "--ignore=tests/test_idna_properties.py",
+            "--ignore=tests/test_idna_fuzz_targets.py",
+        ),
+        "cli._looks_like_alabel",
+    ),
+    "markupsafe": Project(
+        "markupsafe",
+        "src/markupsafe/_native.py",
+        '        .replace("\'", "&#39;")\n',
+        '        .replace("\'", "&#39;")  # HTML 4 has no &apos;\n',
+        '        .replace("\'", "&#40;")\n',
+        (*PYTEST, "tests"),
+        "_native._escape_inner",
+    ),
+}
+
+
+def which(src: Path) -> Project:
+    for name, project in PROJECTS.items():
+        if src.name.lower().startswith(name):
+            return project
+    raise SystemExit(f"{src}: not one of the known projects ({', '.join(PROJECTS)})")
+
+
+def prepare(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "user.name=b", "-c", "user.email=b@e.invalid", "commit", "-qm", "base"],
+    ):
+        subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True)
+    return dest
+
+
+def by_hand(repo: Path, project: Project, python: str) -> float:
+    """The test command as a person runs it: the package on PYTHONPATH, the project's env."""
+    argv = [python if a == "python" else a for a in project.test_command]
+    src = "src" if (repo / "src").is_dir() else "."
+    env = {**os.environ, "PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTEST_ADDOPTS", None)
+    t = time.perf_counter()
+    proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"{repo.name}: the tests fail by hand:\n{proc.stdout[-2000:]}")
+    return took
+
+
+def script(project: Project, replace: str) -> dict[str, list[str]]:
+    from oopav.models.prompt import render_answer
+
+    plan = render_answer(
+        "plan",
+        {
+            "steps": [
+                {"id": 1, "description": f"edit {project.note}", "files": [project.path]},
+                {"id": 2, "description": "run the tests", "files": []},
+            ],
+            "files": [project.path],
+            "test_decision": "required",
+            "rationale": "one edit",
+        },
+        state_update={},
+    )
+    edit = render_answer(
+        "action",
+        {
+            "type": "search_replace",
+            "edits": [{"path": project.path, "search": project.search, "replace": replace}],
+        },
+        state_update={},
+    )
+    done = render_answer("action", {"type": "finish", "summary": "edited"}, state_update={})
+    return {"planner": [plan], "actor": [edit, done]}
+
+
+async def session(
+    bus: Any, root: Path, repo: Path, project: Project, replace: str, python: str
+) -> dict[str, Any]:
+    from oopav.services import submit_task, wait_session
+
+    script_file = root / f"script-{uuid.uuid4().hex[:8]}.yaml"
+    script_file.write_text(yaml.safe_dump(script(project, replace)))
+    body = {
+        "instruction": f"Edit {project.note} in {project.path} ({uuid.uuid4().hex[:8]}).",
+        "repo": str(repo),
+        "model": f"scripted:{script_file}",
+        "test_command": list(project.test_command),
+        "environment": {"python": python},
+        "budgets": {"bounces": 0},
+        # The comparison is with the test command by hand: no type check (mypy is configured
+        # by some projects but not in their test env; the compile gate would fail on it).
+        "policy": {"lint": False, "tests_per_action": False, "compile_command": ["true"]},
+    }
+    t = time.perf_counter()
+    reply = await submit_task(bus, body, timeout=120)
+    if "session_id" not in reply:
+        raise SystemExit(f"refused: {reply}")
+    sid = reply["session_id"]
+    state = await wait_session(bus, sid, 1800)
+    wall = time.perf_counter() - t
+    events = [e for _, e in await bus.events.read("session", sid)]
+    tests_ms = sum(
+        r.duration_ms
+        for e in events
+        for r in (getattr(e, "execs", None) or [])
+        if "tests" in r.purpose and r.reused_from is None and e.type != "baseline_reused"
+    )
+    reused = any(e.type == "baseline_reused" for e in events)
+    if reused:  # the baseline's execs are the earlier session's: not run here
+        tests_ms -= sum(
+            r.duration_ms
+            for e in events
+            if e.type == "observation_recorded" and e.phase == "baseline"
+            for r in e.execs
+            if "tests" in r.purpose
+        )
+    applied = next((e for e in events if e.type == "action_applied"), None)
+    gate = next((e for e in events if e.type == "gate_evaluated" and e.gate == "tests"), None)
+    catch = (gate.ts - applied.ts).total_seconds() if gate and applied else float("nan")
+    if os.environ.get("REALTIME_TIMELINE"):
+        t0 = events[0].ts
+        for e in events:
+            runs = [(r.purpose, round(r.duration_ms)) for r in (getattr(e, "execs", None) or [])]
+            print(f"  {(e.ts - t0).total_seconds():7.2f} {e.type:24} {runs}")
+    return {
+        "summary": f"{state.summary} [{', '.join(e.type for e in events)}]",
+        "outcome": state.outcome,
+        "wall": wall,
+        "tests_s": tests_ms / 1000,
+        "reused": reused,
+        "catch": catch,
+        "gate_passed": bool(gate and gate.passed),
+        "stages": [r.purpose for r in (gate.execs if gate else [])],
+        "evidence": gate.evidence if gate else "",
+    }
+
+
+async def one_project(src: Path, python: str) -> dict[str, Any]:
+    from oopav.app import open_bus
+    from oopav.bus.server import EmbeddedServer
+    from oopav.config import Settings
+    from oopav.context.affected import affected_tests
+    from oopav.handlers.ports import Ports
+    from oopav.services import run_handlers
+
+    project = which(src)
+    root = Path(tempfile.mkdtemp(prefix=f"oopav-realtime-{project.package}-"))
+    repo = prepare(src, root / project.package)
+    affected = affected_tests(repo, [project.path])
+    hand1 = by_hand(repo, project, python)
+    server = EmbeddedServer(root / "nats", write_info=False)
+    settings = Settings(data_dir=root / "data", nats_url=server.start())
+    try:
+        async with open_bus(settings, name="bench-realtime") as bus:
+            stop, ready = asyncio.Event(), asyncio.Event()
+            handlers = asyncio.create_task(
+                run_handlers(bus, stop, ports=Ports(settings=settings), ready=ready, signals=False)
+            )
+            await ready.wait()
+            first = await session(bus, root, repo, project, project.competent, python)
+            second = await session(bus, root, repo, project, project.breaking, python)
+            stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(handlers, 60)
+    finally:
+        server.stop()
+    hand2 = by_hand(repo, project, python)
+    shutil.rmtree(root, ignore_errors=True)
+    hand = (hand1 + hand2) / 2
+    return {
+        "project": src.name,
+        "hand1": hand1,
+        "hand2": hand2,
+        "hand": hand,
+        "first": first,
+        "second": second,
+        "affected": (len(affected.tests), affected.total) if affected else None,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("projects", nargs="+", type=Path, help="unpacked sdists")
+    ap.add_argument("--env", required=True, help="a Python with pytest (the projects' env)")
+    args = ap.parse_args()
+    os.environ.setdefault("OOPAV_LOG_LEVEL", "WARNING")
+    from oopav.logging import configure
+
+    configure("WARNING")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
+        f"Python {platform.python_version()}; project env {args.env}"
+    )
+    verdicts: list[tuple[str, bool | None]] = []
+    for src in args.projects:
+        r = asyncio.run(one_project(src.resolve(), args.env))
+        f, s, hand = r["first"], r["second"], r["hand"]
+        overhead = (f["wall"] - 2 * hand) / (2 * hand)
+        ratio2 = s["wall"] / f["wall"]
+        aff = r["affected"]
+        split = aff is not None and aff[0] * 2 <= aff[1]
+        catch_ratio = s["catch"] / hand
+        aff_text = f"{aff[0]} of {aff[1]}" if aff else "cannot tell"
+        print(f"\n== {r['project']}")
+        print(f"by hand: {r['hand1']:.1f} s before, {r['hand2']:.1f} s after (mean {hand:.1f} s)")
+        print(
+            f"session 1 (competent): {f['outcome']}, {f['wall']:.1f} s; in tests "
+            f"{f['tests_s']:.1f} s ({100 * f['tests_s'] / f['wall']:.0f}%); overhead vs 2x hand "
+            f"{100 * overhead:+.0f}%; gate {f['stages']}"
+        )
+        print(
+            f"session 2 (breaking, same commit): {s['outcome']}, {s['wall']:.1f} s "
+            f"({ratio2:.2f}x session 1), baseline reused: {s['reused']}; caught "
+            f"{s['catch']:.1f} s after the change ({catch_ratio:.2f}x the suite by hand); "
+            f"gate {s['stages']}; affected test files {aff_text}"
+        )
+        if f["outcome"] != "success" or s["gate_passed"] or s["outcome"] == "success":
+            print(
+                f"!! unexpected outcomes: {f['outcome']}: {f['summary'][:1500]}\n"
+                f"{s['outcome']}: {s['summary'][:1500]}\n{s['evidence'][:800]}"
+            )
+        verdicts += [
+            (f"{r['project']} overhead <= 10% of hand-run test time", overhead <= 0.10),
+            (f"{r['project']} second session <= 0.6x the first", ratio2 <= 0.6),
+            (
+                f"{r['project']} break caught <= 0.5x the full suite",
+                (catch_ratio <= 0.5) if split else None,
+            ),
+        ]
+    print()
+    for label, ok in verdicts:
+        print(
+            f"target {label}: {'n/a (every test file affected)' if ok is None else 'PASS' if ok else 'MISS'}"
+        )
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()

@@ -1,0 +1,34 @@
+"""A check that must not edit the workspace (DESIGN: a gate observes, it never edits), in one
+place so the gates and the test runner (``baseline_cache.run_tests``) share it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from oopav.events.catalog import ExecRecord
+from oopav.handlers.ports import Ports
+
+
+async def run_check(ports: Ports, root: Path, argv: list[str], **kw: Any) -> ExecRecord:
+    """``ports.sandbox.run`` for a check that must not edit the workspace (DESIGN: a gate
+    observes, it never edits): the work tree's hash before and after; when they differ, the
+    files are restored and the paths it changed are recorded in ``workspace_changed`` (so
+    replay, serving the record, reaches the same verdict)."""
+    from oopav.sandbox.workspace import WorkspaceError, restore_tree, tree_hash
+
+    before = None
+    with contextlib.suppress(WorkspaceError, OSError):
+        before = await asyncio.to_thread(tree_hash, root)
+    rec = await ports.sandbox.run(argv, workspace=root, **kw)
+    if before is not None and not rec.workspace_changed:
+        changed: list[str] = []
+        with contextlib.suppress(WorkspaceError, OSError):
+            changed = await asyncio.to_thread(restore_tree, root, before)
+        if changed:
+            rec = msgspec.structs.replace(rec, workspace_changed=changed)
+    return rec
