@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from oopav.events.catalog import ExecRecord
-from oopav.handlers.ports import Ports
+
+if TYPE_CHECKING:  # the ports build the baseline cache, which runs checks through here
+    from oopav.handlers.ports import Ports
 
 
 async def run_check(ports: Ports, root: Path, argv: list[str], **kw: Any) -> ExecRecord:
