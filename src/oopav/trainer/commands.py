@@ -48,7 +48,14 @@ def _settings(ctx: click.Context) -> Any:
 
 
 @click.command("export")
-@click.option("--format", "fmt", type=click.Choice(["sft", "srl", "grpo"]), required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["sft", "srl", "grpo", "negatives", "pairs"]),
+    required=True,
+    help="sft/srl/grpo: demonstrations and prompts; negatives: refused or undone answers with "
+    "why; pairs: (prompt, chosen, rejected) where a later attempt at the step was kept.",
+)
 @click.option("--mission", help="Only sessions of this mission.")
 @click.option("--since", help="Only sessions completed since: an ISO time or an age (12h, 7d).")
 @click.option("--successful-only", is_flag=True, help="Only sessions whose outcome is success.")
