@@ -335,6 +335,7 @@ def _grpo(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         examples=[msgspec.to_builtins(x) for x in task.examples],
         pre=task.examples[0].before if task.examples else None,
         post=task.examples[0].after if task.examples else None,
+        path=task.examples[0].path if task.examples else None,
         reference_diff=ctx.done.diff if ctx.done.outcome == "success" else "",  # type: ignore[attr-defined]
     )
     return [rec]
