@@ -151,7 +151,9 @@ def generate_batch(
                 from oopav.models.constrain import DECODING, logits_processors
 
                 opts = DECODING if constrained is True else constrained
-                extra["logits_processor"] = logits_processors(model, tokenizer, options=opts)
+                extra["logits_processor"] = logits_processors(
+                    model, tokenizer, options=opts, budget=max_new_tokens
+                )
             with torch.no_grad():
                 out = model.generate(
                     **enc,
