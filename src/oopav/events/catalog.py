@@ -287,9 +287,16 @@ class ModelCalled(Event, tag="model_called", frozen=True):
     error: str | None = None
     # The mission library step rendered into the prompt, so a replay renders the same one.
     guidance_step: int | None = None
+    # The prompt profile the request was rendered with ("full", "compact"; None: full) and, for
+    # the actor, the state a compact prompt renders from (models/profiles.py PromptState), so
+    # `oopav export --profile` renders any profile's records from the stream.
+    profile: str | None = None
+    prompt_state: dict[str, Any] | None = None
 
     SCHEMA: ClassVar[int] = 2  # 2: guidance_step
-    VOLATILE: ClassVar[frozenset[str]] = frozenset({"latency_ms"})
+    # profile / prompt_state describe how the request was made; the request itself (and its
+    # hash) is what replay checks, so sessions recorded before them replay unchanged.
+    VOLATILE: ClassVar[frozenset[str]] = frozenset({"latency_ms", "profile", "prompt_state"})
 
 
 class ActionProposed(Event, tag="action_proposed", frozen=True):

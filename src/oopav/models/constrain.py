@@ -20,7 +20,7 @@ may only stop. Two repairs on top of xgrammar's mask:
   that closes something (a quote, ``}``, ``]``, a closing tag ``</…``, the stop token) only
   those are allowed, so strings, objects and the envelope close before the budget runs out.
   ``reserve`` defaults to twice the grammar's shortest answer in bytes plus 32 (a byte-level
-  token is at least one byte), at most a third of the budget.
+  token is at least one byte), at most half the budget.
 
 One processor serves one ``generate()`` call (:func:`constrain_generate` builds
 a fresh one per call, which is how TRL's GRPOTrainer gets it). torch, transformers and xgrammar
@@ -161,10 +161,10 @@ def closer_ids(compiled: Any) -> Closers:
 
 
 def closing_reserve(budget: int, tag: str = "action", options: GrammarOptions = DECODING) -> int:
-    """Tokens kept for closing: twice the shortest answer in bytes plus 32, at most a third of
-    the budget."""
+    """Tokens kept for closing: twice the shortest answer in bytes plus 32, at most half the
+    budget."""
     shortest = answer_grammar(tag, options).min_bytes()
-    return max(1, min(2 * shortest + 32, budget // 3))
+    return max(1, min(2 * shortest + 32, budget // 2))
 
 
 class GrammarLogitsProcessor:

@@ -62,6 +62,9 @@ class Filters:
     roles: tuple[str, ...] = ("actor", "planner")
     mission: str | None = None
     since: datetime | None = None
+    # Render prompts with this profile (models/profiles.py) from each call's recorded
+    # prompt_state instead of the recorded messages; calls without one are left out.
+    profile: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -79,6 +82,7 @@ class Filters:
             roles=tuple(data.get("roles") or cls.roles),
             mission=data.get("mission"),
             since=datetime.fromisoformat(since) if since else None,
+            profile=data.get("profile"),
         )
 
 
@@ -250,10 +254,32 @@ def _parses(role: str, text: str, finish_reason: str) -> bool:
     return True
 
 
+def _prompt_for(call: ev.ModelCalled, f: Filters) -> list[dict[str, str]] | None:
+    """The prompt of a record: the recorded messages, or (with ``f.profile``) the profile's
+    rendering of the recorded prompt state — byte-identical to what the loop sends a policy
+    under that profile. None: the call cannot be rendered so (it is left out)."""
+    if f.profile is None:
+        return _prompt(call)
+    if f.profile == "full":
+        return _prompt(call) if (call.profile or "full") == "full" else None
+    if call.prompt_state is None:
+        return None
+    from oopav.models.profiles import from_builtins, render
+
+    try:
+        messages = render(f.profile, from_builtins(call.prompt_state))  # type: ignore[arg-type]
+    except ValueError:
+        return None
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
 def _sft(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
     out = []
     for call_id, (seq, call) in ctx.calls.items():
         if call.role not in f.roles or call.error is not None or not call.response:
+            continue
+        prompt = _prompt_for(call, f)
+        if prompt is None:
             continue
         parsed = _parses(call.role, call.response, call.finish_reason)
         if f.require_parsed and not parsed:
@@ -266,15 +292,16 @@ def _sft(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
             status = "proposed" if call_id in ctx.plans_by_call else "unparsed"
         if f.require_applied and status not in ("applied", "proposed", "answered"):
             continue
-        messages = call.request.get("messages") or []
         rec = ctx.base(seq, call_id)
         rec.update(
             role=call.role,
-            prompt=[{"role": m["role"], "content": m["content"]} for m in messages],
+            prompt=prompt,
             completion=[{"role": "assistant", "content": call.response}],
             parsed=parsed,
             status=status,
         )
+        if call.prompt_state is not None:
+            rec["prompt_state"] = call.prompt_state
         out.append(rec)
     return out
 
@@ -365,10 +392,13 @@ def _negatives(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
             continue
         if status not in NEGATIVE:
             continue
+        prompt = _prompt_for(call, f)
+        if prompt is None:
+            continue
         rec = ctx.base(seq, call_id)
         rec.update(
             role=call.role,
-            prompt=_prompt(call),
+            prompt=prompt,
             rejected=call.response,
             status=status,
             why=why,
@@ -405,10 +435,13 @@ def _pairs(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         )
         if good is None or good[3].response == bad.response:
             continue
+        prompt = _prompt_for(bad, f)
+        if prompt is None:
+            continue
         rec = ctx.base(seq, bad.id)
         rec.update(
             role="actor",
-            prompt=_prompt(bad),
+            prompt=prompt,
             chosen=[{"role": "assistant", "content": good[3].response}],
             rejected=[{"role": "assistant", "content": bad.response}],
             step=step,
