@@ -65,7 +65,9 @@ async def test_full_profile_sessions_record_the_compact_state_too(
     numbered = [(i + 1, e) for i, e in enumerate(events)]
     full = session_records(numbered, Filters()).records["sft"]
     compact = session_records(numbered, Filters(profile="compact")).records["sft"]
-    assert len(full) == 3 and len(compact) == 2  # the planner's record has no compact form
+    # The planner's record has no compact form, and a compact policy is never asked to finish.
+    assert len(full) == 3 and len(compact) == 1
+    assert '"type":"ast_grep"' in compact[0]["completion"][0]["content"].replace(" ", "")
     assert all(len(r["prompt"]) == 1 and r["prompt"][0]["role"] == "user" for r in compact)
     assert compact[0]["prompt"][0]["content"].startswith(
         state.task.instruction if state.task else ""

@@ -220,6 +220,10 @@ class _SessionIndex:
             return "denied"
         return "pending"
 
+    def is_finish(self, action_id: str) -> bool:
+        proposal = self.proposals.get(action_id)
+        return proposal is not None and proposal[1].action.type == "finish"
+
     def why(self, action_id: str) -> str:
         """Why an action is a negative, in a line: the rejection, the rollback's reason, the
         failed gate, the command's error."""
@@ -288,6 +292,8 @@ def _sft(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         if call.role == "actor":
             proposal = ctx.by_call.get(call_id)
             status = ctx.action_status(proposal) if proposal else "unparsed"
+            if f.profile == "compact" and proposal and ctx.is_finish(proposal):
+                continue  # a compact policy is never asked to finish (a one-step plan)
         elif call.role == "planner":
             status = "proposed" if call_id in ctx.plans_by_call else "unparsed"
         if f.require_applied and status not in ("applied", "proposed", "answered"):
