@@ -183,7 +183,7 @@ def train(out: Path, dataset: Path, steps: int, model: str = "new", seed: int = 
         max_steps=steps,
         batch_size=8,
         learning_rate=2e-3 if model == "new" else 5e-4,
-        max_length=512,
+        max_length=768,  # a compact prompt (<= 512 tokens) and its answer
         eval_n=0,
         threads=1,
         seed=seed,

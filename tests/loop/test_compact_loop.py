@@ -46,6 +46,34 @@ async def test_compact_session_plans_in_one_step_and_stays_within_budget(
         [{"role": m["role"], "content": m["content"]} for m in retry.request["messages"]]
     ]
     await assert_replays(nats_url, sid)
+    # ... and `oopav train sft` trains on that export within max_length 512 (the walk:
+    # session -> learner dataset -> compact export -> train).
+    _train_on(data_dir, [session_records(numbered, Filters(profile="compact"))])
+
+
+def _train_on(tmp: Path, sessions: list) -> None:
+    from oopav.trainer.datasets import write_dataset
+    from oopav.trainer.policy import PolicyShape, build_policy
+    from oopav.trainer.sft import SFTRecipe, train_sft
+
+    data = tmp / "compact-sft"
+    assert write_dataset(data, "sft", sessions, Filters(profile="compact")).count >= 1
+    shape = PolicyShape(
+        vocab_size=400, hidden_size=32, intermediate_size=64, layers=1, heads=2, kv_heads=1
+    )
+    base = build_policy(tmp / "base", ["Rename the function `fetch`"] * 4, shape=shape)
+    cfg = SFTRecipe(
+        output_dir=str(tmp / "run"),
+        model=str(base),
+        dataset=str(data),
+        max_steps=2,
+        batch_size=2,
+        max_length=1024,  # the compact prompt's 512 tokens and the answer
+        eval_n=0,
+        threads=1,
+    )
+    result = train_sft(cfg, lambda *_: None)
+    assert result["steps"] == 2 and (Path(result["checkpoint"]) / "config.json").exists()
 
 
 async def test_full_profile_sessions_record_the_compact_state_too(

@@ -113,8 +113,9 @@ def fitting_rows(
     if not fit and shortest is not None:
         raise ValueError(
             f"every record is longer than max_length {max_length}: the shortest prompt is "
-            f"{shortest[0]:,} tokens (+{shortest[1]:,} for its answer); raise max_length or "
-            "export with --profile compact"
+            f"{shortest[0]:,} tokens (+{shortest[1]:,} for its answer); raise max_length "
+            "(a compact prompt is at most 512 tokens, plus its answer) or export with "
+            "--profile compact"
         )
     return fit
 
