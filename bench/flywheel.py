@@ -71,6 +71,8 @@ def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
         "model": model,
         "test_command": ["python", "check_mod.py"],
         "budgets": {"retries_per_phase": 2, "iterations": 6},
+        # An escalation asks a person; nobody answers a bench: the session aborts in 30 s.
+        "policy": {"human_deadline_s": 30.0},
     }
     if examples:
         out["examples"] = [{"path": "mod.py", "before": task.pre, "after": task.post}]
