@@ -155,3 +155,121 @@ def session(
 
 def numbered(events: list[Event], start: int = 1) -> list[tuple[int, Event]]:
     return [(start + i, e) for i, e in enumerate(events)]
+
+
+def rolled_back_session(sid: str) -> list[Event]:
+    """task → plan → a stub rule applied then rolled back by the observer → a good rule at the
+    same step applied → a finish whose verification fails at the tests gate → the verifier's
+    rollback of the good rule → a second good rule → a finish that passes → success."""
+    clock = ManualClock(datetime(2026, 1, 2, tzinfo=UTC), step=timedelta(seconds=1))
+    instruction = "Rename fetch to fetch_page"
+    task = root_event(
+        ev.TaskSubmitted,
+        handler="intake",
+        event_id=sid,
+        clock=clock,
+        instruction=instruction,
+        repo="/tmp/repo",
+        test_command=["pytest", "-q"],
+    )
+    plan = caused_event(
+        ev.PlanProposed,
+        task,
+        handler="planner",
+        index=1,
+        clock=clock,
+        steps=[ev.PlanStep(id=1, description="rename")],
+    )
+    out: list[Event] = [task, plan]
+    stub = AstGrepAction(pattern="fetch($$$A)", rewrite="TODO($$$A)", language="python")
+
+    def attempt(action: Any, index: int) -> tuple[Event, Event]:
+        answer = render_answer("action", action, think="t", state_update={})
+        call = _call(out[-1], "actor", index, "actor", answer, clock, instruction)
+        prop = caused_event(
+            ev.ActionProposed,
+            call,
+            handler="actor",
+            index=index + 1,
+            clock=clock,
+            action=action,
+            action_hash=action_hash(action),
+            step=1,
+            model_call_id=call.id,
+        )
+        out.extend([call, prop])
+        if action.type != "finish":
+            out.append(
+                caused_event(
+                    ev.ActionApplied,
+                    prop,
+                    handler="actor",
+                    index=0,
+                    clock=clock,
+                    action_id=prop.id,
+                    diff="-fetch(u)\n+x\n",
+                    files_changed=["a.py"],
+                )
+            )
+        return call, prop
+
+    _, p_stub = attempt(stub, 10)
+    out.append(
+        caused_event(
+            ev.WorkspaceRolledBack,
+            out[-1],
+            handler="observer",
+            index=0,
+            clock=clock,
+            to_checkpoint="c0",
+            reason="rule 4: 1 stubs introduced",
+            actions=[p_stub.id],
+            source="observer",
+        )
+    )
+    _, p_good = attempt(RULE, 20)
+    attempt(FinishAction(summary="done"), 30)
+    out.append(
+        caused_event(
+            ev.VerificationCompleted,
+            out[-1],
+            handler="verifier",
+            index=0,
+            clock=clock,
+            passed=False,
+            failed_gate="tests",
+        )
+    )
+    out.append(
+        caused_event(
+            ev.WorkspaceRolledBack,
+            out[-1],
+            handler="verifier",
+            index=1,
+            clock=clock,
+            to_checkpoint="c0",
+            reason="gate tests failed",
+            actions=[p_good.id],
+            source="verifier",
+        )
+    )
+    second = AstGrepAction(pattern="fetch($A)", rewrite="fetch_page($A)", language="python")
+    attempt(second, 40)
+    attempt(FinishAction(summary="done, tests pass"), 50)
+    out.append(
+        caused_event(
+            ev.VerificationCompleted, out[-1], handler="verifier", index=0, clock=clock, passed=True
+        )
+    )
+    out.append(
+        caused_event(
+            ev.SessionCompleted,
+            out[-1],
+            handler="verifier",
+            index=1,
+            clock=clock,
+            outcome="success",
+            diff="-fetch(u)\n+fetch_page(u)\n",
+        )
+    )
+    return out

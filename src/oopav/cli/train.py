@@ -48,7 +48,14 @@ def _settings(ctx: click.Context) -> Any:
 
 
 @click.command("export")
-@click.option("--format", "fmt", type=click.Choice(["sft", "srl", "grpo"]), required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["sft", "srl", "grpo", "negatives", "pairs"]),
+    required=True,
+    help="sft/srl/grpo: demonstrations and prompts; negatives: refused or undone answers with "
+    "why; pairs: (prompt, chosen, rejected) where a later attempt at the step was kept.",
+)
 @click.option("--mission", help="Only sessions of this mission.")
 @click.option("--since", help="Only sessions completed since: an ISO time or an age (12h, 7d).")
 @click.option("--successful-only", is_flag=True, help="Only sessions whose outcome is success.")
@@ -58,6 +65,13 @@ def _settings(ctx: click.Context) -> Any:
     help="SFT/SRL: keep answers that did not parse or whose action failed (default: clean only).",
 )
 @click.option("--no-parquet", is_flag=True, help="JSONL shards only.")
+@click.option(
+    "--profile",
+    type=click.Choice(["full", "compact"]),
+    default=None,
+    help="Render prompts with this profile from each call's recorded prompt state (compact: "
+    "what a local hf: policy is sent); default: the recorded messages.",
+)
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True)
 @click.pass_context
 def export_cmd(
@@ -68,6 +82,7 @@ def export_cmd(
     successful_only: bool,
     all_answers: bool,
     no_parquet: bool,
+    profile: str | None,
     out: Path,
 ) -> None:
     """Build a training dataset from the finished sessions on the stream: JSONL (and Parquet)
@@ -83,6 +98,7 @@ def export_cmd(
         require_applied=not all_answers,
         mission=mission,
         since=parse_since(since),
+        profile=profile,
     )
     settings = _settings(ctx)
 

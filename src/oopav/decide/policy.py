@@ -105,6 +105,8 @@ class LoopPolicy(BaseModel):
     plan_candidates: int = Field(
         1, ge=1, le=8, description="competing plans sampled and graded per planning (1: off)"
     )
+    # How the actor's prompt is rendered (models/profiles.py); None: by backend (hf: compact).
+    prompt_profile: Literal["full", "compact"] | None = None
     context_caps: dict[str, int] = Field(
         default_factory=lambda: {"planner": 48_000, "actor": 32_000, "critic": 32_000},
         description="bytes of context per role; a larger context is summarised",

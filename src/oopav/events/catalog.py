@@ -334,9 +334,18 @@ class ModelCalled(Event, tag="model_called", frozen=True):
     # (models/gpu.py). Like latency, a fact about the device, not the decision: replay serves
     # the answer without it.
     notes: list[str] = msgspec.field(default_factory=list)
+    # The prompt profile the request was rendered with ("full", "compact"; None: full) and, for
+    # the actor, the state a compact prompt renders from (models/profiles.py PromptState), so
+    # `oopav export --profile` renders any profile's records from the stream.
+    profile: str | None = None
+    prompt_state: dict[str, Any] | None = None
 
     SCHEMA: ClassVar[int] = 2  # 2: guidance_step
-    VOLATILE: ClassVar[frozenset[str]] = frozenset({"latency_ms", "notes"})
+    # notes, profile and prompt_state describe how the request was made and served; the request
+    # itself (and its hash) is what replay checks, so older sessions replay unchanged.
+    VOLATILE: ClassVar[frozenset[str]] = frozenset(
+        {"latency_ms", "notes", "profile", "prompt_state"}
+    )
 
 
 class ActionProposed(Event, tag="action_proposed", frozen=True):

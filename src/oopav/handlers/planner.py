@@ -172,11 +172,13 @@ class Planner:
     async def _plan(self, event: Event, state: SessionState, out: Emitter) -> None:
         from oopav.decide.trends import caution_prompt
 
+        decision = state.orient.test_decision if state.orient else "optional"
+        if await self._one_step(state, out, decision):
+            return
         context, map_hash = await self._context(state)
         level, reasons = self._caution(state, out)
         if level:
             context += "\n\n" + caution_prompt(level, reasons)
-        decision = state.orient.test_decision if state.orient else "optional"
         # -- decision core: competing plans (plan_candidates.py) when the policy asks for them.
         answer: Any = False
         asking = state
@@ -227,6 +229,36 @@ class Planner:
             state_update=msgspec.to_builtins(parsed.state_update) if parsed.state_update else None,
             think=parsed.think,
         )
+
+    async def _one_step(self, state: SessionState, out: Emitter, decision: str) -> bool:
+        """Under the compact prompt profile (a small local policy) the planner asks no model:
+        a single-codemod task gets one step, the instruction itself, over the files that use
+        its symbol (models/profiles.py). True when it proposed that plan."""
+        from oopav.handlers.support.compact import plan_files
+        from oopav.handlers.support.model_calls import model_spec
+        from oopav.models.profiles import one_step_plan, profile_for
+
+        assert state.task is not None
+        try:
+            profile = profile_for(model_spec(state, out.ports), state.task.policy)
+        except ValueError:
+            return False  # an unknown profile: intake's business; plan the ordinary way
+        if profile != "compact":
+            return False
+        files = await asyncio.to_thread(plan_files, state)
+        plan = one_step_plan(state.task.instruction, files)
+        description = plan["steps"][0]["description"]
+        if decision == "required" and not _TEST_STEP.search(description):
+            description += " (the verifier runs the tests)"
+        out.emit(
+            ev.PlanProposed,
+            steps=[PlanStep(id=1, description=description, files=files)],
+            files=files,
+            test_decision=decision,
+            attempt=state.plans + 1,
+            rationale=plan["rationale"],
+        )
+        return True
 
     async def _critic_blocks(self, plan: Any, state: SessionState, out: Emitter) -> bool:
         """With ``policy.critic.on`` holding ``plan``, the critic reviews the plan before it is

@@ -164,6 +164,39 @@ class Grammar:
 
         return rule(name)
 
+    def min_bytes(self, name: str = "root") -> int:
+        """The shortest answer the grammar admits, in UTF-8 bytes: what a decoder must still
+        spend, at most, to close an answer from its start (a bound on a closing reserve)."""
+        memo: dict[str, int] = {}
+        visiting: set[str] = set()
+        big = 1 << 40
+
+        def node(n: Node) -> int:
+            if isinstance(n, Lit):
+                return len(n.text.encode())
+            if isinstance(n, Chars | Avoid):
+                return 1
+            if isinstance(n, Ref):
+                return rule(n.name)
+            if isinstance(n, Rep):
+                return 0 if n.lo == 0 else node(n.item) * n.lo
+            parts = [node(i) for i in n.items]
+            if not parts:
+                return 0
+            return sum(parts) if isinstance(n, Seq) else min(parts)
+
+        def rule(name: str) -> int:
+            if name in memo:
+                return memo[name]
+            if name in visiting:
+                return big  # a recursive path is never the shortest one
+            visiting.add(name)
+            memo[name] = min(big, node(self.rules[name]))
+            visiting.discard(name)
+            return memo[name]
+
+        return rule(name)
+
 
 # --- renderers -----------------------------------------------------------------------------
 

@@ -7,7 +7,22 @@ a step costs a cached mask plus the few context-dependent tokens, not vocabulary
 
 :class:`GrammarLogitsProcessor` keeps one matcher per batch row: it advances each matcher by the
 token the row just sampled and masks the next token's logits; a row whose answer is complete
-may only stop. One processor serves one ``generate()`` call (:func:`constrain_generate` builds
+may only stop. Two repairs on top of xgrammar's mask:
+
+- **Tokens the mask misses.** xgrammar 0.2.8's mask can leave out a token its matcher accepts:
+  with the policy's tokenizer (1024 tokens, the contract pieces as whole tokens) the mask at
+  position 0 allowed only ``<``, never ``<think></think>\n<action>`` — the token every trained
+  answer starts with — while ``accept_token`` took it. The processor checks the tokenizer's
+  added (non-special) tokens against the matcher at every step and admits those it accepts.
+- **Closing within the budget.** The grammar's bounds make every answer finite, but not short
+  enough for any ``max_new_tokens`` (the actor grammar admits answers of 150 KB). With a
+  ``budget``, the last ``reserve`` tokens are a closing phase: where the grammar allows a token
+  that closes something (a quote, ``}``, ``]``, a closing tag ``</…``, the stop token) only
+  those are allowed, so strings, objects and the envelope close before the budget runs out.
+  ``reserve`` defaults to twice the grammar's shortest answer in bytes plus 32 (a byte-level
+  token is at least one byte), at most half the budget.
+
+One processor serves one ``generate()`` call (:func:`constrain_generate` builds
 a fresh one per call, which is how TRL's GRPOTrainer gets it). torch, transformers and xgrammar
 are imported inside the functions.
 """
@@ -18,6 +33,7 @@ import dataclasses
 import hashlib
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from oopav.models.grammar import require
@@ -98,24 +114,107 @@ def compile_for(
         return _compiled[ckey]
 
 
-class GrammarLogitsProcessor:
-    """A transformers logits processor for one ``generate()`` call (any batch size)."""
+def added_token_ids(tokenizer: Any) -> list[int]:
+    """The tokenizer's added, non-special tokens of more than one character (the contract
+    pieces of a policy built here): the tokens xgrammar's mask has been seen to miss."""
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    out = []
+    for i, tok in sorted((getattr(tokenizer, "added_tokens_decoder", None) or {}).items()):
+        if i in special or getattr(tok, "special", False) or len(str(tok)) < 2:
+            continue
+        out.append(int(i))
+    return out
 
-    def __init__(self, compiled: Any) -> None:
+
+_CLOSING_CHARS = frozenset('"}]')
+
+
+@dataclass(frozen=True)
+class Closers:
+    """Token classes of the closing phase (ids): ``stop``; ``tags`` (``</…``: the think text
+    and the envelope); ``quote`` (a quote, then only closing brackets: ends a string);
+    ``brackets`` (``}`` or ``]`` first, then only closing characters)."""
+
+    stop: tuple[int, ...]
+    tags: tuple[int, ...]
+    quote: tuple[int, ...]
+    brackets: tuple[int, ...]
+    comma: tuple[int, ...] = ()
+
+
+def closer_ids(compiled: Any) -> Closers:
+    info = compiled.tokenizer_info
+    tags: list[int] = []
+    quote: list[int] = []
+    brackets: list[int] = []
+    comma: list[int] = []
+    for i, raw in enumerate(info.decoded_vocab):
+        try:
+            text = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if text in (",", ',"'):
+            comma.append(i)
+        elif text.startswith("</"):
+            tags.append(i)
+        elif text and set(text) <= _CLOSING_CHARS:
+            (quote if text[0] == '"' else brackets).append(i)
+    stop = tuple(int(i) for i in info.stop_token_ids)
+    return Closers(stop, tuple(tags), tuple(quote), tuple(brackets), tuple(comma))
+
+
+def closing_reserve(budget: int, tag: str = "action", options: GrammarOptions = DECODING) -> int:
+    """Tokens kept for closing: twice the shortest answer in bytes plus 32, at most half the
+    budget."""
+    shortest = answer_grammar(tag, options).min_bytes()
+    return max(1, min(2 * shortest + 32, budget // 2))
+
+
+class GrammarLogitsProcessor:
+    """A transformers logits processor for one ``generate()`` call (any batch size).
+
+    ``budget``: the call's ``max_new_tokens``; the last ``reserve`` of them only close.
+    ``repair``: token ids to check against the matcher where the mask leaves them out."""
+
+    def __init__(
+        self,
+        compiled: Any,
+        *,
+        budget: int | None = None,
+        reserve: int = 0,
+        repair: list[int] | tuple[int, ...] = (),
+        closers: Closers | None = None,
+    ) -> None:
         self.compiled = compiled
         self.matchers: list[Any] = []
         self.done: list[bool] = []
         self.length = -1
+        self.start = -1
         self.bitmask: Any = None
         self.stop_ids = list(compiled.tokenizer_info.stop_token_ids)
         self.masked_steps = 0
+        self.budget = budget
+        self.reserve = reserve
+        self.repair = [i for i in repair if i < compiled.tokenizer_info.vocab_size]
+        self.closers = (
+            closers if closers is not None else (closer_ids(compiled) if budget else None)
+        )
+        self.closing_steps = 0
+        self.repaired = 0
+        self.vocab = compiled.tokenizer_info.decoded_vocab if self.closers is not None else []
+        self.scan: list[dict[str, Any]] = []
+        self.tensors: dict[str, Any] = {}
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         xgr = require("xgrammar", "train")
         torch = require("torch", "train")
         batch, length = int(input_ids.shape[0]), int(input_ids.shape[1])
         if not self.matchers:
+            self.start = length
             self.matchers = [xgr.GrammarMatcher(self.compiled) for _ in range(batch)]
+            self.scan = [
+                {"think": True, "string": False, "escape": False, "tail": ""} for _ in range(batch)
+            ]
             self.done = [False] * batch
             self.bitmask = xgr.allocate_token_bitmask(
                 batch, self.compiled.tokenizer_info.vocab_size
@@ -129,18 +228,26 @@ class GrammarLogitsProcessor:
             for i, m in enumerate(self.matchers):
                 if not self.done[i] and not m.accept_token(int(last[i])):
                     self.done[i] = True  # cannot happen under the mask; stop the row cleanly
+                elif not self.done[i] and self.closers is not None:
+                    self._track(i, int(last[i]))
                 if m.is_terminated():
                     self.done[i] = True
         self.length = length
         active = [i for i in range(batch) if not self.done[i]]
         for i in active:
             self.matchers[i].fill_next_token_bitmask(self.bitmask, i)
+            if self.repair:
+                self._repair(i)
         device = scores.device
         work = scores if device.type in ("cpu", "cuda") else scores.to("cpu")
         if active:
             xgr.apply_token_bitmask_inplace(
                 work, self.bitmask.to(work.device), indices=active if len(active) < batch else None
             )
+        if self.budget is not None and active and self.closers:
+            left = self.budget - (length - self.start)
+            if left <= self.reserve:
+                self._close(work, active, torch)
         for i in range(batch):
             if self.done[i]:
                 work[i, :] = float("-inf")
@@ -155,14 +262,105 @@ class GrammarLogitsProcessor:
         self.masked_steps += 1
         return work if work is scores else work.to(device)
 
+    def _repair(self, row: int) -> None:
+        """Admit the repair tokens the matcher accepts but the mask left out."""
+        m = self.matchers[row]
+        words = self.bitmask[row]
+        for t in self.repair:
+            word, bit = divmod(t, 32)
+            if (int(words[word]) >> bit) & 1:
+                continue
+            if m.accept_token(t):
+                m.rollback(1)
+                value = int(words[word]) | (1 << bit)
+                words[word] = value - (1 << 32) if value >= 1 << 31 else value  # int32
+                self.repaired += 1
+
+    def _track(self, row: int, token: int) -> None:
+        """Follow where the row's answer is (think text, inside a JSON string) from the bytes
+        of the token it just took: the closing phase closes what is open there."""
+        st = self.scan[row]
+        raw = bytes(self.vocab[token]) if token < len(self.vocab) else b""
+        for ch in raw.decode("utf-8", "replace"):
+            st["tail"] = (st["tail"] + ch)[-8:]
+            if st["think"]:
+                if st["tail"].endswith("</think>"):
+                    st["think"] = False
+            elif st["escape"]:
+                st["escape"] = False
+            elif st["string"] and ch == "\\":
+                st["escape"] = True
+            elif ch == '"':
+                st["string"] = not st["string"]
+
+    def _close(self, work: Any, rows: list[int], torch: Any) -> None:
+        """Closing phase: allow only the first class of closing tokens that has an allowed
+        one — the stop token; in the think text a closing tag; inside a string a quote; else
+        a closing bracket, a closing tag, a quote (a value that must be a string), a comma
+        (a required key still missing)."""
+        c = self.closers
+        assert c is not None
+        named = {
+            "stop": c.stop,
+            "tags": c.tags,
+            "quote": c.quote,
+            "brackets": c.brackets,
+            "comma": c.comma,
+        }
+        for i in rows:
+            st = self.scan[i]
+            if st["think"]:
+                order: tuple[str, ...] = ("stop", "tags")
+            elif st["string"]:
+                order = ("stop", "quote")
+            else:
+                # a comma only where nothing closes: the next required key, not more digits
+                order = ("stop", "brackets", "tags", "quote", "comma")
+            row = work[i]
+            for name in order:
+                if not named[name]:
+                    continue
+                ids = self.tensors.setdefault(
+                    name, torch.tensor(named[name], dtype=torch.long, device=work.device)
+                )
+                if bool((~torch.isinf(row[ids])).any()):
+                    keep = row[ids].clone()
+                    row[:] = float("-inf")
+                    row[ids] = keep
+                    break
+        self.closing_steps += 1
+
 
 def logits_processors(
-    model: Any, tokenizer: Any, *, tag: str = "action", options: GrammarOptions = DECODING
+    model: Any,
+    tokenizer: Any,
+    *,
+    tag: str = "action",
+    options: GrammarOptions = DECODING,
+    budget: int | None = None,
 ) -> Any:
-    """A ``LogitsProcessorList`` holding a fresh grammar processor, for one ``generate()``."""
+    """A ``LogitsProcessorList`` holding a fresh grammar processor, for one ``generate()``;
+    with ``budget`` (its ``max_new_tokens``) the answer closes before the budget runs out."""
     transformers = require("transformers", "train")
     compiled = compile_for(tokenizer, model=model, tag=tag, options=options)
-    return transformers.LogitsProcessorList([GrammarLogitsProcessor(compiled)])
+    return transformers.LogitsProcessorList([processor(compiled, tokenizer, budget, tag, options)])
+
+
+def processor(
+    compiled: Any,
+    tokenizer: Any,
+    budget: int | None,
+    tag: str = "action",
+    options: GrammarOptions = DECODING,
+) -> GrammarLogitsProcessor:
+    """The grammar processor with both repairs: the tokenizer's added tokens checked against
+    the matcher, and the closing phase when ``budget`` is given."""
+    return GrammarLogitsProcessor(
+        compiled,
+        budget=budget,
+        reserve=closing_reserve(budget, tag, options) if budget else 0,
+        repair=added_token_ids(tokenizer),
+    )
 
 
 def constrain_generate(
@@ -175,7 +373,9 @@ def constrain_generate(
     original = model.generate
 
     def generate(*args: Any, **kwargs: Any) -> Any:
-        procs = logits_processors(model, tokenizer, tag=tag, options=options)
+        config = kwargs.get("generation_config")
+        budget = kwargs.get("max_new_tokens") or getattr(config, "max_new_tokens", None)
+        procs = logits_processors(model, tokenizer, tag=tag, options=options, budget=budget)
         extra = kwargs.pop("logits_processor", None)
         if extra:
             procs.extend(extra)

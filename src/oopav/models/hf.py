@@ -1,8 +1,11 @@
 """``hf:<model path>``: transformers ``generate`` on CPU or GPU, constrained by xgrammar.
 
 When the request has a schema, an xgrammar logits processor masks every token the grammar
-forbids, so the answer (bare JSON or the full envelope) always parses — unless ``max_tokens``
-runs out first, which ``finish_reason == "length"`` reports.
+forbids, so the answer (bare JSON or the full envelope) always parses. The limits fit the
+budget: the think text is at most a quarter of ``max_tokens`` (characters), and the last
+tokens of the budget are a closing phase (:mod:`oopav.models.constrain`) in which strings,
+objects and tags close, so the answer ends before ``max_tokens`` does; were it still cut off,
+``finish_reason == "length"`` says so.
 """
 
 from __future__ import annotations
@@ -64,11 +67,18 @@ class HFBackend:
             )
         return "".join(f"{m['role']}: {m['content']}\n" for m in msgs) + "assistant: "
 
+    def think_limit(self, max_tokens: int) -> int:
+        """The think text's bound for a call: never more than a quarter of its token budget
+        (2,048 characters of think under a 1,024-token budget can never close)."""
+        return max(0, min(self.think_chars, max_tokens // 4))
+
     def _compiled_grammar(self, request: ModelRequest) -> Any:
+        think_chars = self.think_limit(request.sampling.max_tokens)
         key = (
             json.dumps(request.schema, sort_keys=True),
             request.envelope,
             request.state_update,
+            think_chars,
         )
         if key not in self._compiled:
             xgr = require("xgrammar", "train")
@@ -77,36 +87,65 @@ class HFBackend:
                     self.tokenizer, vocab_size=self.model.config.vocab_size
                 )
                 self._compiler = xgr.GrammarCompiler(info)
-            grammar = self._answer_grammar(request) or request_grammar(
+            grammar = self._answer_grammar(request, think_chars) or request_grammar(
                 request,
-                think_chars=self.think_chars,
+                think_chars=think_chars,
                 max_string_length=self.max_string_length,
                 max_items=self.max_items,
             )
             self._compiled[key] = self._compiler.compile_grammar(grammar)
         return self._compiled[key]
 
-    def _answer_grammar(self, request: ModelRequest) -> Any | None:
+    def _options(self, think_chars: int) -> Any:
+        from oopav.models.schema_grammar import GrammarOptions
+
+        bounded = self.max_string_length is not None
+        return GrammarOptions(
+            compact=True,
+            think_chars=think_chars,
+            max_string_length=self.max_string_length,
+            max_items=self.max_items,
+            max_escapes=0 if bounded else 16,  # bounded strings: plain text, as before
+        )
+
+    def _role_tag(self, request: ModelRequest) -> str | None:
+        from oopav.models.prompt import ROLE_OUTPUTS, output_schema
+
+        for role, (tag, _, with_state) in ROLE_OUTPUTS.items():
+            if (request.envelope, request.state_update) == (tag, with_state):
+                return tag if request.schema == output_schema(role) else None
+        return None
+
+    def _processor(self, request: ModelRequest) -> Any:
+        from oopav.models.constrain import GrammarLogitsProcessor, added_token_ids, closing_reserve
+
+        budget = request.sampling.max_tokens
+        tag = self._role_tag(request)
+        if tag is not None:
+            reserve = closing_reserve(budget, tag, self._options(self.think_limit(budget)))
+        else:
+            reserve = max(1, min(32, budget // 3))
+        return GrammarLogitsProcessor(
+            self._compiled_grammar(request),
+            budget=budget,
+            reserve=reserve,
+            repair=added_token_ids(self.tokenizer),
+        )
+
+    def _answer_grammar(self, request: ModelRequest, think_chars: int) -> Any | None:
         """A role's whole answer under its own schema: the exported answer grammar
         (oopav.models.schema_grammar), which takes the keys in any order, so a policy trained on
         ``{"type":…}`` first keeps its format; xgrammar's own JSON-schema converter fixes the
         order (alphabetical) and the separators. Anything else: None."""
         from oopav.models.prompt import ROLE_OUTPUTS, output_schema
-        from oopav.models.schema_grammar import GrammarOptions, answer_grammar
+        from oopav.models.schema_grammar import answer_grammar
 
         for role, (tag, _, with_state) in ROLE_OUTPUTS.items():
             if (request.envelope, request.state_update) != (tag, with_state):
                 continue
             if request.schema != output_schema(role):
                 return None
-            bounded = self.max_string_length is not None
-            opts = GrammarOptions(
-                compact=True,
-                think_chars=self.think_chars,
-                max_string_length=self.max_string_length,
-                max_items=self.max_items,
-                max_escapes=0 if bounded else 16,  # bounded strings: plain text, as before
-            )
+            opts = self._options(think_chars)
             xgr = require("xgrammar", "train")
             return xgr.Grammar.from_ebnf(answer_grammar(tag, opts).gbnf())
         return None
@@ -131,8 +170,7 @@ class HFBackend:
         processors = transformers.LogitsProcessorList()
         use_grammar = self.constrained if constrained is None else constrained
         if use_grammar and request.schema is not None:
-            xgr_hf = require("xgrammar.contrib.hf", "train")
-            processors.append(xgr_hf.LogitsProcessor(self._compiled_grammar(request)))
+            processors.append(self._processor(request))
         kwargs: dict[str, Any] = {
             "max_new_tokens": s.max_tokens,
             "logits_processor": processors,

@@ -13,6 +13,18 @@ rebuilt, and a training run name the exact data it saw by the manifest's content
   teacher's action as JSON, and its outcome (applied, rejected, failed) with the diff.
 - **GRPO**: prompts to sample against — the first actor prompt of a session, its instruction,
   test command, pre/post code where the task carried examples, and the verified diff.
+- **negatives**: every answer the loop refused or undid — an action rejected before it ran,
+  denied, failed, rolled back by the observer (a negative example) or by the verifier after a
+  failed gate, a finish whose verification failed, an answer that did not parse: the state
+  (the prompt), the rejected answer and why.
+- **pairs**: preference pairs (DPO form: ``prompt``, ``chosen``, ``rejected``) where a later
+  attempt at the same plan step was applied and kept: the earlier, refused answer is
+  ``rejected``, the later one ``chosen``, both under the refused attempt's prompt.
+
+Labels tell the truth: an action counts as ``applied`` only when it ran, succeeded and was never
+undone (``workspace_rolled_back`` names it → ``rolled_back``), and a finish only when the
+verification it triggered passed and the session succeeded. Only ``applied`` answers are SFT
+targets by default.
 """
 
 from __future__ import annotations
@@ -30,8 +42,10 @@ import msgspec
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
 
-Format = Literal["sft", "srl", "grpo"]
-FORMATS: tuple[Format, ...] = ("sft", "srl", "grpo")
+Format = Literal["sft", "srl", "grpo", "negatives", "pairs"]
+FORMATS: tuple[Format, ...] = ("sft", "srl", "grpo", "negatives", "pairs")
+# Action statuses that make an answer a negative example (never an SFT target).
+NEGATIVE = frozenset({"rejected", "denied", "failed", "rolled_back", "failed_gate", "unparsed"})
 SHARD_RECORDS = 50_000
 DATASET_VERSION = 1
 
@@ -48,6 +62,9 @@ class Filters:
     roles: tuple[str, ...] = ("actor", "planner")
     mission: str | None = None
     since: datetime | None = None
+    # Render prompts with this profile (models/profiles.py) from each call's recorded
+    # prompt_state instead of the recorded messages; calls without one are left out.
+    profile: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -65,6 +82,7 @@ class Filters:
             roles=tuple(data.get("roles") or cls.roles),
             mission=data.get("mission"),
             since=datetime.fromisoformat(since) if since else None,
+            profile=data.get("profile"),
         )
 
 
@@ -121,7 +139,13 @@ def session_records(
         mission=task.mission,
     )
     ctx = _SessionIndex(events, task, completed)
-    builders = {"sft": _sft, "srl": _srl, "grpo": _grpo}
+    builders = {
+        "sft": _sft,
+        "srl": _srl,
+        "grpo": _grpo,
+        "negatives": _negatives,
+        "pairs": _pairs,
+    }
     out = SessionRecords(source)
     for fmt in formats:
         out.records[fmt] = builders[fmt](ctx, filters)
@@ -146,6 +170,10 @@ class _SessionIndex:
         self.by_call: dict[str, str] = {}  # model_call_id -> action_proposed id
         self.plans_by_call: set[str] = set()
         self.results: dict[str, Event] = {}  # action id -> applied / rejected
+        # action id -> the workspace_rolled_back that undid it (observer or verifier).
+        self.undone: dict[str, ev.WorkspaceRolledBack] = {}
+        # (seq, passed, failed gate) of every verification, to judge the finish before it.
+        self.verifications: list[tuple[int, bool, str | None]] = []
         for seq, e in events:
             if isinstance(e, ev.ModelCalled):
                 self.calls[e.id] = (seq, e)
@@ -159,6 +187,11 @@ class _SessionIndex:
                 self.results.setdefault(e.action_id, e)
             elif isinstance(e, ev.PermissionDenied) and e.action_id:
                 self.results.setdefault(e.action_id, e)
+            elif isinstance(e, ev.WorkspaceRolledBack):
+                for a in e.actions:
+                    self.undone.setdefault(a, e)
+            elif isinstance(e, ev.VerificationCompleted):
+                self.verifications.append((seq, e.passed, e.failed_gate))
 
     def base(self, seq: int, event_id: str) -> dict[str, Any]:
         return {
@@ -170,10 +203,17 @@ class _SessionIndex:
         }
 
     def action_status(self, action_id: str) -> str:
+        """``applied`` only for an action that ran, succeeded and was never undone; a finish
+        only when the verification after it passed (or none ran) and the session succeeded."""
         result = self.results.get(action_id)
         proposal = self.proposals.get(action_id)
         if proposal is not None and proposal[1].action.type == "finish":
+            verdict = self._verification_after(proposal[0])
+            if verdict is not None and not verdict[1]:
+                return "failed_gate"
             return "applied" if self.done.outcome == "success" else "failed"
+        if action_id in self.undone:
+            return "rolled_back"
         if isinstance(result, ev.ActionApplied):
             return "applied" if result.ok else "failed"
         if isinstance(result, ev.ActionRejected):
@@ -181,6 +221,33 @@ class _SessionIndex:
         if isinstance(result, ev.PermissionDenied):
             return "denied"
         return "pending"
+
+    def is_finish(self, action_id: str) -> bool:
+        proposal = self.proposals.get(action_id)
+        return proposal is not None and proposal[1].action.type == "finish"
+
+    def why(self, action_id: str) -> str:
+        """Why an action is a negative, in a line: the rejection, the rollback's reason, the
+        failed gate, the command's error."""
+        status = self.action_status(action_id)
+        result = self.results.get(action_id)
+        if status == "rolled_back":
+            return f"rolled back: {self.undone[action_id].reason}"[:500]
+        if status == "failed_gate":
+            seq = self.proposals[action_id][0]
+            verdict = self._verification_after(seq)
+            return f"verification failed at gate {verdict[2] if verdict else '?'}"
+        if isinstance(result, ev.ActionRejected):
+            return f"rejected ({result.reason}): {result.message}"[:500]
+        if isinstance(result, ev.PermissionDenied):
+            return f"permission denied: {result.scope} {result.reason}".strip()[:500]
+        if isinstance(result, ev.ActionApplied):
+            tail = (result.stderr_tail or result.stdout_tail)[-400:]
+            return f"failed (exit {result.exit_code}): {tail}".strip()
+        return status
+
+    def _verification_after(self, seq: int) -> tuple[int, bool, str | None] | None:
+        return next((v for v in self.verifications if v[0] > seq), None)
 
 
 def _parses(role: str, text: str, finish_reason: str) -> bool:
@@ -193,10 +260,32 @@ def _parses(role: str, text: str, finish_reason: str) -> bool:
     return True
 
 
+def _prompt_for(call: ev.ModelCalled, f: Filters) -> list[dict[str, str]] | None:
+    """The prompt of a record: the recorded messages, or (with ``f.profile``) the profile's
+    rendering of the recorded prompt state — byte-identical to what the loop sends a policy
+    under that profile. None: the call cannot be rendered so (it is left out)."""
+    if f.profile is None:
+        return _prompt(call)
+    if f.profile == "full":
+        return _prompt(call) if (call.profile or "full") == "full" else None
+    if call.prompt_state is None:
+        return None
+    from oopav.models.profiles import from_builtins, render
+
+    try:
+        messages = render(f.profile, from_builtins(call.prompt_state))  # type: ignore[arg-type]
+    except ValueError:
+        return None
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
 def _sft(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
     out = []
     for call_id, (seq, call) in ctx.calls.items():
         if call.role not in f.roles or call.error is not None or not call.response:
+            continue
+        prompt = _prompt_for(call, f)
+        if prompt is None:
             continue
         parsed = _parses(call.role, call.response, call.finish_reason)
         if f.require_parsed and not parsed:
@@ -205,19 +294,22 @@ def _sft(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         if call.role == "actor":
             proposal = ctx.by_call.get(call_id)
             status = ctx.action_status(proposal) if proposal else "unparsed"
+            if f.profile == "compact" and proposal and ctx.is_finish(proposal):
+                continue  # a compact policy is never asked to finish (a one-step plan)
         elif call.role == "planner":
             status = "proposed" if call_id in ctx.plans_by_call else "unparsed"
         if f.require_applied and status not in ("applied", "proposed", "answered"):
             continue
-        messages = call.request.get("messages") or []
         rec = ctx.base(seq, call_id)
         rec.update(
             role=call.role,
-            prompt=[{"role": m["role"], "content": m["content"]} for m in messages],
+            prompt=prompt,
             completion=[{"role": "assistant", "content": call.response}],
             parsed=parsed,
             status=status,
         )
+        if call.prompt_state is not None:
+            rec["prompt_state"] = call.prompt_state
         out.append(rec)
     return out
 
@@ -278,9 +370,94 @@ def _grpo(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         examples=[msgspec.to_builtins(x) for x in task.examples],
         pre=task.examples[0].before if task.examples else None,
         post=task.examples[0].after if task.examples else None,
+        path=task.examples[0].path if task.examples else None,
         reference_diff=ctx.done.diff if ctx.done.outcome == "success" else "",
     )
     return [rec]
+
+
+def _prompt(call: ev.ModelCalled) -> list[dict[str, str]]:
+    return [
+        {"role": m["role"], "content": m["content"]} for m in call.request.get("messages") or []
+    ]
+
+
+def _negatives(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
+    """Refused or undone answers: the state (prompt), the rejected answer and why."""
+    out = []
+    for call_id, (seq, call) in ctx.calls.items():
+        if call.role not in f.roles or call.error is not None or not call.response:
+            continue
+        if call.role == "actor":
+            proposal = ctx.by_call.get(call_id)
+            status = ctx.action_status(proposal) if proposal else "unparsed"
+            why = ctx.why(proposal) if proposal else "the answer did not parse"
+        elif call.role == "planner":
+            if call_id in ctx.plans_by_call:
+                continue
+            status, why = "unparsed", "the plan did not parse"
+        else:
+            continue
+        if status not in NEGATIVE:
+            continue
+        prompt = _prompt_for(call, f)
+        if prompt is None:
+            continue
+        rec = ctx.base(seq, call_id)
+        rec.update(
+            role=call.role,
+            prompt=prompt,
+            rejected=call.response,
+            status=status,
+            why=why,
+            step=ctx.proposals[proposal][1].step if call.role == "actor" and proposal else 0,
+        )
+        out.append(rec)
+    return out
+
+
+def _pairs(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
+    """(prompt, chosen, rejected): a refused actor answer and a later answer at the same plan
+    step that was applied and kept. The prompt is the refused attempt's: the state in which
+    the chosen answer would have been the right one too."""
+    if "actor" not in f.roles:
+        return []
+    attempts: list[tuple[int, str, str, ev.ModelCalled]] = []  # (seq, status, action id, call)
+    for action_id, (seq, proposal) in ctx.proposals.items():
+        call = ctx.calls.get(proposal.model_call_id or "")
+        if call is None or proposal.action.type == "finish":
+            continue
+        attempts.append((seq, ctx.action_status(action_id), action_id, call[1]))
+    out = []
+    for i, (seq, status, action_id, bad) in enumerate(attempts):
+        if status not in NEGATIVE:
+            continue
+        step = ctx.proposals[action_id][1].step
+        good = next(
+            (
+                a
+                for a in attempts[i + 1 :]
+                if a[1] == "applied" and ctx.proposals[a[2]][1].step == step
+            ),
+            None,
+        )
+        if good is None or good[3].response == bad.response:
+            continue
+        prompt = _prompt_for(bad, f)
+        if prompt is None:
+            continue
+        rec = ctx.base(seq, bad.id)
+        rec.update(
+            role="actor",
+            prompt=prompt,
+            chosen=[{"role": "assistant", "content": good[3].response}],
+            rejected=[{"role": "assistant", "content": bad.response}],
+            step=step,
+            why=ctx.why(action_id),
+            chosen_event_id=good[3].id,
+        )
+        out.append(rec)
+    return out
 
 
 # --- records → shards + manifest ---------------------------------------------------------
@@ -290,6 +467,10 @@ def record_key(fmt: str, rec: dict[str, Any]) -> str:
     """What makes two records the same, whatever session they came from."""
     if fmt == "sft":
         basis: Any = [rec["prompt"], rec["completion"]]
+    elif fmt == "negatives":
+        basis = [rec["prompt"], rec["rejected"], rec["status"]]
+    elif fmt == "pairs":
+        basis = [rec["prompt"], rec["chosen"], rec["rejected"]]
     elif fmt == "srl":
         basis = [rec["instruction"], rec["context"], rec["action"], rec["status"]]
     else:

@@ -40,7 +40,7 @@ class EvalReport:
         out["n"] = len(self.scores)
         if self.completion_tokens:
             out["tokens_per_step"] = statistics.mean(self.completion_tokens)
-        out["rules_per_task"] = 1.0
+        out["rules_per_task"] = rules_per_task(self.completions)
         out["families"] = self.families()
         return out
 
@@ -65,6 +65,33 @@ class EvalReport:
         if self.completion_tokens:
             lines.append(f"tokens per step: {statistics.mean(self.completion_tokens):.1f}")
         return "\n".join(lines)
+
+
+def rules_in(text: str) -> int | None:
+    """How many rewrite rules an answer carries: an ast_grep short form is one, a YAML rule is
+    one per document (``---``), search/replace one per edit, a file write one; None when the
+    answer does not parse (it carries no rule)."""
+    from oopav.events.actions import AstGrepAction, SearchReplaceAction, WriteFileAction
+    from oopav.trainer.rewards import _parse
+
+    action = _parse(text)
+    if isinstance(action, str):
+        return None
+    if isinstance(action, AstGrepAction):
+        if action.rule:
+            docs = [d for d in action.rule.split("\n---") if d.strip()]
+            return max(1, len(docs))
+        return 1
+    if isinstance(action, SearchReplaceAction):
+        return len(action.edits)
+    return 1 if isinstance(action, WriteFileAction) else 0
+
+
+def rules_per_task(completions: Sequence[str]) -> float:
+    """Mean number of rules per valid answer (0.0 when none is valid): measured from the
+    answers, so an answer that needs two rules, or none, shows."""
+    counts = [c for c in (rules_in(t) for t in completions) if c is not None]
+    return sum(counts) / len(counts) if counts else 0.0
 
 
 def load_suite(suite: str, *, split: str = "test", n: int = 100, seed: int = 0) -> list[Task]:
@@ -124,7 +151,9 @@ def generate_batch(
                 from oopav.models.constrain import DECODING, logits_processors
 
                 opts = DECODING if constrained is True else constrained
-                extra["logits_processor"] = logits_processors(model, tokenizer, options=opts)
+                extra["logits_processor"] = logits_processors(
+                    model, tokenizer, options=opts, budget=max_new_tokens
+                )
             with torch.no_grad():
                 out = model.generate(
                     **enc,

@@ -48,6 +48,9 @@ class RewardConfig:
     concise_chars: int = 400
     concise_penalty: float = 0.1  # at most, reached at 2 × concise_chars
     tests_bonus: float = 0.3
+    # The score of a change that parses but is not post, before the similarity gain: 0 by
+    # default; -1 (with partial_max 0) gives applied-but-wrong no credit beyond invalid.
+    partial_floor: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,13 @@ def score_env(
     sim_out, sim_pre = token_similarity(out, post), token_similarity(pre, post)
     gain = max(0.0, (sim_out - sim_pre) / max(1e-9, 1.0 - sim_pre))
     return Score(
-        config.partial_max * gain - penalty + bonus, True, True, False, False, sim_out, "partial"
+        config.partial_floor + config.partial_max * gain - penalty + bonus,
+        True,
+        True,
+        False,
+        False,
+        sim_out,
+        "partial",
     )
 
 

@@ -74,6 +74,12 @@ def training_rows(cfg: SFTRecipe, tokenizer: Any) -> tuple[list[dict[str, str]],
         manifest = read_manifest(cfg.dataset)
         if manifest["format"] != "sft":
             raise ValueError(f"{cfg.dataset} is a {manifest['format']} dataset; SFT needs sft")
+        if not manifest.get("count"):
+            raise ValueError(
+                f"no training examples in {cfg.dataset}: the dataset has 0 records "
+                f"(from {len(manifest.get('sessions') or [])} sessions; by default only parsed "
+                "answers whose action was applied and kept are demonstrations)"
+            )
         for rec in read_records(cfg.dataset):
             prompt = tokenizer.apply_chat_template(
                 rec["prompt"], tokenize=False, add_generation_prompt=True
@@ -84,8 +90,34 @@ def training_rows(cfg: SFTRecipe, tokenizer: Any) -> tuple[list[dict[str, str]],
         rows = rows[: cfg.max_train]
     if not rows:
         raise ValueError(f"no training examples in {source} (check families / filters)")
+    rows = fitting_rows(rows, tokenizer, cfg.max_length)
     digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
     return rows, source, digest
+
+
+def fitting_rows(
+    rows: list[dict[str, str]], tokenizer: Any, max_length: int
+) -> list[dict[str, str]]:
+    """The rows whose prompt and answer (and the EOS TRL appends) fit ``max_length`` tokens.
+    TRL truncates a longer one from the right, which cuts the answer — the only part with a
+    loss — so it would train on nothing; when no row fits, one line says why."""
+    fit: list[dict[str, str]] = []
+    shortest: tuple[int, int] | None = None
+    for row in rows:
+        p = len(tokenizer(row["prompt"], add_special_tokens=False)["input_ids"])
+        c = len(tokenizer(row["completion"], add_special_tokens=False)["input_ids"])
+        if p + c + 1 <= max_length:
+            fit.append(row)
+        elif shortest is None or p < shortest[0]:
+            shortest = (p, c)
+    if not fit and shortest is not None:
+        raise ValueError(
+            f"every record is longer than max_length {max_length}: the shortest prompt is "
+            f"{shortest[0]:,} tokens (+{shortest[1]:,} for its answer); raise max_length "
+            "(a compact prompt is at most 512 tokens, plus its answer) or export with "
+            "--profile compact"
+        )
+    return fit
 
 
 def select(tasks: list[Task], only: list[str], exclude: list[str]) -> list[Task]:

@@ -37,6 +37,9 @@ class SRLRecipe(GRPORecipe):
     eval_split: str = "train"  # "train": the first eval_n training steps; "test": held-out tasks
     eval_before: bool = True  # also evaluate the starting policy (an evaluation at step 0)
     max_length: int = 512  # mode sft: longest prompt + answer in tokens
+    # The step reward (oopav.trainer.reward_configs.STEP_REWARDS): "srl" (half field match,
+    # half text similarity) or "srl_weighted" (seed 002's 0.7 / 0.3).
+    reward: str = "srl"
 
 
 @dataclass(frozen=True)
@@ -124,10 +127,16 @@ def _digest(data: Any) -> str:
 # Rounded onto the grid of rewards.QUANTUM: see there why TRL needs it.
 
 
-def reward_fn(invalid: float) -> Any:
-    """``reward_srl`` in TRL's reward signature: the ``teacher`` column (canonical JSON of the
-    teacher's action) arrives as a keyword list aligned with ``completions``."""
-    from oopav.trainer.rewards import quantize, reward_srl
+def reward_fn(invalid: float, name: str = "srl") -> Any:
+    """The named step reward (``reward_srl`` by default) in TRL's reward signature: the
+    ``teacher`` column (canonical JSON of the teacher's action) arrives as a keyword list
+    aligned with ``completions``."""
+    from oopav.trainer.reward_configs import STEP_REWARDS
+    from oopav.trainer.rewards import quantize
+
+    if name not in STEP_REWARDS:
+        raise ValueError(f"unknown step reward {name!r}; one of: {', '.join(STEP_REWARDS)}")
+    reward_srl = STEP_REWARDS[name]
 
     def reward_srl_teacher(
         prompts: Any = None, completions: Any = (), *, teacher: list[str], **_: Any
@@ -252,7 +261,10 @@ def train_srl(cfg: SRLRecipe, emit: Emit) -> dict[str, Any]:
             return rows, source, _digest(rows)
 
         result = train_grpo(
-            inner, emit_srl, rows_of=rows_of, rewards=[reward_fn(cfg.invalid), reward_valid]
+            inner,
+            emit_srl,
+            rows_of=rows_of,
+            rewards=[reward_fn(cfg.invalid, cfg.reward), reward_valid],
         )
     if held:
         after = _evaluation(cfg, result["checkpoint"], held, source, int(result["steps"]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ async def call_model(
     calls_so_far: int,
     guidance_step: int | None = None,
     spec: str | None = None,
+    record: dict[str, Any] | None = None,
 ) -> tuple[ModelResponse | None, ev.ModelCalled, ModelError | None]:
     """One recorded model call. Returns (response text or None, the model_called event, error).
     ``guidance_step``: the mission library step rendered into the request (recorded);
@@ -67,13 +69,13 @@ async def call_model(
         fields = model_called_fields(request, None, spec or "-", error=exc)
         whole = fields["request"]
         fields["request"] = await stored_request(out.ports, state, whole, request.role)
-        called = out.emit(ev.ModelCalled, **fields, guidance_step=guidance_step)
+        called = out.emit(ev.ModelCalled, **fields, guidance_step=guidance_step, **(record or {}))
         remember_prompt(out.ports, called.id, whole)
         return None, called, exc
     fields = model_called_fields(request, response, response.backend or spec)
     whole = fields["request"]
     fields["request"] = await stored_request(out.ports, state, whole, request.role)
-    called = out.emit(ev.ModelCalled, **fields, guidance_step=guidance_step)
+    called = out.emit(ev.ModelCalled, **fields, guidance_step=guidance_step, **(record or {}))
     remember_prompt(out.ports, called.id, whole)
     metrics.model_call(
         called.backend,
@@ -209,23 +211,39 @@ async def ask_model(
     context = cap_context(out, state, role, context)
     shrunk = False
     attempts = 0
+    # --- prompt profiles (models/profiles.py): the actor's prompt state is recorded with every
+    # call; under `compact` it is the prompt, and a retry re-renders it with the refusal as
+    # feedback instead of appending the failed answer (the prompt never outgrows its budget).
+    from oopav.handlers.support.compact import prompt_state
+    from oopav.models.profiles import compact_request, profile_for, to_builtins
+
+    profile = profile_for(model_spec(state, out.ports), task.policy) if role == "actor" else "full"
+    refusal = ""
     while True:
         if attempts > 0 and used + attempts > retries:
             break
         guidance_step, guidance = await session_guidance(out, state)
-        request = build_request(
-            role,
-            prefix=prefix,
-            guidance=guidance,
-            context=context,
-            state=agent_state,
-            task=task.instruction,
-            extra=extra,
-            sampling=sampling,
-            seed=seed,
-        )
+        record: dict[str, Any] = {}
+        if role == "actor":
+            pstate = await asyncio.to_thread(prompt_state, state, role, extra_feedback=refusal)
+            record = {"profile": profile, "prompt_state": to_builtins(pstate)}
+        if profile == "compact":
+            request = compact_request(pstate, sampling=sampling, seed=seed)
+            guidance_step = None
+        else:
+            request = build_request(
+                role,
+                prefix=prefix,
+                guidance=guidance,
+                context=context,
+                state=agent_state,
+                task=task.instruction,
+                extra=extra,
+                sampling=sampling,
+                seed=seed,
+            )
         response, called, error = await call_model(
-            out, state, request, attempts, guidance_step=guidance_step
+            out, state, request, attempts, guidance_step=guidance_step, record=record
         )
         attempts += 1
         if response is None:
@@ -252,6 +270,7 @@ async def ask_model(
                 raise AnswerError("schema_mismatch", problem)
         except AnswerError as exc:
             extra = [*extra, *retry_messages(response.text, exc)]
+            refusal = f"{exc.reason}: {exc.message}"
             continue
         return parsed, called.id
     out.emit(

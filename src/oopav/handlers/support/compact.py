@@ -1,0 +1,146 @@
+"""The compact prompt's state, read from the session and its workspace (docs/training.md § 6).
+
+:func:`prompt_state` picks the focused snippet — the smallest function or class around the
+first use of the symbol the instruction names in backticks, in the step's files (else every
+Python/JavaScript file of the workspace, in name order) — and the last feedback (why the last
+attempt was refused, failed or rolled back). It reads the workspace at its last checkpoint, like
+the actor's context pack, so a replay renders the same state.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from oopav.models.profiles import PromptState
+from oopav.projections.session import SessionState
+
+SNIPPET_LINES = 40
+CONTEXT_LINES = 6
+_SOURCES = (".py", ".js", ".ts", ".mjs", ".cjs")
+
+
+def _idents(instruction: str) -> list[str]:
+    found = re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", instruction)
+    return [i.split(".")[-1] for i in dict.fromkeys(found)]
+
+
+def _candidates(root: Path, state: SessionState) -> list[str]:
+    plan = state.plan
+    focus: list[str] = []
+    if plan is not None:
+        for s in plan.steps:
+            focus += [f for f in s.files if f not in focus]
+        focus += [f for f in plan.files if f not in focus]
+    if focus:
+        return focus
+    out = []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if p.suffix in _SOURCES and p.is_file() and not any(x.startswith(".") for x in rel.parts):
+            out.append(str(rel))
+        if len(out) >= 500:
+            break
+    return out
+
+
+def _enclosing(text: str, line: int) -> tuple[int, int]:
+    """(start, end) 0-based line range of the smallest def/class around ``line`` (Python)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return max(0, line - CONTEXT_LINES), line + CONTEXT_LINES + 1
+    best: tuple[int, int] | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            end = node.end_lineno or node.lineno
+            if start <= line < end and (best is None or end - start < best[1] - best[0]):
+                best = (start, end)
+    if best is None or best[1] - best[0] > SNIPPET_LINES:
+        return max(0, line - CONTEXT_LINES), line + CONTEXT_LINES + 1
+    return best
+
+
+def snippet(root: Path, state: SessionState) -> tuple[str, str]:
+    """(path, code) of the focused snippet: where the symbol is defined (``def``/``class``/
+    ``function``), else its first use; ("", "") when nothing is found."""
+    assert state.task is not None
+    idents = _idents(state.task.instruction)
+    files = _candidates(root, state)
+    texts: dict[str, str] = {}
+    for rel in files:
+        try:
+            texts[rel] = (root / rel).read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+    passes = []
+    for ident in idents:
+        name = re.escape(ident)
+        passes.append(re.compile(rf"\b(?:def|class|function)\s+{name}\b"))
+        passes.append(re.compile(rf"\b{name}\b"))
+    if not idents:
+        passes.append(re.compile(r"\S"))
+    for pattern in passes:
+        for rel, text in texts.items():
+            rows = text.splitlines(keepends=True)
+            for i, row in enumerate(rows):
+                if pattern.search(row):
+                    if rel.endswith(".py"):
+                        start, end = _enclosing(text, i)
+                    else:
+                        start, end = max(0, i - CONTEXT_LINES), i + CONTEXT_LINES + 1
+                    return rel, "".join(rows[start:end])
+    return "", ""
+
+
+def feedback(state: SessionState) -> str:
+    """Why the last attempt did not stand: a refused or failed action, or a rollback."""
+    if state.recent and not state.recent[-1].ok:
+        r = state.recent[-1]
+        return f"{r.summary} {r.output}".strip()
+    if state.rejected_actions:
+        return state.rejected_actions[-1]
+    return ""
+
+
+def language_of(path: str) -> str:
+    return "javascript" if path.endswith((".js", ".mjs", ".cjs", ".ts")) else "python"
+
+
+def prompt_state(
+    state: SessionState, role: str = "actor", *, extra_feedback: str = ""
+) -> PromptState:
+    assert state.task is not None
+    root = Path(state.workspace.path) if state.workspace is not None else None
+    path, code = snippet(root, state) if root is not None and root.is_dir() else ("", "")
+    return PromptState(
+        role=role,
+        instruction=state.task.instruction,
+        language=language_of(path),
+        snippet=code,
+        path=path,
+        feedback=extra_feedback or feedback(state),
+    )
+
+
+def plan_files(state: SessionState) -> list[str]:
+    """The files the compact one-step plan names: those that use the instruction's symbol."""
+    assert state.task is not None
+    root = Path(state.workspace.path) if state.workspace is not None else None
+    if root is None or not root.is_dir():
+        return []
+    idents = _idents(state.task.instruction)
+    if not idents:
+        return []
+    pattern = re.compile(rf"\b{re.escape(idents[0])}\b")
+    out = []
+    for rel in _candidates(root, state):
+        try:
+            if pattern.search((root / rel).read_text()):
+                out.append(rel)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return out[:20]

@@ -1,0 +1,54 @@
+"""A local hf: policy in the real loop on a task with no example: the compact profile takes it
+to the actor (no planner call, a one-step plan), every prompt is within 512 real tokens, every
+answer parses under the grammar, and the session ends with a terminal event."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from loop_harness import finish_session, loop, of, start, task
+
+from oopav.models.profiles import COMPACT_BUDGET
+
+pytest.importorskip("transformers")
+pytest.importorskip("xgrammar")
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from oopav.trainer.policy import PolicyShape, build_policy
+    from oopav.trainer.tasks import generate, target_text, task_messages
+
+    tasks = generate(40, seed=4).tasks
+    texts = [task_messages(t.instruction, t.pre)[0]["content"] + target_text(t.rule) for t in tasks]
+    shape = PolicyShape(
+        vocab_size=1024, hidden_size=32, intermediate_size=64, layers=1, heads=2, kv_heads=1
+    )
+    return build_policy(tmp_path_factory.mktemp("policy") / "p", texts, shape=shape)
+
+
+async def test_an_hf_policy_reaches_the_actor_with_compact_prompts(
+    nc, nats_url: str, data_dir: Path, repo: Path, policy: Path
+) -> None:
+    from oopav.models.prompt import parse_role_answer
+
+    body = task(
+        repo,
+        model=f"hf:{policy}",
+        budgets={"iterations": 2, "retries_per_phase": 1},
+        policy={"ask_unknown": False},
+    )
+    async with loop(nats_url) as bus:
+        sid = await start(bus, body)
+        _state, events = await finish_session(bus, sid, timeout=600)
+    assert of(events, "session_completed")  # a terminal event, whatever the outcome
+    (plan, *_) = of(events, "plan_proposed")
+    assert plan.model_call_id is None and len(plan.steps) == 1
+    calls = of(events, "model_called")
+    assert calls and {c.role for c in calls} == {"actor"}
+    for c in calls:
+        assert c.backend == f"hf:{policy}" and c.profile == "compact"
+        assert c.prompt_tokens <= COMPACT_BUDGET  # the policy tokenizer's own count
+        parse_role_answer("actor", c.response, finish_reason=c.finish_reason)
+    assert of(events, "action_proposed")
