@@ -171,12 +171,14 @@ def _fork_model(spec: str | None) -> str | None:
     return m.group(1) or None if m else spec
 
 
-def normalize(events: Recorded) -> list[dict[str, Any]]:
+def normalize(events: Recorded, also: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The events of one session as builtins without anything that only says which session
-    they belong to (see the module docstring)."""
+    they belong to (see the module docstring). ``also``: other session ids to hide the same
+    way (the other run's: a reused baseline carries the session it was measured in)."""
     if not events:
         return []
     sid = events[0][1].aggregate_id
+    others = [o for o in also if o and o != sid]
     names: dict[str, str] = {}
     counts: Counter[str] = Counter()
     for _, e in events:
@@ -187,7 +189,11 @@ def normalize(events: Recorded) -> list[dict[str, Any]]:
         if isinstance(value, str):
             if value in names:
                 return names[value]
-            return value.replace(sid, "<session>") if sid and sid in value else value
+            out = value.replace(sid, "<session>") if sid and sid in value else value
+            for other in others:
+                if other in out:
+                    out = out.replace(other, "<session>")
+            return out
         if isinstance(value, dict):
             drop = _NESTED_VOLATILE | ({"key"} if "purpose" in value else set())
             return {
@@ -334,9 +340,23 @@ def align(
     return pairs
 
 
+# Events that say where a result came from, not what was decided: a session that reused a
+# baseline records ``baseline_reused`` and then the same observation a measuring one records,
+# so two runs that differ only in that are the same run.
+PROVENANCE_ONLY = frozenset({"baseline_reused"})
+
+
 def diff_runs(a: Recorded, b: Recorded) -> RunDiff:
     """Compare two sessions' recorded events (stream order, ``(seq, event)``)."""
-    na, nb = normalize(a), normalize(b)
+    a = [(s, e) for s, e in a if e.type not in PROVENANCE_ONLY]
+    b = [(s, e) for s, e in b if e.type not in PROVENANCE_ONLY]
+    ids = tuple(x[0][1].aggregate_id for x in (a, b) if x)
+    na, nb = normalize(a, ids), normalize(b, ids)
+    for d in (*na, *nb):  # and the observation's note of where its baseline came from
+        if d.get("type") == "observation_recorded" and isinstance(d.get("reasons"), list):
+            d["reasons"] = [
+                r for r in d["reasons"] if not str(r).startswith("baseline reused from session")
+            ]
     steps: list[Step] = []
     first: Divergence | None = None
     same_prefix = 0
