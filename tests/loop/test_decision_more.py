@@ -97,7 +97,8 @@ async def test_the_compile_gate_fails_only_on_errors_the_baseline_did_not_have(
     first = compiles[0]
     assert "1 error(s) the baseline did not have (1 pre-existing)" in first.evidence
     assert 'Name "report_missing" is not defined' in first.evidence
-    assert "legacy_format" not in first.evidence
+    # Blamed: only the new error; the checker's raw output below it is context, not blame.
+    assert "legacy_format" not in first.evidence.split("--- output ---")[0]
     assert [x.purpose for x in first.execs] == ["gate_compile", "gate_compile_base"]
     assert all(x.exit_code == 1 for x in first.execs)
     # The replan's change (on a rolled-back workspace) adds none: the old error does not fail it.
