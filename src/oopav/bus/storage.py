@@ -27,6 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from oopav.units import human_size as human
+from oopav.units import parse_size
+
 DEFAULT_MIN_FREE = 512 * 1024 * 1024
 DEFAULT_PAUSE_S = 300.0
 
@@ -53,23 +56,6 @@ def free_bytes(path: Path) -> int:
     return _probe(Path(path))
 
 
-def parse_size(text: str) -> int:
-    raw = text.strip().upper().removesuffix("IB").removesuffix("B")
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
-    mult = 1
-    if raw and raw[-1] in units:
-        mult, raw = units[raw[-1]], raw[:-1]
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a size; use e.g. 512M, 2G or a number of bytes"
-        ) from None
-    if value < 0:
-        raise ValueError(f"{text!r}: a size cannot be negative")
-    return int(value * mult)
-
-
 def min_free_from_env() -> int:
     """``OOPAV_MIN_FREE`` in bytes (0 when ``off``); a bad value is an error naming it."""
     raw = os.environ.get("OOPAV_MIN_FREE", "").strip()
@@ -89,13 +75,6 @@ def pause_from_env() -> float:
         return float(raw) if raw else DEFAULT_PAUSE_S
     except ValueError:
         raise ValueError(f"OOPAV_STORAGE_PAUSE: {raw!r} is not a number of seconds") from None
-
-
-def human(n: int) -> str:
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oopav.logging import get_logger
+from oopav.units import human_size, parse_size  # noqa: F401  (re-exported: `oopav gc`)
 
 log = get_logger("oopav.sandbox.artifacts")
 
@@ -152,24 +153,6 @@ def remove(items: Iterable[ArtifactDir]) -> int:
     return freed
 
 
-def parse_size(text: str) -> int:
-    """``500M``, ``2G``, ``1.5GiB``, ``1048576`` -> bytes; ValueError with the expected form."""
-    raw = text.strip().upper().removesuffix("IB").removesuffix("B")
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    mult = 1
-    if raw and raw[-1] in units:
-        mult, raw = units[raw[-1]], raw[:-1]
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a size; use e.g. 500M, 2G or a number of bytes"
-        ) from None
-    if value < 0:
-        raise ValueError(f"{text!r}: a size cannot be negative")
-    return int(value * mult)
-
-
 def parse_age(text: str) -> float:
     """``7d``, ``12h``, ``30m``, ``90s``, ``3600`` -> seconds."""
     raw = text.strip().lower()
@@ -191,10 +174,3 @@ def human_age(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
-
-
-def human_size(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
