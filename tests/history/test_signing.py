@@ -20,6 +20,7 @@ from oopav.history.signing import (
     anchor_of,
     anchor_session,
     keyring_of,
+    register_keys,
     trusted_keys,
     verify,
 )
@@ -141,3 +142,14 @@ async def test_a_handler_key_signing_another_handlers_event_is_detected(
     bad = f"{name} {pub} {base64.b64encode(b'x' * 64).decode()}"
     broken = verify([*signed[:3], (seq, e, bad), *signed[4:]], trusted, None)
     assert any("does not verify" in p for p in broken.problems)
+
+
+async def test_keys_registered_at_once_for_one_identity_are_all_trusted(nc: Any) -> None:
+    """Processes that start together each register their key for the same identity: every key
+    ends up trusted (compare-and-set on the entry), not the last writer's alone."""
+    import asyncio
+
+    js = nc.jetstream()
+    keys = [f"URACE{i:02d}" for i in range(8)]
+    await asyncio.gather(*(register_keys(js, {"racer": k}) for k in keys))
+    assert set(keys) <= (await trusted_keys(js))["racer"]

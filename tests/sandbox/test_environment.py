@@ -158,6 +158,7 @@ def test_junit_report(tmp_path: Path) -> None:
         skipped=1,
         failed=["tests.test_a::test_bad"],
         errors=["tests.test_b"],
+        skipped_ids=["tests.test_a::test_skip"],  # named: skipped before and after is reported
     )
     assert parse_junit(tmp_path / "absent.xml") is None
 

@@ -23,6 +23,7 @@ nkey, as NATS identities are), and chain heads are anchored where no handler can
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections import Counter
@@ -117,14 +118,45 @@ async def trusted_keys(js: Any) -> dict[str, set[str]]:
 
 
 async def register_keys(js: Any, publics: dict[str, str] | dict[str, set[str]]) -> None:
-    """Add public keys to the trusted ones (the notary's act: its connection writes)."""
+    """Add public keys to the trusted ones (the notary's act: its connection writes).
+
+    Each identity's set is updated with compare-and-set on the entry's revision (create when
+    absent), retried on a conflict: two processes registering keys for one identity at once
+    must both end up trusted, not the last writer alone."""
+    from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+
     kv = await notary_kv(js)
-    trusted = await trusted_keys(js)
     for name, pubs in publics.items():
         wanted = {pubs} if isinstance(pubs, str) else set(pubs)
-        current = trusted.get(name, set())
-        if not wanted <= current:
-            await kv.put(f"key.{name}", json.dumps(sorted(current | wanted)).encode())
+        key = f"key.{name}"
+        for _attempt in range(20):
+            try:
+                entry = await kv.get(key)
+            except (KeyNotFoundError, NotFoundError):
+                entry = None
+            current = set(json.loads(entry.value or b"[]")) if entry is not None else set()
+            if wanted <= current:
+                break
+            value = json.dumps(sorted(current | wanted)).encode()
+            try:
+                if entry is None:
+                    await kv.create(key, value)
+                else:
+                    await kv.update(key, value, last=entry.revision)
+                break
+            except (KeyWrongLastSequenceError, Exception) as exc:
+                # A concurrent writer won the revision (or created the key first): read again.
+                if (
+                    not isinstance(exc, KeyWrongLastSequenceError)
+                    and "wrong last" not in str(exc).lower()
+                    and "exists" not in str(exc).lower()
+                ):
+                    raise
+                await asyncio.sleep(0.01 * (_attempt + 1))
+        else:
+            raise RuntimeError(
+                f"could not register the keys of {name}: too many concurrent writers"
+            )
 
 
 @dataclass
