@@ -37,6 +37,15 @@ async def _streams(url: str) -> None:
         assert all(line.endswith("created") for line in done), done
         info = await nc.jetstream().stream_info(EVENTS_STREAM)
         assert info.config.num_replicas == 3
+        # The blobs (starting trees, prompts) and the notary's anchors live as long as the
+        # events: an R1 bucket on a killed node would stop every session.
+        from oopav.history.signing import notary_kv
+
+        blobs = await nc.jetstream().stream_info("OBJ_OOPAV_BLOBS")
+        assert blobs.config.num_replicas == 3
+        await notary_kv(nc.jetstream())
+        notary = await nc.jetstream().stream_info("KV_OOPAV_NOTARY")
+        assert notary.config.num_replicas == 3
     finally:
         await nc.close()
 

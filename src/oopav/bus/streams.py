@@ -125,7 +125,12 @@ async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> l
     # (least-privilege handlers may not create streams); it is not listed among the streams.
     from oopav.history.blobs import ensure_bucket
 
-    await ensure_bucket(js)
+    await ensure_bucket(js, replicas)
+    if replicas and replicas > 1:  # the notary's anchors follow the events onto the cluster
+        from oopav.history.blobs import follow_replicas
+
+        # history.signing.NOTARY_BUCKET's stream, by name (signing reaches back to the bus).
+        await follow_replicas(js, "KV_OOPAV_NOTARY", replicas)
     if any(d.endswith("created") for d in done):
         # A new stream of an embedded server of this process stages its batches in memory.
         staging.stage_local()

@@ -123,13 +123,38 @@ class BlobStore:
         return out
 
 
-async def ensure_bucket(js: Any) -> Any:
-    """The blob bucket, created when missing (file storage: blobs outlive the server)."""
+async def events_replicas(js: Any) -> int:
+    """The replica count of the events stream (1 when it cannot be read): the blob bucket and
+    the notary KV follow it, so a cluster that keeps its events on three nodes keeps their
+    blobs and anchors there too (an R1 bucket on a killed node stops every session)."""
+    try:
+        # bus.streams.EVENTS_STREAM, by name: bus.streams imports this module.
+        info = await js.stream_info("OOPAV_EVENTS")
+    except Exception:  # no stream yet, or no right to read it: the single-server default
+        return 1
+    return int(info.config.num_replicas or 1)
+
+
+async def follow_replicas(js: Any, stream: str, replicas: int) -> None:
+    """Raise ``stream``'s replica count to ``replicas`` (never lowers it)."""
+    try:
+        info = await js.stream_info(stream)
+        if (info.config.num_replicas or 1) < replicas:
+            info.config.num_replicas = replicas
+            await js.update_stream(info.config)
+    except Exception:  # no right to update streams (a least-privilege handler): leave it
+        return
+
+
+async def ensure_bucket(js: Any, replicas: int | None = None) -> Any:
+    """The blob bucket, created when missing (file storage: blobs outlive the server), with as
+    many replicas as the events stream (``events_replicas``) unless ``replicas`` says."""
     from nats.js.api import ObjectStoreConfig, StorageType
     from nats.js.errors import BucketNotFoundError, NotFoundError
 
+    want = replicas or await events_replicas(js)
     try:
-        return await js.object_store(BUCKET)
+        store = await js.object_store(BUCKET)
     except (BucketNotFoundError, NotFoundError):
         return await js.create_object_store(
             BUCKET,
@@ -137,8 +162,12 @@ async def ensure_bucket(js: Any) -> Any:
                 bucket=BUCKET,
                 description="oopav content-addressed blobs (trees, prompts)",
                 storage=StorageType.FILE,
+                replicas=want,
             ),
         )
+    if want > 1:
+        await follow_replicas(js, f"OBJ_{BUCKET}", want)
+    return store
 
 
 # -- trees ----------------------------------------------------------------------------------

@@ -87,15 +87,19 @@ async def notary_kv(js: Any) -> Any:
     from nats.js.api import KeyValueConfig, StorageType
     from nats.js.errors import BucketNotFoundError, NotFoundError
 
+    from oopav.history.blobs import events_replicas
+
     try:
         return await js.key_value(NOTARY_BUCKET)
     except (BucketNotFoundError, NotFoundError):
+        # As many replicas as the events stream: in a cluster the anchors must survive a node.
         return await js.create_key_value(
             config=KeyValueConfig(
                 bucket=NOTARY_BUCKET,
                 description="oopav notary: trusted signing keys and anchored chain heads",
                 history=64,
                 storage=StorageType.FILE,
+                replicas=await events_replicas(js),
             )
         )
 
