@@ -3,6 +3,7 @@ append, forged and deleted events are named, the first terminal event wins."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from oopav.bus.store import EventStore
 from oopav.bus.streams import DLQ_STREAM
 from oopav.events import catalog as ev
 from oopav.events.chain import GENESIS, check_chain, event_hash
-from oopav.events.codec import decode
+from oopav.events.codec import decode, encode
 from oopav.events.ids import derive_id
 from oopav.handlers.watchdog import Watchdog
 from oopav.projections.runner import SESSIONS, ProjectionRunner
@@ -237,3 +238,61 @@ async def test_the_chain_links_past_undecodable_junk(nc: Any) -> None:
     # chain runs over the session's events, so it does not break on it.
     assert stored.prev_hash == event_hash(before[-1][1])
     assert check_chain([*before, (done.sequence, stored)]) == []
+
+
+def _older_model_called(sid: str, prev_hash: str) -> bytes:
+    """A ``model_called`` as oopav wrote it before the type gained ``notes``, ``profile`` and
+    ``prompt_state``: it decodes (the new fields take their defaults) but re-encodes longer."""
+    return json.dumps(
+        {
+            "type": "model_called",
+            "id": f"old-call-{sid}",
+            "schema": 2,
+            "aggregate": "session",
+            "aggregate_id": sid,
+            "causation_id": sid,
+            "correlation_id": sid,
+            "actor": "planner/0.1.0",
+            "ts": "2026-01-01T00:00:03Z",
+            "prev_hash": prev_hash,
+            "role": "planner",
+            "backend": "scripted",
+            "request_hash": "r" * 64,
+            "request": {"messages": []},
+            "response": "ok",
+            "prompt_tokens": 1,
+            "completion_tokens": 1,
+            "latency_ms": 2.0,
+            "finish_reason": "stop",
+            "error": None,
+            "guidance_step": None,
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+async def test_an_event_recorded_by_an_older_schema_keeps_its_hash(nc: Any) -> None:
+    """Upgrading oopav must not break old sessions' chains: the link is the stored bytes'
+    hash, not a re-encoding under today's schema (which adds the new defaulted fields)."""
+    store = EventStore(nc)
+    await build(store, "s8")
+    before = await store.read("session", "s8")
+    old = _older_model_called("s8", event_hash(before[-1][1]))
+    ack = await nc.jetstream().publish("oopav.ev.session.s8.model_called", old)
+    decoded = decode(old)
+    assert decode(old).prev_hash == event_hash(before[-1][1])
+    # Today's encoding differs, which is what broke the next link before.
+    assert encode(decoded) != old
+    assert event_hash(decoded) == hashlib.sha256(old).hexdigest()
+    # The store links the next append to the stored bytes, and the whole chain checks.
+    done = await store.append(verdict("s8", 9), expected=ack.seq)
+    events = await store.read("session", "s8")
+    assert events[-1][0] == done.sequence
+    assert events[-1][1].prev_hash == hashlib.sha256(old).hexdigest()
+    assert check_chain(events) == []
+    assert fold(events).chain_break is None
+    # A changed stored byte still breaks it: the hash is of what was stored, not a lax one.
+    tampered = old.replace(b'"response":"ok"', b'"response":"OK"')
+    swapped = [*events[:-2], (ack.seq, decode(tampered)), events[-1]]
+    [finding] = check_chain(swapped)
+    assert finding.sequence == done.sequence

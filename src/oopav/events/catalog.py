@@ -31,7 +31,12 @@ success."""
 ENVELOPE_VOLATILE: frozenset[str] = frozenset({"ts", "prev_hash"})
 
 
-class Event(msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_defaults=False):
+# ``dict=True``: a decoded event remembers the hash of the bytes it was read from
+# (``events.codec``), so the hash chain checks what was stored, not a re-encoding that a newer
+# schema (a field added with a default, an upcaster) would change.
+class Event(
+    msgspec.Struct, tag_field="type", kw_only=True, frozen=True, omit_defaults=False, dict=True
+):
     """The envelope shared by every event (DESIGN invariant 3)."""
 
     id: str

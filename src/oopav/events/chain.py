@@ -1,8 +1,10 @@
 """Tamper evidence: every session event carries the hash of the session's previous event.
 
-``prev_hash`` in the envelope is the SHA-256 of the previous event's canonical encoding (the
-codec's JSON of the decoded event, which is the stored bytes for every event oopav wrote); the
-first event of a session carries ``GENESIS`` (empty). The event store fills it in when it
+``prev_hash`` in the envelope is the SHA-256 of the previous event's stored bytes: the codec
+keeps that hash on every event it decodes, and an event built in memory hashes its encoding
+(which is what the store writes). Hashing a re-encoding instead broke every link after an event
+whose type later gained a defaulted field (``model_called`` did): the old bytes decode fine but
+encode differently. The first event of a session carries ``GENESIS`` (empty). The event store fills it in when it
 appends (``bus/store.py``), so no handler has to; a batch chains within itself.
 
 A link is checked as soon as a session is chained (its first event carries ``GENESIS``, or
@@ -23,15 +25,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from oopav.events.catalog import Event
-from oopav.events.codec import REGISTRY
+from oopav.events.codec import REGISTRY, stored_hash
 
 GENESIS = ""
 TERMINAL_TYPES = frozenset({"session_completed", "task_rejected"})
 
 
 def event_hash(event: Event) -> str:
-    """The hash the next event of the session must carry as its ``prev_hash``."""
-    return hashlib.sha256(REGISTRY.encode(event)).hexdigest()
+    """The hash the next event of the session must carry as its ``prev_hash``: that of the
+    bytes ``event`` was read from, or of its encoding when it was built in memory."""
+    return stored_hash(event) or hashlib.sha256(REGISTRY.encode(event)).hexdigest()
 
 
 def _short(h: str) -> str:

@@ -8,6 +8,7 @@ convert to the current type.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,15 @@ class UnknownEventType(EventDecodeError):
     def __init__(self, type_name: str) -> None:
         super().__init__("unknown_event_type", f"no event type {type_name!r} in the catalog")
         self.type_name = type_name
+
+
+# The attribute a decoded event keeps the SHA-256 of its stored bytes under (``events.chain``).
+STORED_HASH = "_stored_sha256"
+
+
+def stored_hash(event: Event) -> str | None:
+    """The SHA-256 of the bytes ``event`` was decoded from; None for an event built in memory."""
+    return event.__dict__.get(STORED_HASH)
 
 
 class _Header(msgspec.Struct):
@@ -93,9 +103,13 @@ class Registry:
         try:
             event = self._typed_decoder().decode(data)
         except msgspec.DecodeError as exc:
-            return self._slow_decode(data, exc)
-        if event.schema != type(event).SCHEMA:
-            return self._slow_decode(data, None)
+            event = self._slow_decode(data, exc)
+        else:
+            if event.schema != type(event).SCHEMA:
+                event = self._slow_decode(data, None)
+        # The chain links stored bytes: an event written under an older schema re-encodes
+        # differently (new defaulted fields, upcasters), so remember what was read.
+        event.__dict__[STORED_HASH] = hashlib.sha256(data).hexdigest()
         return event
 
     def _slow_decode(self, data: bytes | memoryview, first: Exception | None) -> Event:
