@@ -154,6 +154,8 @@ async def measure(calls: int, workdir: Path) -> dict[str, float]:
                     response='<action>{"type": "finish", "summary": "done"}</action>',
                     prompt_tokens=estimate_tokens(str(whole)),
                     completion_tokens=20,
+                    # A real call's latency (a default 0.0 would be left out of the JSON).
+                    latency_ms=812.5 + len(last.id) % 7,
                 )
                 if form != "before":
                     base_id = e.id

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from helpers.cli import run_oopav
 from oopav.bus.store import EventStore
 from oopav.bus.streams import DLQ_STREAM
@@ -206,8 +208,6 @@ def test_events_without_prev_hash_still_decode_and_are_unchained() -> None:
 
 def test_a_chain_starting_after_legacy_events_verifies() -> None:
     legacy = [(1, verdict("m", 1)), (2, verdict("m", 2))]
-    import msgspec
-
     linked = msgspec.structs.replace(verdict("m", 3), prev_hash=event_hash(legacy[-1][1]))
     assert check_chain([*legacy, (3, linked)]) == []
     wrong = msgspec.structs.replace(linked, prev_hash=event_hash(legacy[0][1]))
@@ -296,3 +296,38 @@ async def test_an_event_recorded_by_an_older_schema_keeps_its_hash(nc: Any) -> N
     swapped = [*events[:-2], (ack.seq, decode(tampered)), events[-1]]
     [finding] = check_chain(swapped)
     assert finding.sequence == done.sequence
+
+
+def test_a_link_to_an_events_re_encoding_from_before_stored_hashes_still_verifies() -> None:
+    """Sessions recorded before links hashed stored bytes linked some events by their
+    re-encoding (an int stored in a float field reads back as 1.0); both hashes are fixed by
+    the stored content, so both verify, and anything else still breaks."""
+    first = submitted("s9")
+    first_bytes = encode(msgspec.structs.replace(first, prev_hash=GENESIS))
+    stored = json.dumps(
+        {
+            "type": "budget_exceeded",
+            "budget": "bounces",
+            "limit": 0,
+            "used": 1,
+            "phase": "verifying",
+            "response": "abort",
+            **{k: v for k, v in env("s9", 1, "s9").items() if k != "ts"},
+            "ts": "2026-01-01T00:00:01Z",
+            "schema": 1,
+            "aggregate": "session",
+            "prev_hash": hashlib.sha256(first_bytes).hexdigest(),
+        }
+    ).encode()
+    budget = decode(stored)
+    assert encode(budget) != stored  # "limit": 0 comes back as 0.0
+    old_link = hashlib.sha256(encode(budget)).hexdigest()
+    for link, ok in (
+        (old_link, True),
+        (hashlib.sha256(stored).hexdigest(), True),
+        ("f" * 64, False),
+    ):
+        end = msgspec.structs.replace(completed("s9", 2), prev_hash=link)
+        events = [(1, decode(first_bytes)), (2, budget), (3, end)]
+        assert (check_chain(events) == []) is ok
+        assert (fold(events).chain_break is None) is ok

@@ -320,9 +320,16 @@ class PlanProposed(Event, tag="plan_proposed", frozen=True):
     think: str = ""
 
 
-class ModelCalled(Event, tag="model_called", frozen=True):
+# ``omit_defaults``: a session stores one model_called per call, so its history grows with them
+# (issue 27 §4); the optional metadata (error, guidance_step, notes, profile, prompt_state, a
+# missing causation or prev_hash) is left out of the stored JSON while at its default and decodes
+# back to it. ``aggregate`` and ``finish_reason`` are kept on the wire (a default_factory is never
+# omitted) because people filter on them with `nats sub` and jq. Older stored events keep their
+# bytes and their chain links (the chain hashes stored bytes).
+class ModelCalled(Event, tag="model_called", frozen=True, kw_only=True, omit_defaults=True):
     """One model call, recorded in full so replay can serve it back (request, response, tokens)."""
 
+    aggregate: Aggregate = msgspec.field(default_factory=lambda: "session")
     role: str
     backend: str
     request_hash: str
@@ -331,7 +338,7 @@ class ModelCalled(Event, tag="model_called", frozen=True):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
-    finish_reason: str = "stop"
+    finish_reason: str = msgspec.field(default_factory=lambda: "stop")
     error: str | None = None
     # The mission library step rendered into the prompt, so a replay renders the same one.
     guidance_step: int | None = None

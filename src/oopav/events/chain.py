@@ -37,17 +37,36 @@ def event_hash(event: Event) -> str:
     return stored_hash(event) or hashlib.sha256(REGISTRY.encode(event)).hexdigest()
 
 
+def event_hashes(event: Event) -> tuple[str, ...]:
+    """Every hash a link to ``event`` may carry: that of its stored bytes, then (when it
+    differs) that of its re-encoding under today's schema. Sessions recorded before links
+    hashed stored bytes carry the second where the two differ (an int stored in a float field
+    re-encodes as ``1.0``); both are fixed by the stored content, so accepting either loosens
+    nothing an attacker could use."""
+    primary = event_hash(event)
+    if stored_hash(event) is None:
+        return (primary,)
+    canonical = hashlib.sha256(REGISTRY.encode(event)).hexdigest()
+    return (primary,) if canonical == primary else (primary, canonical)
+
+
 def _short(h: str) -> str:
     return h[:12] or "(empty)"
 
 
 def link_problem(
-    event: Event, *, first: bool, chained: bool, previous_hash: str | None
+    event: Event,
+    *,
+    first: bool,
+    chained: bool,
+    previous_hash: str | None,
+    previous_alt: str | None = None,
 ) -> str | None:
     """Why ``event`` does not link to the event before it, or None when it does.
 
     ``chained``: the session's chain has started; ``previous_hash``: ``event_hash`` of the
-    event before (None when that one was not hashed: an unchained stretch)."""
+    event before (None when that one was not hashed: an unchained stretch); ``previous_alt``:
+    the other hash ``event_hashes`` accepts for it, if any."""
     got = event.prev_hash
     if first:
         if got not in (None, GENESIS):
@@ -57,7 +76,7 @@ def link_problem(
         return "it carries no prev_hash in a chained session" if chained else None
     if got == GENESIS:
         return "it claims to be the session's first event (empty prev_hash)"
-    if previous_hash is not None and got != previous_hash:
+    if previous_hash is not None and got != previous_hash and got != previous_alt:
         return (
             f"its prev_hash {_short(got)} is not the hash of the event before it "
             f"({_short(previous_hash)})"
@@ -87,14 +106,20 @@ def check_chain(events: Iterable[tuple[int, Event]]) -> list[ChainFinding]:
     """Every broken link and late terminal event of one session, in stream order."""
     findings: list[ChainFinding] = []
     chained = False
-    previous: str | None = None
+    previous: tuple[str, ...] = ()
     terminal: tuple[int, Event] | None = None
     for i, (seq, event) in enumerate(events):
-        problem = link_problem(event, first=i == 0, chained=chained, previous_hash=previous)
+        problem = link_problem(
+            event,
+            first=i == 0,
+            chained=chained,
+            previous_hash=previous[0] if previous else None,
+            previous_alt=previous[1] if len(previous) > 1 else None,
+        )
         if problem is not None:
             findings.append(ChainFinding("broken_link", seq, event.id, event.type, problem))
         chained = chained or event.prev_hash is not None
-        previous = event_hash(event)
+        previous = event_hashes(event)
         if event.type in TERMINAL_TYPES:
             if terminal is None:
                 terminal = (seq, event)

@@ -7,7 +7,8 @@ holds a *stored request* instead of the whole one::
 
     {"$stored": 1,
      "base": "<id of the session's previous model_called of this role>" | null,
-     "head": "<blob: the request without its messages (role, schema, sampling, ...)>" | null,
+     "head": "<blob: the request without its messages (role, schema, sampling, ...)>",
+                                               # absent: the same as the base call's
      "messages": [
         {"role": "system", "blob": "<sha256>"}                    # a whole message, by hash
         {"same": 0}                                               # the base's message 0
@@ -124,12 +125,11 @@ async def store_request(
         messages.append({**meta, "blob": digest_of(data)})
     if to_put:
         await blobs.put_many(to_put)
-    return {
-        STORED: 1,
-        "base": base_id if (base_msgs or same_head) else None,
-        "head": head,
-        "messages": messages,
-    }
+    out: dict[str, Any] = {STORED: 1, "base": base_id if (base_msgs or same_head) else None}
+    if head is not None:  # no "head": the base call's (most calls; a key less per call)
+        out["head"] = head
+    out["messages"] = messages
+    return out
 
 
 class _BlobCache:

@@ -266,7 +266,7 @@ def verify(
     order. The signature covers the stored bytes (a re-encoding may differ: a float field
     holding an int reads back as a float); without them, the event's encoding."""
     from oopav.bus.contracts import EMITS
-    from oopav.events.chain import event_hash
+    from oopav.events.chain import event_hashes
     from oopav.events.codec import REGISTRY
 
     report = SignatureReport(anchored=anchor is not None)
@@ -315,7 +315,7 @@ def verify(
         else:
             pos = next((i for i, it in enumerate(events) if it[1].id == anchor.event_id), None)
             at = events[pos][1] if pos is not None else None
-            if at is None or event_hash(at) != anchor.hash or pos + 1 != anchor.count:  # type: ignore[operator]
+            if at is None or anchor.hash not in event_hashes(at) or pos + 1 != anchor.count:  # type: ignore[operator]
                 report.problems.append(
                     f"the chain differs from the notary's anchor at event {anchor.event_id} "
                     f"(seq {anchor.sequence}, {anchor.count} events): the history was rewritten"

@@ -16,7 +16,7 @@ from oopav.display import gate_summary
 from oopav.events import catalog as ev
 from oopav.events.actions import Action
 from oopav.events.catalog import Event
-from oopav.events.chain import TERMINAL_TYPES, event_hash, link_problem
+from oopav.events.chain import TERMINAL_TYPES, event_hashes, link_problem
 
 SCHEMA = 4  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
 
@@ -146,6 +146,8 @@ class SessionState(msgspec.Struct, kw_only=True):
     # chained, the first broken link, and terminal events that came after the first one.
     chained: bool = False
     chain_hash: str | None = None
+    # The last event's other accepted hash (events.chain.event_hashes), for older sessions.
+    chain_alt: str | None = None
     chain_break: str | None = None
     late_terminals: list[str] = msgspec.field(default_factory=list)
     # decision core (issue 17)
@@ -233,11 +235,14 @@ def _link(state: SessionState, event: Event, sequence: int) -> None:
             first=state.event_count == 0,
             chained=state.chained,
             previous_hash=state.chain_hash,
+            previous_alt=state.chain_alt,
         )
         if problem is not None:
             state.chain_break = f"seq {sequence} ({event.type} {event.id}): {problem}"
     state.chained = True
-    state.chain_hash = event_hash(event)
+    hashes = event_hashes(event)
+    state.chain_hash = hashes[0]
+    state.chain_alt = hashes[1] if len(hashes) > 1 else None
 
 
 def fold(
