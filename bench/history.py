@@ -37,7 +37,7 @@ FIGURES = [
     Figure("after_bytes", "session bytes, blobs + deltas", "B", fmt=",.0f"),
     Figure("before_per_call", "bytes per call, today", "B", fmt=",.0f"),
     Figure("after_per_call", "bytes per call, blobs + deltas", "B", fmt=",.0f"),
-    Figure("ratio_today", "after / today", "%", target=10.0, higher=False, fmt=".1f"),
+    Figure("ratio_today", "after / today", "%", target=10.0, higher=False, fmt=".2f"),
     Figure("signed_bytes", "2nd session, signed (blobs shared)", "B", fmt=",.0f"),
     Figure("ratio_signed", "2nd session signed / today", "%", fmt=".1f"),
     Figure("unique_bytes", "unique prompt content", "B", fmt=",.0f"),

@@ -153,3 +153,44 @@ async def test_keys_registered_at_once_for_one_identity_are_all_trusted(nc: Any)
     keys = [f"URACE{i:02d}" for i in range(8)]
     await asyncio.gather(*(register_keys(js, {"racer": k}) for k in keys))
     assert set(keys) <= (await trusted_keys(js))["racer"]
+
+
+async def test_a_handler_on_its_own_machine_is_trusted_once_its_key_is_registered(
+    nc: Any, nats_url: str, tmp_path: Path
+) -> None:
+    """Per-handler deployments: the actor signs with a seed only its machine holds and may not
+    write the notary bucket; `oopav notary trust` registers its public key, after which its
+    events verify (and before which they are named)."""
+    import json
+
+    from helpers.cli import run_oopav
+    from oopav.events import catalog as ev
+    from oopav.events.factory import root_event
+
+    remote = Keyring(tmp_path / "actor-machine" / "keys")
+    e = root_event(ev.TaskSubmitted, handler="actor", instruction="x", repo="/r")
+    e = msgspec.structs.replace(e, prev_hash=GENESIS)
+    payload = REGISTRY.encode(e)
+    signed = [(1, e, remote.header("actor", e.subject, payload), payload)]
+    before = verify(signed, await trusted_keys(nc.jetstream()), None)
+    assert any("never registered" in p for p in before.problems), before.problems
+
+    data = tmp_path / "admin"
+    rc, out, err = await run_oopav(
+        "notary", "trust", "actor", "nonsense", url=nats_url, data_dir=data
+    )
+    assert rc == 2 and "not an nkey public key" in err, (rc, err)
+    rc, out, err = await run_oopav(
+        "notary", "trust", "actor", remote.public("actor"), url=nats_url, data_dir=data
+    )
+    assert rc == 0 and f"trusted actor {remote.public('actor')}" in out, err
+    after = verify(signed, await trusted_keys(nc.jetstream()), None)
+    assert not any("never registered" in p for p in after.problems), after.problems
+    rc, out, _ = await run_oopav("notary", "keys", "--json", url=nats_url, data_dir=data)
+    assert rc == 0 and remote.public("actor") in json.loads(out)["actor"]
+    # A handler machine's whole keys directory at once, each seed under its own name.
+    remote.public("planner")
+    rc, out, err = await run_oopav(
+        "notary", "trust", "-", "--from-keys", str(remote.directory), url=nats_url, data_dir=data
+    )
+    assert rc == 0 and f"trusted planner {remote.public('planner')}" in out, err
