@@ -401,7 +401,19 @@ class Actor:
         from oopav.handlers.support.retrieval import read_only
 
         root = workspace_path(state)
-        ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]  # READ_ONLY_ACTIONS: a read_file or search action
+        limit_s = sandbox_policy(state).sandbox_or_default.read_timeout_s
+        try:
+            # The search checks its deadline itself; wait_for is the backstop for one read
+            # that hangs (a stalled filesystem): the session goes on without its result.
+            ok, text = await asyncio.wait_for(
+                asyncio.to_thread(read_only, root, action, timeout_s=limit_s),  # type: ignore[arg-type]  # READ_ONLY_ACTIONS: a read_file or search action
+                timeout=limit_s + 1.0,
+            )
+        except TimeoutError:
+            ok, text = (
+                False,
+                f"(the {action.type} did not finish within its {limit_s:g} s deadline)",
+            )
         limit = state.task.budgets.prompt_output_bytes  # type: ignore[union-attr]  # a session that acts has its task
         out.emit(
             ev.ActionApplied,

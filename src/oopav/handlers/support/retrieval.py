@@ -1,11 +1,17 @@
 """Read-only retrieval for the actor's model: ``read_file`` with a line range and ``search``
 for a pattern (issue 17 §6). They read the session's own workspace (paths confined to it, git
 metadata excluded), write nothing and run nothing, so they need no grant and no sandbox; the
-result, clipped to the prompt-output budget, is the step's output in the next prompt."""
+result, clipped to the prompt-output budget, is the step's output in the next prompt.
+
+Each has a deadline (the policy's ``sandbox.read_timeout_s``, 2-5 s): a search past it stops and
+says so with what it found, so a huge tree cannot hold a session. Commands, which run in the
+sandbox, take their own declared ``timeout_s``."""
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from oopav.decide.evidence import _files, _text
@@ -14,8 +20,16 @@ from oopav.events.actions import ReadFileAction, SearchAction
 MAX_READ_LINES = 400
 
 
-def read_only(root: Path, action: ReadFileAction | SearchAction) -> tuple[bool, str]:
-    """(ok, text): the lines read or found, or why not."""
+def read_only(
+    root: Path,
+    action: ReadFileAction | SearchAction,
+    *,
+    timeout_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[bool, str]:
+    """(ok, text): the lines read or found, or why not. ``timeout_s``: the deadline, checked
+    before each file a search reads (not ok past it, with the hits so far)."""
+    deadline = None if timeout_s is None else clock() + timeout_s
     from oopav.sandbox.validate import PathRejected, resolve_in_workspace
 
     try:
@@ -52,7 +66,15 @@ def read_only(root: Path, action: ReadFileAction | SearchAction) -> tuple[bool, 
         hits: list[str] = []
         for base in roots:
             files = [base] if base.is_file() else _files(base)
-            for f in files:
+            for n, f in enumerate(files):
+                if deadline is not None and clock() > deadline:
+                    return False, "\n".join(
+                        [
+                            *hits,
+                            f"(search stopped at its {timeout_s:g} s deadline after {n} "
+                            f"file(s) of {rel_name(base, root)}; narrow `paths` or the pattern)",
+                        ]
+                    )
                 text = _text(f)
                 if text is None:
                     continue
@@ -65,3 +87,7 @@ def read_only(root: Path, action: ReadFileAction | SearchAction) -> tuple[bool, 
         return True, "\n".join(hits) if hits else f"no match for {action.pattern!r}"
     except PathRejected as exc:
         return False, f"{exc}"
+
+
+def rel_name(path: Path, root: Path) -> str:
+    return "." if path == root else str(path.relative_to(root))
