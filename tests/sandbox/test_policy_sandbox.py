@@ -181,3 +181,20 @@ def test_a_search_past_its_deadline_stops_and_says_so(tmp_path: Path) -> None:
     assert 0 < text.count("def f") < 20  # what it found before the deadline
     ok, text = read_only(tmp_path, SearchAction(pattern="def "), timeout_s=5)
     assert ok and text.count("def f") == 20
+
+
+def test_the_workspace_interface_reads_only_inside_its_root(tmp_path: Path) -> None:
+    from oopav.sandbox.files import WorkspaceFiles
+
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "secret.txt").write_text("s3cret\n")
+    (root / "out.txt").symlink_to(tmp_path / "secret.txt")
+    files = WorkspaceFiles(root)
+    assert files.text("pkg/a.py") == "x = 1\n" and files.is_dir("pkg")
+    for outside in ("../secret.txt", str(tmp_path / "secret.txt"), "out.txt"):
+        assert files.text(outside) is None and not files.exists(outside), outside
+    assert list(files.scan()) == ["pkg/a.py"]  # the symlink is not listed
+    assert files.find("**/*.py") == ["pkg/a.py"]
+    assert files.read_bytes("pkg/a.py", max_bytes=2) is None  # over the cap

@@ -41,6 +41,7 @@ from oopav.handlers.support.workspace import (
     workspace_path,
 )
 from oopav.projections.session import ActionRecord, SessionState
+from oopav.sandbox.files import WorkspaceFiles
 
 if TYPE_CHECKING:
     from oopav.decide.stuck import StuckMatch
@@ -582,15 +583,15 @@ def _numbered_file(root: Path, rel: str, idents: tuple[str, ...] = ()) -> str:
     from oopav.sandbox.validate import PathRejected, resolve_in_workspace
 
     try:
-        _, path = resolve_in_workspace(root, rel)
+        norm, _ = resolve_in_workspace(root, rel)
     except PathRejected as exc:
         return f"(not shown: {exc.message})"
-    if not path.is_file():
+    files = WorkspaceFiles(root)
+    if not files.is_file(norm):
         return "(does not exist yet)"
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"(not shown: {exc})"
+    text = files.text(norm)
+    if text is None:
+        return "(not shown: unreadable or not UTF-8 text)"
     rows = text.split("\n")
     if rows and rows[-1] == "":
         rows.pop()

@@ -23,6 +23,7 @@ from oopav.handlers.support.budgets import over_wall_budget, tokens_exceeded
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.model_calls import ask_model, clip
 from oopav.projections.session import SessionState
+from oopav.sandbox.files import WorkspaceFiles
 
 NAME = "planner"
 _TEST_STEP = re.compile(
@@ -75,7 +76,7 @@ class Planner:
     async def _context(self, state: SessionState) -> tuple[str, str | None]:
         parts: list[str] = []
         map_hash = None
-        if state.workspace is not None and Path(state.workspace.path).is_dir():
+        if state.workspace is not None and WorkspaceFiles(state.workspace.path).is_dir("."):
             from oopav.context.repomap import build_repo_map
 
             try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from oopav.decide.evidence import _files, _text
 from oopav.events.actions import ReadFileAction, SearchAction
+from oopav.sandbox.files import WorkspaceFiles
 
 MAX_READ_LINES = 400
 
@@ -34,12 +35,13 @@ def read_only(
 
     try:
         if isinstance(action, ReadFileAction):
-            norm, target = resolve_in_workspace(root, action.path)
+            norm, _ = resolve_in_workspace(root, action.path)
             if norm == ".git" or norm.startswith(".git/"):
                 return False, f"{norm} is git metadata; read the working files instead"
-            if not target.is_file():
+            files = WorkspaceFiles(root)
+            if not files.is_file(norm):
                 return False, f"{norm} is not a file in the workspace"
-            text = _text(target)
+            text = _text(files, norm)
             if text is None:
                 return False, f"{norm} is binary or too large to read"
             lines = text.splitlines()
@@ -53,32 +55,33 @@ def read_only(
                 )
             body = "\n".join(f"{i}: {lines[i - 1]}" for i in range(action.start_line, end + 1))
             return True, f"{norm} lines {action.start_line}-{end} of {len(lines)}\n{body}"
-        roots = []
+        roots: list[str] = []
         for p in action.paths:
             if p.strip() in ("", "."):
-                roots.append(root)
+                roots.append(".")
             else:
-                roots.append(resolve_in_workspace(root, p)[1])
+                roots.append(resolve_in_workspace(root, p)[0])
         try:
             pattern = re.compile(action.pattern if action.regex else re.escape(action.pattern))
         except re.error as exc:
             return False, f"bad regular expression {action.pattern!r}: {exc}"
         hits: list[str] = []
-        for base in roots:
-            files = [base] if base.is_file() else _files(base)
-            for n, f in enumerate(files):
+        tree = WorkspaceFiles(root)
+        for name in roots:
+            found = [name] if tree.is_file(name) else _files(tree, name)
+            for n, f in enumerate(found):
                 if deadline is not None and clock() > deadline:
                     return False, "\n".join(
                         [
                             *hits,
                             f"(search stopped at its {timeout_s:g} s deadline after {n} "
-                            f"file(s) of {rel_name(base, root)}; narrow `paths` or the pattern)",
+                            f"file(s) of {name}; narrow `paths` or the pattern)",
                         ]
                     )
-                text = _text(f)
+                text = _text(tree, f)
                 if text is None:
                     continue
-                rel = str(f.relative_to(root))
+                rel = f
                 for i, line in enumerate(text.splitlines(), 1):
                     if pattern.search(line):
                         hits.append(f"{rel}:{i}: {line.strip()[:200]}")
@@ -87,7 +90,3 @@ def read_only(
         return True, "\n".join(hits) if hits else f"no match for {action.pattern!r}"
     except PathRejected as exc:
         return False, f"{exc}"
-
-
-def rel_name(path: Path, root: Path) -> str:
-    return "." if path == root else str(path.relative_to(root))
