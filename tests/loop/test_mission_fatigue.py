@@ -7,8 +7,19 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from loop_harness import finish_session, loop, of, rename_script, start, task
+from loop_harness import (
+    finish,
+    finish_session,
+    loop,
+    of,
+    plan_answer,
+    rename_definition_only,
+    rename_script,
+    start,
+    task,
+)
 
+from helpers.waits import until
 from oopav.bus.store import EventStore
 from oopav.decide.trends import mission_failures
 from oopav.events import mission as mev
@@ -52,6 +63,33 @@ async def test_failed_sessions_of_a_mission_raise_a_later_sessions_caution(
     assert order.index("caution_raised") < order.index("plan_proposed")
     planner = [c for c in of(events, "model_called") if c.role == "planner"]
     assert "### Caution (level 1)" in str(planner[0].request["messages"])
+    assert state.outcome == "success", state.summary
+
+
+async def test_a_failed_session_the_reflector_recorded_makes_the_next_one_cautious(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    """End to end: a half rename fails its tests gate; the reflector records the group (its
+    session's outcome on the mission); the mission's next session starts cautious."""
+    half = {"planner": [plan_answer()], "actor": [rename_definition_only(), finish("half")]}
+    body = task(repo, mission=MISSION, policy={"caution_at": 1, "tests_per_action": False})
+    async with loop(nats_url, half) as bus:
+        first = await start(bus, {**body, "budgets": {"bounces": 0}})
+        state, _ = await finish_session(bus, first)
+        assert state.outcome == "failed", state.summary
+
+        async def recorded() -> bool:
+            events = [
+                e for _, e in await bus.events.read("mission", mev.mission_aggregate_id(MISSION))
+            ]
+            return any(first in [s.session_id for s in getattr(e, "signals", [])] for e in events)
+
+        await until(recorded, timeout=30, interval=0.2, what="the reflector recorded no signal")
+    async with loop(nats_url, rename_script()) as bus:
+        second = await start(bus, body)
+        state, events = await finish_session(bus, second)
+    (raised,) = of(events, "caution_raised")
+    assert raised.mission_failures == [first] and raised.level == 1
     assert state.outcome == "success", state.summary
 
 
