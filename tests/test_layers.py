@@ -183,3 +183,74 @@ def test_only_the_cli_imports_click() -> None:
 def test_the_checker_sees_a_cycle_hidden_in_a_function() -> None:
     graph = {"a": {"b"}, "b": {"a"}, "c": {"a"}}
     assert cycles(graph) == [["a", "b"]]
+
+
+# -- reading the repository: only through the workspace interface (issue 30) -----------------
+
+# Path methods that read or list the file system, flagged when called with no positional
+# argument (``p.is_file()``, ``p.read_text()``): the interface's methods all take the path
+# (``files.is_file("x")``, ``files.text("x")``). Listing calls are flagged whatever their args.
+_PATH_READS = frozenset(
+    {"read_text", "read_bytes", "is_file", "is_dir", "exists", "stat", "iterdir", "is_symlink"}
+)
+_LISTING = frozenset({"glob", "rglob", "walk", "listdir", "scandir"})
+# Reads in handlers/decide of files that are not the repository's, each with its reason.
+_NOT_THE_REPOSITORY: dict[str, str] = {
+    "oopav.handlers.learner": "the learner's dataset files under the data directory",
+    "oopav.handlers.reflector": "the reflector's configuration and template files",
+    "oopav.handlers.ports": "a stale junit report in the session's artifacts",
+    "oopav.handlers.support.baseline_cache": "the baseline cache and the env's site-packages",
+    "oopav.handlers.support.repo_check": "/proc/self/mountinfo",
+    "oopav.handlers.support.submission": "the submitted interpreter path exists",
+    "oopav.handlers.support.workspace": "whether the workspace directory exists yet",
+    "oopav.decide.budgets": "a budgets configuration file named by the operator",
+}
+
+
+def direct_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, call) of each direct file-system read in a module's syntax tree."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id == "open":
+            found.append((node.lineno, "open()"))
+        elif isinstance(fn, ast.Attribute):
+            if isinstance(fn.value, ast.Name) and fn.value.id == "ast":
+                continue  # ast.walk: a syntax tree, not the file system
+            if fn.attr in _LISTING or (fn.attr in _PATH_READS and not node.args):
+                found.append((node.lineno, f".{fn.attr}()"))
+            elif fn.attr == "open" and not (isinstance(fn.value, ast.Name) and fn.value.id == "os"):
+                found.append((node.lineno, ".open()"))
+    return found
+
+
+def test_handlers_and_decide_read_the_repository_only_through_the_workspace_interface() -> None:
+    """The kernel reads a repository only through ``sandbox.files.WorkspaceFiles`` (passed to
+    ``decide`` as ``decide.files.RepoFiles``): no handler and no decision opens, stats or
+    lists a path itself."""
+    wrong = []
+    for name, path in sorted(_modules().items()):
+        if not name.startswith(("oopav.handlers", "oopav.decide")):
+            continue
+        if name in _NOT_THE_REPOSITORY:
+            continue
+        for line, call in direct_reads(ast.parse(path.read_text())):
+            wrong.append(f"{name}:{line}: {call}")
+    assert wrong == [], (
+        "direct file reads in handlers/decide (use oopav.sandbox.files.WorkspaceFiles):\n"
+        + "\n".join(wrong)
+    )
+
+
+def test_the_read_checker_sees_a_direct_read() -> None:
+    code = (
+        "def f(root, files):\n"
+        "    (root / 'a').read_text()\n"
+        "    open('x')\n"
+        "    root.rglob('*.py')\n"
+        "    files.text('a')\n"
+        "    files.is_file('a')\n"
+    )
+    assert [c for _, c in direct_reads(ast.parse(code))] == [".read_text()", "open()", ".rglob()"]

@@ -12,6 +12,7 @@ from oopav.decide.evidence import gather, mentioned_symbols
 from oopav.decide.orient import decide_gate
 from oopav.decide.policy import LoopPolicy, TestPolicy, loop_policy_problem
 from oopav.decide.tests import detect_test_command, effective_decision, select_tests
+from oopav.sandbox.files import WorkspaceFiles
 
 
 @pytest.mark.parametrize(
@@ -33,7 +34,7 @@ def test_detect_test_command(tmp_path: Path, files: dict[str, str], argv: list[s
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    found, why = detect_test_command(tmp_path)
+    found, why = detect_test_command(WorkspaceFiles(tmp_path))
     assert found == argv, why
     if argv is None:
         assert "none was detected" in why
@@ -100,12 +101,12 @@ def test_evidence_exact_then_widened(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "Query.py").write_text("def run_query(sql):\n    return sql\n")
     instruction = "Fix `runQuery` in db/query.py and `run_query`"
     assert mentioned_symbols(instruction) == ["runQuery", "run_query"]
-    first = {(i.kind, i.target): i for i in gather(tmp_path, instruction, 1)}
+    first = {(i.kind, i.target): i for i in gather(WorkspaceFiles(tmp_path), instruction, 1)}
     assert not first[("file", "db/query.py")].found
     assert first[("symbol", "run_query")].found
     assert first[("symbol", "run_query")].locations == ["pkg/Query.py:1"]
     assert not first[("symbol", "runQuery")].found
-    second = {(i.kind, i.target): i for i in gather(tmp_path, instruction, 2)}
+    second = {(i.kind, i.target): i for i in gather(WorkspaceFiles(tmp_path), instruction, 2)}
     assert second[("file", "db/query.py")].found
     assert second[("file", "db/query.py")].locations == ["pkg/Query.py"]
 

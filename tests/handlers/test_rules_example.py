@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from oopav.decide import OrientInput, mentioned_paths, orient, scan_tree
+from oopav.sandbox.files import WorkspaceFiles
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rename_fetch"
 
@@ -104,7 +105,7 @@ def test_a_half_done_rename_fails_the_tests(repo: Path) -> None:
 
 
 def test_rules_see_a_clean_green_task(repo: Path) -> None:
-    stubs, errors, languages, total = scan_tree(repo)
+    stubs, errors, languages, total = scan_tree(WorkspaceFiles(repo))
     assert (stubs, errors) == ([], [])
     assert languages == {"python": 5, "toml": 1, "json": 1}
     assert total == 8  # with README.md (the scripted policy lives in rename_fetch_scripted)

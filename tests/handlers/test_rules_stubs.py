@@ -8,6 +8,7 @@ import pytest
 
 from oopav.decide import new_findings, scan_stubs, scan_tree
 from oopav.events.catalog import Finding
+from oopav.sandbox.files import WorkspaceFiles
 
 
 def messages(path: str, source: str) -> list[str]:
@@ -195,7 +196,7 @@ def test_scan_tree_counts_languages_and_skips_vendored_binary_huge(tmp_path: Pat
     write(tmp_path, "myenv/lib/s.py", "def f():\n    pass\n")
     (tmp_path / "link.py").symlink_to(tmp_path / "pkg" / "a.py")
 
-    stubs, errors, languages, total = scan_tree(tmp_path)
+    stubs, errors, languages, total = scan_tree(WorkspaceFiles(tmp_path))
 
     assert [(f.path, f.message) for f in stubs] == [
         ("pkg/a.py", "empty body (pass) in `f`"),
@@ -214,7 +215,7 @@ def test_scan_tree_limited_to_given_files(tmp_path: Path) -> None:
     outside = tmp_path.parent / "outside_scan.py"
     outside.write_text("def h():\n    pass\n")
     stubs, errors, languages, total = scan_tree(
-        tmp_path, ["b.py", "deleted.py", "../outside_scan.py"]
+        WorkspaceFiles(tmp_path), ["b.py", "deleted.py", "../outside_scan.py"]
     )
     assert [f.path for f in stubs] == ["b.py"]
     assert errors == []

@@ -17,7 +17,7 @@ from typing import Any
 import click
 import msgspec
 
-from oopav.sandbox.capabilities import ScopeError, parse_scope
+from oopav.sandbox.capabilities import ScopeError, needs_network, parse_scope
 from oopav.sandbox.limits import Limits
 from oopav.sandbox.runner import SandboxUnavailable, default_config, run_sandboxed
 
@@ -83,7 +83,7 @@ def exec_cmd(
         scopes = [parse_scope(g) for g in grants]
     except ScopeError as exc:
         raise click.BadParameter(str(exc), param_hint="--grant") from exc
-    network = any(s.kind.startswith("net") for s in scopes)
+    network = needs_network(str(s) for s in scopes)
     art = artifacts or Path(tempfile.mkdtemp(prefix="oopav-exec-"))
     from oopav.config import Settings
     from oopav.sandbox.environment import (
@@ -298,7 +298,8 @@ def grant_cmd(
 ) -> None:
     """Grant SCOPE to SESSION (a permission_granted event) and print the grant id.
 
-    SCOPE is net.any, net.http:<host>, fs.write:<glob> or exec:<argv prefix>. Without --for
+    SCOPE is net.any, net.http:<host>, net.http.read:<host>, git.fetch:<remote>,
+    fs.write:<glob> or exec:<argv prefix>. Without --for
     or --uses the grant lasts the session. Equivalent to
     `nats req oopav.grants.submit '{"session_id": ..., "scope": ..., "uses": 1, "by": ...}'`.
     """

@@ -17,6 +17,7 @@ import click
 
 from oopav.decide.checks import compile_command
 from oopav.decide.stubs import scan_tree
+from oopav.sandbox.files import WorkspaceFiles
 
 # Output of a checker that could not start: the check was not run, so it says nothing about
 # the files (the same rule as the session gates).
@@ -51,7 +52,7 @@ def validate(files: list[Path]) -> dict[str, Any]:
             raise click.UsageError(
                 f"{f} is not under {root}: validate files of one repository"
             ) from None
-    stubs, errors, languages, _ = scan_tree(root, rel)
+    stubs, errors, languages, _ = scan_tree(WorkspaceFiles(root), rel)
     return {
         "root": str(root),
         "files": rel,
@@ -65,7 +66,7 @@ def run_compile(root: Path, rel: list[str], timeout_s: float) -> dict[str, Any]:
     from oopav.config import Settings
     from oopav.sandbox.runner import SandboxUnavailable, run_sandboxed
 
-    argv, why = compile_command(root, rel)
+    argv, why = compile_command(WorkspaceFiles(root), rel)
     if argv is None:
         return {"status": "skipped", "why": why}
     settings = Settings()

@@ -9,8 +9,11 @@ model client or click (``tests/test_layers.py`` enforces it).
   context caps; ``policy``: the task's loop policy; ``tests``: the test decision;
   ``reflection``: what the reflector reflects on.
 
-No I/O here except reading the workspace's files (``scan_tree``, ``detect_test_command``);
-handlers gather facts through their ports, call these and publish what they decide."""
+No I/O here: the decisions that look at a repository's files (``scan_tree``,
+``detect_test_command``, evidence, the checks) ask the workspace interface the handler passes
+them (``decide.files.RepoFiles``, built as ``sandbox.files.WorkspaceFiles``; tests/test_layers.py
+fails on a direct read). Handlers gather facts through their ports, call these and publish what
+they decide."""
 
 from oopav.decide.budgets import (
     clip_output,

@@ -8,47 +8,47 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from oopav.decide.files import RepoFiles
 
-def _pyproject_tools(root: Path) -> dict[str, Any]:
-    f = root / "pyproject.toml"
-    if not f.is_file():
+
+def _pyproject_tools(root: RepoFiles) -> dict[str, Any]:
+    text = root.text("pyproject.toml")
+    if text is None:
         return {}
     try:
-        return tomllib.loads(f.read_text()).get("tool", {})
-    except (tomllib.TOMLDecodeError, OSError):
+        tools: dict[str, Any] = tomllib.loads(text).get("tool", {})
+        return tools
+    except tomllib.TOMLDecodeError:
         return {}
 
 
-def compile_command(root: Path, changed: list[str]) -> tuple[list[str] | None, str]:
+def compile_command(root: RepoFiles, changed: list[str]) -> tuple[list[str] | None, str]:
     """The project's own compile or type check for this change, or (None, why none).
     mypy / pyright when configured, ``tsc --noEmit`` with a tsconfig.json, ``cargo check`` with
     Cargo.toml, ``go vet`` with go.mod; only when the change touches that language."""
     py = sorted(f for f in changed if f.endswith((".py", ".pyi")))
     tools = _pyproject_tools(root)
-    if py and ("mypy" in tools or (root / "mypy.ini").is_file() or (root / ".mypy.ini").is_file()):
+    if py and ("mypy" in tools or root.is_file("mypy.ini") or root.is_file(".mypy.ini")):
         return ["python", "-m", "mypy", "--no-incremental", *py], "mypy is configured"
-    if py and ("pyright" in tools or (root / "pyrightconfig.json").is_file()):
+    if py and ("pyright" in tools or root.is_file("pyrightconfig.json")):
         return ["pyright", *py], "pyright is configured"
-    if any(f.endswith((".ts", ".tsx")) for f in changed) and (root / "tsconfig.json").is_file():
+    if any(f.endswith((".ts", ".tsx")) for f in changed) and root.is_file("tsconfig.json"):
         return ["npx", "--no-install", "tsc", "--noEmit"], "tsconfig.json is present"
-    if any(f.endswith(".rs") for f in changed) and (root / "Cargo.toml").is_file():
+    if any(f.endswith(".rs") for f in changed) and root.is_file("Cargo.toml"):
         return ["cargo", "check", "--quiet"], "Cargo.toml is present"
-    if any(f.endswith(".go") for f in changed) and (root / "go.mod").is_file():
+    if any(f.endswith(".go") for f in changed) and root.is_file("go.mod"):
         return ["go", "vet", "./..."], "go.mod is present"
     return None, "no compile or type check is configured for the changed files"
 
 
-def doctest_files(root: Path, changed: list[str]) -> list[str]:
+def doctest_files(root: RepoFiles, changed: list[str]) -> list[str]:
     """Changed Python files (tests excluded) whose text holds a doctest prompt."""
     out = []
     for f in sorted(changed):
         if not f.endswith(".py") or "/tests/" in f"/{f}" or Path(f).name.startswith("test_"):
             continue
-        try:
-            if ">>> " in (root / f).read_text(errors="replace"):
-                out.append(f)
-        except OSError:
-            continue
+        if ">>> " in (root.text(f, errors="replace") or ""):
+            out.append(f)
     return out
 
 
@@ -102,7 +102,7 @@ def cannot_run(argv: list[str], exit_code: int | None, output: str, where: str) 
     return None
 
 
-def pytest_doctest_configured(root: Path) -> bool:
+def pytest_doctest_configured(root: RepoFiles) -> bool:
     """Whether the project runs its doc tests with pytest (``--doctest-modules`` in its pytest
     configuration: pyproject.toml, pytest.ini, setup.cfg or tox.ini)."""
     tools = _pyproject_tools(root)
@@ -110,11 +110,7 @@ def pytest_doctest_configured(root: Path) -> bool:
     if "--doctest-modules" in (" ".join(opts) if isinstance(opts, list) else str(opts)):
         return True
     for name in ("pytest.ini", "setup.cfg", "tox.ini"):
-        f = root / name
-        try:
-            text = f.read_text(errors="replace") if f.is_file() else ""
-        except OSError:
-            continue
+        text = root.text(name, errors="replace") or ""
         if "--doctest-modules" in text and ("[pytest]" in text or "[tool:pytest]" in text):
             return True
     return False
@@ -158,7 +154,7 @@ sys.exit(1 if bad else 0)
 """
 
 
-def doctest_command(root: Path, files: list[str]) -> tuple[list[str], str]:
+def doctest_command(root: RepoFiles, files: list[str]) -> tuple[list[str], str]:
     """How this project's doc tests run: with pytest where its configuration asks for
     ``--doctest-modules``, else each module imported by package name. (argv, mode)."""
     if pytest_doctest_configured(root):

@@ -3,7 +3,8 @@
 Round 1 looks for the files the instruction names (exact paths, else the same file name
 anywhere in the tree) and the identifiers it mentions (whole words, in text files). Round 2
 widens the search — file stems and identifiers case-insensitively, as substrings — so that a
-second round is new evidence, not the same scan again. Reads files only; deterministic
+second round is new evidence, not the same scan again. Reads files only, through the
+workspace interface it is given (``RepoFiles``); deterministic
 (sorted traversal, bounded sizes)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from oopav.decide.files import RepoFiles
 from oopav.decide.orient import mentioned_paths
 from oopav.events.catalog import EvidenceItem
 
@@ -36,42 +38,20 @@ def mentioned_symbols(instruction: str) -> list[str]:
     return list(seen)
 
 
-def _files(root: Path) -> list[Path]:
-    out: list[Path] = []
-    stack = [root]
-    while stack and len(out) < MAX_FILES:
-        d = stack.pop()
-        try:
-            entries = sorted(d.iterdir(), key=lambda p: p.name, reverse=True)
-        except OSError:
-            continue
-        for p in entries:
-            if p.is_symlink():
-                continue
-            if p.is_dir():
-                if p.name not in SKIP_DIRS:
-                    stack.append(p)
-            elif p.is_file():
-                out.append(p)
-    return sorted(out)
+def _files(root: RepoFiles, rel: str = ".") -> list[str]:
+    return root.files(rel, skip=SKIP_DIRS, limit=MAX_FILES)
 
 
-def _text(p: Path) -> str | None:
-    try:
-        if p.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = p.read_bytes()
-    except OSError:
-        return None
-    if b"\0" in data[:4096]:
+def _text(root: RepoFiles, rel: str) -> str | None:
+    data = root.read_bytes(rel, MAX_FILE_BYTES)
+    if data is None or b"\0" in data[:4096]:
         return None
     return data.decode("utf-8", "replace")
 
 
-def _file_item(root: Path, files: list[Path], path: str, fuzzy: bool) -> EvidenceItem:
-    target = root / path
-    if target.is_file():
-        text = _text(target) or ""
+def _file_item(root: RepoFiles, files: list[str], path: str, fuzzy: bool) -> EvidenceItem:
+    if root.is_file(path):
+        text = _text(root, path) or ""
         lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
         defs = [
             f"{path}:{i}"
@@ -85,14 +65,14 @@ def _file_item(root: Path, files: list[Path], path: str, fuzzy: bool) -> Evidenc
             summary=f"{path}: {lines} lines, {len(defs)} definitions",
             locations=defs[:MAX_LOCATIONS],
         )
-    if target.is_dir():
+    if root.is_dir(path):
         return EvidenceItem(kind="file", target=path, found=True, summary=f"{path}/ is a directory")
     name = Path(path).name
     stem = Path(path).stem.lower()
     hits = [
-        str(f.relative_to(root))
+        f
         for f in files
-        if f.name == name or (fuzzy and stem and stem in f.stem.lower())
+        if Path(f).name == name or (fuzzy and stem and stem in Path(f).stem.lower())
     ]
     if hits:
         return EvidenceItem(
@@ -108,7 +88,9 @@ def _file_item(root: Path, files: list[Path], path: str, fuzzy: bool) -> Evidenc
     )
 
 
-def _symbol_item(root: Path, texts: list[tuple[str, str]], name: str, fuzzy: bool) -> EvidenceItem:
+def _symbol_item(
+    root: RepoFiles, texts: list[tuple[str, str]], name: str, fuzzy: bool
+) -> EvidenceItem:
     pattern = (
         re.compile(re.escape(name), re.IGNORECASE)
         if fuzzy
@@ -137,7 +119,7 @@ def _symbol_item(root: Path, texts: list[tuple[str, str]], name: str, fuzzy: boo
     )
 
 
-def gather(root: Path, instruction: str, round_: int) -> list[EvidenceItem]:
+def gather(root: RepoFiles, instruction: str, round_: int) -> list[EvidenceItem]:
     """The targeted evidence of one round (1: exact, 2 and later: widened)."""
     fuzzy = round_ >= 2
     files = _files(root)
@@ -146,8 +128,8 @@ def gather(root: Path, instruction: str, round_: int) -> list[EvidenceItem]:
     if symbols:
         texts = []
         for f in files:
-            text = _text(f)
+            text = _text(root, f)
             if text is not None:
-                texts.append((str(f.relative_to(root)), text))
+                texts.append((f, text))
         items += [_symbol_item(root, texts, s, fuzzy) for s in symbols]
     return items

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from oopav.decide.files import RepoFiles
 from oopav.decide.policy import decision_policy
 from oopav.decide.tests import (
     TestSelection,
@@ -112,14 +112,14 @@ def skipped_both(rec: ExecRecord, base: ExecRecord | None) -> list[str]:
     return [t for t in rec.report.skipped_ids if t in before]
 
 
-def uses_ruff(root: Path) -> bool:
-    if (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file():
+def uses_ruff(root: RepoFiles) -> bool:
+    if root.is_file("ruff.toml") or root.is_file(".ruff.toml"):
         return True
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
+    text = root.text("pyproject.toml")
+    if text is not None:
         try:
-            data = tomllib.loads(pyproject.read_text())
-        except (tomllib.TOMLDecodeError, OSError):
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
             return False
         return "ruff" in data.get("tool", {})
     return False
@@ -182,7 +182,7 @@ def base_decision(state: SessionState) -> str:
 
 
 def choose_tests(
-    state: SessionState, root: Path, changed: list[str], lines: int = 0
+    state: SessionState, root: RepoFiles, changed: list[str], lines: int = 0
 ) -> TestSelection:
     """The tests the verifier runs for this session now (never silently none); ``lines``: the
     change's added plus deleted lines, a fact the caller reads from the workspace."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from oopav.decide.files import RepoFiles
 
 
 def manifest(plan: Any) -> list[str]:
@@ -16,25 +17,25 @@ def manifest(plan: Any) -> list[str]:
     return sorted({n.strip().removeprefix("./") for n in names if n.strip()})
 
 
-def pointed_files(root: Path, instruction: str) -> list[str]:
+def pointed_files(root: RepoFiles, instruction: str) -> list[str]:
     """The files an instruction points at: the paths it names that exist, and the files where
     an identifier it names occurs as a whole word."""
     from oopav.decide.evidence import _files, _text, mentioned_symbols
     from oopav.decide.orient import mentioned_paths
 
-    out = {p for p in mentioned_paths(instruction) if (root / p).is_file()}
+    out = {p for p in mentioned_paths(instruction) if root.is_file(p)}
     symbols = mentioned_symbols(instruction)
     if symbols:
         pattern = re.compile(r"\b(?:" + "|".join(re.escape(s) for s in symbols) + r")\b")
         for f in _files(root):
-            text = _text(f)
+            text = _text(root, f)
             if text is not None and pattern.search(text):
-                out.add(str(f.relative_to(root)))
+                out.add(f)
     return sorted(out)
 
 
 def judge_plan(
-    plan: Any, refuse: Callable[[Any], str | None], root: Path, pointed: list[str]
+    plan: Any, refuse: Callable[[Any], str | None], root: RepoFiles, pointed: list[str]
 ) -> tuple[bool, dict[str, float], str]:
     """(valid, components, reason) of one candidate plan (see the module docstring);
     ``refuse`` is the planner's own check (a required test decision honoured)."""
@@ -46,7 +47,7 @@ def judge_plan(
         return False, {"valid": 0.0}, refused[:300]
     files = manifest(plan)
     components = {"valid": 1.0}
-    existing = [f for f in files if (root / f).is_file()]
+    existing = [f for f in files if root.is_file(f)]
     components["grounded"] = round(len(existing) / len(files), 4) if files else 0.0
     reasons = []
     if len(existing) < len(files):

@@ -24,7 +24,6 @@ in a ``.pyi`` stub file (rules 2 and 3 only; a TODO comment is still a TODO).
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -32,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from oopav.context.parsing import language_for_path, parse, parse_findings
+from oopav.decide.files import RepoFiles
 from oopav.events.catalog import Finding
 
 STUB_KIND = "stub"
@@ -318,66 +318,38 @@ def scan_stubs(path: str, source: bytes) -> list[Finding]:
 # --- trees ---------------------------------------------------------------------------------
 
 
-def _is_virtualenv(directory: Path) -> bool:
-    # A virtualenv may have any name; pyvenv.cfg is what makes it one.
-    return (directory / "pyvenv.cfg").is_file()
-
-
-def _iter_tree(root: Path) -> Iterator[str]:
-    """Relative POSIX paths of the regular files under ``root``, sorted, skipping SKIP_DIRS,
-    virtualenvs and symlinks (which could point outside the workspace)."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d not in SKIP_DIRS and not (here / d).is_symlink() and not _is_virtualenv(here / d)
-        )
-        for name in sorted(filenames):
-            full = here / name
-            if full.is_symlink() or not full.is_file():
-                continue
-            yield full.relative_to(root).as_posix()
-
-
-def _read_text_file(path: Path) -> bytes | None:
+def _read_text_file(root: RepoFiles, rel: str) -> bytes | None:
     """The file's bytes, or None when it is too large, binary (a NUL byte in its first 8 KiB)
     or unreadable."""
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    return None if b"\x00" in data[:8192] else data
+    data = root.read_bytes(rel, MAX_FILE_BYTES)
+    return None if data is None or b"\x00" in data[:8192] else data
 
 
-def _explicit_files(root: Path, files: Iterable[str]) -> Iterator[str]:
-    resolved_root = root.resolve()
+def _explicit_files(root: RepoFiles, files: Iterable[str]) -> Iterator[str]:
     for rel in sorted(set(files)):
-        full = root / rel
-        # A path that escapes the root (``../x``, a symlink out) is not part of the tree.
-        try:
-            full.resolve().relative_to(resolved_root)
-        except ValueError:
-            continue
-        if full.is_symlink() or not full.is_file():
+        # A path that escapes the root (``../x``, a symlink out) is not part of the tree:
+        # the interface reads it as absent.
+        if root.is_symlink(rel) or not root.is_file(rel):
             continue
         yield PurePosixPath(Path(rel).as_posix()).as_posix()
 
 
 def scan_tree(
-    root: Path, files: list[str] | None = None
+    root: RepoFiles, files: list[str] | None = None
 ) -> tuple[list[Finding], list[Finding], dict[str, int], int]:
     """Scan a repository: ``(stubs, parse_errors, languages, files_total)``.
 
     ``files`` limits the scan to those paths (relative to ``root``; missing ones, e.g. deleted
     by the change, are ignored). ``files_total`` counts the files considered, binary and huge
     ones included, since they are part of the repository; ``languages`` counts the parsed files
-    by tree-sitter language. Findings are ordered by path, then line.
+    by tree-sitter language. Findings are ordered by path, then line. ``root``: the workspace
+    interface (``RepoFiles``), SKIP_DIRS, virtualenvs and symlinks left out of a whole scan.
     """
-    root = Path(root)
-    paths = list(_explicit_files(root, files)) if files is not None else list(_iter_tree(root))
+    paths = (
+        list(_explicit_files(root, files))
+        if files is not None
+        else list(root.scan(skip=SKIP_DIRS, skip_virtualenvs=True))
+    )
     stubs: list[Finding] = []
     errors: list[Finding] = []
     languages: Counter[str] = Counter()
@@ -385,7 +357,7 @@ def scan_tree(
         language = language_for_path(rel)
         if language is None:
             continue
-        source = _read_text_file(root / rel)
+        source = _read_text_file(root, rel)
         if source is None:
             continue
         languages[language] += 1

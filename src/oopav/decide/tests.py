@@ -7,8 +7,8 @@
 - The decision itself is re-derived at verify time from the plan's manifest and the real
   changed-line count, so a change that grew beyond what orient expected gets its tests.
 
-Pure except ``detect_test_command``, which reads the workspace's files (``changed_lines`` lives
-with the workspace, ``sandbox/workspace.py``)."""
+Pure; ``detect_test_command`` asks the workspace interface it is given (``RepoFiles``);
+``changed_lines`` lives with the workspace, ``sandbox/workspace.py``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from oopav.decide.files import RepoFiles
 from oopav.decide.policy import TestPolicy
 
 # The files that say how a project is built, installed or tested: a change to one can break
@@ -68,38 +69,34 @@ class TestSelection(NamedTuple):
     """Tests were required and nothing could run them: the outcome is ``success_unverified``."""
 
 
-def _has_pytest_config(root: Path) -> bool:
-    if (root / "pytest.ini").is_file() or (root / "conftest.py").is_file():
+def _has_pytest_config(root: RepoFiles) -> bool:
+    if root.is_file("pytest.ini") or root.is_file("conftest.py"):
         return True
-    if (root / "tests" / "conftest.py").is_file():
+    if root.is_file("tests/conftest.py"):
         return True
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
+    text = root.text("pyproject.toml")
+    if text is not None:
         try:
-            data = tomllib.loads(pyproject.read_text())
-        except (tomllib.TOMLDecodeError, OSError):
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
             data = {}
         if "pytest" in data.get("tool", {}):
             return True
     for name in ("setup.cfg", "tox.ini"):
-        f = root / name
-        if f.is_file():
-            try:
-                if "[tool:pytest]" in f.read_text() or "[pytest]" in f.read_text():
-                    return True
-            except OSError:
-                pass
+        cfg = root.text(name)
+        if cfg is not None and ("[tool:pytest]" in cfg or "[pytest]" in cfg):
+            return True
     return False
 
 
-def _python_tests(root: Path) -> bool:
+def _python_tests(root: RepoFiles) -> bool:
     for d in ("tests", "test"):
-        if (root / d).is_dir() and any((root / d).rglob("test*.py")):
+        if root.is_dir(d) and root.find("**/test*.py", d):
             return True
-    return any(root.glob("test_*.py"))
+    return bool(root.find("test_*.py"))
 
 
-def detect_test_command(root: Path) -> tuple[list[str] | None, str]:
+def detect_test_command(root: RepoFiles) -> tuple[list[str] | None, str]:
     """The repository's own test command and how it was found, or (None, what was looked for).
     Order: pytest (configured or test files present), ``npm test`` (a real ``scripts.test``),
     ``cargo test`` (Cargo.toml), ``go test ./...`` (go.mod)."""
@@ -110,17 +107,17 @@ def detect_test_command(root: Path) -> tuple[list[str] | None, str]:
             ["python", "-m", "pytest", "-q"],
             "Python test files (tests/test*.py) are present",
         )
-    pkg = root / "package.json"
-    if pkg.is_file():
+    pkg = root.text("package.json")
+    if pkg is not None:
         try:
-            script = (json.loads(pkg.read_text()).get("scripts") or {}).get("test")
-        except (OSError, ValueError, AttributeError):
+            script = (json.loads(pkg).get("scripts") or {}).get("test")
+        except (ValueError, AttributeError):
             script = None
         if isinstance(script, str) and script and "no test specified" not in script:
             return ["npm", "test", "--silent"], "package.json has a test script"
-    if (root / "Cargo.toml").is_file():
+    if root.is_file("Cargo.toml"):
         return ["cargo", "test", "--quiet"], "Cargo.toml is present"
-    if (root / "go.mod").is_file():
+    if root.is_file("go.mod"):
         return ["go", "test", "./..."], "go.mod is present"
     return None, (
         "no test command was given and none was detected (looked for pytest configuration or "

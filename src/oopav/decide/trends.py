@@ -13,16 +13,43 @@ observation whose tests failed counts (a replan is their consequence, not anothe
 failed sessions of the same mission count too. Level 1 from ``at`` failures (``policy.
 caution_at``, default 3) or tests falling while actions repeat, level 2 from twice that. Its
 effects are in the planner's prompt: smaller steps and more evidence (level 1), and at level 2
-to stop and explain rather than try yet another approach. Mission-wide fatigue (failed sessions
-of the same mission) enters as ``mission_failures``; the planner passes 0 today."""
+to stop and explain rather than try yet another approach.
+
+Mission-wide fatigue: ``mission_failures`` counts the failed or aborted sessions among the last
+``MISSION_WINDOW`` sessions of the same mission that ended (as the mission projection's
+reflection signals record them) before this session was submitted. "Before" is by recorded
+timestamps, so a replay, which appends the mission's later events too, counts the same."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from datetime import datetime
+from typing import NamedTuple, Protocol
 
 HISTORY = 20
 CAUTION_AT = 3
+MISSION_WINDOW = 5
+FAILED_OUTCOMES = ("failed", "aborted")
+
+
+class Ended(Protocol):
+    """A finished session of the mission (``projections.guidance.SessionOutcome``)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def outcome(self) -> str | None: ...
+    @property
+    def ts(self) -> datetime: ...
+
+
+def mission_failures(
+    ended: Sequence[Ended], before: datetime, own: str, window: int = MISSION_WINDOW
+) -> list[str]:
+    """The failed sessions among the mission's last ``window`` sessions recorded before
+    ``before`` (this session's submission), other than ``own``, oldest first."""
+    earlier = [e for e in ended if e.ts < before and e.session_id != own][-window:]
+    return [e.session_id for e in earlier if e.outcome in FAILED_OUTCOMES]
 
 
 class Point(NamedTuple):

@@ -646,6 +646,8 @@ class CautionRaised(Event, tag="caution_raised", frozen=True):
     level: int
     reasons: list[str] = msgspec.field(default_factory=list)
     effects: list[str] = msgspec.field(default_factory=list)
+    # Mission-wide fatigue: the failed sessions of the mission that counted (decide/trends.py).
+    mission_failures: list[str] = msgspec.field(default_factory=list)
 
 
 SESSION_EVENTS: tuple[type[Event], ...] = (

@@ -23,6 +23,9 @@ class TrainingStarted(Event, tag="training_started", frozen=True):
     dataset_records: int = 0
     code_version: str = ""
     device: str = "cpu"
+    # The order the rows were trained in (trainer/curriculum.py): shuffle, curriculum, seed,
+    # epochs, rows per stage, a digest of each epoch's order; {} when the sampler chose it.
+    data_order: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class TrainingStepCompleted(Event, tag="training_step_completed", frozen=True):

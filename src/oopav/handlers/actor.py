@@ -41,6 +41,7 @@ from oopav.handlers.support.workspace import (
     workspace_path,
 )
 from oopav.projections.session import ActionRecord, SessionState
+from oopav.sandbox.files import WorkspaceFiles
 
 if TYPE_CHECKING:
     from oopav.decide.stuck import StuckMatch
@@ -401,7 +402,19 @@ class Actor:
         from oopav.handlers.support.retrieval import read_only
 
         root = workspace_path(state)
-        ok, text = await asyncio.to_thread(read_only, root, action)  # type: ignore[arg-type]  # READ_ONLY_ACTIONS: a read_file or search action
+        limit_s = sandbox_policy(state).sandbox_or_default.read_timeout_s
+        try:
+            # The search checks its deadline itself; wait_for is the backstop for one read
+            # that hangs (a stalled filesystem): the session goes on without its result.
+            ok, text = await asyncio.wait_for(
+                asyncio.to_thread(read_only, root, action, timeout_s=limit_s),  # type: ignore[arg-type]  # READ_ONLY_ACTIONS: a read_file or search action
+                timeout=limit_s + 1.0,
+            )
+        except TimeoutError:
+            ok, text = (
+                False,
+                f"(the {action.type} did not finish within its {limit_s:g} s deadline)",
+            )
         limit = state.task.budgets.prompt_output_bytes  # type: ignore[union-attr]  # a session that acts has its task
         out.emit(
             ev.ActionApplied,
@@ -570,15 +583,15 @@ def _numbered_file(root: Path, rel: str, idents: tuple[str, ...] = ()) -> str:
     from oopav.sandbox.validate import PathRejected, resolve_in_workspace
 
     try:
-        _, path = resolve_in_workspace(root, rel)
+        norm, _ = resolve_in_workspace(root, rel)
     except PathRejected as exc:
         return f"(not shown: {exc.message})"
-    if not path.is_file():
+    files = WorkspaceFiles(root)
+    if not files.is_file(norm):
         return "(does not exist yet)"
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"(not shown: {exc})"
+    text = files.text(norm)
+    if text is None:
+        return "(not shown: unreadable or not UTF-8 text)"
     rows = text.split("\n")
     if rows and rows[-1] == "":
         rows.pop()

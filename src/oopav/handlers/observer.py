@@ -34,6 +34,7 @@ from oopav.handlers.support.completion import complete
 from oopav.handlers.support.steps import ask_person, roll_back
 from oopav.handlers.support.workspace import workspace_path
 from oopav.projections.session import SessionState
+from oopav.sandbox.files import WorkspaceFiles
 
 NAME = "observer"
 FILE_ACTIONS = ("ast_grep", "search_replace", "write_file")
@@ -230,7 +231,9 @@ class Observer:
     ) -> tuple[ev.ObservationRecorded | None, str | None]:
         ports = out.ports
         root = workspace_path(state)
-        stubs, parse_errors, languages, total = await asyncio.to_thread(scan_tree, root)
+        stubs, parse_errors, languages, total = await asyncio.to_thread(
+            scan_tree, WorkspaceFiles(root)
+        )
         tests: TestRun | None = None
         execs = []
         task = state.task or cause
@@ -317,7 +320,7 @@ class Observer:
         assert task is not None
         root = workspace_path(state)
         text = task.instruction + ("\n" + extra_text if extra_text else "")
-        items = await asyncio.to_thread(gather, root, text, round_)
+        items = await asyncio.to_thread(gather, WorkspaceFiles(root), text, round_)
         tests: TestRun | None = None
         execs = []
         known = (state.baseline is not None and state.baseline.tests is not None) or any(
@@ -326,7 +329,7 @@ class Observer:
         if trigger == "orient" and not known:
             argv = list(task.test_command or [])
             if not argv:
-                detected, _ = await asyncio.to_thread(detect_test_command, root)
+                detected, _ = await asyncio.to_thread(detect_test_command, WorkspaceFiles(root))
                 argv = detected or []
             if argv:
                 tests, rec = await self._run_tests(cause, state, out, root, argv, "evidence_tests")
@@ -432,7 +435,7 @@ class Observer:
         new_errors: list[Finding] = []
         if root is not None and event.files_changed:
             stubs, errors, _, _ = await asyncio.to_thread(
-                scan_tree, root, list(event.files_changed)
+                scan_tree, WorkspaceFiles(root), list(event.files_changed)
             )
             base = state.baseline
             changed = set(event.files_changed)

@@ -23,6 +23,7 @@ from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.steps import ask_person
 from oopav.projections.session import SessionState
+from oopav.sandbox.files import WorkspaceFiles
 
 if TYPE_CHECKING:
     from oopav.context.memory import Hit
@@ -38,14 +39,16 @@ SOURCE_ROOTS = ("src", "lib", "python", "source")
 def locate(root: Path, mentioned: str) -> Path | None:
     """The file or directory an instruction's path refers to: as written, under a source
     root, or (a bare file name) a file of that name anywhere in the tree; None when absent."""
+    files = WorkspaceFiles(root)
     rel = mentioned.strip("/")
     if ".." in rel.split("/"):
         return None
-    for cand in (root / rel, *(root / base / rel for base in SOURCE_ROOTS)):
-        if cand.exists():
-            return cand
+    for cand in (rel, *(f"{base}/{rel}" for base in SOURCE_ROOTS)):
+        if files.exists(cand):
+            return files.path(cand)
     if "/" not in rel:
-        return next((h for h in root.rglob(rel) if ".git" not in h.relative_to(root).parts), None)
+        hit = next((h for h in files.find(f"**/{rel}") if ".git" not in h.split("/")), None)
+        return files.path(hit) if hit is not None else None
     return None
 
 

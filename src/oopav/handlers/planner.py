@@ -22,8 +22,11 @@ from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.budgets import over_wall_budget, tokens_exceeded
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.model_calls import ask_model, clip
+from oopav.logging import get_logger
 from oopav.projections.session import SessionState
+from oopav.sandbox.files import WorkspaceFiles
 
+log = get_logger("oopav.planner")
 NAME = "planner"
 _TEST_STEP = re.compile(
     r"\b(tests?|pytest|unittest|test suite|cargo test|go test|npm test)\b", re.I
@@ -75,7 +78,7 @@ class Planner:
     async def _context(self, state: SessionState) -> tuple[str, str | None]:
         parts: list[str] = []
         map_hash = None
-        if state.workspace is not None and Path(state.workspace.path).is_dir():
+        if state.workspace is not None and WorkspaceFiles(state.workspace.path).is_dir("."):
             from oopav.context.repomap import build_repo_map
 
             try:
@@ -152,20 +155,29 @@ class Planner:
                 parts.append("### Change of approach\n" + r.perturbation)
         return "\n\n".join(parts), map_hash
 
-    def _caution(self, state: SessionState, out: Emitter) -> tuple[int, list[str]]:
-        """Fatigue (decide/trends.py): the caution level this session's failures call for;
-        a rise is recorded as ``caution_raised`` before the plan it shapes."""
+    async def _caution(self, state: SessionState, out: Emitter) -> tuple[int, list[str]]:
+        """Fatigue (decide/trends.py): the caution level this session's failures, and its
+        mission's recent failed sessions, call for; a rise is recorded as ``caution_raised``
+        (naming the mission's sessions that counted) before the plan it shapes."""
         from oopav.decide.trends import Point, caution, failures_of, trends
 
         points = [Point(**msgspec.to_builtins(p)) for p in state.observations]
         failures = failures_of([a.status for a in state.actions], points)
+        failed_before = await _mission_failures(state, out.ports)
         level, reasons, effects = caution(
             failures,
             trends(points, [a.hash for a in state.actions]),
+            mission_failures=len(failed_before),
             at=decision_policy(state).caution_at,
         )
         if level > state.caution_level:
-            out.emit(ev.CautionRaised, level=level, reasons=reasons, effects=effects)
+            out.emit(
+                ev.CautionRaised,
+                level=level,
+                reasons=reasons,
+                effects=effects,
+                mission_failures=failed_before,
+            )
             return level, reasons
         return state.caution_level, state.caution_reasons
 
@@ -176,7 +188,7 @@ class Planner:
         if await self._one_step(state, out, decision):
             return
         context, map_hash = await self._context(state)
-        level, reasons = self._caution(state, out)
+        level, reasons = await self._caution(state, out)
         if level:
             context += "\n\n" + caution_prompt(level, reasons)
         # -- decision core: competing plans (plan_candidates.py) when the policy asks for them.
@@ -365,3 +377,20 @@ def _idents(text: str) -> list[str]:
     return re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", text) + re.findall(
         r"\b([a-z]+_[a-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]+)\b", text
     )
+
+
+async def _mission_failures(state: SessionState, ports: Ports) -> list[str]:
+    """The mission's recent failed sessions, ended before this one was submitted, from the
+    mission projection (``ports.guidance``); [] without a mission or a projection."""
+    from oopav.decide.trends import mission_failures
+
+    task = state.task
+    source = getattr(ports, "guidance", None)
+    if task is None or not task.mission or source is None:
+        return []
+    try:
+        mission = await source.state(task.mission)
+    except Exception as exc:  # fatigue is an aid: a session without it still plans
+        log.warning("mission_state_unavailable", mission=task.mission, error=repr(exc))
+        return []
+    return mission_failures(mission.outcomes, task.ts, state.session_id)

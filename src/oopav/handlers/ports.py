@@ -61,6 +61,7 @@ class BwrapSandbox:
 
         spec = dict(environment or {})
         repo = spec.pop("repo", None)
+        spec.pop("sandbox", None)  # the policy's sandbox section: run() applies it
         key = json.dumps([spec, repo], sort_keys=True, default=str)
         if key not in self._envs:
             self._envs[key] = resolve(
@@ -109,6 +110,26 @@ class BwrapSandbox:
             )
         config = sandbox_config_for(base, penv, workspace, out_dir=out_dir)
         config = msgspec.structs.replace(config, limits=limits_for(config.limits, environment))
+        # The policy's sandbox section (its defaults when the task sets none: the
+        # repository's dependency directories are bound read-only all the same).
+        from oopav.sandbox.policy import SandboxPolicy, sandbox_config_with
+
+        repo = (environment or {}).get("repo")
+        try:
+            config = sandbox_config_with(
+                config,
+                SandboxPolicy.model_validate((environment or {}).get("sandbox") or {}),
+                workspace,
+                Path(repo) if repo else None,
+            )
+        except ValueError as exc:
+            return ExecRecord(
+                key=key,
+                purpose=purpose,
+                argv=list(argv),
+                exit_code=125,
+                stderr_tail=f"oopav: cannot set up the policy's sandbox: {exc}",
+            )
         if out_dir is not None:
             stale = out_dir / "junit.xml"
             if stale.exists():

@@ -51,6 +51,15 @@ class GroupRecord(msgspec.Struct, kw_only=True, frozen=True):
     proposal_id: str | None = None
 
 
+class SessionOutcome(msgspec.Struct, kw_only=True, frozen=True):
+    """A finished session of the mission, as the reflector's signals recorded it: what
+    mission-wide fatigue counts (``decide/trends.mission_failures``)."""
+
+    session_id: str
+    outcome: str | None
+    ts: datetime
+
+
 class GuidanceState(msgspec.Struct, kw_only=True):
     mission: str = ""
     entries: list[GuidanceEntry] = msgspec.field(default_factory=list)
@@ -71,6 +80,8 @@ class GuidanceState(msgspec.Struct, kw_only=True):
     event_count: int = 0
     last_sequence: int = 0
     event_ids: list[str] = msgspec.field(default_factory=list)
+    # Every session a group decision named, once, in the order they were recorded.
+    outcomes: list[SessionOutcome] = msgspec.field(default_factory=list)
 
     def entry(self, key: str) -> GuidanceEntry | None:
         for e in self.entries:
@@ -239,7 +250,18 @@ def _remember_task(s: GuidanceState, task: mev.TaskSpec | None) -> None:
         s.tasks.append(task)
 
 
+def _outcomes(s: GuidanceState, e: mev.ReflectionProposed | mev.ReflectionRejected) -> None:
+    seen = {o.session_id for o in s.outcomes}
+    for sig in e.signals:
+        if sig.session_id not in seen:
+            seen.add(sig.session_id)
+            s.outcomes.append(
+                SessionOutcome(session_id=sig.session_id, outcome=sig.outcome, ts=e.ts)
+            )
+
+
 def _proposed(s: GuidanceState, e: mev.ReflectionProposed) -> None:
+    _outcomes(s, e)
     s.proposals += 1
     if e.id not in s.pending:
         s.pending.append(e.id)
@@ -259,6 +281,7 @@ def _proposed(s: GuidanceState, e: mev.ReflectionProposed) -> None:
 
 
 def _rejected(s: GuidanceState, e: mev.ReflectionRejected) -> None:
+    _outcomes(s, e)
     s.rejected[e.reason] = s.rejected.get(e.reason, 0) + 1
     if e.proposal_id is not None:
         _settle(s, e.proposal_id)

@@ -26,7 +26,14 @@ from oopav.events.actions import (
 )
 from oopav.sandbox import astpool
 from oopav.sandbox.astgrep import RuleError, check_rule, files_for, rule_from_action
-from oopav.sandbox.capabilities import Decision, ScopeError, exec_scope, parse_scope
+from oopav.sandbox.capabilities import (
+    Decision,
+    ScopeError,
+    exec_scope,
+    git_fetch_scope,
+    needs_network,
+    parse_scope,
+)
 from oopav.sandbox.patch import SearchFailure, apply_edit, normalize, restore_newlines
 from oopav.sandbox.policy import Policy
 from oopav.sandbox.runner import RunResult, SandboxConfig, run_sandboxed
@@ -64,7 +71,9 @@ class ActionPlan(msgspec.Struct, kw_only=True, frozen=True):
 
     @property
     def network(self) -> bool:
-        return any(s.startswith("net.") for s in self.scopes)
+        """The command runs with the host's network: it needs (and was allowed) a network
+        scope. Every other command runs in a network namespace of its own."""
+        return needs_network(self.scopes)
 
 
 class Rejection(msgspec.Struct, kw_only=True, frozen=True):
@@ -123,7 +132,10 @@ def plan_action(
         if isinstance(action, AstGrepAction):
             return _plan_ast_grep(workspace, action, policy)
         if isinstance(action, RunCommandAction):
-            scopes = [str(exec_scope(action.argv))]
+            # `git fetch <remote>` is what a git.fetch scope grants (the exec and the network);
+            # any other command needs its exec scope.
+            fetch = git_fetch_scope(action.argv)
+            scopes = [str(fetch if fetch is not None else exec_scope(action.argv))]
             scopes += [str(parse_scope(s)) for s in action.scopes]
             return ActionPlan(action=action, scopes=scopes)
         if isinstance(action, FinishAction):

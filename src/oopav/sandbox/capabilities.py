@@ -9,6 +9,7 @@ events therefore re-applies exactly the grants of the original run (DESIGN invar
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -24,11 +25,20 @@ from oopav.events.factory import root_event
 if TYPE_CHECKING:
     from oopav.sandbox.policy import Policy
 
-ScopeKind = Literal["net.any", "net.http", "fs.write", "exec"]
+ScopeKind = Literal["net.any", "net.http", "net.http.read", "git.fetch", "fs.write", "exec"]
 _HOST = re.compile(
     r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*(:\d{1,5})?$"
 )
-SCOPE_HELP = "valid scopes: net.any, net.http:<host>, fs.write:<glob>, exec:<argv prefix>"
+SCOPE_HELP = (
+    "valid scopes: net.any, net.http:<host>, net.http.read:<host>, git.fetch:<remote>, "
+    "fs.write:<glob>, exec:<argv prefix>"
+)
+# A git remote: a configured name (origin), '*' for `git fetch --all`, or a URL.
+_REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_REMOTE_URL = re.compile(r"^(https?|ssh|git)://[^\s/]+(/\S*)?$|^[\w.-]+@[\w.-]+:\S+$")
+# Scopes that turn the command's network namespace on. The sandbox has no proxy, so it cannot
+# hold a command to one host or to GET requests: docs/sandbox.md, "Network scopes".
+NETWORK_KINDS = ("net.any", "net.http", "net.http.read", "git.fetch")
 
 
 class ScopeError(ValueError):
@@ -53,17 +63,24 @@ def parse_scope(text: str) -> Scope:
     kind, sep, arg = text.partition(":")
     if kind == "net.any":
         raise ScopeError(f"scope 'net.any' takes no argument (got {text!r})")
-    if kind not in ("net.http", "fs.write", "exec"):
+    if kind not in ("net.http", "net.http.read", "git.fetch", "fs.write", "exec"):
         raise ScopeError(f"unknown scope kind {kind!r} in {text!r}; {SCOPE_HELP}")
     if not sep or not arg.strip():
         raise ScopeError(f"scope {kind!r} needs an argument, e.g. {kind}:{_EXAMPLE[kind]}")
     arg = arg.strip()
-    if kind == "net.http":
+    if kind in ("net.http", "net.http.read"):
         if "/" in arg or not _HOST.match(arg):
             raise ScopeError(
-                f"net.http needs a host name like 'pypi.org' or '*.example.com', got {arg!r}"
+                f"{kind} needs a host name like 'pypi.org' or '*.example.com', got {arg!r}"
             )
-        return Scope("net.http", arg.lower())
+        return Scope("net.http" if kind == "net.http" else "net.http.read", arg.lower())
+    if kind == "git.fetch":
+        if arg != "*" and not _REMOTE_NAME.match(arg) and not _REMOTE_URL.match(arg):
+            raise ScopeError(
+                "git.fetch needs a remote name like 'origin', '*' (every remote) or a URL like "
+                f"'https://github.com/o/r.git', got {arg!r}"
+            )
+        return Scope("git.fetch", arg)
     if kind == "fs.write":
         if arg.startswith("/") or ".." in arg.split("/"):
             raise ScopeError(f"fs.write takes a workspace-relative glob without '..', got {arg!r}")
@@ -77,7 +94,13 @@ def parse_scope(text: str) -> Scope:
     return Scope("exec", shlex.join(tokens))
 
 
-_EXAMPLE = {"net.http": "pypi.org", "fs.write": "docs/**", "exec": "pytest"}
+_EXAMPLE = {
+    "net.http": "pypi.org",
+    "net.http.read": "pypi.org",
+    "git.fetch": "origin",
+    "fs.write": "docs/**",
+    "exec": "pytest",
+}
 
 
 def parse_scopes(texts: Iterable[str]) -> list[Scope]:
@@ -88,13 +111,41 @@ def exec_scope(argv: Sequence[str]) -> Scope:
     return Scope("exec", shlex.join(argv))
 
 
+def git_fetch_scope(argv: Sequence[str]) -> Scope | None:
+    """The ``git.fetch:<remote>`` scope a ``git fetch`` command needs (None: not a fetch).
+    ``--all`` needs ``git.fetch:*``; no remote named means git's default, ``origin``."""
+    args = list(argv)
+    if len(args) < 2 or os.path.basename(args[0]) != "git":
+        return None
+    i = 1
+    while i < len(args) and args[i] in ("-C", "-c"):  # git -C dir / -c key=value fetch ...
+        i += 2
+    if i >= len(args) or args[i] != "fetch":
+        return None
+    rest = args[i + 1 :]
+    if "--all" in rest:
+        return Scope("git.fetch", "*")
+    remote = next((a for a in rest if not a.startswith("-")), "origin")
+    return parse_scope(f"git.fetch:{remote}")
+
+
+def needs_network(scopes: Iterable[str]) -> bool:
+    """Whether a command holding these scopes runs with the host's network (namespace shared)."""
+    return any(s.partition(":")[0] in NETWORK_KINDS for s in scopes)
+
+
 def covers(granted: Scope, needed: Scope) -> bool:
     """Whether holding ``granted`` allows ``needed``."""
     if granted.kind == "net.any":
-        return needed.kind in ("net.any", "net.http")
+        return needed.kind in NETWORK_KINDS
+    if granted.kind == "git.fetch" and needed.kind == "git.fetch":
+        return granted.arg in ("*", needed.arg)
+    if granted.kind == "net.http" and needed.kind == "net.http.read":
+        # Full HTTP to a host includes reading from it.
+        return covers(Scope("net.http", granted.arg), Scope("net.http", needed.arg))
     if granted.kind != needed.kind:
         return False
-    if granted.kind == "net.http":
+    if granted.kind in ("net.http", "net.http.read"):
         g, n = granted.arg, needed.arg
         if g.startswith("*."):
             return n.endswith(g[1:])

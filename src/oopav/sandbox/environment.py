@@ -538,7 +538,13 @@ def spec_for_task(task: Any) -> dict[str, Any] | None:
     if task is None:
         return None
     raw = getattr(task, "environment", None) or {}
-    return {**raw, "repo": getattr(task, "repo", None)}
+    spec = {**raw, "repo": getattr(task, "repo", None)}
+    # The policy's sandbox section travels with the spec to the port (only when set, so the
+    # spec, and what is keyed on it, stays as it was for every other task).
+    sandbox = (getattr(task, "policy", None) or {}).get("sandbox")
+    if sandbox:
+        spec["sandbox"] = sandbox
+    return spec
 
 
 def tool_binary(name: str) -> str | None:

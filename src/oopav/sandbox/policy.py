@@ -7,16 +7,25 @@ Loaded from YAML or JSON (a file, or the ``policy`` dict of ``task_submitted``):
     ask_unknown: true
     write_protected: [".github/**", "Makefile"]
     tools: [read_file, search, search_replace, finish]   # the actions the agent may use
+    sandbox:                                             # how commands are isolated
+      backend: bwrap                                     # or none (isolates nothing)
+      read_only_mounts: [/opt/sdk]                       # host paths visible read-only
+      dependency_dirs: [node_modules, vendor, .venv]     # the repo's, read-only (the default)
+      read_timeout_s: 5                                  # read_file / search deadline, 2-5 s
 
 ``tools`` (default: every action) names the action types an agent may propose; ``finish`` is
 always allowed, so a session can end. A refused tool is an ``action_rejected`` with reason
 ``tool_not_allowed``, before anything runs.
+
+``sandbox`` (docs/sandbox.md, "The policy's sandbox section") reaches the sandbox port through
+the task's environment spec; leaving it out keeps every earlier default.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, cast
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal, cast
 
 import yaml
 from pydantic import (
@@ -31,6 +40,53 @@ from pydantic import (
 from oopav.config import yaml_error
 from oopav.sandbox.capabilities import Scope, ScopeError, covers, parse_scope
 
+# Dependency directories a repository keeps out of git (installed packages, vendored code):
+# absent from the session's workspace, bound into it read-only from the repository so that
+# the project's commands find them and no action can change them.
+DEPENDENCY_DIRS: tuple[str, ...] = ("node_modules", "vendor", ".venv", "venv")
+READ_TIMEOUT_S = 5.0
+
+
+class SandboxPolicy(BaseModel):
+    """The sandbox a task's commands run in."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # None: the backend this process is configured with (bwrap unless told otherwise).
+    backend: Literal["bwrap", "none"] | None = None
+    # Absolute host paths made visible read-only at the same place (a toolchain, an SDK).
+    read_only_mounts: list[str] = Field(default_factory=list, max_length=32)
+    # Repository-relative directories bound read-only into the workspace when the workspace
+    # lacks them (ignored or excluded from it).
+    dependency_dirs: list[str] = Field(default_factory=lambda: list(DEPENDENCY_DIRS))
+    # The deadline of a read-only action (read_file, search): these run in process, and a
+    # search over a huge tree must not hold the session. Commands take their own ``timeout_s``.
+    read_timeout_s: float = Field(READ_TIMEOUT_S, ge=2.0, le=5.0)
+
+    @field_validator("read_only_mounts")
+    @classmethod
+    def _mounts(cls, value: list[str]) -> list[str]:
+        for path in value:
+            parts = PurePosixPath(path).parts
+            if not path.startswith("/") or ".." in parts:
+                raise ValueError(
+                    f"read_only_mounts takes absolute paths without '..', got {path!r}"
+                )
+            if path.rstrip("/") in ("", "/proc", "/dev", "/sys"):
+                raise ValueError(f"read_only_mounts cannot mount {path!r}")
+        return [os.path.normpath(p) for p in value]
+
+    @field_validator("dependency_dirs")
+    @classmethod
+    def _deps(cls, value: list[str]) -> list[str]:
+        for rel in value:
+            parts = PurePosixPath(rel).parts
+            if not rel or rel.startswith("/") or ".." in parts or parts[0] == ".git":
+                raise ValueError(
+                    f"dependency_dirs takes repository-relative paths outside .git, got {rel!r}"
+                )
+        return value
+
 
 class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -43,6 +99,12 @@ class Policy(BaseModel):
     write_protected: list[str] = Field(default_factory=list)
     # The action types the agent may use (None: all of them).
     tools: list[str] | None = None
+    # None: the defaults of SandboxPolicy (and nothing added to the prompt's policy).
+    sandbox: SandboxPolicy | None = None
+
+    @property
+    def sandbox_or_default(self) -> SandboxPolicy:
+        return self.sandbox or SandboxPolicy()
 
     @field_validator("tools")
     @classmethod
@@ -64,6 +126,8 @@ class Policy(BaseModel):
         data: dict[str, Any] = handler(self)
         if self.tools is None:
             data.pop("tools", None)
+        if self.sandbox is None:
+            data.pop("sandbox", None)
         return data
 
     def refuses_tool(self, action_type: str) -> str | None:
@@ -107,3 +171,44 @@ def load_policy(path: Path) -> Policy:
     if data is not None and not isinstance(data, dict):
         raise ValueError(f"policy {path} must be a mapping, got {type(data).__name__}")
     return policy_from(data)
+
+
+def sandbox_config_with(
+    base: Any, policy: SandboxPolicy, workspace: Path, repo: Path | None
+) -> Any:
+    """``base`` (a SandboxConfig) under the policy's sandbox section: its backend, its
+    read-only mounts exposed (secrets and hidden paths inside them stay masked: mount_plan),
+    and the repository's dependency directories that the workspace lacks bound read-only
+    into it. Raises ValueError for a read-only mount that does not exist."""
+    import msgspec
+
+    missing = [p for p in policy.read_only_mounts if not os.path.exists(p)]
+    if missing:
+        raise ValueError(f"policy.sandbox.read_only_mounts: {', '.join(missing)} does not exist")
+    binds = list(base.binds)
+    for host, inside in dependency_mounts(policy.dependency_dirs, workspace, repo):
+        binds.append((str(host), str(inside), False))
+    return msgspec.structs.replace(
+        base,
+        backend=policy.backend or base.backend,
+        exposed_paths=tuple(dict.fromkeys((*base.exposed_paths, *policy.read_only_mounts))),
+        binds=tuple(binds),
+    )
+
+
+def dependency_mounts(
+    names: list[str], workspace: Path, repo: Path | None
+) -> list[tuple[Path, Path]]:
+    """(repository dir, workspace dir) for each dependency directory the repository has and
+    the workspace does not (git left it out as ignored, or the copy excluded it). A symlink is
+    not followed out of the repository."""
+    if repo is None or repo.resolve() == workspace.resolve():
+        return []
+    out = []
+    for rel in names:
+        host, inside = repo / rel, workspace / rel
+        if host.is_dir() and not host.is_symlink() and not os.path.lexists(inside):
+            real = host.resolve()
+            if real == repo.resolve() or repo.resolve() in real.parents:
+                out.append((real, inside))
+    return out

@@ -518,6 +518,13 @@ def run_sandboxed(
             placeholder_dir = tempfile.mkdtemp(prefix="oopav-ro-")
             os.chmod(placeholder_dir, 0o555)
             created = [t for t, exists in protected if not exists]
+            # Mount points bwrap makes in the (writable) workspace for binds into it: the
+            # policy's dependency directories. Removed afterwards like the protected ones.
+            created += [
+                Path(inside)
+                for _, inside, _ in cfg.binds
+                if _inside(inside, str(workspace)) and not os.path.lexists(inside)
+            ]
             status_r, status_w = os.pipe()
             block_r, block_w = os.pipe()
             cmd = bwrap_argv(

@@ -55,6 +55,7 @@ class RunRecorder:
             dataset=str(fields.get("dataset", "")),
             dataset_hash=str(fields.get("dataset_hash", "")),
             dataset_records=int(fields.get("dataset_records", 0)),
+            data_order=dict(fields.get("data_order") or {}),
             code_version=f"oopav {__version__}",
             device=device,
         )

@@ -52,21 +52,34 @@ class SFTRecipe:
     # Batches of similar lengths: padding to the longest in a batch of random samples wasted
     # about a third of every step.
     group_by_length: bool = True
+    # The order of the rows (trainer/curriculum.py, recorded in training_started.data_order):
+    # "sampler" leaves it to the trainer's sampler, as before; "epoch" shuffles every epoch
+    # with a generator seeded by (seed, epoch). ``curriculum``: every epoch goes from stage 0
+    # (the easiest tasks) to stage 4, shuffled within a stage (implies "epoch").
+    shuffle: str = "sampler"
+    curriculum: bool = False
 
 
-def training_rows(cfg: SFTRecipe, tokenizer: Any) -> tuple[list[dict[str, str]], str, str]:
-    """(prompt, completion) strings, the data's path and its content hash."""
+def training_rows(
+    cfg: SFTRecipe, tokenizer: Any
+) -> tuple[list[dict[str, str]], str, str, list[int]]:
+    """(prompt, completion) strings, the data's path, its content hash and each row's
+    curriculum stage (trainer/curriculum.py)."""
     import hashlib
     import json
+
+    from oopav.trainer.curriculum import stage_of, stages_by_length
 
     if bool(cfg.tasks) == bool(cfg.dataset):
         raise ValueError(
             "give exactly one of `tasks` (a tasks directory) or `dataset` (an SFT dataset)"
         )
     rows: list[dict[str, str]] = []
+    staged: dict[int, int] = {}  # id(row) -> stage: the rows that fit keep theirs
     if cfg.tasks:
         for t in select(load_tasks(cfg.tasks, "train"), cfg.families, cfg.exclude_families):
             rows.append({"prompt": render_prompt(tokenizer, t), "completion": target_text(t.rule)})
+            staged[id(rows[-1])] = stage_of(t.family, t.rewrites)
         source = cfg.tasks
     else:
         from oopav.trainer.datasets import read_manifest, read_records
@@ -92,7 +105,11 @@ def training_rows(cfg: SFTRecipe, tokenizer: Any) -> tuple[list[dict[str, str]],
         raise ValueError(f"no training examples in {source} (check families / filters)")
     rows = fitting_rows(rows, tokenizer, cfg.max_length)
     digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
-    return rows, source, digest
+    if staged:
+        stages = [staged[id(r)] for r in rows]
+    else:
+        stages = stages_by_length([len(r["completion"]) for r in rows])
+    return rows, source, digest, stages
 
 
 def fitting_rows(
@@ -160,8 +177,33 @@ def prepare_model(model: str, output_dir: str, texts: Callable[[], list[str]], s
     return str(base)
 
 
+def ordered_rows(
+    cfg: Any, rows: list[dict[str, str]], stages: list[int]
+) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """The rows in the order to train on them, and its record ({} when the recipe leaves the
+    order to the trainer's sampler, as before)."""
+    from oopav.trainer.curriculum import epoch_order, epochs_needed
+
+    shuffle = getattr(cfg, "shuffle", "sampler")
+    curriculum = bool(getattr(cfg, "curriculum", False))
+    if shuffle not in ("sampler", "epoch"):
+        raise ValueError(f"shuffle must be 'sampler' or 'epoch', not {shuffle!r}")
+    if shuffle == "sampler" and not curriculum:
+        return rows, {}
+    epochs = epochs_needed(len(rows), cfg.max_steps, cfg.batch_size)
+    order, record = epoch_order(stages, epochs=epochs, seed=cfg.seed, curriculum=curriculum)
+    return [rows[i] for i in order], record
+
+
 def start_run(
-    base: str, rows: list[Any], source: str, digest: str, emit: Emit, *, lora: bool
+    base: str,
+    rows: list[Any],
+    source: str,
+    digest: str,
+    emit: Emit,
+    *,
+    lora: bool,
+    data_order: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Record ``training_started`` (base model, dataset and its hash) and load the model to
     train, with a LoRA adapter config when asked: the same opening for every recipe."""
@@ -174,6 +216,7 @@ def start_run(
             "dataset": source,
             "dataset_hash": digest,
             "dataset_records": len(rows),
+            "data_order": data_order or {},
         },
     )
     model = AutoModelForCausalLM.from_pretrained(base)
@@ -220,13 +263,17 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         torch.set_num_threads(cfg.threads)
     base = prepare_model(cfg.model, cfg.output_dir, lambda: corpus_texts(cfg), cfg.seed)
     tokenizer = AutoTokenizer.from_pretrained(base)
-    rows, source, digest = training_rows(cfg, tokenizer)
-    model, peft_config = start_run(base, rows, source, digest, emit, lora=cfg.lora)
+    rows, source, digest, stages = training_rows(cfg, tokenizer)
+    ordered, data_order = ordered_rows(cfg, rows, stages)
+    model, peft_config = start_run(
+        base, rows, source, digest, emit, lora=cfg.lora, data_order=data_order
+    )
     args = sft_args(
         cfg,
         max_steps=cfg.max_steps,
         lr_scheduler="constant" if cfg.lr_scheduler == "time_cosine" else cfg.lr_scheduler,
         warmup_steps=max(0, int(cfg.warmup_ratio * cfg.max_steps)),
+        sequential=bool(data_order),
     )
     callback = RunCallback(emit)
     callbacks: list[Any] = [callback]
@@ -240,7 +287,7 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
     trainer = SFTTrainer(
         model=model,
         args=args,
-        train_dataset=Dataset.from_list(rows),
+        train_dataset=Dataset.from_list(ordered),
         processing_class=tokenizer,
         callbacks=callbacks,
         peft_config=peft_config,
@@ -250,7 +297,13 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
 
 
 def sft_args(
-    cfg: Any, *, max_steps: int, lr_scheduler: str, warmup_steps: int, logging_steps: int = 0
+    cfg: Any,
+    *,
+    max_steps: int,
+    lr_scheduler: str,
+    warmup_steps: int,
+    logging_steps: int = 0,
+    sequential: bool = False,
 ) -> Any:
     """TRL's SFTConfig for a recipe (SFT, or the fine-tuning phase of RFT), set for a small
     policy on CPU."""
@@ -277,7 +330,11 @@ def sft_args(
         # TRL turns it on by default (as gradient_checkpointing); it recomputes every layer's
         # forward on the backward pass, which a 3M-parameter policy never needs for memory.
         activation_checkpointing=False,
-        train_sampling_strategy="group_by_length"
+        # "sequential": the rows are already in their recorded order (curriculum, per-epoch
+        # shuffle), which a random or length-grouped sampler would undo.
+        train_sampling_strategy="sequential"
+        if sequential
+        else "group_by_length"
         if getattr(cfg, "group_by_length", True)
         else "random",
     )

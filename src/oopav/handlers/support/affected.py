@@ -24,6 +24,7 @@ from oopav.decide.policy import decision_policy
 from oopav.events.catalog import ExecRecord
 from oopav.handlers.ports import exec_key
 from oopav.handlers.support.baseline_cache import run_tests
+from oopav.sandbox.files import WorkspaceFiles
 
 
 @dataclass
@@ -82,7 +83,7 @@ def without_paths(argv: list[str], root: Path) -> list[str]:
         is_value = i > 0 and argv[i - 1] in VALUED
         if seen_pytest and not arg.startswith("-") and not is_value:
             target = arg.split("::", 1)[0]
-            if target and (root / target).exists():
+            if target and WorkspaceFiles(root).exists(target):
                 continue
         if arg == "pytest" or arg.endswith("/pytest") or arg == "py.test":
             seen_pytest = True

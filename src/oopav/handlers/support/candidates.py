@@ -55,6 +55,7 @@ async def _grade(
 ) -> tuple[bool, dict[str, float], str, list[ev.ExecRecord]]:
     from oopav.decide import new_findings, scan_tree
     from oopav.sandbox.apply import Rejection, apply_plan, plan_action
+    from oopav.sandbox.files import WorkspaceFiles
     from oopav.sandbox.workspace import git, rollback
 
     task = state.task
@@ -82,7 +83,9 @@ async def _grade(
             stubs: list[ev.Finding] = []
             errors: list[ev.Finding] = []
             if changed:
-                stubs, errors, _, _ = await asyncio.to_thread(scan_tree, root, changed)
+                stubs, errors, _, _ = await asyncio.to_thread(
+                    scan_tree, WorkspaceFiles(root), changed
+                )
             base = state.baseline
             keep = set(changed)
             new = new_findings(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from oopav.models.profiles import PromptState
 from oopav.projections.session import SessionState
+from oopav.sandbox.files import WorkspaceFiles
 
 SNIPPET_LINES = 40
 CONTEXT_LINES = 6
@@ -35,10 +36,10 @@ def _candidates(root: Path, state: SessionState) -> list[str]:
     if focus:
         return focus
     out = []
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if p.suffix in _SOURCES and p.is_file() and not any(x.startswith(".") for x in rel.parts):
-            out.append(str(rel))
+    for rel in WorkspaceFiles(root).find("**/*"):
+        parts = rel.split("/")
+        if Path(rel).suffix in _SOURCES and not any(x.startswith(".") for x in parts):
+            out.append(rel)
         if len(out) >= 500:
             break
     return out
@@ -71,11 +72,11 @@ def snippet(root: Path, state: SessionState) -> tuple[str, str]:
     idents = _idents(state.task.instruction)
     files = _candidates(root, state)
     texts: dict[str, str] = {}
+    tree = WorkspaceFiles(root)
     for rel in files:
-        try:
-            texts[rel] = (root / rel).read_text()
-        except (OSError, UnicodeDecodeError):
-            continue
+        text = tree.text(rel)
+        if text is not None:
+            texts[rel] = text
     passes = []
     for ident in idents:
         name = re.escape(ident)
@@ -115,7 +116,8 @@ def prompt_state(
 ) -> PromptState:
     assert state.task is not None
     root = Path(state.workspace.path) if state.workspace is not None else None
-    path, code = snippet(root, state) if root is not None and root.is_dir() else ("", "")
+    present = root is not None and WorkspaceFiles(root).is_dir(".")
+    path, code = snippet(root, state) if root is not None and present else ("", "")
     return PromptState(
         role=role,
         instruction=state.task.instruction,
@@ -130,17 +132,16 @@ def plan_files(state: SessionState) -> list[str]:
     """The files the compact one-step plan names: those that use the instruction's symbol."""
     assert state.task is not None
     root = Path(state.workspace.path) if state.workspace is not None else None
-    if root is None or not root.is_dir():
+    if root is None or not WorkspaceFiles(root).is_dir("."):
         return []
     idents = _idents(state.task.instruction)
     if not idents:
         return []
     pattern = re.compile(rf"\b{re.escape(idents[0])}\b")
     out = []
+    tree = WorkspaceFiles(root)
     for rel in _candidates(root, state):
-        try:
-            if pattern.search((root / rel).read_text()):
-                out.append(rel)
-        except (OSError, UnicodeDecodeError):
-            continue
+        text = tree.text(rel)
+        if text is not None and pattern.search(text):
+            out.append(rel)
     return out[:20]

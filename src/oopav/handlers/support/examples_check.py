@@ -14,6 +14,8 @@ from typing import Any
 
 import msgspec
 
+from oopav.sandbox.files import WorkspaceFiles
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_FILES = 5000
 
@@ -47,10 +49,12 @@ def examples_match_nothing(root: Path, examples: list[Any]) -> str | None:
         except (RuleError, msgspec.ValidationError):
             return None
         for rel in files_for(root, ["."], rule.language)[:MAX_FILES]:
+            text = WorkspaceFiles(root).text(rel, errors="replace")
+            if text is None:
+                continue
             try:
-                text = (root / rel).read_text(errors="replace")
                 _, count = rewrite_source(text, rule)
-            except (OSError, RuleError):
+            except RuleError:
                 continue
             if count:
                 return None

@@ -5,7 +5,6 @@ Each gate is a small function of the session and the workspace that returns a ``
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from oopav.events.catalog import ExecRecord
 from oopav.handlers.ports import Ports, exec_key
 from oopav.handlers.support.guard import run_check
 from oopav.projections.session import SessionState
+from oopav.sandbox.files import WorkspaceFiles
 
 
 def edited(gate: str, argv: list[str], rec: ExecRecord, execs: list[ExecRecord]) -> GateOutcome:
@@ -70,7 +70,8 @@ def _changed(state: SessionState, root: Path) -> list[str]:
     from oopav.handlers.support.workspace import workspace_info
     from oopav.sandbox.workspace import changed_files
 
-    return [f for f in changed_files(workspace_info(state, None)) if (root / f).is_file()]
+    files = WorkspaceFiles(root)
+    return [f for f in changed_files(workspace_info(state, None)) if files.is_file(f)]
 
 
 def choose_tests(state: SessionState, root: Path, changed: list[str]) -> TestSelection:
@@ -79,7 +80,7 @@ def choose_tests(state: SessionState, root: Path, changed: list[str]) -> TestSel
     from oopav.sandbox.workspace import changed_lines
 
     lines = changed_lines(root, state.workspace.base_commit) if state.workspace else 0
-    return decide_tests(state, root, changed, lines)
+    return decide_tests(state, WorkspaceFiles(root), changed, lines)
 
 
 async def gate_stubs(state: SessionState, root: Path, changed: list[str]) -> GateOutcome:
@@ -87,7 +88,7 @@ async def gate_stubs(state: SessionState, root: Path, changed: list[str]) -> Gat
 
     if not changed:
         return GateOutcome("stubs", True, evidence="no files changed")
-    stubs, _, _, _ = await asyncio.to_thread(scan_tree, root, changed)
+    stubs, _, _, _ = await asyncio.to_thread(scan_tree, WorkspaceFiles(root), changed)
     base = [f for f in (state.baseline.stubs if state.baseline else []) if f.path in set(changed)]
     new = new_findings(base, stubs)
     if new:
@@ -106,7 +107,7 @@ async def gate_parse(state: SessionState, root: Path, changed: list[str]) -> Gat
 
     if not changed:
         return GateOutcome("parse", True, evidence="no files changed")
-    _, errors, _, _ = await asyncio.to_thread(scan_tree, root, changed)
+    _, errors, _, _ = await asyncio.to_thread(scan_tree, WorkspaceFiles(root), changed)
     base = [
         f for f in (state.baseline.parse_errors if state.baseline else []) if f.path in set(changed)
     ]
@@ -190,7 +191,7 @@ async def gate_lint(
     py = sorted(f for f in changed if f.endswith((".py", ".pyi")))
     if not py:
         return GateOutcome("lint", True, skipped=True, evidence="no Python files changed")
-    if not uses_ruff(root):
+    if not uses_ruff(WorkspaceFiles(root)):
         return GateOutcome(
             "lint", True, skipped=True, evidence="the repository does not configure ruff"
         )
@@ -231,9 +232,11 @@ async def gate_lint(
             execs=execs,
         )
     sources = {}
+    tree = WorkspaceFiles(root)
     for f in py:
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            sources[f] = (root / f).read_text()
+        text = tree.text(f)
+        if text is not None:
+            sources[f] = text
     after = ruff_findings(rec.stdout_tail, sources)
     if not after:
         return GateOutcome("lint", True, evidence=f"ruff clean on {len(py)} file(s)", execs=execs)
@@ -369,7 +372,7 @@ async def gate_compile(
     if policy.compile_command:
         argv, why = list(policy.compile_command), "policy.compile_command"
     else:
-        argv, why = compile_command(root, changed)
+        argv, why = compile_command(WorkspaceFiles(root), changed)
     if argv is None:
         return GateOutcome("compile", True, skipped=True, evidence=why)
     result = await _run("compile", argv, state, root, ports, cause_id)
@@ -466,12 +469,12 @@ async def gate_doctest(
     name so relative imports work), and baseline-aware like the compile gate."""
     if not decision_policy(state).doctest:
         return GateOutcome("doctest", True, skipped=True, evidence="doc tests off (policy)")
-    files = doctest_files(root, changed)
+    files = doctest_files(WorkspaceFiles(root), changed)
     if not files:
         return GateOutcome(
             "doctest", True, skipped=True, evidence="no doc tests in the changed files"
         )
-    argv, mode = doctest_command(root, files)
+    argv, mode = doctest_command(WorkspaceFiles(root), files)
     if len(argv) <= 3:
         return GateOutcome(
             "doctest", True, skipped=True, evidence="the changed files are not importable modules"
@@ -495,16 +498,11 @@ def _tracked_texts(root: Path) -> dict[str, str]:
     from oopav.sandbox.workspace import git
 
     out: dict[str, str] = {}
+    tree = WorkspaceFiles(root)
     names = [n for n in git(root, "ls-files", "-z").split("\0") if n][:MAX_RESIDUAL_FILES]
     for name in names:
-        f = root / name
-        try:
-            if not f.is_file() or f.stat().st_size > MAX_RESIDUAL_BYTES:
-                continue
-            data = f.read_bytes()
-        except OSError:
-            continue
-        if b"\0" in data[:8192]:
+        data = tree.read_bytes(name, MAX_RESIDUAL_BYTES) if tree.is_file(name) else None
+        if data is None or b"\0" in data[:8192]:
             continue
         out[name] = data.decode("utf-8", "replace")
     return out

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from oopav.decide.plans import judge_plan, pointed_files
@@ -16,6 +15,7 @@ from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.candidates import copy_state
 from oopav.handlers.support.model_calls import ask_model
 from oopav.projections.session import SessionState, evolve
+from oopav.sandbox.files import WorkspaceFiles
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ async def choose_plan(
         planning = work.budgets_used.retries.get("planning", 0)
         work.budgets_used.retries["planning"] = max(0, planning - 1)
         answers.append((cid, parsed, call_id))
-    root = Path(state.workspace.path)
+    root = WorkspaceFiles(state.workspace.path)
     pointed = await asyncio.to_thread(pointed_files, root, task.instruction)
     graded: list[tuple[str, float, bool, Any, str]] = []
     for i, (cid, parsed, call_id) in enumerate(answers):
