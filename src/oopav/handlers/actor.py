@@ -566,6 +566,20 @@ def _windows(rows: list[str], idents: tuple[str, ...]) -> list[tuple[int, int]]:
     return spans
 
 
+def _file_spans(
+    rel: str, text: str, rows: list[str], idents: tuple[str, ...]
+) -> list[tuple[int, int]]:
+    """What to show of a file: all of it when short; else the whole functions and classes
+    that name or mention the task's identifiers (tree-sitter tags, context/spans.py), and
+    windows around the mentions where no definition holds them."""
+    if len(rows) <= FILE_LINES:
+        return [(0, len(rows))]
+    from oopav.context.spans import spans_to_show, symbol_spans
+
+    picked = spans_to_show(symbol_spans(rel, text.encode()), rows, idents, FILE_LINES)
+    return picked or _windows(rows, idents)
+
+
 def _numbered_file(root: Path, rel: str, idents: tuple[str, ...] = ()) -> str:
     from oopav.sandbox.validate import PathRejected, resolve_in_workspace
 
@@ -579,13 +593,16 @@ def _numbered_file(root: Path, rel: str, idents: tuple[str, ...] = ()) -> str:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         return f"(not shown: {exc})"
+    from oopav.sandbox.patch import context_hash
+
     rows = text.split("\n")
     if rows and rows[-1] == "":
         rows.pop()
     width = len(str(len(rows)))
-    out: list[str] = []
+    # The hash a SEARCH/REPLACE block names (`path@hash`) to say which text it was written for.
+    out: list[str] = [f"(context {context_hash(text)})"]
     shown = 0
-    for start, end in _windows(rows, idents):
+    for start, end in _file_spans(rel, text, rows, idents):
         if start > shown:
             out.append(f"[... lines {shown + 1}-{start} not shown ...]")
         out += [f"{i + 1:>{width}} | {rows[i]}" for i in range(start, end)]

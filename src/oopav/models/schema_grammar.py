@@ -467,7 +467,18 @@ def answer_grammar(tag: str = "action", options: GrammarOptions | None = None) -
     role, with_state = roles[tag]
     opts = options or GrammarOptions()
     b = _Builder(opts)
-    payload = b.document(output_schema(role), tag.replace("_", "-"))
+    payload: Node = b.document(output_schema(role), tag.replace("_", "-"))
+    if tag == "action":  # or SEARCH/REPLACE text blocks, as the parser reads them
+        from oopav.models.blocks import edit_blocks_grammar
+
+        blocks = edit_blocks_grammar(
+            b.g,
+            between=Lit("\n") if opts.compact else seq(Lit("\n"), b.ws),
+            max_line=opts.max_string_length,
+            max_lines=opts.max_items,
+            max_blocks=opts.max_items,
+        )
+        payload = b.rule("action-payload", alt(payload, blocks), "a JSON action or text blocks")
     state = b.document(state_update_schema(), "state-update") if with_state else None
     if opts.think_chars is not None:
         think: Node = Rep(Chars(((60, 60),), negate=True), 1, max(1, opts.think_chars))
