@@ -20,8 +20,10 @@ from oopav.decide import detect_stuck, next_response
 from oopav.decide.gates import remembered_rejections
 from oopav.events import catalog as ev
 from oopav.events.actions import (
+    INFORMING_ACTIONS,
     READ_ONLY_ACTIONS,
     Action,
+    AskAction,
     FinishAction,
     RunCommandAction,
     action_hash,
@@ -62,6 +64,7 @@ class Actor:
         "permission_granted",
         "permission_denied",
         "evidence_gathered",  # decision core: acting resumes once the evidence is in
+        "human_input_provided",  # the answer to an `ask` action
     )
 
     async def handle(
@@ -70,6 +73,9 @@ class Actor:
         if state.task is None or state.plan is None or state.workspace is None:
             return []
         out = Emitter(event, NAME, ports)
+        if isinstance(event, ev.HumanInputProvided):
+            self._answered(event, state, out)
+            return out.events
         if isinstance(event, ev.PermissionGranted | ev.PermissionDenied):
             if state.awaiting_permission:
                 await self._resume(event, state, out)
@@ -144,8 +150,8 @@ class Actor:
                     reason="stuck",
                 )
             return
-        # Read-only retrieval informs a step; it does not complete one.
-        applied = sum(1 for a in since if a.status == "applied" and a.type not in READ_ONLY_ACTIONS)
+        # Read-only retrieval and questions inform a step; they do not complete one.
+        applied = sum(1 for a in since if a.status == "applied" and a.type not in INFORMING_ACTIONS)
         step = min(applied + 1, len(state.plan.steps))
         fmt = _format_argv(state)
         if fmt and _just_formatted(state, fmt):
@@ -242,6 +248,9 @@ class Actor:
             out.emit(
                 ev.ActionRejected, action_id=action_id, reason="tool_not_allowed", message=refused
             )
+            return
+        if isinstance(action, AskAction):  # a question: answered before, or to a person
+            await self._question(action_id, action, state, out)
             return
         # -- decision core: read-only retrieval needs no grant and no sandbox (retrieval.py).
         if action.type in READ_ONLY_ACTIONS:
@@ -410,6 +419,86 @@ class Actor:
             exit_code=0 if ok else 1,
             stdout_tail=clip(text, limit, "the workspace file itself"),
             output_bytes=len(text.encode()),
+        )
+
+    async def _question(
+        self, action_id: str, action: AskAction, state: SessionState, out: Emitter
+    ) -> None:
+        """An ``ask``: the answer of an earlier question like it (the session's, then its
+        mission's) when there is one (``decide/asks.py``), else a question to a person with
+        the policy's deadline; the answer completes the action (:meth:`_answered`)."""
+        from oopav.decide.asks import reusable
+        from oopav.handlers.support.asks import mission_answers, session_answers
+        from oopav.handlers.support.steps import ask_person
+
+        assert state.task is not None
+        mission = state.task.mission or None
+        known = session_answers(state)
+        hit = reusable(action.question, action.options, known)
+        if hit is None:
+            others = await mission_answers(out.ports, mission, state.session_id)
+            hit = reusable(action.question, action.options, others)
+        if hit is None:
+            ask_person(
+                out,
+                state,
+                question=action.question,
+                options=list(action.options),
+                kind="ask",
+                context=f"asked by the actor at step {state.budgets_used.iterations + 1}",
+                action_id=action_id,
+            )
+            return
+        prior, score = hit
+        here = prior.session_id == state.session_id
+        out.emit(
+            ev.QuestionAnswered,
+            question=action.question,
+            answer=prior.answer,
+            answered_by=prior.answered_by,
+            action_id=action_id,
+            mission=mission,
+            reused_from=prior.event_id,
+            reused_session=None if here else prior.session_id,
+            reused_question=prior.question,
+            similarity=score,
+        )
+        where = "this session" if here else f"session {prior.session_id}"
+        out.emit(
+            ev.ActionApplied,
+            action_id=action_id,
+            ok=True,
+            exit_code=0,
+            stdout_tail=(
+                f"answer (reused from {where}: {prior.question!r} was answered by "
+                f"{prior.answered_by or 'a person'}, similarity {score:.2f}): {prior.answer}"
+            ),
+        )
+
+    def _answered(self, event: ev.HumanInputProvided, state: SessionState, out: Emitter) -> None:
+        """A person answered the actor's question: kept (``question_answered``) and given to
+        the model as the ``ask`` action's result."""
+        asked = state.human_request
+        if asked is None or asked.kind != "ask" or asked.action_id is None:
+            return  # orient decides the answers to its own questions
+        if event.request_id not in (None, asked.id) or state.phase == "completed":
+            return
+        by = event.answered_by or "a person"
+        out.emit(
+            ev.QuestionAnswered,
+            question=asked.question,
+            answer=event.answer,
+            answered_by=event.answered_by,
+            action_id=asked.action_id,
+            request_id=asked.id,
+            mission=state.task.mission or None if state.task else None,
+        )
+        out.emit(
+            ev.ActionApplied,
+            action_id=asked.action_id,
+            ok=True,
+            exit_code=0,
+            stdout_tail=f"answer from {by}: {event.answer}",
         )
 
     async def _resume(self, event: Event, state: SessionState, out: Emitter) -> None:
@@ -752,7 +841,7 @@ def _format_argv(state: SessionState) -> list[str] | None:
 def _just_formatted(state: SessionState, fmt: list[str]) -> bool:
     """Whether the last applied change of this plan is the formatter run (nothing after it)."""
     for a in reversed(state.actions[state.plan_actions_start :]):
-        if a.type in READ_ONLY_ACTIONS or a.status not in ("applied", "failed"):
+        if a.type in INFORMING_ACTIONS or a.status not in ("applied", "failed"):
             continue  # a failed formatter run counts: it is not retried on the next finish
         return isinstance(a.action, RunCommandAction) and list(a.action.argv) == fmt
     return False
