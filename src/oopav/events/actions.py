@@ -37,7 +37,9 @@ class SearchReplaceEdit(
     # The file's context hash as the actor's context showed it (``@1a2b3c4d`` in a text block):
     # a block written against text that has changed since is refused as ``stale_context``.
     # Omitted when unset, so edits recorded before it encode (and hash) as they did.
-    context_hash: Annotated[str, Meta(min_length=4, max_length=64)] | None = None
+    # A plain string in the schema: a length bound would cost constrained decoders a
+    # character-by-character rule; a malformed hash simply never matches (stale_context).
+    context_hash: str | None = None
 
 
 class SearchReplaceAction(_ActionBase, tag="search_replace", frozen=True):
@@ -65,7 +67,7 @@ class AskAction(_ActionBase, tag="ask", frozen=True):
     """Ask a person (``human_input_requested``, answered with ``oopav answer``). A question
     like one answered before in the session or its mission is answered from that instead."""
 
-    question: Annotated[str, Meta(min_length=1, max_length=2000)]
+    question: str  # a blank one is refused when the actor handles it (no length bound: see above)
     options: list[str] = msgspec.field(default_factory=list)
 
 

@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from oopav.sandbox.policy import Policy
 
 NAME = "actor"
-MISSED = ("no_match", "file_not_found", "no_files")  # decision core: see observer.MISSED
+MISSED = ("no_match", "file_not_found", "no_files")
+MAX_QUESTION_CHARS = 2000  # decision core: see observer.MISSED
 CONTINUE = ("continue", "more_evidence", "negative_example")
 
 
@@ -432,6 +433,15 @@ class Actor:
         from oopav.handlers.support.steps import ask_person
 
         assert state.task is not None
+        if not action.question.strip() or len(action.question) > MAX_QUESTION_CHARS:
+            out.emit(
+                ev.ActionRejected,
+                action_id=action_id,
+                reason="bad_question",
+                message=f"an ask needs a question of 1 to {MAX_QUESTION_CHARS} characters "
+                f"(got {len(action.question.strip())})",
+            )
+            return
         mission = state.task.mission or None
         known = session_answers(state)
         hit = reusable(action.question, action.options, known)

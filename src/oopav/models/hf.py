@@ -113,6 +113,7 @@ class HFBackend:
             max_string_length=self.max_string_length,
             max_items=self.max_items,
             max_escapes=0 if bounded else 16,  # bounded strings: plain text, as before
+            edit_blocks=False,  # small local policies answer JSON (constrain.DECODING)
         )
 
     def _role_tag(self, request: ModelRequest) -> str | None:

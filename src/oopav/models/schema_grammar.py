@@ -99,6 +99,10 @@ class GrammarOptions:
     max_items: int | None = None
     max_escapes: int = 16
     max_ws: int = 20
+    # The actor's payload may be SEARCH/REPLACE text blocks (models/blocks.py) as well as JSON.
+    # Off in the decoding form of small local policies (constrain.DECODING): they are trained
+    # on JSON actions, and the closing phase of a token budget knows how to close JSON only.
+    edit_blocks: bool = True
 
 
 def _kebab(name: str) -> str:
@@ -468,7 +472,7 @@ def answer_grammar(tag: str = "action", options: GrammarOptions | None = None) -
     opts = options or GrammarOptions()
     b = _Builder(opts)
     payload: Node = b.document(output_schema(role), tag.replace("_", "-"))
-    if tag == "action":  # or SEARCH/REPLACE text blocks, as the parser reads them
+    if tag == "action" and opts.edit_blocks:  # or SEARCH/REPLACE text blocks, as parsed
         from oopav.models.blocks import edit_blocks_grammar
 
         blocks = edit_blocks_grammar(
