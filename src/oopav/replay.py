@@ -382,6 +382,7 @@ async def verify_session(
     from oopav.handlers.ports import Ports, RecordedSandbox
     from oopav.handlers.registry import LOOP_HANDLERS, build_loop_handler
     from oopav.handlers.runtime import HandlerRunner
+    from oopav.handlers.support.asks import RecordedAnswers
     from oopav.handlers.support.baseline_cache import RecordedBaselines
     from oopav.models.replay import ReplayBackend
 
@@ -418,6 +419,7 @@ async def verify_session(
             settings=settings,
             sandbox=sandbox,
             baselines=RecordedBaselines.from_events(events_only),
+            answers=RecordedAnswers.from_events(events_only),
             model_factory=lambda spec: backend,
             # A session that named no model ran on a default (a handler's --model, or synth:
             # for a task with examples): the recorded spec, so the replayed events name it too.

@@ -76,8 +76,10 @@ async def test_a_shared_cache_folds_each_handlers_outputs_without_reading(
         # comes back to it after its last decision (stopping before that load, under load,
         # counted 14 followed instead of 15).
         await until(
-            lambda: sum(r.decisions for r in runners) == 2 * len(sessions)
-            and cache.reads + cache.followed >= 4 * len(sessions)
+            lambda: (
+                sum(r.decisions for r in runners) == 2 * len(sessions)
+                and cache.reads + cache.followed >= 4 * len(sessions)
+            )
         )
     finally:
         for r in runners:

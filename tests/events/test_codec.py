@@ -154,6 +154,17 @@ FIELDS: dict[type[ev.Event], dict[str, Any]] = {
         "kind": "black_risk",
     },
     ev.HumanInputProvided: {"answer": "proceed", "answered_by": "me", "request_id": "r1"},
+    ev.QuestionAnswered: {
+        "question": "Keep the alias?",
+        "answer": "no",
+        "answered_by": "me",
+        "action_id": "a1",
+        "mission": "m",
+        "reused_from": "q0",
+        "reused_session": "s0",
+        "reused_question": "keep the alias",
+        "similarity": 1.0,
+    },
     ev.ReplanScored: {
         "replan_id": "r1",
         "source": "verifier",

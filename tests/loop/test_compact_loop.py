@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loop_harness import assert_replays, finish_session, loop, of, rename_all, start, task
+from loop_harness import (
+    assert_replays,
+    finish,
+    finish_session,
+    loop,
+    of,
+    plan_answer,
+    rename_all,
+    start,
+    task,
+)
 
 from oopav.models.profiles import COMPACT_BUDGET, compact_tokens, from_builtins, render
 from oopav.trainer.datasets import Filters, session_records
@@ -100,3 +110,29 @@ async def test_full_profile_sessions_record_the_compact_state_too(
     assert compact[0]["prompt"][0]["content"].startswith(
         state.task.instruction if state.task else ""
     )
+
+
+async def test_declared_capabilities_choose_the_profile_and_the_decoding(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    """A backend with a 4k context and no grammar (policy.model_capabilities): the compact
+    profile without being named, and requests without a schema to constrain to."""
+    script = {"actor": [rename_all()]}
+    caps = {"model_capabilities": {"grammar": False, "context_tokens": 4096}}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy=caps))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    (call,) = of(events, "model_called")
+    assert call.profile == "compact" and call.request["schema"] is None
+    assert "compact profile" in of(events, "plan_proposed")[0].rationale
+    # the same task with the declared capabilities: the full profile, grammar attached
+    async with loop(
+        nats_url, {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    ) as bus:
+        sid2 = await start(bus, task(repo))
+        state2, events2 = await finish_session(bus, sid2)
+    assert state2.outcome == "success", state2.summary
+    full = next(c for c in of(events2, "model_called") if c.role == "actor")
+    assert full.profile == "full" and full.request["schema"] is not None
+    await assert_replays(nats_url, sid)

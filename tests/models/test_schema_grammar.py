@@ -95,6 +95,21 @@ ACTIONS: list[dict[str, Any]] = [
     {"type": "search", "pattern": "def fetch"},
     {"type": "search", "pattern": "f.*h", "regex": True, "max_results": 500, "paths": ["src"]},
     {"max_results": 1, "regex": False, "pattern": "x" * 500, "type": "search"},
+    {"type": "ask", "question": "Which version should the API keep?"},
+    {"type": "ask", "question": "Drop py3.8?", "options": ["yes", "no"]},
+    {
+        "type": "search_replace",
+        "edits": [{"path": "a.py", "search": "x\n", "replace": "y\n", "context_hash": "1a2b3c4d"}],
+    },
+]
+# SEARCH/REPLACE text blocks (models/blocks.py) in place of the JSON: lines that look like the
+# markers but are not, a closing tag inside a block, empty parts, several blocks.
+BLOCKS: list[str] = [
+    "a.py\n<<<<<<< SEARCH\ndef f():\n=======\ndef g():\n>>>>>>> REPLACE",
+    "src/p/q.py@1a2b3c4d\n<<<<<<< SEARCH\n    x = '</action>'\n========\n==\n=======\n"
+    ">>>>>>> REPLAC no\n>>>>>>>\n\n>>>>>>> REPLACE\nb.py\n<<<<<<< SEARCH\n=======\n"
+    ">>>>>>> REPLACE",
+    "c.py\n<<<<<<< SEARCH\nx\t= 1 # é☃\n=======\n>>>>>>> REPLACE",
 ]
 STATES: list[dict[str, Any] | None] = [
     {},
@@ -115,6 +130,13 @@ def real_actor_answers() -> list[str]:
     for i, action in enumerate(ACTIONS):
         state = STATES[i % len(STATES)] or {}
         answers.append(render_answer("action", action, think=f"step {i}", state_update=state))
+    for i, blocks in enumerate(BLOCKS):
+        answers.append(
+            f"<think>b{i}</think>\n<action>{blocks}</action>\n<state_update>{{}}</state_update>"
+        )
+    answers.append(
+        f"<think></think><action>\n{BLOCKS[0]}\n</action><state_update>{{}}</state_update>"
+    )
     # whitespace the parser allows between and inside blocks
     answers.append(
         '  <think>\n multi\n line < not a tag </think>\n\n<action>\n {\n  "type" : "finish" ,'
@@ -164,6 +186,11 @@ BROKEN_ACTOR = {
     "lone surrogate": '<think></think><action>{"type":"finish","summary":"\\ud800"}</action><state_update>{}</state_update>',
     "bad state update": '<think></think><action>{"type":"finish","summary":"s"}</action><state_update>{"goals":"g"}</state_update>',
     "empty": "",
+    "block without divider": "<think></think><action>a.py\n<<<<<<< SEARCH\nx\n>>>>>>> REPLACE</action><state_update>{}</state_update>",
+    "block without path": "<think></think><action><<<<<<< SEARCH\nx\n=======\n>>>>>>> REPLACE</action><state_update>{}</state_update>",
+    "block with a bad hash": "<think></think><action>a.py@xyz\n<<<<<<< SEARCH\nx\n=======\n>>>>>>> REPLACE</action><state_update>{}</state_update>",
+    "block with text after it": "<think></think><action>a.py\n<<<<<<< SEARCH\nx\n=======\n>>>>>>> REPLACE\nthanks</action><state_update>{}</state_update>",
+    "block never closed": "<think></think><action>a.py\n<<<<<<< SEARCH\nx\n=======\ny\n</action><state_update>{}</state_update>",
 }
 
 
@@ -182,7 +209,10 @@ def test_every_action_kind_and_real_answer_is_accepted_by_every_format(
         assert actor.by_lark(text), text
         assert actor.by_gbnf(text), text
         payload = text[text.index("<action>") + 8 : text.index("</action>")]
-        validator.validate(json.loads(payload))
+        if payload.lstrip().startswith("{"):
+            validator.validate(json.loads(payload))
+        else:
+            assert parsed.payload.type == "search_replace" and parsed.payload.edits
     assert kinds == {
         "ast_grep",
         "search_replace",
@@ -191,6 +221,7 @@ def test_every_action_kind_and_real_answer_is_accepted_by_every_format(
         "finish",
         "read_file",
         "search",
+        "ask",
     }
 
 
@@ -356,7 +387,7 @@ def test_random_derivations_parse(actor: Recognizers, compact: bool) -> None:
         text = sampler.node(Ref("root"))
         kinds.add(parse_role_answer("actor", text).payload.type)
         assert rec.by_lark(text) and rec.by_gbnf(text), text
-    assert len(kinds) == 7
+    assert len(kinds) == 8
 
 
 def test_think_text_is_anything_without_the_closing_tag(actor: Recognizers) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -101,12 +102,52 @@ def test_a_long_file_in_focus_shows_the_lines_around_the_tasks_identifiers(
     from oopav.handlers.actor import _numbered_file
 
     rows = [f"x{i} = {i}" for i in range(1, 1001)]
-    rows[599] = "def target_name(a):"
+    rows[599] = "y = target_name(a)"  # in no definition: a window around it
     (tmp_path / "big.py").write_text("\n".join(rows) + "\n")
     text = _numbered_file(tmp_path, "big.py", ("target_name",))
+    head, text = text.split("\n", 1)
+    assert re.fullmatch(r"\(context [0-9a-f]{8}\)", head)  # the hash a text block names
     assert text.startswith("[... lines 1-587 not shown ...]\n 588 | x588 = 588")
-    assert " 600 | def target_name(a):" in text
+    assert " 600 | y = target_name(a)" in text
     assert text.endswith("[... lines 613-1000 not shown (1000 lines in all) ...]")
     short = _numbered_file(tmp_path, "big.py", ())
-    assert short.splitlines()[0] == "   1 | x1 = 1" and "lines 241-1000 not shown" in short
+    assert short.splitlines()[1] == "   1 | x1 = 1" and "lines 241-1000 not shown" in short
     assert _numbered_file(tmp_path, "../etc/passwd").startswith("(not shown:")
+
+
+def test_a_long_file_shows_whole_definitions_from_the_tags_instead_of_windows(
+    tmp_path: Path,
+) -> None:
+    """Retrieval by symbol span: the function the task names and the class whose method
+    mentions it are shown whole (tree-sitter tags), not a fixed window cut mid-function."""
+    from oopav.context.spans import symbol_spans
+    from oopav.handlers.actor import _numbered_file
+
+    rows = [f"X{i} = {i}" for i in range(1, 401)]
+    target = [
+        "@decorator",
+        "def fetch(url):",
+        *[f"    step{i} = {i}" for i in range(30)],
+        "    return url",
+    ]
+    user = [
+        "class Client:",
+        *[f"    a{i} = {i}" for i in range(20)],
+        "    def get(self):",
+        "        return fetch(self.url)",
+    ]
+    rows = rows[:200] + target + rows[200:300] + user + rows[300:]
+    (tmp_path / "big.py").write_text("\n".join(rows) + "\n")
+    spans = {
+        s.name: (s.start, s.end) for s in symbol_spans("big.py", (tmp_path / "big.py").read_bytes())
+    }
+    assert spans["fetch"] == (200, 233)  # decorator to return: 0-based, end exclusive
+    assert spans["get"] == (354, 356) and spans["Client"] == (333, 356)
+    text = _numbered_file(tmp_path, "big.py", ("fetch",))
+    shown = [line for line in text.splitlines() if " | " in line]
+    assert shown[0] == "201 | @decorator" and "233 |     return url" in text
+    assert "234 | " not in text  # the definition ends: no window past it
+    # the innermost definition that mentions it: the method, whole, not the whole class
+    assert "355 |     def get(self):" in text and "356 |         return fetch(self.url)" in text
+    assert "334 | class Client:" not in text
+    assert len(shown) == 33 + 2

@@ -53,6 +53,8 @@ EMITS: dict[str, tuple[str, ...]] = {
         "replan_triggered",
         "candidate_evaluated",
         "candidate_selected",
+        "human_input_requested",  # an `ask` action
+        "question_answered",
         *_ENDS,
     ),
     "verifier": (
@@ -103,6 +105,7 @@ SUBSCRIBES: dict[str, tuple[str, ...]] = {
         "permission_granted",
         "permission_denied",
         "evidence_gathered",
+        "human_input_provided",
     ),
     "verifier": ("action_proposed",),
     "watchdog": ("*",),

@@ -26,6 +26,26 @@ def models() -> None:
     """Model backends: check that one answers with a schema-valid action."""
 
 
+@models.command("capabilities")
+@click.argument("specs", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per spec.")
+def capabilities(specs: tuple[str, ...], as_json: bool) -> None:
+    """What each backend declares it can do (grammar-constrained decoding, logprobs, native
+    tools, context window), by SPEC or, without one, per scheme; the loop chooses the prompt
+    profile and the decoding from these (docs/models.md). Loads no model: a loaded hf:/vllm:
+    backend also knows its context window."""
+    from oopav.models.capabilities import DECLARED, declared
+
+    rows = [(spec, declared(spec)) for spec in specs] or [
+        (f"{scheme}:", caps) for scheme, caps in DECLARED.items()
+    ]
+    for spec, caps in rows:
+        if as_json:
+            click.echo(json.dumps({"spec": spec, **msgspec.to_builtins(caps)}, sort_keys=True))
+        else:
+            click.echo(f"{spec:<12} {' '.join(caps.flags())}")
+
+
 @models.command("check")
 @click.argument("spec", required=False)
 @click.option(

@@ -57,6 +57,17 @@ class ReplanPolicy(BaseModel):
     cooldown_actions: int = Field(1, ge=0, le=50)
 
 
+class ModelCapabilitiesPolicy(BaseModel):
+    """A task's word on its model backend's capabilities (a URL does not say what serves it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    grammar: bool | None = None
+    logprobs: bool | None = None
+    tools: bool | None = None
+    context_tokens: int | None = Field(None, ge=256, le=10_000_000)
+
+
 class LoopPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -107,6 +118,11 @@ class LoopPolicy(BaseModel):
     )
     # How the actor's prompt is rendered (models/profiles.py); None: by backend (hf: compact).
     prompt_profile: Literal["full", "compact"] | None = None
+    model_capabilities: ModelCapabilitiesPolicy | None = Field(
+        None,
+        description="what the model backend can do, over what its spec declares "
+        "(models/capabilities.py): grammar, logprobs, tools, context_tokens",
+    )
     context_caps: dict[str, int] = Field(
         default_factory=lambda: {"planner": 48_000, "actor": 32_000, "critic": 32_000},
         description="bytes of context per role; a larger context is summarised",

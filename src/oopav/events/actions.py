@@ -28,10 +28,18 @@ class AstGrepAction(_ActionBase, tag="ast_grep", frozen=True):
     paths: list[str] = msgspec.field(default_factory=lambda: ["."])
 
 
-class SearchReplaceEdit(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+class SearchReplaceEdit(
+    msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True, omit_defaults=True
+):
     path: str
     search: str
     replace: str
+    # The file's context hash as the actor's context showed it (``@1a2b3c4d`` in a text block):
+    # a block written against text that has changed since is refused as ``stale_context``.
+    # Omitted when unset, so edits recorded before it encode (and hash) as they did.
+    # A plain string in the schema: a length bound would cost constrained decoders a
+    # character-by-character rule; a malformed hash simply never matches (stale_context).
+    context_hash: str | None = None
 
 
 class SearchReplaceAction(_ActionBase, tag="search_replace", frozen=True):
@@ -53,6 +61,14 @@ class RunCommandAction(_ActionBase, tag="run_command", frozen=True):
 
 class FinishAction(_ActionBase, tag="finish", frozen=True):
     summary: str
+
+
+class AskAction(_ActionBase, tag="ask", frozen=True):
+    """Ask a person (``human_input_requested``, answered with ``oopav answer``). A question
+    like one answered before in the session or its mission is answered from that instead."""
+
+    question: str  # a blank one is refused when the actor handles it (no length bound: see above)
+    options: list[str] = msgspec.field(default_factory=list)
 
 
 class ReadFileAction(_ActionBase, tag="read_file", frozen=True):
@@ -82,6 +98,7 @@ Action = (
     | FinishAction
     | ReadFileAction
     | SearchAction
+    | AskAction
 )
 ACTION_TYPES: tuple[type, ...] = (
     AstGrepAction,
@@ -91,8 +108,11 @@ ACTION_TYPES: tuple[type, ...] = (
     FinishAction,
     ReadFileAction,
     SearchAction,
+    AskAction,
 )
 READ_ONLY_ACTIONS: tuple[str, ...] = ("read_file", "search")
+# Actions that change no file and complete no plan step (read-only retrieval, a question).
+INFORMING_ACTIONS: tuple[str, ...] = (*READ_ONLY_ACTIONS, "ask")
 
 _ACTION_DECODER = msgspec.json.Decoder(Action)
 

@@ -566,8 +566,10 @@ class HumanInputRequested(Event, tag="human_input_requested", frozen=True):
     question: str
     options: list[str] = msgspec.field(default_factory=list)
     deadline: datetime | None = None
-    kind: Literal["black_risk", "evidence_gap", "escalation"] = "escalation"
+    kind: Literal["black_risk", "evidence_gap", "escalation", "ask"] = "escalation"
     context: str = ""
+    # ``ask``: the actor's ``ask`` action the answer completes (its ``action_applied``).
+    action_id: str | None = None
 
 
 class HumanInputProvided(Event, tag="human_input_provided", frozen=True):
@@ -576,6 +578,24 @@ class HumanInputProvided(Event, tag="human_input_provided", frozen=True):
     answer: str
     answered_by: str = ""
     request_id: str | None = None
+
+
+class QuestionAnswered(Event, tag="question_answered", frozen=True):
+    """The answer to an actor's ``ask``, kept for later questions like it: given by a person
+    (``request_id``: the ``human_input_requested``), or reused from an earlier answer of the
+    session or its mission (``reused_from``: that ``question_answered``, with the
+    ``similarity`` of the two questions, ``decide/asks.py``)."""
+
+    question: str
+    answer: str
+    answered_by: str = ""
+    action_id: str | None = None
+    request_id: str | None = None
+    mission: str | None = None
+    reused_from: str | None = None
+    reused_session: str | None = None
+    reused_question: str | None = None
+    similarity: float | None = None
 
 
 class ReplanScored(Event, tag="replan_scored", frozen=True):
@@ -676,6 +696,7 @@ SESSION_EVENTS: tuple[type[Event], ...] = (
     WorkspaceRolledBack,
     HumanInputRequested,
     HumanInputProvided,
+    QuestionAnswered,
     ReplanScored,
     CandidateEvaluated,
     CandidateSelected,

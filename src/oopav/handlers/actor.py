@@ -20,8 +20,10 @@ from oopav.decide import detect_stuck, next_response
 from oopav.decide.gates import remembered_rejections
 from oopav.events import catalog as ev
 from oopav.events.actions import (
+    INFORMING_ACTIONS,
     READ_ONLY_ACTIONS,
     Action,
+    AskAction,
     FinishAction,
     RunCommandAction,
     action_hash,
@@ -50,7 +52,8 @@ if TYPE_CHECKING:
     from oopav.sandbox.policy import Policy
 
 NAME = "actor"
-MISSED = ("no_match", "file_not_found", "no_files")  # decision core: see observer.MISSED
+MISSED = ("no_match", "file_not_found", "no_files")
+MAX_QUESTION_CHARS = 2000  # decision core: see observer.MISSED
 CONTINUE = ("continue", "more_evidence", "negative_example")
 
 
@@ -63,6 +66,7 @@ class Actor:
         "permission_granted",
         "permission_denied",
         "evidence_gathered",  # decision core: acting resumes once the evidence is in
+        "human_input_provided",  # the answer to an `ask` action
     )
 
     async def handle(
@@ -71,6 +75,9 @@ class Actor:
         if state.task is None or state.plan is None or state.workspace is None:
             return []
         out = Emitter(event, NAME, ports)
+        if isinstance(event, ev.HumanInputProvided):
+            self._answered(event, state, out)
+            return out.events
         if isinstance(event, ev.PermissionGranted | ev.PermissionDenied):
             if state.awaiting_permission:
                 await self._resume(event, state, out)
@@ -145,8 +152,8 @@ class Actor:
                     reason="stuck",
                 )
             return
-        # Read-only retrieval informs a step; it does not complete one.
-        applied = sum(1 for a in since if a.status == "applied" and a.type not in READ_ONLY_ACTIONS)
+        # Read-only retrieval and questions inform a step; they do not complete one.
+        applied = sum(1 for a in since if a.status == "applied" and a.type not in INFORMING_ACTIONS)
         step = min(applied + 1, len(state.plan.steps))
         fmt = _format_argv(state)
         if fmt and _just_formatted(state, fmt):
@@ -243,6 +250,9 @@ class Actor:
             out.emit(
                 ev.ActionRejected, action_id=action_id, reason="tool_not_allowed", message=refused
             )
+            return
+        if isinstance(action, AskAction):  # a question: answered before, or to a person
+            await self._question(action_id, action, state, out)
             return
         # -- decision core: read-only retrieval needs no grant and no sandbox (retrieval.py).
         if action.type in READ_ONLY_ACTIONS:
@@ -425,6 +435,95 @@ class Actor:
             output_bytes=len(text.encode()),
         )
 
+    async def _question(
+        self, action_id: str, action: AskAction, state: SessionState, out: Emitter
+    ) -> None:
+        """An ``ask``: the answer of an earlier question like it (the session's, then its
+        mission's) when there is one (``decide/asks.py``), else a question to a person with
+        the policy's deadline; the answer completes the action (:meth:`_answered`)."""
+        from oopav.decide.asks import reusable
+        from oopav.handlers.support.asks import mission_answers, session_answers
+        from oopav.handlers.support.steps import ask_person
+
+        assert state.task is not None
+        if not action.question.strip() or len(action.question) > MAX_QUESTION_CHARS:
+            out.emit(
+                ev.ActionRejected,
+                action_id=action_id,
+                reason="bad_question",
+                message=f"an ask needs a question of 1 to {MAX_QUESTION_CHARS} characters "
+                f"(got {len(action.question.strip())})",
+            )
+            return
+        mission = state.task.mission or None
+        known = session_answers(state)
+        hit = reusable(action.question, action.options, known)
+        if hit is None:
+            others = await mission_answers(out.ports, mission, state.session_id)
+            hit = reusable(action.question, action.options, others)
+        if hit is None:
+            ask_person(
+                out,
+                state,
+                question=action.question,
+                options=list(action.options),
+                kind="ask",
+                context=f"asked by the actor at step {state.budgets_used.iterations + 1}",
+                action_id=action_id,
+            )
+            return
+        prior, score = hit
+        here = prior.session_id == state.session_id
+        out.emit(
+            ev.QuestionAnswered,
+            question=action.question,
+            answer=prior.answer,
+            answered_by=prior.answered_by,
+            action_id=action_id,
+            mission=mission,
+            reused_from=prior.event_id,
+            reused_session=None if here else prior.session_id,
+            reused_question=prior.question,
+            similarity=score,
+        )
+        where = "this session" if here else f"session {prior.session_id}"
+        out.emit(
+            ev.ActionApplied,
+            action_id=action_id,
+            ok=True,
+            exit_code=0,
+            stdout_tail=(
+                f"answer (reused from {where}: {prior.question!r} was answered by "
+                f"{prior.answered_by or 'a person'}, similarity {score:.2f}): {prior.answer}"
+            ),
+        )
+
+    def _answered(self, event: ev.HumanInputProvided, state: SessionState, out: Emitter) -> None:
+        """A person answered the actor's question: kept (``question_answered``) and given to
+        the model as the ``ask`` action's result."""
+        asked = state.human_request
+        if asked is None or asked.kind != "ask" or asked.action_id is None:
+            return  # orient decides the answers to its own questions
+        if event.request_id not in (None, asked.id) or state.phase == "completed":
+            return
+        by = event.answered_by or "a person"
+        out.emit(
+            ev.QuestionAnswered,
+            question=asked.question,
+            answer=event.answer,
+            answered_by=event.answered_by,
+            action_id=asked.action_id,
+            request_id=asked.id,
+            mission=state.task.mission or None if state.task else None,
+        )
+        out.emit(
+            ev.ActionApplied,
+            action_id=asked.action_id,
+            ok=True,
+            exit_code=0,
+            stdout_tail=f"answer from {by}: {event.answer}",
+        )
+
     async def _resume(self, event: Event, state: SessionState, out: Emitter) -> None:
         """A grant or denial arrived for the action waiting on it."""
         rec = state.action(state.awaiting_permission or "")
@@ -579,6 +678,20 @@ def _windows(rows: list[str], idents: tuple[str, ...]) -> list[tuple[int, int]]:
     return spans
 
 
+def _file_spans(
+    rel: str, text: str, rows: list[str], idents: tuple[str, ...]
+) -> list[tuple[int, int]]:
+    """What to show of a file: all of it when short; else the whole functions and classes
+    that name or mention the task's identifiers (tree-sitter tags, context/spans.py), and
+    windows around the mentions where no definition holds them."""
+    if len(rows) <= FILE_LINES:
+        return [(0, len(rows))]
+    from oopav.context.spans import spans_to_show, symbol_spans
+
+    picked = spans_to_show(symbol_spans(rel, text.encode()), rows, idents, FILE_LINES)
+    return picked or _windows(rows, idents)
+
+
 def _numbered_file(root: Path, rel: str, idents: tuple[str, ...] = ()) -> str:
     from oopav.sandbox.validate import PathRejected, resolve_in_workspace
 
@@ -592,13 +705,16 @@ def _numbered_file(root: Path, rel: str, idents: tuple[str, ...] = ()) -> str:
     text = files.text(norm)
     if text is None:
         return "(not shown: unreadable or not UTF-8 text)"
+    from oopav.sandbox.patch import context_hash
+
     rows = text.split("\n")
     if rows and rows[-1] == "":
         rows.pop()
     width = len(str(len(rows)))
-    out: list[str] = []
+    # The hash a SEARCH/REPLACE block names (`path@hash`) to say which text it was written for.
+    out: list[str] = [f"(context {context_hash(text)})"]
     shown = 0
-    for start, end in _windows(rows, idents):
+    for start, end in _file_spans(rel, text, rows, idents):
         if start > shown:
             out.append(f"[... lines {shown + 1}-{start} not shown ...]")
         out += [f"{i + 1:>{width}} | {rows[i]}" for i in range(start, end)]
@@ -748,7 +864,7 @@ def _format_argv(state: SessionState) -> list[str] | None:
 def _just_formatted(state: SessionState, fmt: list[str]) -> bool:
     """Whether the last applied change of this plan is the formatter run (nothing after it)."""
     for a in reversed(state.actions[state.plan_actions_start :]):
-        if a.type in READ_ONLY_ACTIONS or a.status not in ("applied", "failed"):
+        if a.type in INFORMING_ACTIONS or a.status not in ("applied", "failed"):
             continue  # a failed formatter run counts: it is not retried on the next finish
         return isinstance(a.action, RunCommandAction) and list(a.action.argv) == fmt
     return False

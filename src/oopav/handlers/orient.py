@@ -182,6 +182,8 @@ class Orient:
         answer = event.answer.strip().lower()
         asked = state.human_request
         kind = asked.kind if asked is not None else "escalation"
+        if kind == "ask":
+            return []  # the actor's own question: the actor takes its answer
         if answer == "proceed" and kind in ("black_risk", "evidence_gap") and state.orient:
             o = state.orient
             out.emit(

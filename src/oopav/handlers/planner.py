@@ -247,12 +247,14 @@ class Planner:
         a single-codemod task gets one step, the instruction itself, over the files that use
         its symbol (models/profiles.py). True when it proposed that plan."""
         from oopav.handlers.support.compact import plan_files
-        from oopav.handlers.support.model_calls import model_spec
+        from oopav.handlers.support.model_calls import model_spec, session_backend
         from oopav.models.profiles import one_step_plan, profile_for
 
         assert state.task is not None
         try:
-            profile = profile_for(model_spec(state, out.ports), state.task.policy)
+            profile = profile_for(
+                model_spec(state, out.ports), state.task.policy, session_backend(out, state)
+            )
         except ValueError:
             return False  # an unknown profile: intake's business; plan the ordinary way
         if profile != "compact":

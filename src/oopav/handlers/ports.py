@@ -238,6 +238,9 @@ class Ports:
     # Baseline reuse (handlers/support/baseline_cache.py): the live cache with the bwrap
     # sandbox, the recorded reuses in replay, None to measure every baseline.
     baselines: Any = None
+    # Answered questions of a mission (handlers/support/asks.py): None reads them from the
+    # stream; replay serves the ones the recording reused (``RecordedAnswers``).
+    answers: Any = None
     _models: dict[str, Backend] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -41,7 +41,9 @@ from oopav.models.schema_grammar import GrammarOptions, answer_grammar
 
 # The decoding form: compact JSON, and bounds so that even an untrained policy closes every
 # string, array and think text (the longest answer is finite: Grammar.max_bytes()).
-DECODING = GrammarOptions(compact=True, think_chars=256, max_string_length=256, max_items=16)
+DECODING = GrammarOptions(
+    compact=True, think_chars=256, max_string_length=256, max_items=16, edit_blocks=False
+)
 
 _lock = threading.Lock()
 _compilers: dict[tuple[int, int], tuple[Any, Any]] = {}
@@ -61,7 +63,9 @@ def decoding_options(overrides: dict[str, Any] | None = None) -> GrammarOptions:
             f"unknown grammar setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
     for key, value in (overrides or {}).items():
-        if key != "compact" and value is not None and (not isinstance(value, int) or value < 0):
+        if key in ("compact", "edit_blocks"):
+            continue
+        if value is not None and (not isinstance(value, int) or value < 0):
             raise ValueError(f"grammar.{key} must be a whole number >= 0 or null, not {value!r}")
     return dataclasses.replace(DECODING, **(overrides or {}))
 

@@ -19,6 +19,9 @@ class ForkBackend:
         self.recorded = recorded
         self.live = live
         self.spec = spec
+        from oopav.models.capabilities import DECLARED
+
+        self.capabilities = DECLARED["fork"]
         self.live_calls = 0
 
     async def complete(self, request: Any) -> Any:

@@ -92,6 +92,7 @@ class GuardedBackend:
         self.inner = inner
         self.device = device
         self.spec = inner.spec
+        self.capabilities = getattr(inner, "capabilities", None)
         self.max_shrinks = max_shrinks
         self.min_tokens = min_tokens
         self._slots = slots

@@ -123,6 +123,11 @@ def _grammar_cached(
     if envelope is None:
         return payload
     _check_tag(envelope)
+    if envelope == "action":  # or SEARCH/REPLACE text blocks, as the parser reads them
+        from oopav.models.blocks import blocks_gbnf
+
+        blocks = blocks_gbnf(max_line=max_string_length, max_lines=max_items, max_blocks=max_items)
+        payload = xgr.Grammar.union(payload, xgr.Grammar.from_ebnf(blocks))
     parts = [
         xgr.Grammar.from_ebnf(
             f'root ::= "<think>" [^<]{{0,{think_chars}}} "</think>\\n<{envelope}>"'

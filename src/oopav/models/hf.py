@@ -54,6 +54,13 @@ class HFBackend:
         self.max_items = max_items
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
         self.eos_ids = _eos_ids(self.model, self.tokenizer)
+        from oopav.models.capabilities import Capabilities
+
+        # Declared for the loop (models/capabilities.py): xgrammar constrains, the window is
+        # the model's positions.
+        self.capabilities = Capabilities(
+            grammar=constrained, logprobs=True, context_tokens=self.max_positions or None
+        )
         self._compiler: Any = None
         self._compiled: dict[tuple[Any, ...], Any] = {}
         # generate() and the global torch RNG are not safe to share between threads.
@@ -106,6 +113,7 @@ class HFBackend:
             max_string_length=self.max_string_length,
             max_items=self.max_items,
             max_escapes=0 if bounded else 16,  # bounded strings: plain text, as before
+            edit_blocks=False,  # small local policies answer JSON (constrain.DECODING)
         )
 
     def _role_tag(self, request: ModelRequest) -> str | None:

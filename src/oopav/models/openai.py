@@ -58,6 +58,12 @@ class OpenAIBackend:
                 "invalid_spec",
                 f"OOPAV_STRUCTURED_OUTPUTS={self.structured!r}: use auto, response_format or none",
             )
+        from oopav.models.capabilities import Capabilities
+
+        # The envelope grammar goes as vLLM's structured_outputs only in `auto` mode.
+        self.capabilities = Capabilities(
+            grammar=self.structured == "auto", logprobs=True, tools=True
+        )
         self._client = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),

@@ -65,6 +65,9 @@ class EndpointPool:
         if not self.urls:
             raise ModelError("invalid_spec", "an endpoint pool needs at least one base URL")
         self.spec = f"openai:{'|'.join(self.urls)}#{self.model}"
+        from oopav.models.capabilities import DECLARED
+
+        self.capabilities = DECLARED["openai"]
         # Each endpoint retries less on its own: the pool's failover is the better retry.
         opts = {"max_retries": 1, **self.options}
         self.endpoints = [Endpoint(OpenAIBackend(u, self.model, **opts)) for u in self.urls]

@@ -47,14 +47,22 @@ class PromptState(msgspec.Struct, kw_only=True, frozen=True):
     feedback: str = ""  # why the last attempt was refused or undone ("" on the first)
 
 
-def profile_for(spec: str | None, policy: Mapping[str, Any] | None = None) -> Profile:
-    """The task policy's ``prompt_profile`` when set; else ``compact`` for ``hf:`` (local,
-    small policies) and ``full`` for every other backend."""
+def profile_for(
+    spec: str | None, policy: Mapping[str, Any] | None = None, backend: object | None = None
+) -> Profile:
+    """The task policy's ``prompt_profile`` when set; else ``compact`` when the backend's
+    context window is too small for the full prompt (its capabilities, models/capabilities.py:
+    a loaded ``backend``'s own or the spec's declared ones, with ``policy.model_capabilities``
+    on top); else ``compact`` for ``hf:`` (local, small policies) and ``full`` otherwise."""
     chosen = (policy or {}).get("prompt_profile")
     if chosen is not None:
         if chosen not in PROFILES:
             raise ValueError(f"unknown prompt_profile {chosen!r}; one of: {', '.join(PROFILES)}")
         return chosen
+    from oopav.models.capabilities import capabilities_for, profile_of
+
+    if profile_of(capabilities_for(spec, policy, backend)) == "compact":
+        return "compact"
     return "compact" if (spec or "").startswith("hf:") else "full"
 
 

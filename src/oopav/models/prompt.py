@@ -158,12 +158,19 @@ def _static_prefix(system: str, policy_text: str) -> str:
     sections = [
         system,
         "## Action schema (actor)\n" + _schema_json("action"),
+        "## Text edit blocks (actor)\n" + _blocks_help(),
         "## Plan schema (planner)\n" + _schema_json("plan"),
         "## Verdict schema (critic)\n" + _schema_json("verdict"),
         "## State update schema\n" + _schema_json("state_update"),
         "## Policy\n" + policy_text,
     ]
     return "\n\n".join(sections) + "\n"
+
+
+def _blocks_help() -> str:
+    from oopav.models.blocks import PROMPT_HELP
+
+    return PROMPT_HELP
 
 
 ROLE_DIRECTIVES: dict[str, str] = {
@@ -176,7 +183,8 @@ ROLE_DIRECTIVES: dict[str, str] = {
     "actor": (
         "Role: actor. Propose exactly one next action for the current step (ast_grep, "
         "search_replace, write_file, run_command, or finish when the plan is done; read_file "
-        "and search look at the code without changing it and need no permission). "
+        "and search look at the code without changing it and need no permission; ask puts "
+        "a question to a person when only they can answer it). "
         "Answer with <think>, <action> and <state_update>."
     ),
     "critic": (
@@ -536,6 +544,8 @@ class _Parser:
     def json_block(self, name: str, type_: Any, tag: str, state_update: bool) -> Any:
         self.open(name, tag, state_update)
         self.skip_ws()
+        if name == "action" and self.pos < len(self.text) and self.text[self.pos] != "{":
+            return self.edit_blocks(name, tag, state_update)
         start = self.pos
         try:
             _, end = _JSON.raw_decode(self.text, start)
@@ -563,6 +573,23 @@ class _Parser:
                 f"The JSON in <{name}> does not match its schema: {exc}. Fix that field and "
                 "answer again.",
             ) from None
+
+    def edit_blocks(self, name: str, tag: str, state_update: bool) -> Any:
+        """SEARCH/REPLACE text blocks in place of the action's JSON (models/blocks.py)."""
+        from oopav.models.blocks import BlockError, parse_blocks
+
+        try:
+            action, self.pos = parse_blocks(self.text, self.pos, f"</{name}>")
+        except BlockError as exc:
+            reason: ParseReason = "truncated" if exc.truncated else "schema_mismatch"
+            raise AnswerError(
+                reason,
+                f"The SEARCH/REPLACE blocks in <{name}> are malformed: {exc.message}. Send "
+                "`path@hash`, `<<<<<<< SEARCH`, the lines, `=======`, the new lines, "
+                "`>>>>>>> REPLACE`, or one JSON action.",
+            ) from None
+        self.close(name, tag, state_update)
+        return action
 
 
 def render_answer(

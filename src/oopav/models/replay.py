@@ -28,6 +28,9 @@ EventLoader = Callable[[str], Awaitable[Sequence[Event] | Sequence[tuple[int, Ev
 class ReplayBackend:
     def __init__(self, calls: Iterable[ModelCalled], *, spec: str = "replay:<events>") -> None:
         self.spec = spec
+        from oopav.models.capabilities import DECLARED
+
+        self.capabilities = DECLARED["replay"]
         self._queues: dict[str, deque[ModelCalled]] = defaultdict(deque)
         self._recorded: list[dict[str, Any]] = []
         self._loader: Callable[[], Awaitable[list[ModelCalled]]] | None = None

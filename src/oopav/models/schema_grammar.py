@@ -99,6 +99,10 @@ class GrammarOptions:
     max_items: int | None = None
     max_escapes: int = 16
     max_ws: int = 20
+    # The actor's payload may be SEARCH/REPLACE text blocks (models/blocks.py) as well as JSON.
+    # Off in the decoding form of small local policies (constrain.DECODING): they are trained
+    # on JSON actions, and the closing phase of a token budget knows how to close JSON only.
+    edit_blocks: bool = True
 
 
 def _kebab(name: str) -> str:
@@ -467,7 +471,18 @@ def answer_grammar(tag: str = "action", options: GrammarOptions | None = None) -
     role, with_state = roles[tag]
     opts = options or GrammarOptions()
     b = _Builder(opts)
-    payload = b.document(output_schema(role), tag.replace("_", "-"))
+    payload: Node = b.document(output_schema(role), tag.replace("_", "-"))
+    if tag == "action" and opts.edit_blocks:  # or SEARCH/REPLACE text blocks, as parsed
+        from oopav.models.blocks import edit_blocks_grammar
+
+        blocks = edit_blocks_grammar(
+            b.g,
+            between=Lit("\n") if opts.compact else seq(Lit("\n"), b.ws),
+            max_line=opts.max_string_length,
+            max_lines=opts.max_items,
+            max_blocks=opts.max_items,
+        )
+        payload = b.rule("action-payload", alt(payload, blocks), "a JSON action or text blocks")
     state = b.document(state_update_schema(), "state-update") if with_state else None
     if opts.think_chars is not None:
         think: Node = Rep(Chars(((60, 60),), negate=True), 1, max(1, opts.think_chars))

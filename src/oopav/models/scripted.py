@@ -33,6 +33,9 @@ class ScriptedBackend:
 
     def __init__(self, script: Script, *, spec: str = "scripted:<inline>") -> None:
         self.spec = spec
+        from oopav.models.capabilities import DECLARED
+
+        self.capabilities = DECLARED["scripted"]
         self._ordered: list[ScriptItem] | None = None
         self._by_role: dict[str, list[ScriptItem]] | None = None
         if isinstance(script, Mapping):

@@ -81,6 +81,10 @@ class SynthBackend:
 
     def __init__(self, spec: str = "synth:", *, fallback: Backend | None = None) -> None:
         self.spec = spec
+        from oopav.models.capabilities import DECLARED
+
+        # The fallback decodes when no rule fits: its capabilities are the session's.
+        self.capabilities = getattr(fallback, "capabilities", None) or DECLARED["synth"]
         self.fallback = fallback
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

@@ -38,6 +38,11 @@ class VLLMBackend:
             raise ModelError("not_found", f"vLLM cannot load {model!r}: {exc}") from exc
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        from oopav.models.capabilities import Capabilities
+
+        self.capabilities = Capabilities(
+            grammar=True, logprobs=True, context_tokens=self.max_model_len
+        )
         # LLM.generate is synchronous and not re-entrant: one call at a time, off the event loop.
         self._lock = threading.Lock()
 

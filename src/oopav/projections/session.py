@@ -157,6 +157,8 @@ class SessionState(msgspec.Struct, kw_only=True):
     human_request: ev.HumanInputRequested | None = None
     human_pending: bool = False
     human_answers: list[ev.HumanInputProvided] = msgspec.field(default_factory=list)
+    # Answers to the actor's `ask` actions (a person's or reused), for later questions like them.
+    answered_questions: list[ev.QuestionAnswered] = msgspec.field(default_factory=list)
     phase_before_human: str = ""
     end_reason: str = ""
     plan_texts: list[str] = msgspec.field(default_factory=list)
@@ -548,6 +550,10 @@ def _human_provided(s: SessionState, e: ev.HumanInputProvided) -> None:
     s.human_pending = False
 
 
+def _question_answered(s: SessionState, e: ev.QuestionAnswered) -> None:
+    s.answered_questions.append(e)
+
+
 _APPLY: dict[type, Any] = {
     ev.TaskSubmitted: _task_submitted,
     ev.TaskRejected: _task_rejected,
@@ -574,6 +580,7 @@ _APPLY: dict[type, Any] = {
     ev.WorkspaceRolledBack: _rolled_back,
     ev.HumanInputRequested: _human_requested,
     ev.HumanInputProvided: _human_provided,
+    ev.QuestionAnswered: _question_answered,
     ev.ReplanScored: _replan_scored,
     ev.CandidateEvaluated: _candidate,
 }

@@ -34,7 +34,14 @@ from oopav.sandbox.capabilities import (
     needs_network,
     parse_scope,
 )
-from oopav.sandbox.patch import SearchFailure, apply_edit, normalize, restore_newlines
+from oopav.sandbox.patch import (
+    SearchFailure,
+    apply_edit,
+    context_hash,
+    normalize,
+    restore_newlines,
+    stale_message,
+)
 from oopav.sandbox.policy import Policy
 from oopav.sandbox.runner import RunResult, SandboxConfig, run_sandboxed
 from oopav.sandbox.validate import (
@@ -201,6 +208,16 @@ def _plan_search_replace(
             current[norm] = (original, normalize(original))
             order.append(norm)
         original, text = current[norm]
+        if edit.context_hash is not None and edit.context_hash != context_hash(original):
+            # Checked against the text before this action (every block of one answer was
+            # written against it), never the partly edited text.
+            now = context_hash(original)
+            return Rejection(
+                reason="stale_context",
+                message=f"edit {i} ({norm}): "
+                + stale_message(norm, edit.context_hash, now, original, edit.search),
+                details={"path": norm, "edit": i, "seen": edit.context_hash, "current": now},
+            )
         try:
             text = apply_edit(text, edit.search, edit.replace)
         except SearchFailure as exc:

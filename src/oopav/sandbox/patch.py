@@ -54,6 +54,34 @@ def normalize(text: str) -> str:
     return text.replace("\r\n", "\n")
 
 
+def context_hash(text: str) -> str:
+    """The short hash of a file's text as the actor's context shows it (line ends normalised):
+    a SEARCH/REPLACE block carrying it is refused when the file has changed since."""
+    import hashlib
+
+    return hashlib.sha256(normalize(text).encode()).hexdigest()[:8]
+
+
+def stale_message(path: str, seen: str, now: str, text: str, search: str) -> str:
+    """Why a block written against an older text of ``path`` is refused, with what its SEARCH
+    looks like in the current text: the unique match quoted, or the nearest candidates."""
+    head = (
+        f"{path} changed since the text your block was written against (context {seen}; it "
+        f"is {now} now); nothing was written."
+    )
+    text, search = normalize(text), normalize(search)
+    matches = find_matches(text, search) if search.strip() else []
+    if len(matches) == 1:
+        start = text.count("\n", 0, matches[0]) + 1
+        lines = search.rstrip("\n").split("\n")
+        return (
+            f"{head}\nYour SEARCH still matches lines {start}-{start + len(lines) - 1} of the "
+            f"current text:\n{_numbered(start, lines)}\nIf that is the place, send the block "
+            f"again with @{now}; otherwise read the file first."
+        )
+    return f"{head}\n{no_match_message(search, similar_lines(text, search))}\nUse @{now}."
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 

@@ -38,6 +38,17 @@ def model_spec(state: SessionState, ports: Ports) -> str:
     return spec or ""
 
 
+def session_backend(out: Emitter, state: SessionState) -> object | None:
+    """The session's loaded backend (its declared capabilities), or None when it cannot be
+    loaded now (the call reports that, recorded, when it is made)."""
+    from oopav.models.base import ModelError
+
+    try:
+        return out.ports.model(model_spec(state, out.ports) or None)
+    except (ModelError, ValueError, OSError):
+        return None
+
+
 async def call_model(
     out: Emitter,
     state: SessionState,
@@ -215,9 +226,14 @@ async def ask_model(
     # call; under `compact` it is the prompt, and a retry re-renders it with the refusal as
     # feedback instead of appending the failed answer (the prompt never outgrows its budget).
     from oopav.handlers.support.compact import prompt_state
+    from oopav.models.capabilities import capabilities_for
     from oopav.models.profiles import compact_request, profile_for, to_builtins
 
-    profile = profile_for(model_spec(state, out.ports), task.policy) if role == "actor" else "full"
+    backend = session_backend(out, state)
+    spec_now = model_spec(state, out.ports)
+    profile = profile_for(spec_now, task.policy, backend) if role == "actor" else "full"
+    # Decoding under the answer grammar only where the backend supports it (capabilities).
+    constrained = capabilities_for(spec_now, task.policy, backend).grammar
     refusal = ""
     while True:
         if attempts > 0 and used + attempts > retries:
@@ -242,6 +258,8 @@ async def ask_model(
                 sampling=sampling,
                 seed=seed,
             )
+        if not constrained:
+            request = msgspec.structs.replace(request, schema=None)
         response, called, error = await call_model(
             out, state, request, attempts, guidance_step=guidance_step, record=record
         )

@@ -18,6 +18,7 @@ def ask_person(
     options: list[str],
     kind: str,
     context: str = "",
+    action_id: str | None = None,
 ) -> ev.Event:
     """``human_input_requested`` with the policy's deadline; the session waits for an answer
     (``oopav answer``) and the watchdog ends it ``aborted`` past the deadline."""
@@ -29,6 +30,7 @@ def ask_person(
         options=options,
         kind=kind,
         context=context[:4000],
+        action_id=action_id,
     )
     # The deadline derives from the event's own time, which replay restores exactly.
     deadline = asked.ts + timedelta(seconds=decision_policy(state).human_deadline_s)
