@@ -120,3 +120,42 @@ def test_the_affected_run_replaces_the_test_paths_the_command_names(tmp_path: Pa
         "pytest",
         "--ignore=x",
     ]
+
+
+def test_imports_are_read_from_their_lines_without_parsing_the_whole_module() -> None:
+    """Multi-line, backslash, indented and commented imports are found; a statement that is
+    not an import, and prose that only starts with "from", are not."""
+    from oopav.context.affected import _imports
+
+    source = (
+        '"""Taken from the spec.\n\nfrom here on, prose.\n"""\n'
+        "import os, json as j\n"
+        "from .tables import (  # the generated data (see gen.py\n"
+        "    A,\n"
+        "    B,\n"
+        ")\n"
+        "from pkg.x import \\\n    y\n"
+        "TABLE = (\n" + "    (1, 2),\n" * 5000 + ")\n"
+        "def f():\n"
+        "    from ..core import z; return z\n"
+    )
+    found = _imports(source, "pkg.sub.mod", False)
+    assert {"os", "json", "pkg.sub.tables", "pkg.sub.tables.A", "pkg.sub.tables.B"} <= found
+    assert {"pkg.x", "pkg.x.y", "pkg.core", "pkg.core.z"} <= found
+    assert not any(name.startswith(("here", "the")) for name in found)
+
+
+def test_a_test_importing_a_module_after_a_huge_literal_is_affected(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/data.py": "TABLE = [\n" + "    'x',\n" * 20000 + "]\nfrom pkg.core import f\n",
+            "pkg/core.py": "def f():\n    return 1\n",
+            "tests/test_data.py": "from pkg import data\n",
+            "tests/test_other.py": "def test_x():\n    assert True\n",
+        },
+    )
+    found = affected_tests(root, ["pkg/core.py"])
+    assert found is not None
+    assert found.tests == ["tests/test_data.py"]
