@@ -340,6 +340,13 @@ def _iter_tree(root: Path) -> Iterator[str]:
             yield full.relative_to(root).as_posix()
 
 
+def tree_files(root: Path) -> list[str]:
+    """The files ``scan_tree(root)`` considers, in its order (``scan_tree(root,
+    listed=tree_files(root))`` is ``scan_tree(root)``): listed first, so the reading can go on
+    while something else runs."""
+    return list(_iter_tree(Path(root)))
+
+
 def _read_text_file(path: Path) -> bytes | None:
     """The file's bytes, or None when it is too large, binary (a NUL byte in its first 8 KiB)
     or unreadable."""
@@ -367,7 +374,7 @@ def _explicit_files(root: Path, files: Iterable[str]) -> Iterator[str]:
 
 
 def scan_tree(
-    root: Path, files: list[str] | None = None
+    root: Path, files: list[str] | None = None, *, listed: list[str] | None = None
 ) -> tuple[list[Finding], list[Finding], dict[str, int], int]:
     """Scan a repository: ``(stubs, parse_errors, languages, files_total)``.
 
@@ -377,7 +384,10 @@ def scan_tree(
     by tree-sitter language. Findings are ordered by path, then line.
     """
     root = Path(root)
-    paths = list(_explicit_files(root, files)) if files is not None else list(_iter_tree(root))
+    if listed is not None:  # the whole tree, listed earlier by ``tree_files``
+        paths = list(listed)
+    else:
+        paths = list(_explicit_files(root, files)) if files is not None else list(_iter_tree(root))
     stubs: list[Finding] = []
     errors: list[Finding] = []
     languages: Counter[str] = Counter()
