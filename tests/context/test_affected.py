@@ -88,26 +88,6 @@ def test_a_package_init_counts_for_its_submodules_only_when_it_changed(tmp_path:
     assert found.tests == ["tests/test_b.py", "tests/test_c.py", "tests/test_d.py"]
 
 
-def test_two_runs_only_when_the_rest_of_the_suite_costs_more_than_a_start() -> None:
-    from oopav.events.catalog import ExecRecord, TestReport
-    from oopav.handlers.support.affected import worth_splitting
-
-    def base(duration_s: float, own_s: float) -> ExecRecord:
-        report = TestReport(total=10, passed=10, time_s=own_s)
-        return ExecRecord(
-            key="k", purpose="baseline_tests", argv=["pytest"], exit_code=0,
-            duration_ms=duration_s * 1000, report=report,
-        )  # fmt: skip
-
-    # 1 of 12 files, 30 s of tests after a 3 s start: the rest saves far more than a start.
-    assert worth_splitting(1, 12, base(33.0, 30.0))[0]
-    # A 0.5 s suite behind a 7 s start: one run.
-    ok, why = worth_splitting(2, 5, base(7.5, 0.5))
-    assert not ok and "start-up" in why
-    assert not worth_splitting(4, 5, base(100.0, 90.0))[0]  # most of the suite is affected
-    assert worth_splitting(1, 4, None)[0]  # no baseline timing: by the file counts
-
-
 def test_the_affected_run_replaces_the_test_paths_the_command_names(tmp_path: Path) -> None:
     from oopav.handlers.support.affected import without_paths
 

@@ -91,6 +91,7 @@ class BwrapSandbox:
             limits_for,
             parse_junit,
             sandbox_config_for,
+            wants_plugins,
         )
         from oopav.sandbox.runner import default_config, run_sandboxed
 
@@ -107,7 +108,9 @@ class BwrapSandbox:
                 exit_code=125,
                 stderr_tail=f"oopav: cannot use the project environment: {exc}",
             )
-        config = sandbox_config_for(base, penv, workspace, out_dir=out_dir)
+        config = sandbox_config_for(
+            base, penv, workspace, out_dir=out_dir, plugins=wants_plugins(argv)
+        )
         config = msgspec.structs.replace(config, limits=limits_for(config.limits, environment))
         if out_dir is not None:
             stale = out_dir / "junit.xml"
