@@ -33,6 +33,7 @@ import contextlib
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -259,10 +260,26 @@ async def one_project(src: Path, python: str) -> dict[str, Any]:
     }
 
 
+def figures(r: dict[str, Any]) -> dict[str, float]:
+    f, s, hand = r["first"], r["second"], r["hand"]
+    return {
+        "hand": hand,
+        "first": f["wall"],
+        "in_tests": f["tests_s"] / f["wall"],
+        "overhead": (f["wall"] - 2 * hand) / (2 * hand),
+        "ratio2": s["wall"] / f["wall"],
+        "catch": s["catch"],
+        "catch_ratio": s["catch"] / hand,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("projects", nargs="+", type=Path, help="unpacked sdists")
     ap.add_argument("--env", required=True, help="a Python with pytest (the projects' env)")
+    ap.add_argument(
+        "--runs", type=int, default=1, help="runs per project; the verdict is the median"
+    )
     args = ap.parse_args()
     os.environ.setdefault("OOPAV_LOG_LEVEL", "WARNING")
     from oopav.logging import configure
@@ -274,38 +291,53 @@ def main() -> None:
     )
     verdicts: list[tuple[str, bool | None]] = []
     for src in args.projects:
-        r = asyncio.run(one_project(src.resolve(), args.env))
-        f, s, hand = r["first"], r["second"], r["hand"]
-        overhead = (f["wall"] - 2 * hand) / (2 * hand)
-        ratio2 = s["wall"] / f["wall"]
-        aff = r["affected"]
-        split = aff is not None and aff[0] * 2 <= aff[1]
-        catch_ratio = s["catch"] / hand
-        aff_text = f"{aff[0]} of {aff[1]}" if aff else "cannot tell"
-        print(f"\n== {r['project']}")
-        print(f"by hand: {r['hand1']:.1f} s before, {r['hand2']:.1f} s after (mean {hand:.1f} s)")
-        print(
-            f"session 1 (competent): {f['outcome']}, {f['wall']:.1f} s; in tests "
-            f"{f['tests_s']:.1f} s ({100 * f['tests_s'] / f['wall']:.0f}%); overhead vs 2x hand "
-            f"{100 * overhead:+.0f}%; gate {f['stages']}"
-        )
-        print(
-            f"session 2 (breaking, same commit): {s['outcome']}, {s['wall']:.1f} s "
-            f"({ratio2:.2f}x session 1), baseline reused: {s['reused']}; caught "
-            f"{s['catch']:.1f} s after the change ({catch_ratio:.2f}x the suite by hand); "
-            f"gate {s['stages']}; affected test files {aff_text}"
-        )
-        if f["outcome"] != "success" or s["gate_passed"] or s["outcome"] == "success":
+        runs: list[dict[str, float]] = []
+        split = False
+        for n in range(args.runs):
+            load = os.getloadavg()[0]
+            r = asyncio.run(one_project(src.resolve(), args.env))
+            f, s, hand = r["first"], r["second"], r["hand"]
+            fig = figures(r)
+            fig["load"] = (load + os.getloadavg()[0]) / 2
+            runs.append(fig)
+            aff = r["affected"]
+            split = aff is not None and aff[0] * 2 <= aff[1]
+            aff_text = f"{aff[0]} of {aff[1]}" if aff else "cannot tell"
+            print(f"\n== {r['project']} run {n + 1}/{args.runs} (load {fig['load']:.1f})")
             print(
-                f"!! unexpected outcomes: {f['outcome']}: {f['summary'][:1500]}\n"
-                f"{s['outcome']}: {s['summary'][:1500]}\n{s['evidence'][:800]}"
+                f"by hand: {r['hand1']:.1f} s before, {r['hand2']:.1f} s after (mean {hand:.1f} s)"
             )
+            print(
+                f"session 1 (competent): {f['outcome']}, {f['wall']:.1f} s; in tests "
+                f"{f['tests_s']:.1f} s ({100 * fig['in_tests']:.0f}%); overhead vs 2x hand "
+                f"{100 * fig['overhead']:+.0f}%; gate {f['stages']}"
+            )
+            print(
+                f"session 2 (breaking, same commit): {s['outcome']}, {s['wall']:.1f} s "
+                f"({fig['ratio2']:.2f}x session 1), baseline reused: {s['reused']}; caught "
+                f"{s['catch']:.1f} s after the change ({fig['catch_ratio']:.2f}x the suite by "
+                f"hand); gate {s['stages']}; affected test files {aff_text}"
+            )
+            if f["outcome"] != "success" or s["gate_passed"] or s["outcome"] == "success":
+                print(
+                    f"!! unexpected outcomes: {f['outcome']}: {f['summary'][:1500]}\n"
+                    f"{s['outcome']}: {s['summary'][:1500]}\n{s['evidence'][:800]}"
+                )
+        med = {k: statistics.median(x[k] for x in runs) for k in runs[0]}
+        name = src.name
+        print(
+            f"\n== {name}: median of {len(runs)} (load {min(x['load'] for x in runs):.1f}-"
+            f"{max(x['load'] for x in runs):.1f}): hand {med['hand']:.1f} s, session 1 "
+            f"{med['first']:.1f} s ({100 * med['in_tests']:.0f}% in tests), overhead "
+            f"{100 * med['overhead']:+.0f}%, session 2 {med['ratio2']:.2f}x, caught "
+            f"{med['catch']:.1f} s ({med['catch_ratio']:.2f}x the suite by hand)"
+        )
         verdicts += [
-            (f"{r['project']} overhead <= 10% of hand-run test time", overhead <= 0.10),
-            (f"{r['project']} second session <= 0.6x the first", ratio2 <= 0.6),
+            (f"{name} overhead <= 10% of hand-run test time", med["overhead"] <= 0.10),
+            (f"{name} second session <= 0.6x the first", med["ratio2"] <= 0.6),
             (
-                f"{r['project']} break caught <= 0.5x the full suite",
-                (catch_ratio <= 0.5) if split else None,
+                f"{name} break caught <= 0.5x the full suite",
+                (med["catch_ratio"] <= 0.5) if split else None,
             ),
         ]
     print()
