@@ -274,6 +274,9 @@ def figures(r: dict[str, Any]) -> dict[str, float]:
         "hand": hand,
         "first": f["wall"],
         "in_tests": f["tests_s"] / f["wall"],
+        # oopav's own time: the session less its test runs (what the sandbox adds to a run
+        # is in the runs; this is the loop, the workspace, the scans, the other gates).
+        "own": f["wall"] - f["tests_s"],
         "overhead": (f["wall"] - 2 * hand) / (2 * hand),
         "ratio2": s["wall"] / f["wall"],
         "catch": s["catch"],
@@ -337,7 +340,8 @@ def main() -> None:
         print(
             f"\n== {name}: median of {len(runs)} (load {min(x['load'] for x in runs):.1f}-"
             f"{max(x['load'] for x in runs):.1f}): hand {med['hand']:.1f} s, session 1 "
-            f"{med['first']:.1f} s ({100 * med['in_tests']:.0f}% in tests), overhead "
+            f"{med['first']:.1f} s ({100 * med['in_tests']:.0f}% in tests, {med['own']:.1f} s "
+            f"outside them), overhead "
             f"{100 * med['overhead']:+.0f}%, session 2 {med['ratio2']:.2f}x, caught "
             f"{med['catch']:.1f} s ({med['catch_ratio']:.2f}x the suite by hand)"
         )
