@@ -320,6 +320,15 @@ def example_repo(root: Path) -> Path:
     return repo
 
 
+def cpu_seconds() -> float:
+    """User + system CPU of this process and its reaped descendants so far."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 async def real_tests_batch(bus: Any, body: dict[str, Any], n: int, fresh: bool) -> dict[str, float]:
     """``n`` sessions of ``body`` submitted at once; the last completion ends the batch."""
     from oopav.services import submit_task
@@ -354,12 +363,14 @@ async def real_tests_batch(bus: Any, body: dict[str, Any], n: int, fresh: bool) 
         return str(reply["session_id"])
 
     t0 = time.perf_counter()
+    cpu0 = cpu_seconds()
     sids = await asyncio.gather(*(one() for _ in range(n)))
     try:
         await asyncio.wait_for(all_done.wait(), 1800)
     except TimeoutError:
         raise SystemExit(f"only {len(done_at)} of {n} sessions completed") from None
     await sub.unsubscribe()
+    cpu = cpu_seconds() - cpu0
     bad = [s for s in sids if outcomes.get(s) != "success"]
     if bad:
         events = await bus.events.read("session", bad[0])
@@ -379,6 +390,10 @@ async def real_tests_batch(bus: Any, body: dict[str, Any], n: int, fresh: bool) 
         "p95": pct(lat, 0.95),
         "reused": reused,
         "n": n,
+        # CPU (user + system) of this process and every command it ran (git, bwrap, pytest),
+        # per session: what the load cannot change. Cores / this is the rate 2 idle cores
+        # could sustain, which tells a slow run on a busy machine from oopav getting slower.
+        "cpu_per_session": cpu / n,
     }
 
 
@@ -447,9 +462,15 @@ async def real_tests(args: argparse.Namespace) -> None:
             f"{name:6} {int(r['n']):4d} sessions  {r['sessions_per_s']:5.2f} sessions/s  "
             f"p50 {r['p50']:6.1f} s  p95 {r['p95']:6.1f} s  baseline reused {int(r['reused'])}"
         )
+    for name, r in out.items():
+        print(
+            f"{name:6} CPU {1000 * r['cpu_per_session']:.0f} ms/session (this process and the "
+            f"commands it reaped; {os.cpu_count()} idle cores: ~"
+            f"{(os.cpu_count() or 1) / r['cpu_per_session']:.1f} sessions/s)"
+        )
     rate = out["reuse"]["sessions_per_s"]
     ratio = rate / out["fresh"]["sessions_per_s"]
-    print(f"reuse / fresh sessions/s: {ratio:.2f}x")
+    print(f"reuse / fresh sessions/s: {ratio:.2f}x; load at the end {os.getloadavg()[0]:.1f}")
     print(
         f"target sessions/s >= 5 with baseline reuse: {rate:.2f} -> "
         f"{'PASS' if rate >= 5 else 'MISS'}; p95 submit->done {out['reuse']['p95']:.1f} s"

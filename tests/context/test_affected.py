@@ -88,26 +88,6 @@ def test_a_package_init_counts_for_its_submodules_only_when_it_changed(tmp_path:
     assert found.tests == ["tests/test_b.py", "tests/test_c.py", "tests/test_d.py"]
 
 
-def test_two_runs_only_when_the_rest_of_the_suite_costs_more_than_a_start() -> None:
-    from oopav.events.catalog import ExecRecord, TestReport
-    from oopav.handlers.support.affected import worth_splitting
-
-    def base(duration_s: float, own_s: float) -> ExecRecord:
-        report = TestReport(total=10, passed=10, time_s=own_s)
-        return ExecRecord(
-            key="k", purpose="baseline_tests", argv=["pytest"], exit_code=0,
-            duration_ms=duration_s * 1000, report=report,
-        )  # fmt: skip
-
-    # 1 of 12 files, 30 s of tests after a 3 s start: the rest saves far more than a start.
-    assert worth_splitting(1, 12, base(33.0, 30.0))[0]
-    # A 0.5 s suite behind a 7 s start: one run.
-    ok, why = worth_splitting(2, 5, base(7.5, 0.5))
-    assert not ok and "start-up" in why
-    assert not worth_splitting(4, 5, base(100.0, 90.0))[0]  # most of the suite is affected
-    assert worth_splitting(1, 4, None)[0]  # no baseline timing: by the file counts
-
-
 def test_the_affected_run_replaces_the_test_paths_the_command_names(tmp_path: Path) -> None:
     from oopav.handlers.support.affected import without_paths
 
@@ -120,3 +100,42 @@ def test_the_affected_run_replaces_the_test_paths_the_command_names(tmp_path: Pa
         "pytest",
         "--ignore=x",
     ]
+
+
+def test_imports_are_read_from_their_lines_without_parsing_the_whole_module() -> None:
+    """Multi-line, backslash, indented and commented imports are found; a statement that is
+    not an import, and prose that only starts with "from", are not."""
+    from oopav.context.affected import _imports
+
+    source = (
+        '"""Taken from the spec.\n\nfrom here on, prose.\n"""\n'
+        "import os, json as j\n"
+        "from .tables import (  # the generated data (see gen.py\n"
+        "    A,\n"
+        "    B,\n"
+        ")\n"
+        "from pkg.x import \\\n    y\n"
+        "TABLE = (\n" + "    (1, 2),\n" * 5000 + ")\n"
+        "def f():\n"
+        "    from ..core import z; return z\n"
+    )
+    found = _imports(source, "pkg.sub.mod", False)
+    assert {"os", "json", "pkg.sub.tables", "pkg.sub.tables.A", "pkg.sub.tables.B"} <= found
+    assert {"pkg.x", "pkg.x.y", "pkg.core", "pkg.core.z"} <= found
+    assert not any(name.startswith(("here", "the")) for name in found)
+
+
+def test_a_test_importing_a_module_after_a_huge_literal_is_affected(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/data.py": "TABLE = [\n" + "    'x',\n" * 20000 + "]\nfrom pkg.core import f\n",
+            "pkg/core.py": "def f():\n    return 1\n",
+            "tests/test_data.py": "from pkg import data\n",
+            "tests/test_other.py": "def test_x():\n    assert True\n",
+        },
+    )
+    found = affected_tests(root, ["pkg/core.py"])
+    assert found is not None
+    assert found.tests == ["tests/test_data.py"]

@@ -121,3 +121,41 @@ async def test_a_competent_change_runs_the_affected_tests_then_the_rest(
     assert gate2.execs[0].reused_from.startswith(sid)
     assert "tests: affected (policy)" in gate2.evidence
     await assert_replays(nats_url, only)
+
+
+async def test_by_default_one_run_puts_the_affected_tests_first_and_stops_after_them(
+    nats_url: str, data_dir: Path, tmp_path: Path
+) -> None:
+    """``tests.split: auto``: one run of the whole command, in the sandbox, with oopav's plugin
+    (the affected file first). A break stops it after the affected tests; a competent change
+    runs the whole suite in that one run."""
+    repo = _repo(tmp_path)
+    policy = {"tests_per_action": False, "lint": False}
+    body = task(repo, test_command=PYTEST, budgets={"bounces": 0}, policy=policy)
+    async with loop(nats_url, {"planner": [plan_answer()], "actor": [BREAK, finish()]}) as bus:
+        broke = await start(bus, body)
+        state, events = await finish_session(bus, broke)
+    async with loop(
+        nats_url, {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    ) as bus:
+        good = await start(bus, task(repo, test_command=PYTEST, policy=policy))
+        state2, events2 = await finish_session(bus, good)
+    assert state.outcome == "failed"
+    gate = _tests_gate(events)
+    assert not gate.passed
+    [run] = gate.execs
+    assert run.purpose == "gate_tests"
+    assert run.argv[-4:] == ["-p", "oopav_first", "--oopav-first", "tests/test_webtool.py"]
+    assert "oopav-first: stopped: " in run.stderr_tail
+    assert "3 other test(s) not run" in run.stderr_tail
+    # Only the affected file's five tests ran (the suite has eight).
+    assert run.report is not None and run.report.failed and run.report.total == 5
+    assert "fail fast: the run stopped after them" in gate.evidence
+    assert state2.outcome == "success", state2.summary
+    gate2 = _tests_gate(events2)
+    [run2] = gate2.execs
+    assert "oopav_first" in run2.argv and "oopav-first" not in run2.stderr_tail
+    assert run2.report is not None and run2.report.passed == run2.report.total == 8
+    assert "none failed, the rest ran" in gate2.evidence
+    await assert_replays(nats_url, broke)
+    await assert_replays(nats_url, good)

@@ -36,9 +36,9 @@ class TestPolicy(BaseModel):
     detect: bool = Field(True, description="detect a test command when the task gives none")
     split: Literal["auto", "always"] = Field(
         "auto",
-        description="affected_first: split into two runs only when it can pay (auto: at most "
-        "half the test files affected and the rest's own time at baseline above a start-up), "
-        "or whenever some test files are not affected (always)",
+        description="affected_first: one run of the whole command with the affected tests "
+        "first, stopping after them when one fails (auto), or two runs, the affected test files "
+        "then the rest (always)",
     )
     scope: Literal["affected_first", "full", "affected"] = Field(
         "affected_first",

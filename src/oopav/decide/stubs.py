@@ -318,6 +318,13 @@ def scan_stubs(path: str, source: bytes) -> list[Finding]:
 # --- trees ---------------------------------------------------------------------------------
 
 
+def tree_files(root: RepoFiles) -> list[str]:
+    """The files ``scan_tree(root)`` considers, in its order (``scan_tree(root,
+    listed=tree_files(root))`` is ``scan_tree(root)``): listed first, so the reading can go on
+    while something else runs (the observer scans beside the baseline's test run)."""
+    return list(root.scan(skip=SKIP_DIRS, skip_virtualenvs=True))
+
+
 def _read_text_file(root: RepoFiles, rel: str) -> bytes | None:
     """The file's bytes, or None when it is too large, binary (a NUL byte in its first 8 KiB)
     or unreadable."""
@@ -335,7 +342,7 @@ def _explicit_files(root: RepoFiles, files: Iterable[str]) -> Iterator[str]:
 
 
 def scan_tree(
-    root: RepoFiles, files: list[str] | None = None
+    root: RepoFiles, files: list[str] | None = None, *, listed: list[str] | None = None
 ) -> tuple[list[Finding], list[Finding], dict[str, int], int]:
     """Scan a repository: ``(stubs, parse_errors, languages, files_total)``.
 
@@ -345,11 +352,10 @@ def scan_tree(
     by tree-sitter language. Findings are ordered by path, then line. ``root``: the workspace
     interface (``RepoFiles``), SKIP_DIRS, virtualenvs and symlinks left out of a whole scan.
     """
-    paths = (
-        list(_explicit_files(root, files))
-        if files is not None
-        else list(root.scan(skip=SKIP_DIRS, skip_virtualenvs=True))
-    )
+    if listed is not None:  # the whole tree, listed earlier by ``tree_files``
+        paths = list(listed)
+    else:
+        paths = list(_explicit_files(root, files)) if files is not None else tree_files(root)
     stubs: list[Finding] = []
     errors: list[Finding] = []
     languages: Counter[str] = Counter()

@@ -92,6 +92,7 @@ class BwrapSandbox:
             limits_for,
             parse_junit,
             sandbox_config_for,
+            wants_plugins,
         )
         from oopav.sandbox.runner import default_config, run_sandboxed
 
@@ -108,7 +109,9 @@ class BwrapSandbox:
                 exit_code=125,
                 stderr_tail=f"oopav: cannot use the project environment: {exc}",
             )
-        config = sandbox_config_for(base, penv, workspace, out_dir=out_dir)
+        config = sandbox_config_for(
+            base, penv, workspace, out_dir=out_dir, plugins=wants_plugins(argv)
+        )
         config = msgspec.structs.replace(config, limits=limits_for(config.limits, environment))
         # The policy's sandbox section (its defaults when the task sets none: the
         # repository's dependency directories are bound read-only all the same).

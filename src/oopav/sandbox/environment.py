@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import secrets
@@ -72,6 +73,16 @@ DEP_FILES = (
 OUT_DIR = "/tmp/oopav-out"
 # Where single tool binaries (ruff) are bound when the project env has none of its own.
 TOOLS_DIR = "/tmp/oopav-tools"
+# Where oopav's own pytest plugins (``sandbox/pytest_plugins``: affected tests first) are bound
+# read-only, on the import path only for a command that loads one with ``-p``.
+PLUGINS_DIR = "/tmp/oopav-plugins"
+PLUGINS_HOST = Path(__file__).resolve().parent / "pytest_plugins"
+PYTEST_PLUGINS = ("oopav_first",)
+
+
+def wants_plugins(argv: list[str] | tuple[str, ...]) -> bool:
+    """Whether the command loads one of oopav's pytest plugins (``-p oopav_first``)."""
+    return any(a == "-p" and b in PYTEST_PLUGINS for a, b in itertools.pairwise(argv))
 
 
 class EnvironmentError_(ValueError):
@@ -566,9 +577,11 @@ def sandbox_config_for(
     *,
     out_dir: Path | None = None,
     tools: tuple[str, ...] = ("ruff",),
+    plugins: bool = False,
 ) -> Any:
     """``base`` (a SandboxConfig) with the project env's trees exposed instead of oopav's, its
-    bin first on PATH, the workspace first on the import path, and the report folder bound."""
+    bin first on PATH, the workspace first on the import path, and the report folder bound.
+    ``plugins``: oopav's pytest plugins bound read-only and put last on the import path."""
     binds: list[tuple[str, str, bool]] = list(base.binds)
     path_append: list[str] = list(base.path_append)
     env = dict(base.env)
@@ -576,6 +589,10 @@ def sandbox_config_for(
     env["PYTHONPATH"] = pythonpath_for(penv, workspace)
     env["PYTHONNOUSERSITE"] = "1"
     in_sandbox = base.backend == "bwrap"
+    if plugins:
+        if in_sandbox:
+            binds.append((str(PLUGINS_HOST), PLUGINS_DIR, False))
+        env["PYTHONPATH"] += os.pathsep + (PLUGINS_DIR if in_sandbox else str(PLUGINS_HOST))
     for name in tools:
         if any(Path(d, name).exists() for d in penv.bin_dirs):
             continue

@@ -2,14 +2,19 @@
 modules run first (``context.affected``), so a breaking change fails in the time of those
 tests; then the rest of the suite, unless the policy says ``tests: affected``.
 
-Used by the observer (tests after an action) and the tests gate. Only for pytest commands (the
-affected files are passed as arguments, the rest excluded with ``--ignore``); any other
-command, ``tests: full``, or a change whose tests cannot be told (non-Python files, a
-``conftest.py``) runs the whole command as before. A run of the whole command on this very
-tree already measured (the tests after the last action) is reused first. The split is made only
-when it can pay (``worth_splitting``): at most half the test files affected, and the rest of the
-suite's own test time at baseline longer than one more start-up; else the whole command runs at
-once. Every run is a recorded execution; ``SuiteRun.evidence`` says which tests ran and why.
+Used by the observer (tests after an action) and the tests gate. Only for pytest commands; any
+other command, ``tests: full``, a change whose tests cannot be told (non-Python files, a
+``conftest.py``) or one that every test file imports runs the whole command as before. A run
+of the whole command on this very tree already measured (the tests after the last action) is
+reused first.
+
+By default (``tests.split: auto``) it is one run of the whole command with oopav's pytest plugin
+(``sandbox/pytest_plugins/oopav_first.py``): the affected files' tests first, and the run stops
+after them when one fails — one interpreter start-up for a passing change, the rest of the suite
+skipped for a breaking one. When only failures the baseline already had stopped it, the rest
+runs in a second run. ``tests.split: always`` makes two runs (the affected files, then the
+rest with ``--ignore``); ``tests: affected`` runs only the affected files. Every run is a
+recorded execution; ``SuiteRun.evidence`` says which tests ran and why.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from oopav.handlers.ports import exec_key
 from oopav.handlers.support.baseline_cache import run_tests
 from oopav.sandbox.files import WorkspaceFiles
 
+# What sandbox/pytest_plugins/oopav_first.py writes on stderr when it stops (it cannot import
+# oopav, so the line is spelled in both places; tests/loop/test_affected_first.py ties them).
+STOPPED = "oopav-first: stopped"
+
 
 @dataclass
 class SuiteRun:
@@ -33,8 +42,9 @@ class SuiteRun:
     passed: bool
     evidence: str
     stage: str
-    """``full`` (the whole command), ``reused`` (a whole run of this tree), ``affected`` (the
-    affected tests failed: fail fast, or the policy runs only those), ``affected+rest``."""
+    """``full`` (the whole command), ``reused`` (a whole run of this tree), ``ordered`` (the
+    whole command, the affected tests first), ``affected`` (the affected tests failed: fail
+    fast, or the policy runs only those), ``affected+rest``."""
     affected: list[str] = field(default_factory=list)
 
 
@@ -44,27 +54,20 @@ def is_pytest(argv: list[str]) -> bool:
     )
 
 
-def worth_splitting(affected: int, total: int, base: ExecRecord | None) -> tuple[bool, str]:
-    """Whether two runs (affected, then the rest) beat one. A second run pays the start-up
-    again (the interpreter, pytest and its plugins: seconds in a sandbox without bytecode
-    caches); what the first run saves when it fails is the rest's share of the test session
-    (collection and tests, taken as proportional to the files). Both come from the baseline
-    run: junit's session time, and the run's duration less it (the start-up). Without a
-    baseline report, split when at most half the test files are affected."""
-    if affected * 2 > total:
-        return False, f"{affected} of {total} test files affected: more than half the suite"
-    report = base.report if base is not None else None
-    if report is None or not report.time_s or not base or not base.duration_ms:
-        return True, "no baseline timing"
-    own = report.time_s
-    startup = max(0.0, base.duration_ms / 1000 - own)
-    rest = own * (1 - affected / max(total, 1))
-    if rest <= startup:
-        return False, (
-            f"the rest of the suite's share of the test session at baseline (~{rest:.1f} s) "
-            f"is less than one more start-up (~{startup:.1f} s)"
-        )
-    return True, f"the rest's share ~{rest:.1f} s > a start-up ~{startup:.1f} s"
+def first_argv(argv: list[str], tests: list[str]) -> list[str]:
+    """The whole command with oopav's plugin ordering ``tests`` first (and stopping after them
+    when one fails)."""
+    from oopav.sandbox.environment import PYTEST_PLUGINS
+
+    out = [*argv, "-p", PYTEST_PLUGINS[0]]
+    for t in tests:
+        out += ["--oopav-first", t]
+    return out
+
+
+def stopped(rec: ExecRecord) -> bool:
+    """Whether an ordered run stopped after the affected tests (the plugin's stderr line)."""
+    return STOPPED in rec.stderr_tail
 
 
 # pytest options that take a value (the value is not a test path).
@@ -131,6 +134,60 @@ async def run_suite(
         passed, evidence = compare_tests(rec, base)
         return SuiteRun([rec], passed, f"{note}\n{evidence}".strip(), "full")
 
+    async def rest_of(tests: list[str], note: str, records: list[ExecRecord]) -> SuiteRun:
+        rest_argv = [*argv, *(f"--ignore={t}" for t in tests)]
+        second = await run(rest_argv, "rest", "_rest")
+        if second.exit_code == 5 and not _ran(second):
+            ok2, evidence2 = True, "no other tests (pytest collected nothing else)"
+        else:
+            ok2, evidence2 = compare_tests(second, base)
+        return SuiteRun(
+            [*records, second],
+            ok2,
+            f"{note}\nthen the rest of the suite: {evidence2}",
+            "affected+rest",
+            tests,
+        )
+
+    async def ordered(head: str, tests: list[str]) -> SuiteRun:
+        """One run of the whole command, the affected test files first; it stops after them
+        when one fails (``sandbox/pytest_plugins/oopav_first.py``)."""
+        rec = await run(first_argv(argv, tests), "ordered")
+        if rec.report is None and not rec.timed_out:
+            # No per-test results: the plugin could not load (a pytest without the hooks it
+            # needs, a command that drops the options): the plain command decides.
+            plain = await full(
+                f"{head}\n(the ordered run gave no test results: exit {rec.exit_code}) — the "
+                "whole suite runs as given"
+            )
+            plain.records.insert(0, rec)
+            return plain
+        passed, evidence = compare_tests(rec, base)
+        if not stopped(rec):
+            return SuiteRun(
+                [rec],
+                passed,
+                f"{head}\none run, the affected tests first: none failed, the rest ran\n{evidence}",
+                "ordered",
+                tests,
+            )
+        if not passed:
+            return SuiteRun(
+                [rec],
+                False,
+                f"{head}\nthe affected tests fail (fail fast: the run stopped after them, the "
+                f"rest of the suite did not run)\n{evidence}",
+                "affected",
+                tests,
+            )
+        # Only failures the baseline had stopped it: the rest of the suite still decides.
+        return await rest_of(
+            tests,
+            f"{head}\nthe affected tests fail only where they failed at baseline: "
+            f"{evidence.splitlines()[0] if evidence else ''}",
+            [rec],
+        )
+
     if scope == "full" or not is_pytest(argv) or not changed:
         why = "tests: full (policy)" if scope == "full" else ""
         return await full(why)
@@ -163,11 +220,10 @@ async def run_suite(
         f"the change\n{why}"
     )
     if scope != "affected":
-        worth, reason = worth_splitting(len(found.tests), found.total, base)
-        if decision_policy(state).tests.split == "always" and len(found.tests) < found.total:
-            worth = True
-        if not worth:
-            return await full(f"{head}\n({reason}: the whole suite runs at once)")
+        if len(found.tests) >= found.total:
+            return await full(f"{head}\n(every test file is affected: the whole suite runs)")
+        if decision_policy(state).tests.split != "always":
+            return await ordered(head, found.tests)
     first = await run([*without_paths(argv, root), *found.tests], "affected", "_affected")
     passed, evidence = compare_tests(first, base)
     ran = _ran(first)
@@ -198,17 +254,6 @@ async def run_suite(
             "affected",
             found.tests,
         )
-    rest_argv = [*argv, *(f"--ignore={t}" for t in found.tests)]
-    second = await run(rest_argv, "rest", "_rest")
-    if second.exit_code == 5 and not _ran(second):
-        ok2, evidence2 = True, "no other tests (pytest collected nothing else)"
-    else:
-        ok2, evidence2 = compare_tests(second, base)
-    return SuiteRun(
-        [first, second],
-        ok2,
-        f"{head}\naffected: {evidence.splitlines()[0] if evidence else ''}\n"
-        f"then the rest of the suite: {evidence2}",
-        "affected+rest",
-        found.tests,
+    return await rest_of(
+        found.tests, f"{head}\naffected: {evidence.splitlines()[0] if evidence else ''}", [first]
     )

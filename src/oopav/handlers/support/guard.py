@@ -21,12 +21,23 @@ async def run_check(ports: Ports, root: Path, argv: list[str], **kw: Any) -> Exe
     observes, it never edits): the work tree's hash before and after; when they differ, the
     files are restored and the paths it changed are recorded in ``workspace_changed`` (so
     replay, serving the record, reaches the same verdict)."""
-    from oopav.sandbox.workspace import WorkspaceError, restore_tree, tree_hash
+    from oopav.sandbox import clean
+    from oopav.sandbox.workspace import WorkspaceError, head_tree, restore_tree, tree_hash
 
+    def hash_before() -> tuple[str | None, str | None]:
+        # A workspace provably at its commit (``sandbox.clean``: right after a checkpoint)
+        # has that commit's tree as its hash: no git process. Else ask git.
+        commit = clean.clean_at(root)
+        tree = head_tree(root) if commit is not None else None
+        return (commit, tree) if tree else (None, tree_hash(root))
+
+    commit: str | None = None
     before = None
     with contextlib.suppress(WorkspaceError, OSError):
-        before = await asyncio.to_thread(tree_hash, root)
+        commit, before = await asyncio.to_thread(hash_before)
     rec = await ports.sandbox.run(argv, workspace=root, **kw)
+    if commit is not None and await asyncio.to_thread(clean.clean_at, root, commit) == commit:
+        return rec  # still exactly the commit's files: nothing to restore, no git process
     if before is not None and not rec.workspace_changed:
         changed: list[str] = []
         with contextlib.suppress(WorkspaceError, OSError):
