@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from oopav.bus.store import EventStore
 from oopav.bus.streams import EVENTS_STREAM, INTAKE_STREAM, INTAKE_SUBJECT
 from oopav.events import catalog as ev
 from oopav.handlers.intake import Intake
+
+TS = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 async def request(nc: Any, payload: bytes) -> dict[str, Any]:
@@ -48,6 +51,27 @@ async def test_good_submission(nc: Any, intake: Intake, repo: Path) -> None:
     assert event.instruction == body["instruction"] and event.repo == str(repo.resolve())
     assert event.mission == "renames" and event.source is not None
     assert event.source.stream_sequence == 1
+    # Today's values of changed defaults travel with the task, so it replays under them.
+    assert event.policy_defaults == {"tests.split": "auto"} and event.policy is None
+
+
+def test_a_session_recorded_before_a_default_changed_keeps_the_old_one() -> None:
+    """`tests.split` became "auto" (one run, affected tests first); sessions recorded before
+    carry no policy_defaults and must replay with the two runs they made."""
+    from oopav.decide.policy import decision_policy
+    from oopav.projections.session import SessionState
+
+    def split(policy: dict[str, Any] | None, defaults: dict[str, Any] | None) -> str:
+        task = ev.TaskSubmitted(
+            id="s", aggregate_id="s", correlation_id="s", actor="intake/0", ts=TS,
+            instruction="x", repo="/r", policy=policy, policy_defaults=defaults,
+        )  # fmt: skip
+        return decision_policy(SessionState(session_id="s", task=task)).tests.split
+
+    assert split(None, None) == "always"  # recorded before: two runs, as it did
+    assert split(None, {"tests.split": "auto"}) == "auto"  # a new task: today's default
+    assert split({"tests": "affected"}, {"tests.split": "auto"}) == "auto"  # shorthand kept
+    assert split({"tests": {"split": "always"}}, {"tests.split": "auto"}) == "always"  # asked
 
 
 BAD = [

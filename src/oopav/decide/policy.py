@@ -34,11 +34,14 @@ class TestPolicy(BaseModel):
     required_complexity: int = Field(7, ge=1, le=10)
     required_files: int = Field(2, ge=0)
     detect: bool = Field(True, description="detect a test command when the task gives none")
+    # The default here is what sessions recorded before `split` existed did (two runs), so
+    # they replay unchanged; intake records today's default ("auto") on every new task
+    # (``STAMPED_DEFAULTS``).
     split: Literal["auto", "always"] = Field(
-        "auto",
+        "always",
         description="affected_first: one run of the whole command with the affected tests "
-        "first, stopping after them when one fails (auto), or two runs, the affected test files "
-        "then the rest (always)",
+        "first, stopping after them when one fails (auto, the default of new tasks), or two "
+        "runs, the affected test files then the rest (always)",
     )
     scope: Literal["affected_first", "full", "affected"] = Field(
         "affected_first",
@@ -146,6 +149,30 @@ def loop_policy_problem(policy: dict[str, Any]) -> str | None:
     return None
 
 
+# Defaults that changed after sessions were recorded with the old behaviour: intake records
+# today's values on the task (``task_submitted.policy_defaults``) and the model's default stays
+# the old one, so a recorded session replays under the defaults it ran with. Keys are dotted
+# paths into the loop policy.
+STAMPED_DEFAULTS: dict[str, Any] = {"tests.split": "auto"}
+
+
+def with_defaults(policy: dict[str, Any] | None, defaults: dict[str, Any] | None) -> dict[str, Any]:
+    """``policy`` with ``defaults`` (dotted keys) filled in where it gives no value."""
+    out = dict(policy or {})
+    for dotted, value in (defaults or {}).items():
+        section, _, key = dotted.partition(".")
+        current = out.get(section)
+        if isinstance(current, str) and section == "tests":  # `tests: affected` shorthand
+            current = {"scope": current}
+        if current is None:
+            current = {}
+        if not key:
+            out.setdefault(section, value)
+        elif isinstance(current, dict) and key not in current:
+            out[section] = {**current, key: value}
+    return out
+
+
 def parse_loop_policy(policy: dict[str, Any] | None) -> LoopPolicy:
     """The loop policy of a task. Intake validated it, so an invalid one (an old event) falls
     back to the defaults rather than crashing a handler."""
@@ -163,4 +190,7 @@ def loop_policy(state: SessionState) -> dict[str, object]:
 
 def decision_policy(state: SessionState) -> LoopPolicy:
     """The task's loop policy (tiers, rollback, test policy, replans), defaults filled in."""
-    return parse_loop_policy(state.task.policy if state.task else None)
+    task = state.task
+    if task is None:
+        return parse_loop_policy(None)
+    return parse_loop_policy(with_defaults(task.policy, task.policy_defaults))

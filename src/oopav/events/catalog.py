@@ -216,6 +216,10 @@ class TaskSubmitted(Event, tag="task_submitted", frozen=True):
     group: GroupInfo | None = None
     # The project's environment (docs/sandbox.md): python / build / env / pythonpath / ...
     environment: dict[str, Any] | None = None
+    # Today's values of loop-policy defaults that changed since older sessions were recorded
+    # (dotted keys, ``decide.policy.STAMPED_DEFAULTS``), set by intake: a session recorded
+    # without them replays under the defaults it ran with.
+    policy_defaults: dict[str, Any] | None = None
 
 
 class TaskRejected(Event, tag="task_rejected", frozen=True):

@@ -29,6 +29,7 @@ from oopav.bus.consumer import ConsumerOptions, Delivery, HandlerConsumer
 from oopav.bus.storage import Watermark
 from oopav.bus.store import EventStore
 from oopav.bus.streams import INTAKE_STREAM, INTAKE_SUBJECT
+from oopav.decide.policy import STAMPED_DEFAULTS
 from oopav.events.catalog import Event, IntakeSource, TaskRejected, TaskSubmitted
 from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.codec import REGISTRY
@@ -156,6 +157,8 @@ def decide_all(
         mission=result.mission,
         budgets=result.budgets,
         policy=result.policy,
+        # Today's values of defaults that changed since older sessions were recorded.
+        policy_defaults=dict(STAMPED_DEFAULTS),
         model=result.model,
         test_command=result.test_command,
         examples=result.examples,
