@@ -194,3 +194,28 @@ async def test_a_handler_on_its_own_machine_is_trusted_once_its_key_is_registere
         "notary", "trust", "-", "--from-keys", str(remote.directory), url=nats_url, data_dir=data
     )
     assert rc == 0 and f"trusted planner {remote.public('planner')}" in out, err
+
+
+def test_processes_sharing_a_data_dir_agree_on_one_seed(tmp_path: Path) -> None:
+    """`oopav up`'s handlers (or a restarted one) make their seeds at the same moment: each
+    gets the one seed written whole, none fails and signs nothing."""
+    import os
+    import threading
+
+    publics: list[str] = []
+    errors: list[BaseException] = []
+
+    def make() -> None:
+        try:
+            publics.append(Keyring(tmp_path / "keys").public("actor"))
+        except BaseException as exc:  # the test reports any failure
+            errors.append(exc)
+
+    threads = [threading.Thread(target=make) for _ in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == [] and len(publics) == 24 and len(set(publics)) == 1
+    assert sorted(os.listdir(tmp_path / "keys")) == ["actor.nk"]  # no temporary file left
+    assert (tmp_path / "keys" / "actor.nk").stat().st_mode & 0o077 == 0

@@ -6,7 +6,9 @@ module imports nothing of oopav so that the event store can use it."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
+import tempfile
 import weakref
 from pathlib import Path
 from typing import Any
@@ -54,13 +56,26 @@ class Keyring:
             nkeys = _nkeys()
             path = self.directory / f"{name}.nk"
             if not path.is_file():
-                self.directory.mkdir(parents=True, exist_ok=True)
-                seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(seed)
+                self._make_seed(path, nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER))
             self._pairs[name] = nkeys.from_seed(path.read_bytes().strip())
         return self._pairs[name]
+
+    def _make_seed(self, path: Path, seed: bytes) -> None:
+        """Write a new seed whole, or keep the one another process made first: processes that
+        share a data dir start together (`oopav up`'s handlers, a restarted one), and one
+        that read a seed file another had created but not yet written signed nothing."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{path.stem}-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:  # mkstemp: mode 0600
+                fh.write(seed)
+                fh.flush()
+                os.fsync(fh.fileno())
+            with contextlib.suppress(FileExistsError):  # link: never replaces a seed
+                os.link(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
     def public(self, name: str) -> str:
         return self.pair(name).public_key.decode()

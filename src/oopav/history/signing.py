@@ -68,7 +68,10 @@ async def open_keyring(nc: Any, js: Any, directory: Path) -> Keyring | None:
         get_logger("oopav.signing").warning("signing_off", error=f"{type(exc).__name__}: {exc}")
         return None
     attach(nc, keyring)
-    key = (str(getattr(nc, "connected_url", "")), str(directory))
+    # Per server *instance*, not per URL: tests and restarts reuse ports, and a fresh server
+    # behind a remembered URL has an empty notary (every key "never registered").
+    info = getattr(nc, "_server_info", None) or {}
+    key = (str(info.get("server_id") or getattr(nc, "connected_url", "")), str(directory))
     if key not in _REGISTERED:
         try:
             await register_keys(js, publics)
