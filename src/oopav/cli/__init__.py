@@ -235,6 +235,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "fsck",
     "diff",
     "archive",
+    "critic",
 )
 COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(("up", "handler", "streams", "events"), "serve"),
@@ -254,6 +255,7 @@ COMMAND_MODULES: dict[str, str] = {
     "fsck": "fsck",
     "diff": "diff",
     "session": "archive",
+    "critic": "critic",
 }
 _loaded: set[str] = set()
 

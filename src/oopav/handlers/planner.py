@@ -284,6 +284,7 @@ class Planner:
             "",
             [],
             instructions=cfg.instructions or policy.critic_instructions,
+            shown=cfg.allowed_artifact_fields,
         )
         said = await review(state, out, pack, cfg, "plan")
         if effect(said.verdict) != "replan":

@@ -13,8 +13,10 @@ handler or a replay gets the same answer.
 - no rule reproduces the examples (or no examples at all): a ``synthesis_failed`` error, which
   ends the session with the synthesiser's reason.
 - ``synth:<spec>`` names a fallback model (``synth:openai:http://host/v1#qwen``): where synth
-  has no answer (the error above, or a role it does not play, such as the critic) the fallback
-  answers, and ``model_called.backend`` says so: ``<spec> (fallback of synth: <reason>)``.
+  has no answer (the error above, or the critic's role) the fallback answers, and
+  ``model_called.backend`` says so: ``<spec> (fallback of synth: <reason>)``.
+- critic, with no fallback: a verdict by rules over the review pack (models/synth_critic.py):
+  a failed gate blocks, a source change without tests or a passing tests gate is a caution.
 """
 
 from __future__ import annotations
@@ -106,6 +108,18 @@ class SynthBackend:
         from oopav.synth import SynthesisError, synthesize
 
         t0 = time.perf_counter()
+        if request.role == "critic" and self.fallback is None:
+            # No model to hand over to: the rule-based reviewer (models/synth_critic.py).
+            from oopav.models.synth_critic import review
+
+            pack = "\n".join(m.content for m in request.messages if m.role == "user")
+            text = render_answer("verdict", review(pack), think="rules over the review pack")
+            return ModelResponse(
+                text=text,
+                prompt_tokens=prompt_token_estimate(request),
+                completion_tokens=estimate_tokens(text),
+                latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+            )
         if request.role not in ("planner", "actor"):
             raise ModelError(
                 "invalid_request", f"synth: answers the planner and the actor, not {request.role}"

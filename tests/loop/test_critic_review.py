@@ -1,0 +1,136 @@
+"""The critic's structured report through the real loop, the confidence tier, and
+``oopav critic --session``: a review of a recorded session after the fact, run as a user runs
+it, its verdict recorded on the session's stream without breaking the chain, the first
+terminal event or replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from loop_harness import (
+    assert_replays,
+    events_of,
+    finish,
+    of,
+    plan_answer,
+    rename_all,
+    rename_script,
+    run_session,
+    task,
+    verdict,
+)
+
+from helpers.cli import oopav
+from oopav.events.chain import check_chain
+
+
+async def test_a_scripted_critic_s_report_is_recorded_and_shown_in_the_gate(
+    nc: Any, nats_url: str, repo: Path
+) -> None:
+    script = {
+        **rename_script(),
+        "critic": [
+            verdict(
+                "caution",
+                "renames look complete",
+                top_risks=["callers outside the repository still use fetch"],
+                missing_tests=["a test that calls fetch_page"],
+                confidence=0.8,
+            )
+        ],
+    }
+    body = task(repo, policy={"critic": {"allowed_artifact_fields": ["task", "diff"]}})
+    _, state, events = await run_session(nats_url, script, body)
+    assert state.outcome == "success", state.summary
+    [v] = of(events, "critic_verdict")
+    assert v.top_risks == ["callers outside the repository still use fetch"]
+    assert v.missing_tests == ["a test that calls fetch_page"]
+    assert v.confidence == 0.8 and v.shown == ["task", "diff"]
+    [gate] = [g for g in of(events, "gate_evaluated") if g.gate == "critic"]
+    assert "missing tests: a test that calls fetch_page" in gate.evidence
+    assert "confidence: 0.80" in gate.evidence
+    # Only the allowed sections reached the critic: no plan, no gate results.
+    [call] = [c for c in of(events, "model_called") if c.role == "critic"]
+    sent = json.dumps(call.request)
+    assert "### Diff" in sent and "### Plan" not in sent and "### Gates\\n" not in sent
+    assert "plan, gates (not shown to the reviewer)" in sent
+    # No threshold set: the confidence tier says why it did not judge.
+    [tier] = [g for g in of(events, "gate_evaluated") if g.gate == "confidence"]
+    assert tier.skipped and "no threshold set" in tier.evidence
+
+
+async def test_a_verdict_less_sure_than_the_policy_s_threshold_sends_the_change_back(
+    nc: Any, nats_url: str, repo: Path
+) -> None:
+    script = {
+        "planner": [plan_answer(), plan_answer("rename fetch, with the critic's risks")],
+        "actor": [rename_all(), finish(), finish()],
+        "critic": [
+            verdict("approve", "probably fine", top_risks=["untested path"], confidence=0.3),
+            verdict("approve", "fine now", confidence=0.9),
+        ],
+    }
+    body = task(repo, policy={"critic": {"min_confidence": 0.6}})
+    _, state, events = await run_session(nats_url, script, body)
+    tiers = [g for g in of(events, "gate_evaluated") if g.gate == "confidence"]
+    assert [t.passed for t in tiers] == [False, True]
+    assert "0.30 sure of its approve verdict, below policy.critic.min_confidence 0.60" in (
+        tiers[0].evidence
+    )
+    assert "- risk: untested path" in tiers[0].evidence
+    [replan] = of(events, "replan_triggered")
+    assert "confidence gate failed" in replan.reason
+    assert state.outcome == "success", state.summary
+
+
+async def test_oopav_critic_reviews_a_recorded_session_after_the_fact(
+    nc: Any, nats_url: str, repo: Path, tmp_path: Path
+) -> None:
+    sid, state, _ = await run_session(nats_url, rename_script(), task(repo))
+    assert state.outcome == "success", state.summary
+    data = tmp_path / "cli-data"
+    rc, out, err = await oopav(
+        nats_url, data, "critic", "--session", sid[:13], "--model", "synth:", "--json"
+    )
+    assert rc == 0, err
+    said = json.loads(out)
+    assert said["session_id"] == sid and said["outcome"] == "success"
+    # synth: reviews by rules: every gate that ran passed, the tests among them.
+    assert said["verdict"] == "approve" and said["missing_tests"] == []
+    assert 0.5 < said["confidence"] <= 1.0
+    assert said["shown"] == ["task", "plan", "gates", "diff"]
+    assert not said["cached"] and said["model"] == "synth:"
+
+    from oopav.app import open_bus
+    from oopav.config import Settings
+    from oopav.projections.session import fold
+
+    async with open_bus(Settings(nats_url=nats_url), name="test-critic-review") as bus:
+        recorded = await bus.events.read("session", sid)
+        events = await events_of(bus, sid)
+    # Appended after the end, as a person's request (no loop handler), never terminal.
+    assert [e.type for e in events[-3:]] == ["session_completed", "model_called", "critic_verdict"]
+    called, v = events[-2], events[-1]
+    assert v.id == said["verdict_id"] and v.trigger == "review" and v.model_call_id == called.id
+    assert v.actor.startswith("cli.critic/") and called.role == "critic"
+    assert v.causation_id == called.causation_id == events[-3].id
+    assert v.confidence == said["confidence"]
+    # The critic saw the final diff and the gates of the last verification.
+    sent = json.dumps(called.request)
+    assert "fetch_page" in sent and "- tests: passed" in sent
+    assert check_chain(recorded) == []
+    after = fold(recorded)
+    assert after.outcome == "success" and after.late_terminals == [] and after.chain_break is None
+
+    # Asked again, the identical payload reuses the verdict; the text form prints it.
+    rc, out, err = await oopav(nats_url, data, "critic", "--session", sid, "--model", "synth:")
+    assert rc == 0, err
+    assert f"session {sid} (success): critic approve" in out
+    assert "confidence: " in out and "shown: task, plan, gates, diff" in out
+    # Replay injects the review as recorded: the session still reproduces exactly.
+    await assert_replays(nats_url, sid)
+
+    rc, out, err = await oopav(nats_url, data, "critic", "--session", "zzzz")
+    assert rc != 0 and "no session matches 'zzzz'" in err
