@@ -456,7 +456,9 @@ def describe_event(e: Event) -> str:
         case ev.OrientReported():
             return f"risk={e.risk_band} gap={e.evidence_gap:.2f} {e.category} complexity={e.complexity} tests={e.test_decision}"
         case ev.PlanProposed():
-            return f"attempt {e.attempt}: {len(e.steps)} steps, files={','.join(e.files)[:60]}"
+            return f"attempt {e.attempt}: {len(e.steps)} steps, files={','.join(e.files)[:60]}" + (
+                f" adequacy={e.adequacy:.2f}" if e.adequacy is not None else ""
+            )
         case ev.ModelCalled():
             return (
                 f"{e.role} via {e.backend}: {e.prompt_tokens}+{e.completion_tokens} tokens, {e.latency_ms:.0f} ms"

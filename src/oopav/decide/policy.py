@@ -57,6 +57,17 @@ class ReplanPolicy(BaseModel):
     cooldown_actions: int = Field(1, ge=0, le=50)
 
 
+class PlanAdequacyPolicy(BaseModel):
+    """The plan adequacy gate (decide/plans.adequacy): a plan scoring below ``min_score`` is
+    replanned before acting, at most ``replans`` times a session (then it goes ahead, its
+    score on record). ``min_score: 0`` turns the gate off."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_score: float = Field(0.75, ge=0.0, le=1.0)
+    replans: int = Field(1, ge=0, le=10)
+
+
 class LoopPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -79,6 +90,7 @@ class LoopPolicy(BaseModel):
     evidence_rounds: int = Field(2, ge=1, le=10, description="red: rounds before escalating")
     human_deadline_s: float = Field(3600.0, gt=0, le=7 * 24 * 3600)
     replans: ReplanPolicy = Field(default_factory=ReplanPolicy)
+    plan_adequacy: PlanAdequacyPolicy = Field(default_factory=PlanAdequacyPolicy)
     tests: TestPolicy = Field(default_factory=TestPolicy)
 
     @field_validator("tests", mode="before")

@@ -318,6 +318,8 @@ class PlanProposed(Event, tag="plan_proposed", frozen=True):
     repo_map_hash: str | None = None
     state_update: dict[str, Any] | None = None
     think: str = ""
+    adequacy: float | None = None
+    """The plan's adequacy score (decide/plans.adequacy) where the gate judged it."""
 
 
 class ModelCalled(Event, tag="model_called", frozen=True):

@@ -1,7 +1,8 @@
-"""The critic's structured report through the real loop, the confidence tier, and
-``oopav critic --session``: a review of a recorded session after the fact, run as a user runs
-it, its verdict recorded on the session's stream without breaking the chain, the first
-terminal event or replay."""
+"""The seeds' gates through the real loop (issue 30): the critic's structured report, the
+confidence tier, ``oopav critic --session`` (a review of a recorded session after the fact,
+run as a user runs it, its verdict recorded on the session's stream without breaking the
+chain, the first terminal event or replay), the plan adequacy gate and required tests checked
+by the plan's manifest."""
 
 from __future__ import annotations
 
@@ -134,3 +135,77 @@ async def test_oopav_critic_reviews_a_recorded_session_after_the_fact(
 
     rc, out, err = await oopav(nats_url, data, "critic", "--session", "zzzz")
     assert rc != 0 and "no session matches 'zzzz'" in err
+
+
+NAMED = (
+    "Rename the function `fetch` to `fetch_page` in webtool/client.py, webtool/crawler.py and "
+    "webtool/report.py, and keep the tests green."
+)
+
+
+async def test_an_inadequate_plan_is_replanned_before_acting(
+    nc: Any, nats_url: str, repo: Path, tmp_path: Path
+) -> None:
+    from loop_harness import FILES
+
+    narrow = plan_answer("client only", files=["webtool/client.py", "tests/test_webtool.py"])
+    script = {
+        "planner": [narrow, plan_answer("every file", files=FILES)],
+        "actor": [rename_all(), finish()],
+    }
+    sid, state, events = await run_session(nats_url, script, task(repo, instruction=NAMED))
+    assert state.outcome == "success", state.summary
+    # The narrow plan was never proposed: the gate sent it back before any action.
+    [replan] = of(events, "replan_triggered")
+    assert replan.source == "adequacy"
+    assert "adequacy is 0.67, below 0.75 (policy.plan_adequacy.min_score)" in replan.reason
+    assert "leaves out webtool/crawler.py, webtool/report.py" in replan.reason
+    kinds = [e.type for e in events]
+    assert kinds.index("replan_triggered") < kinds.index("plan_proposed")
+    [proposed] = of(events, "plan_proposed")
+    assert proposed.adequacy == 1.0 and proposed.rationale == "every file"
+    # The planner's prompt named the files the task points at, and why it plans again.
+    calls = [c for c in of(events, "model_called") if c.role == "planner"]
+    second = json.dumps(calls[1].request)
+    assert "### Files the task points at" in second and "Why we are planning again" in second
+    rc, out, err = await oopav(nats_url, tmp_path / "d", "show", sid)
+    assert rc == 0, err
+    assert "adequacy: The plan's adequacy is 0.67" in out and "adequacy=1.00" in out
+
+
+async def test_past_its_bound_an_inadequate_plan_goes_ahead_with_its_score(
+    nc: Any, nats_url: str, repo: Path
+) -> None:
+    narrow = plan_answer("client only", files=["webtool/client.py", "tests/test_webtool.py"])
+    script = {"planner": [narrow], "actor": [rename_all(), finish()]}
+    body = task(repo, instruction=NAMED, policy={"plan_adequacy": {"replans": 0}})
+    _, state, events = await run_session(nats_url, script, body)
+    assert state.outcome == "success", state.summary
+    assert of(events, "replan_triggered") == []
+    [proposed] = of(events, "plan_proposed")
+    assert proposed.adequacy == 0.6666
+
+
+async def test_required_tests_are_enforced_by_the_plan_s_manifest(
+    nc: Any, nats_url: str, repo: Path
+) -> None:
+    from loop_harness import FILES, TEST_COMMAND
+
+    sources = [f for f in FILES if not f.startswith("tests/")]
+    # Words about tests, but no test file and not the test command: refused.
+    words = plan_answer("rename, then run the tests", files=sources)
+    command = plan_answer("rename", files=sources).replace(
+        "Run the tests and check they pass", f"Run `{' '.join(TEST_COMMAND)}`"
+    )
+    script = {"planner": [words, command], "actor": [rename_all(), finish()]}
+    body = task(repo, policy={"plan_adequacy": {"min_score": 0}})
+    _, state, events = await run_session(nats_url, script, body)
+    assert state.outcome == "success", state.summary
+    _, second = [c for c in of(events, "model_called") if c.role == "planner"]
+    # The refusal is the retry's feedback, recorded in the second call's request.
+    retry = second.request["messages"][-1]["content"]
+    assert retry.startswith("Your answer was rejected (schema_mismatch): tests are required")
+    assert "the plan's files name no test file" in retry
+    assert f"or a step that runs `{' '.join(TEST_COMMAND)}`" in retry
+    [proposed] = of(events, "plan_proposed")
+    assert proposed.steps[-1].description == f"Run `{' '.join(TEST_COMMAND)}`"

@@ -1,0 +1,103 @@
+"""Judging a plan (oopav.decide.plans): which named files are grounded (existing, or
+legitimately new), coverage of what the instruction points at, and the plan's adequacy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from oopav.decide.plans import (
+    adequacy,
+    is_test_file,
+    judge_plan,
+    legitimately_new,
+    named_files,
+    pointed_files,
+)
+from oopav.models.prompt import PlanOutput, PlanStepOutput
+
+
+def plan(*steps: tuple[str, list[str]], files: list[str] | None = None) -> PlanOutput:
+    return PlanOutput(
+        steps=[PlanStepOutput(id=i, description=d, files=f) for i, (d, f) in enumerate(steps, 1)],
+        files=files if files is not None else sorted({p for _, f in steps for p in f}),
+        test_decision="optional",
+        rationale="",
+    )
+
+
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pkg" / "client.py").write_text("def fetch(url):\n    return url\n")
+    (tmp_path / "pkg" / "crawler.py").write_text("from pkg.client import fetch\nfetch('x')\n")
+    (tmp_path / "tests" / "test_client.py").write_text("from pkg.client import fetch\n")
+    (tmp_path / "README.md").write_text("a crawler\n")
+    return tmp_path
+
+
+def judged(p: PlanOutput, root: Path, instruction: str) -> tuple[float, str]:
+    """As the planner's adequacy gate judges: coverage of the files the instruction names."""
+    named = named_files(root, instruction)
+    valid, components, reason = judge_plan(p, lambda _: None, root, named, named)
+    assert valid
+    return adequacy(components), reason
+
+
+THREE = "Rename `fetch` in pkg/client.py, pkg/crawler.py and tests/test_client.py"
+
+
+def test_a_plan_naming_every_file_the_task_names_is_adequate(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    files = ["pkg/client.py", "pkg/crawler.py", "tests/test_client.py"]
+    assert judged(plan(("rename fetch", files)), root, THREE) == (1.0, "")
+
+
+def test_a_plan_that_leaves_out_files_or_names_ghosts_scores_below_the_default(
+    tmp_path: Path,
+) -> None:
+    root = repo(tmp_path)
+    score, reason = judged(plan(("rename fetch", ["pkg/client.py"])), root, THREE)
+    assert score == pytest.approx((1.0 + 1 / 3) / 2, abs=1e-3) and score < 0.75
+    assert reason == "leaves out pkg/crawler.py, tests/test_client.py"
+    ghost = plan(("edit the helpers", ["pkg/client.py", "pkg/crawler.py", "pkg/ghost.py"]))
+    score, reason = judged(ghost, root, "Tidy pkg/client.py and pkg/crawler.py")
+    assert score == pytest.approx((2 / 3 + 1.0) / 2, abs=1e-3)
+    assert "1 named file(s) do not exist and no step creates them: pkg/ghost.py" in reason
+    # A plan that names no file at all says nothing about where it acts.
+    assert judged(plan(("do it", []), files=[]), root, "Rename `fetch`")[0] == 0.0
+    # Files where a mentioned identifier merely occurs are a hint, not a requirement.
+    assert pointed_files(root, "Rename `fetch`") == [
+        "pkg/client.py",
+        "pkg/crawler.py",
+        "tests/test_client.py",
+    ]
+    assert judged(plan(("rename", ["pkg/client.py"])), root, "Rename `fetch`")[0] == 1.0
+
+
+def test_a_new_file_is_grounded_when_the_task_names_it_or_a_step_creates_it(
+    tmp_path: Path,
+) -> None:
+    root = repo(tmp_path)
+    asked = plan(("edit the notes", ["pkg/notes.py"]))
+    assert named_files(root, "Put release notes in pkg/notes.py and nope/x.py") == ["pkg/notes.py"]
+    assert judged(asked, root, "Put release notes in pkg/notes.py")[0] == 1.0
+    created = plan(("Create pkg/cache.py with a page cache", ["pkg/cache.py"]))
+    assert legitimately_new(created, "pkg/cache.py", root)
+    assert judged(created, root, "Add a page cache")[0] == 1.0
+    # No step says it creates it, or its directory does not exist: not grounded.
+    assert not legitimately_new(plan(("edit", ["pkg/cache.py"])), "pkg/cache.py", root)
+    assert not legitimately_new(plan(("Create it", ["nope/x.py"])), "nope/x.py", root)
+    assert not legitimately_new(plan(("Create it", ["../x.py"])), "../x.py", root)
+    # A new test file next to the others is a legitimate addition.
+    assert legitimately_new(
+        plan(("cover it", ["tests/test_cache.py"])), "tests/test_cache.py", root
+    )
+
+
+def test_test_files_by_the_runners_conventions() -> None:
+    for path in ("tests/test_a.py", "test_a.py", "a/b_test.go", "src/a.test.ts", "conftest.py"):
+        assert is_test_file(path), path
+    for path in ("src/a.py", "latest.py", "contest/a.py", "docs/testing.md"):
+        assert not is_test_file(path), path
