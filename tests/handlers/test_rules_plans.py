@@ -1,5 +1,6 @@
 """Judging a plan (oopav.decide.plans): which named files are grounded (existing, or
-legitimately new), coverage of what the instruction points at, and the plan's adequacy."""
+legitimately new), coverage of what the instruction points at, and the plan's adequacy; and
+what the harness contract and diagnostics tiers run (oopav.decide.checks)."""
 
 from __future__ import annotations
 
@@ -101,3 +102,51 @@ def test_test_files_by_the_runners_conventions() -> None:
         assert is_test_file(path), path
     for path in ("src/a.py", "latest.py", "contest/a.py", "docs/testing.md"):
         assert not is_test_file(path), path
+
+
+# -- the harness contract and diagnostics tiers: what runs (oopav.decide.checks) -------------
+
+
+def test_declared_checks_come_from_pyproject_package_json_and_the_makefile(tmp_path: Path) -> None:
+    import json
+
+    from oopav.decide.checks import declared_checks
+
+    assert declared_checks(tmp_path)[0] == []
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.oopav.checks]\ntypes = "mypy src"\nschema = ["python", "scripts/schema.py"]\n'
+    )
+    (tmp_path / "package.json").write_text(
+        json.dumps({"scripts": {"test": "jest", "lint": "eslint .", "build": "tsc"}})
+    )
+    (tmp_path / "Makefile").write_text("X := 1\ncheck: lint\n\truff check .\nlint:\n\techo\n")
+    checks, looked = declared_checks(tmp_path)
+    assert checks == [
+        ("pyproject.toml [tool.oopav.checks] types", ["mypy", "src"]),
+        ("pyproject.toml [tool.oopav.checks] schema", ["python", "scripts/schema.py"]),
+        ("package.json scripts.lint", ["npm", "run", "--silent", "lint"]),
+        ("Makefile target check", ["make", "check"]),
+        ("Makefile target lint", ["make", "lint"]),
+    ]
+    assert "package.json scripts check/lint" in looked
+
+
+def test_diagnostics_run_per_language_where_a_tool_is_installed() -> None:
+    from oopav.decide.checks import diagnostic_keys, diagnostics_plan
+
+    changed = ["a.py", "b.pyi", "web/app.ts", "main.go", "README.md"]
+    runs, skipped = diagnostics_plan(changed, {"pyright": ["node", "pr.js"], "gopls": None})
+    assert runs == [("python", ["node", "pr.js", "a.py", "b.pyi"])]
+    assert skipped[0] == "go: gopls is not installed"
+    assert skipped[1].startswith("TypeScript/JavaScript: tsserver speaks only its editor protocol")
+    assert diagnostics_plan(["README.md"], {"pyright": ["p"]}) == ([], [])
+    output = (
+        "/w/ws/a.py\n"
+        "  /w/ws/a.py:3:9 - error: Type \"Literal['a']\" is not assignable (reportAssignmentType)\n"
+        '  /w/ws/a.py:4:1 - warning: Import "x" is not accessed (reportUnusedImport)\n'
+        "1 error, 1 warning, 0 informations\n"
+    )
+    keys = diagnostic_keys(output, "ws")
+    assert list(keys) == [
+        "a.py - error: Type \"Literal['a']\" is not assignable (reportAssignmentType)"
+    ]

@@ -209,3 +209,83 @@ async def test_required_tests_are_enforced_by_the_plan_s_manifest(
     assert f"or a step that runs `{' '.join(TEST_COMMAND)}`" in retry
     [proposed] = of(events, "plan_proposed")
     assert proposed.steps[-1].description == f"Run `{' '.join(TEST_COMMAND)}`"
+
+
+# -- the diagnostics and harness contract tiers ---------------------------------------------
+
+
+def _insert(path: str, after: str, text: str) -> str:
+    from loop_harness import action_answer
+
+    edit = {"path": path, "search": after, "replace": after + text}
+    return action_answer({"type": "search_replace", "edits": [edit]}, "insert")
+
+
+async def test_a_type_error_the_change_introduces_fails_the_diagnostics_tier(
+    nc: Any, nats_url: str, repo: Path
+) -> None:
+    bad = _insert(
+        "webtool/client.py",
+        "from __future__ import annotations\n",
+        '\nLIMIT: int = "ten"\n',
+    )
+    script = {"planner": [plan_answer()], "actor": [rename_all(), bad, finish()]}
+    _, state, events = await run_session(nats_url, script, task(repo, budgets={"bounces": 0}))
+    gates = {g.gate: g for g in of(events, "gate_evaluated")}
+    assert gates["tests"].passed and gates["lint"].passed
+    diag = gates["diagnostics"]
+    assert not diag.passed, diag.evidence
+    assert (
+        "python: `" in diag.evidence and "error(s) the base version did not have" in diag.evidence
+    )
+    assert "webtool/client.py" in diag.evidence and "LIMIT" not in diag.evidence.split("\n")[0]
+    assert '"Literal[\'ten\']" is not assignable to declared type "int"' in diag.evidence
+    assert "crawler.py" not in diag.evidence.split(":\n", 1)[1]
+    assert diag.execs and diag.execs[0].purpose == "gate_diagnostics"
+    assert state.outcome == "failed" and "diagnostics gate" in state.summary
+
+
+async def test_the_project_s_declared_checks_all_run_and_a_new_failure_fails_the_harness_tier(
+    nc: Any, nats_url: str, repo: Path
+) -> None:
+    (repo / "Makefile").write_text(
+        "lint:\n\tpython -c \"print('lint ok')\"\n\n"
+        "check:\n\tpython -c \"import webtool.client as c; assert hasattr(c, 'fetch'), "
+        "'the public fetch is gone'\"\n"
+    )
+    script = {"planner": [plan_answer()], "actor": [rename_all(), finish()]}
+    _, state, events = await run_session(nats_url, script, task(repo, budgets={"bounces": 0}))
+    gates = {g.gate: g for g in of(events, "gate_evaluated")}
+    assert gates["tests"].passed
+    harness = gates["harness"]
+    assert not harness.passed, harness.evidence
+    lines = harness.evidence.splitlines()
+    assert lines[0] == "- Makefile target check: FAILED"
+    assert "the public fetch is gone" in harness.evidence
+    assert "(the baseline passes this check: every error is new)" in harness.evidence
+    assert [r.purpose for r in harness.execs] == ["gate_harness", "gate_harness_base"]
+    assert state.outcome == "failed" and "harness gate" in state.summary
+
+
+async def test_the_harness_tier_runs_every_declared_check_and_says_when_there_are_none(
+    nc: Any, nats_url: str, repo: Path, tmp_path: Path
+) -> None:
+    (repo / "Makefile").write_text(
+        "lint:\n\tpython -c \"print('lint ok')\"\n\ntypecheck:\n\tpython -c \"print('types ok')\"\n"
+    )
+    _, state, events = await run_session(nats_url, rename_script(), task(repo))
+    assert state.outcome == "success", state.summary
+    [harness] = [g for g in of(events, "gate_evaluated") if g.gate == "harness"]
+    assert harness.passed and not harness.skipped
+    assert harness.evidence.splitlines() == [
+        "2 declared check(s):",
+        "- Makefile target lint: `make lint` passed",
+        "- Makefile target typecheck: `make typecheck` passed",
+    ]
+    bare = tmp_path / "bare"
+    from loop_harness import make_repo
+
+    make_repo(bare, pytest_suite=False, git_repo=False)
+    _, _, events = await run_session(nats_url, rename_script(), task(bare))
+    [skipped] = [g for g in of(events, "gate_evaluated") if g.gate == "harness"]
+    assert skipped.skipped and skipped.evidence.startswith("the project declares no check commands")

@@ -19,7 +19,7 @@ from oopav.decide.tests import (
 from oopav.events.catalog import Event, ExecRecord, Finding
 from oopav.projections.session import SessionState
 
-GATES = ("stubs", "parse", "tests", "lint", "critic", "confidence")
+GATES = ("stubs", "parse", "tests", "lint", "diagnostics", "harness", "critic", "confidence")
 
 
 MAX_LINT_BASE_FILES = 20
@@ -181,6 +181,8 @@ TIER_GATES: dict[str, tuple[str, ...]] = {
         "tests",
         "residuals",
         "lint",
+        "diagnostics",
+        "harness",
         "critic",
         "confidence",
     ),

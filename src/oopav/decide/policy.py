@@ -106,6 +106,12 @@ class LoopPolicy(BaseModel):
         "actor finishes, before the verifier's tests judge the change",
     )
     doctest: bool = True
+    harness: bool = Field(
+        True, description="the harness contract tier: the project's declared check commands"
+    )
+    diagnostics: bool = Field(
+        True, description="the per-file diagnostics tier: pyright / gopls on the changed files"
+    )
     residuals: Literal["report", "fail", "off"] = Field(
         "report",
         description="after a rename, the old name's remaining occurrences: reported in the "

@@ -1,7 +1,8 @@
 """verifier: the done-gate chain when the actor finishes (DESIGN step 6, issue 17 §8).
 
 The chain is per task, by victory tier (``decide.TIER_GATES``): stubs → parse → compile/type
-check → doc tests → unit tests → lint → critic; ``compile_only`` stops after the compile check,
+check → doc tests → unit tests → lint → per-file diagnostics → the project's declared checks
+(harness) → critic; ``compile_only`` stops after the compile check,
 ``tests`` after the unit tests, ``full`` runs everything, ending with the confidence tier
 (the critic's confidence against ``policy.critic.min_confidence``). The tier comes from the policy, else
 from orient. The task's test command always runs, whatever the tier.
@@ -27,6 +28,7 @@ from oopav.events.catalog import Event
 from oopav.handlers.ports import Ports
 from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.completion import complete
+from oopav.handlers.support.contract import gate_diagnostics, gate_harness
 from oopav.handlers.support.gates import (
     _changed,
     choose_tests,
@@ -84,6 +86,10 @@ class Verifier:
                 result = await gate_lint(state, root, changed, ports, event.id)
             elif gate == "residuals":
                 result = await gate_residuals(state, root, changed)
+            elif gate == "diagnostics":
+                result = await gate_diagnostics(state, root, changed, ports, event.id)
+            elif gate == "harness":
+                result = await gate_harness(state, root, ports, event.id)
             elif gate == "confidence":
                 result = confidence_outcome(
                     next((o for o in outcomes if o.gate == "critic"), None),
