@@ -489,7 +489,8 @@ def describe_event(e: Event) -> str:
         case ev.CautionRaised():
             return f"level {e.level}: {'; '.join(e.reasons)[:60]} -> {'; '.join(e.effects)[:40]}"
         case ev.CriticVerdict():
-            return f"{e.verdict}: {'; '.join(e.reasons)[:80]}"
+            sure = f" (confidence {e.confidence:.2f})" if e.confidence is not None else ""
+            return f"{e.trigger} {e.verdict}{sure}: {'; '.join(e.reasons)[:80]}"
         case ev.SessionCompleted():
             return f"{e.outcome}: {e.summary[:80]}"
         case ev.PermissionGranted():

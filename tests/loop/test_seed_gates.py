@@ -130,6 +130,9 @@ async def test_oopav_critic_reviews_a_recorded_session_after_the_fact(
     assert rc == 0, err
     assert f"session {sid} (success): critic approve" in out
     assert "confidence: " in out and "shown: task, plan, gates, diff" in out
+    rc, out, err = await oopav(nats_url, data, "show", sid)
+    assert rc == 0, err
+    assert "review approve (confidence " in out
     # Replay injects the review as recorded: the session still reproduces exactly.
     await assert_replays(nats_url, sid)
 

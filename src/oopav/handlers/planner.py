@@ -4,7 +4,7 @@ Where tests are required, a plan whose manifest names no test file and none of w
 names the test command (decide/plans.missing_tests), or that drops orient's test decision, is
 refused and asked for again, burning the phase's retry budget. A plan
 whose adequacy (decide/plans.adequacy: the files it names exist or are created, and cover the
-files the task points at) is below ``policy.plan_adequacy.min_score`` is replanned before
+files the task names by path) is below ``policy.plan_adequacy.min_score`` is replanned before
 acting (``replan_triggered``, source ``adequacy``; bounded by ``policy.plan_adequacy.replans``)."""
 
 from __future__ import annotations
@@ -117,7 +117,8 @@ class Planner:
         task = state.task
         assert task is not None
         if pointed:
-            # What the adequacy gate measures coverage against: say it up front.
+            # A hint for the manifest: the paths the task names and the files that use the
+            # identifiers it names (the adequacy gate holds a plan to the former only).
             shown = pointed[:POINTED_SHOWN]
             more = len(pointed) - len(shown)
             parts.append(
@@ -291,7 +292,7 @@ class Planner:
         ``policy.plan_adequacy.min_score`` is replanned before acting (``replan_triggered``,
         source ``adequacy``, with what it got wrong), at most ``policy.plan_adequacy.replans``
         times a session; past that it goes ahead, its score on ``plan_proposed``. Returns
-        (replanned, the score or None when not judged)."""
+        (replanned, the score or None when not judged: no workspace to look in, or the gate off)."""
         from oopav.decide.plans import adequacy, judge_plan, named_files
 
         policy = decision_policy(state).plan_adequacy
