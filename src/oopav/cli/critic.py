@@ -22,7 +22,8 @@ from oopav.cli.kit import Ctx, _json_out, pass_ctx, run_async
 @pass_ctx
 @run_async
 async def critic_cmd(c: Ctx, session: str, model: str | None, as_json: bool) -> None:
-    """Review a recorded session with the critic; the verdict is recorded on its stream."""
+    """Review a recorded session with the critic; the verdict is recorded on its stream.
+    Exits 1 when no verdict counts (the critic's model unavailable, or its answer unusable)."""
     from oopav.app import open_bus
     from oopav.services import review_session
 
@@ -33,6 +34,8 @@ async def critic_cmd(c: Ctx, session: str, model: str | None, as_json: bool) -> 
             raise click.ClickException(str(exc).strip("'\"")) from None
     if as_json:
         _json_out(said)
+        if said["skipped"]:
+            raise SystemExit(1)
         return
     click.echo(
         f"session {said['session_id']} ({said['outcome'] or 'live'}): critic {said['verdict']}"
@@ -50,6 +53,9 @@ async def critic_cmd(c: Ctx, session: str, model: str | None, as_json: bool) -> 
     if said["confidence"] is not None:
         click.echo(f"confidence: {said['confidence']:.2f}")
     click.echo(f"shown: {', '.join(said['shown'])}; recorded as {said['verdict_id']}")
+    if said["skipped"]:
+        # No verdict counts (the model unavailable, its answer unparseable): say so to scripts.
+        raise SystemExit(1)
 
 
 def register(cli: click.Group) -> None:
