@@ -92,6 +92,15 @@ async def test_oopav_critic_reviews_a_recorded_session_after_the_fact(
     sid, state, _ = await run_session(nats_url, rename_script(), task(repo))
     assert state.outcome == "success", state.summary
     data = tmp_path / "cli-data"
+    # A critic that cannot answer: recorded as unavailable, and the exit status says so.
+    gone = tmp_path / "gone.yaml"
+    rc, out, err = await oopav(
+        nats_url, data, "critic", "--session", sid, "--model", f"scripted:{gone}", "--json"
+    )
+    assert rc == 1, err
+    failed = json.loads(out)
+    assert failed["verdict"] == "unavailable" and "cannot read script" in failed["skipped"]
+    # Asked again with a model that answers: a new call (an unavailable verdict is not reused).
     rc, out, err = await oopav(
         nats_url, data, "critic", "--session", sid[:13], "--model", "synth:", "--json"
     )
@@ -112,7 +121,14 @@ async def test_oopav_critic_reviews_a_recorded_session_after_the_fact(
         recorded = await bus.events.read("session", sid)
         events = await events_of(bus, sid)
     # Appended after the end, as a person's request (no loop handler), never terminal.
-    assert [e.type for e in events[-3:]] == ["session_completed", "model_called", "critic_verdict"]
+    assert [e.type for e in events[-5:]] == [
+        "session_completed",
+        "model_called",
+        "critic_verdict",
+        "model_called",
+        "critic_verdict",
+    ]
+    assert events[-3].verdict == "unavailable" and events[-4].error is not None
     called, v = events[-2], events[-1]
     assert v.id == said["verdict_id"] and v.trigger == "review" and v.model_call_id == called.id
     assert v.actor.startswith("cli.critic/") and called.role == "critic"

@@ -34,10 +34,18 @@ class Review:
 
 
 async def review(
-    state: SessionState, out: Emitter, pack: str, cfg: CriticConfig, trigger: str
+    state: SessionState,
+    out: Emitter,
+    pack: str,
+    cfg: CriticConfig,
+    trigger: str,
+    *,
+    reuse_unavailable: bool = True,
 ) -> Review:
     """Send ``pack`` (redacted) to the critic, or reuse the verdict on an identical payload;
-    record ``critic_verdict`` (with ``trigger``) and return what it said."""
+    record ``critic_verdict`` (with ``trigger``) and return what it said.
+    ``reuse_unavailable=False``: an earlier ``unavailable`` verdict on the same payload is not
+    reused (a person asking again, perhaps with another model, gets a new call)."""
     from oopav.models.prompt import AnswerError, build_request, parse_role_answer, static_prefix
 
     sent = prepare(pack, cfg)
@@ -48,7 +56,12 @@ async def review(
         "shown": list(cfg.allowed_artifact_fields),
     }
     earlier = next(
-        (v for v in reversed(state.critic_verdicts) if v.payload_sha256 == sent.sha256), None
+        (
+            v
+            for v in reversed(state.critic_verdicts)
+            if v.payload_sha256 == sent.sha256 and (reuse_unavailable or v.verdict != "unavailable")
+        ),
+        None,
     )
     if earlier is not None:
         reused = out.emit(
@@ -187,4 +200,4 @@ async def review_recorded(state: SessionState, out: Emitter, spec: str | None = 
         instructions=(asked + "\nReviewed after the fact. " + ended).strip(),
         shown=cfg.allowed_artifact_fields,
     )
-    return await review(state, out, pack, cfg, "review")
+    return await review(state, out, pack, cfg, "review", reuse_unavailable=False)
