@@ -456,7 +456,9 @@ def describe_event(e: Event) -> str:
         case ev.OrientReported():
             return f"risk={e.risk_band} gap={e.evidence_gap:.2f} {e.category} complexity={e.complexity} tests={e.test_decision}"
         case ev.PlanProposed():
-            return f"attempt {e.attempt}: {len(e.steps)} steps, files={','.join(e.files)[:60]}"
+            return f"attempt {e.attempt}: {len(e.steps)} steps, files={','.join(e.files)[:60]}" + (
+                f" adequacy={e.adequacy:.2f}" if e.adequacy is not None else ""
+            )
         case ev.ModelCalled():
             return (
                 f"{e.role} via {e.backend}: {e.prompt_tokens}+{e.completion_tokens} tokens, {e.latency_ms:.0f} ms"
@@ -487,7 +489,8 @@ def describe_event(e: Event) -> str:
         case ev.CautionRaised():
             return f"level {e.level}: {'; '.join(e.reasons)[:60]} -> {'; '.join(e.effects)[:40]}"
         case ev.CriticVerdict():
-            return f"{e.verdict}: {'; '.join(e.reasons)[:80]}"
+            sure = f" (confidence {e.confidence:.2f})" if e.confidence is not None else ""
+            return f"{e.trigger} {e.verdict}{sure}: {'; '.join(e.reasons)[:80]}"
         case ev.SessionCompleted():
             return f"{e.outcome}: {e.summary[:80]}"
         case ev.PermissionGranted():
@@ -620,6 +623,57 @@ async def publish_answer(
     )
     await bus.events.append(event)
     return {"session_id": sid, "answer_id": event.id, "request_id": asked.id}
+
+
+async def review_session(
+    bus: Bus, settings: Any, session: str, *, model: str | None = None
+) -> dict[str, Any]:
+    """``oopav critic --session``: the critic's review of a recorded session after the fact
+    (handlers/support/critic.review_recorded), its ``model_called`` and ``critic_verdict``
+    appended to the session's stream after everything already there — linked into the hash
+    chain on the last sequence read (a session that moved on meanwhile is a clear error, not a
+    fork of the chain), caused by the session's last event, and never terminal, so the first
+    terminal event still stands."""
+    from oopav.bus.errors import ConcurrencyConflict
+    from oopav.handlers.ports import Ports
+    from oopav.handlers.runtime import Emitter
+    from oopav.handlers.support.critic import REVIEWER, review_recorded
+    from oopav.history.blobs import BlobStore
+
+    sid = await resolve_session(bus, session)
+    recorded = await bus.events.read("session", sid)
+    if not recorded:
+        raise ValueError(f"no events for session {sid}")
+    state = fold(recorded)
+    ports = Ports(settings=settings, blobs=BlobStore(bus.nc), store=bus.events)
+    out = Emitter(recorded[-1][1], REVIEWER, ports)
+    try:
+        said = await review_recorded(state, out, model)
+    finally:
+        await ports.aclose()
+    try:
+        await bus.events.append_batch(out.events, expected=state.last_sequence)
+    except ConcurrencyConflict:
+        raise ValueError(
+            f"session {sid} recorded new events during the review; review it again"
+        ) from None
+    verdict = next(e for e in out.events if isinstance(e, ev.CriticVerdict))
+    called = next((e for e in out.events if isinstance(e, ev.ModelCalled)), None)
+    return {
+        "session_id": sid,
+        "verdict_id": verdict.id,
+        "verdict": said.verdict,
+        "reasons": said.reasons,
+        "top_risks": said.top_risks,
+        "missing_tests": said.missing_tests,
+        "confidence": said.confidence,
+        "cached": said.cached,
+        "skipped": said.skipped,
+        "shown": verdict.shown,
+        "payload_sha256": verdict.payload_sha256,
+        "model": called.backend if called is not None else None,
+        "outcome": state.outcome,
+    }
 
 
 async def run_training(

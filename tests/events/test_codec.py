@@ -259,6 +259,21 @@ def test_invalid_content_of_a_known_type() -> None:
     assert "verdict" in info.value.detail
 
 
+def test_a_critic_verdict_recorded_before_the_structured_report_decodes_with_defaults() -> None:
+    raw = json.loads(encode(make(ev.CriticVerdict)))
+    for name in ("top_risks", "missing_tests", "confidence", "shown"):
+        raw.pop(name, None)
+    old = decode(json.dumps(raw).encode())
+    assert isinstance(old, ev.CriticVerdict)
+    assert old.top_risks == [] and old.missing_tests == [] and old.shown == []
+    assert old.confidence is None
+    # And a plan recorded before the adequacy gate has no score.
+    plan = json.loads(encode(make(ev.PlanProposed)))
+    plan.pop("adequacy", None)
+    back = decode(json.dumps(plan).encode())
+    assert isinstance(back, ev.PlanProposed) and back.adequacy is None
+
+
 def test_schema_from_future() -> None:
     raw = json.loads(encode(make(ev.CriticVerdict)))
     raw["schema"] = ev.CriticVerdict.SCHEMA + 1

@@ -32,10 +32,26 @@ def _plan(*descriptions: str, decision: str = "required") -> PlanOutput:
     return PlanOutput(steps=steps, files=[], test_decision=decision, rationale="")  # type: ignore[arg-type]
 
 
-def test_required_tests_need_a_test_step() -> None:
-    assert missing_test_step(_plan("rename it"), "required") is not None
-    assert missing_test_step(_plan("rename it", "run the tests"), "required") is None
+def test_required_tests_are_checked_by_the_manifest_not_by_words() -> None:
+    cmd = ["python", "-m", "pytest", "-q"]
     assert missing_test_step(_plan("rename it"), "optional") is None
+    # Words about tests are not a test: a test file in the files, or the command itself, is.
+    words = missing_test_step(_plan("rename it", "run the tests"), "required", cmd)
+    assert words is not None and "name no test file" in words
+    assert "or a step that runs `python -m pytest -q`" in words
+    assert (
+        missing_test_step(_plan("rename it", "run `python -m pytest -q`"), "required", cmd) is None
+    )
+    with_file = PlanOutput(
+        steps=[PlanStepOutput(id=1, description="rename", files=["tests/test_a.py"])],
+        files=["a.py"],
+        test_decision="required",
+        rationale="",
+    )
+    assert missing_test_step(with_file, "required") is None
+    # No command known: only a test file will do, and the message does not invent one.
+    none = missing_test_step(_plan("run pytest"), "required")
+    assert none is not None and "step that runs" not in none
 
 
 def test_required_tests_cannot_be_downgraded_by_the_plan() -> None:

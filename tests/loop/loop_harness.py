@@ -188,8 +188,12 @@ def never_matches() -> str:
     )
 
 
-def verdict(v: str, *reasons: str) -> str:
-    return render_answer("verdict", {"verdict": v, "reasons": list(reasons)}, think="reviewing")
+def verdict(v: str, *reasons: str, **report: Any) -> str:
+    """A critic's answer; ``report``: its structured fields (top_risks, missing_tests,
+    confidence)."""
+    return render_answer(
+        "verdict", {"verdict": v, "reasons": list(reasons), **report}, think="reviewing"
+    )
 
 
 # -- running the loop -------------------------------------------------------------------------

@@ -33,11 +33,13 @@ async def test_the_actor_sees_what_it_edits_and_hears_the_fix(
 ) -> None:
     repo = make_repo(tmp_path / "repo", pytest_suite=False)
     script = {
-        "planner": [plan_answer(files=["webtool/client.py"])],
+        # A narrow plan on purpose (the file in focus): the adequacy gate is off for it.
+        "planner": [plan_answer(files=["webtool/client.py", "tests/test_webtool.py"])],
         "actor": [never_matches(), rename_all(), finish()],
         "critic": [verdict("approve", "complete rename")],
     }
-    sid, state, events = await run_session(nats_url, script, task(repo, policy={"critic": True}))
+    policy = {"critic": True, "plan_adequacy": {"min_score": 0}}
+    sid, state, events = await run_session(nats_url, script, task(repo, policy=policy))
     assert state.outcome == "success", state.summary
     calls = of(events, "model_called")
     actor_calls = [c for c in calls if c.role == "actor"]

@@ -551,7 +551,7 @@ async def test_a_third_plan_like_the_two_before_is_replaced_by_a_perturbed_repla
 ) -> None:
     different = plan_answer(
         "one structural rule over the whole tree, then the tests",
-        files=["webtool/client.py"],
+        files=["webtool/client.py", "tests/test_webtool.py"],
         steps=3,
     )
     script = {

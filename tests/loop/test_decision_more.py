@@ -199,14 +199,16 @@ async def test_a_plan_that_requires_tests_runs_them_after_each_action_and_rule_5
 
 
 def untested_plan() -> str:
-    """A plan without a step that runs the tests, though the task requires them."""
+    """A plan that names no test file and no step running the test command, though the task
+    requires tests."""
     from oopav.models.prompt import render_answer
 
+    sources = [f for f in FILES if not f.startswith("tests/")]
     return render_answer(
         "plan",
         {
-            "steps": [{"id": 1, "description": "rename fetch everywhere", "files": FILES}],
-            "files": FILES,
+            "steps": [{"id": 1, "description": "rename fetch everywhere", "files": sources}],
+            "files": sources,
             "test_decision": "required",
             "rationale": "no tests",
         },
@@ -218,7 +220,7 @@ def untested_plan() -> str:
 async def test_competing_plans_are_graded_and_the_best_is_proposed(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:
-    narrow = plan_answer("client only", files=["webtool/client.py"])
+    narrow = plan_answer("client only", files=["webtool/client.py", "tests/test_webtool.py"])
     ghost = plan_answer("ghost files", files=[*FILES, "webtool/ghost.py"])
     script = {
         "planner": [narrow, untested_plan(), plan_answer("everywhere"), ghost],
@@ -239,10 +241,11 @@ async def test_competing_plans_are_graded_and_the_best_is_proposed(
         derive_id(report.id, "planner.candidate", i) for i in range(4)
     ]
     narrow_c, untested, everywhere, ghost_c = graded
-    assert not untested.valid and untested.score == 0.0 and "no step runs" in untested.reason
+    assert not untested.valid and untested.score == 0.0
+    assert "the plan's files name no test file" in untested.reason
     # `fetch` occurs in five files (the four code files and README.md): coverage is the share
     # of them a plan names.
-    assert narrow_c.components["coverage"] == 0.2 and "leaves out README.md" in narrow_c.reason
+    assert narrow_c.components["coverage"] == 0.4 and "leaves out README.md" in narrow_c.reason
     assert everywhere.components == {"valid": 1.0, "grounded": 1.0, "coverage": 0.8, "size": 0.8333}
     assert everywhere.score == 3.6333
     assert (
@@ -300,7 +303,10 @@ async def test_the_critic_reviews_each_plan_and_a_block_replans_before_anything_
     from loop_harness import verdict
 
     script = {
-        "planner": [plan_answer("client only", files=["webtool/client.py"]), plan_answer("all")],
+        "planner": [
+            plan_answer("client only", files=["webtool/client.py", "tests/test_webtool.py"]),
+            plan_answer("all"),
+        ],
         "critic": [
             verdict("block", "the plan leaves out crawler.py and report.py"),
             verdict("approve", "covers every caller"),

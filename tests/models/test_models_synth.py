@@ -95,8 +95,17 @@ def test_failures_are_synthesis_failed_errors(role: str, context: str, reason: s
     assert reason in info.value.message
 
 
-def test_synth_answers_no_critic() -> None:
+def test_synth_reviews_by_rules_unless_a_fallback_model_can_critic() -> None:
+    from oopav.models.prompt import parse_role_answer
+    from oopav.models.scripted import ScriptedBackend
+
     request = build_request("critic", prefix=static_prefix(None), context=examples_block(EXAMPLES))
-    with pytest.raises(ModelError) as info:
-        asyncio.run(SynthBackend().complete(request))
-    assert info.value.kind == "invalid_request"
+    # No model to hand over to: the rule-based reviewer answers (models/synth_critic.py).
+    own = asyncio.run(SynthBackend().complete(request))
+    verdict = parse_role_answer("critic", own.text).payload
+    assert verdict.verdict == "caution" and verdict.confidence is not None
+    # A fallback model is a better critic than rules: it answers, and the event says so.
+    answer = '<think>t</think><verdict>{"verdict":"approve","reasons":[]}</verdict>'
+    fallback = ScriptedBackend({"critic": [answer]})
+    handed = asyncio.run(SynthBackend(fallback=fallback).complete(request))
+    assert handed.text == answer and "fallback of synth" in (handed.backend or "")

@@ -158,7 +158,9 @@ class PolicyServer:
                     "steps": [
                         {
                             "id": 1,
-                            "description": "Write answer.txt, then run the tests and check they pass",
+                            "description": "Write answer.txt, then run the test command `"
+                            + " ".join(TEST_COMMAND)
+                            + "` and check it passes",
                             "files": ["answer.txt"],
                         }
                     ],

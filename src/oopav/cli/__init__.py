@@ -236,6 +236,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "diff",
     "archive",
     "notary",
+    "critic",
 )
 COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(("up", "handler", "streams", "events"), "serve"),
@@ -256,6 +257,7 @@ COMMAND_MODULES: dict[str, str] = {
     "diff": "diff",
     "session": "archive",
     "notary": "notary",
+    "critic": "critic",
 }
 _loaded: set[str] = set()
 

@@ -174,3 +174,116 @@ def doctest_failures(output: str) -> Counter[str]:
         elif line.startswith(("FAILED ", "ERROR ")):
             keys[line.split(" - ")[0].strip()] += 1
     return keys
+
+
+# -- the harness contract tier: the project's declared check commands ------------------------
+
+CONTRACT_SCRIPTS = ("check", "lint", "typecheck", "type-check", "types")
+"""package.json scripts that declare a check (``test`` is the tests gate's)."""
+CONTRACT_TARGETS = ("check", "lint", "typecheck")
+"""Makefile targets that declare a check."""
+MAX_CONTRACT_CHECKS = 6
+_MAKE_TARGET = re.compile(r"^([A-Za-z0-9_.-]+)\s*:(?!=)", re.M)
+
+
+def declared_checks(root: RepoFiles) -> tuple[list[tuple[str, list[str]]], str]:
+    """The check commands the project declares, as (where declared, argv), and where they were
+    looked for: ``[tool.oopav.checks]`` in pyproject.toml (name = "command" or [argv]),
+    package.json scripts named check / lint / typecheck / type-check / types (run with
+    ``npm run --silent``), Makefile targets check / lint / typecheck. tox environments are not
+    run: tox builds their environments from the network the sandbox denies (docs/loop.md)."""
+    import json
+    import shlex
+
+    out: list[tuple[str, list[str]]] = []
+    table = _pyproject_tools(root).get("oopav", {})
+    checks = table.get("checks") if isinstance(table, dict) else None
+    if isinstance(checks, dict):
+        for name, cmd in checks.items():
+            if isinstance(cmd, str) and cmd.strip():
+                out.append((f"pyproject.toml [tool.oopav.checks] {name}", shlex.split(cmd)))
+            elif isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd):
+                out.append((f"pyproject.toml [tool.oopav.checks] {name}", list(cmd)))
+    package = root.text("package.json")
+    if package is not None:
+        try:
+            scripts = json.loads(package).get("scripts") or {}
+        except (ValueError, AttributeError):
+            scripts = {}
+        if isinstance(scripts, dict):
+            for name in CONTRACT_SCRIPTS:
+                if isinstance(scripts.get(name), str) and scripts[name].strip():
+                    out.append((f"package.json scripts.{name}", ["npm", "run", "--silent", name]))
+    for makefile in ("GNUmakefile", "makefile", "Makefile"):
+        text = root.text(makefile, errors="replace")
+        if text is not None:
+            targets = set(_MAKE_TARGET.findall(text))
+            for name in CONTRACT_TARGETS:
+                if name in targets:
+                    out.append((f"{makefile} target {name}", ["make", name]))
+            break
+    seen: set[tuple[str, ...]] = set()
+    unique = []
+    for where, argv in out:
+        if tuple(argv) not in seen:
+            seen.add(tuple(argv))
+            unique.append((where, argv))
+    looked = (
+        "[tool.oopav.checks] in pyproject.toml, package.json scripts "
+        + "/".join(CONTRACT_SCRIPTS)
+        + ", Makefile targets "
+        + "/".join(CONTRACT_TARGETS)
+    )
+    return unique[:MAX_CONTRACT_CHECKS], looked
+
+
+# -- the per-file diagnostics tier: a language server or type checker per language ----------
+
+DIAGNOSTIC_TOOLS: dict[str, tuple[tuple[str, ...], str]] = {
+    # language: (file suffixes, tool)
+    "python": ((".py", ".pyi"), "pyright"),
+    "go": ((".go",), "gopls"),
+}
+UNSUPPORTED_DIAGNOSTICS: dict[tuple[str, ...], str] = {
+    (".ts", ".tsx", ".js", ".jsx"): "TypeScript/JavaScript: tsserver speaks only its editor "
+    "protocol; the compile gate runs tsc --noEmit where tsconfig.json is present",
+    (".rs",): "Rust: rust-analyzer diagnoses whole crates, not files; the compile gate runs "
+    "cargo check where Cargo.toml is present",
+}
+
+
+def diagnostics_plan(
+    changed: list[str], tools: dict[str, list[str] | None]
+) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """Which diagnostics run for the changed files: (language, argv) per language with a tool
+    in ``tools`` (tool name → the argv that runs it, None where not installed), and the
+    reasons for the changed languages that get none."""
+    runs: list[tuple[str, list[str]]] = []
+    skipped: list[str] = []
+    for language, (suffixes, tool) in DIAGNOSTIC_TOOLS.items():
+        files = sorted(f for f in changed if f.endswith(suffixes))
+        if not files:
+            continue
+        run = tools.get(tool)
+        if not run:
+            skipped.append(f"{language}: {tool} is not installed")
+        else:
+            runs.append((language, [*run, *files]))
+    for suffixes, why in UNSUPPORTED_DIAGNOSTICS.items():
+        if any(f.endswith(suffixes) for f in changed):
+            skipped.append(why)
+    return runs, skipped
+
+
+_PYRIGHT_SEVERITY = re.compile(r" - (error|warning|information): ")
+
+
+def diagnostic_keys(output: str, root_name: str) -> Counter[str]:
+    """The errors of a diagnostics run as location-free keys (``error_keys``); pyright's
+    warnings and notes are not errors and never fail the gate."""
+    lines = [
+        line
+        for line in output.splitlines()
+        if not (m := _PYRIGHT_SEVERITY.search(line)) or m.group(1) == "error"
+    ]
+    return error_keys("\n".join(lines), root_name)

@@ -19,7 +19,7 @@ from oopav.decide.tests import (
 from oopav.events.catalog import Event, ExecRecord, Finding
 from oopav.projections.session import SessionState
 
-GATES = ("stubs", "parse", "tests", "lint", "critic")
+GATES = ("stubs", "parse", "tests", "lint", "diagnostics", "harness", "critic", "confidence")
 
 
 MAX_LINT_BASE_FILES = 20
@@ -35,6 +35,10 @@ class GateOutcome:
     execs: list[ExecRecord] = field(default_factory=list)
     verdict: str | None = None  # critic only: approve | reject | unavailable
     reasons: list[str] = field(default_factory=list)
+    # critic only: its structured report (the confidence tier reads it)
+    confidence: float | None = None
+    top_risks: list[str] = field(default_factory=list)
+    missing_tests: list[str] = field(default_factory=list)
     model_events: list[Event] = field(default_factory=list)
     # What the session's outcome must say about this gate (a check that could not run, tests
     # skipped before and after): appended to the summary so a success is not over-read.
@@ -169,8 +173,59 @@ def introduced(
 TIER_GATES: dict[str, tuple[str, ...]] = {
     "compile_only": ("stubs", "parse", "compile"),
     "tests": ("stubs", "parse", "compile", "doctest", "tests", "residuals"),
-    "full": ("stubs", "parse", "compile", "doctest", "tests", "residuals", "lint", "critic"),
+    "full": (
+        "stubs",
+        "parse",
+        "compile",
+        "doctest",
+        "tests",
+        "residuals",
+        "lint",
+        "diagnostics",
+        "harness",
+        "critic",
+        "confidence",
+    ),
 }
+
+
+def confidence_outcome(critic: GateOutcome | None, threshold: float | None) -> GateOutcome:
+    """The confidence tier: the critic's verdict of this verification must be at least
+    ``threshold`` sure (``policy.critic.min_confidence``). Skipped, saying why, when there is no
+    verdict, no confidence in it, or no threshold; a critic that refused or was unavailable
+    never blocks, so neither does its missing confidence."""
+    if critic is None or critic.skipped or critic.verdict is None:
+        why = critic.evidence.splitlines()[0] if critic is not None and critic.evidence else ""
+        return GateOutcome(
+            "confidence",
+            True,
+            skipped=True,
+            evidence="no critic verdict in this verification" + (f" ({why})" if why else ""),
+        )
+    if critic.confidence is None:
+        return GateOutcome(
+            "confidence",
+            True,
+            skipped=True,
+            evidence=f"the critic's {critic.verdict} verdict gives no confidence",
+        )
+    if threshold is None:
+        return GateOutcome(
+            "confidence",
+            True,
+            skipped=True,
+            evidence=f"critic confidence {critic.confidence:.2f}; no threshold set "
+            "(policy.critic.min_confidence)",
+        )
+    said = f"the critic is {critic.confidence:.2f} sure of its {critic.verdict} verdict"
+    if critic.confidence >= threshold:
+        return GateOutcome(
+            "confidence", True, evidence=f"{said} (policy.critic.min_confidence {threshold:.2f})"
+        )
+    lines = [f"{said}, below policy.critic.min_confidence {threshold:.2f}"]
+    lines += [f"- risk: {r}" for r in critic.top_risks[:10]]
+    lines += [f"- missing test: {t}" for t in critic.missing_tests[:10]]
+    return GateOutcome("confidence", False, evidence="\n".join(lines))
 
 
 def base_decision(state: SessionState) -> str:

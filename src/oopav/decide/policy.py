@@ -71,6 +71,17 @@ class ModelCapabilitiesPolicy(BaseModel):
     context_tokens: int | None = Field(None, ge=256, le=10_000_000)
 
 
+class PlanAdequacyPolicy(BaseModel):
+    """The plan adequacy gate (decide/plans.adequacy): a plan scoring below ``min_score`` is
+    replanned before acting, at most ``replans`` times a session (then it goes ahead, its
+    score on record). ``min_score: 0`` turns the gate off."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_score: float = Field(0.75, ge=0.0, le=1.0)
+    replans: int = Field(1, ge=0, le=10)
+
+
 class LoopPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -93,6 +104,7 @@ class LoopPolicy(BaseModel):
     evidence_rounds: int = Field(2, ge=1, le=10, description="red: rounds before escalating")
     human_deadline_s: float = Field(3600.0, gt=0, le=7 * 24 * 3600)
     replans: ReplanPolicy = Field(default_factory=ReplanPolicy)
+    plan_adequacy: PlanAdequacyPolicy = Field(default_factory=PlanAdequacyPolicy)
     tests: TestPolicy = Field(default_factory=TestPolicy)
 
     @field_validator("tests", mode="before")
@@ -108,6 +120,17 @@ class LoopPolicy(BaseModel):
         "actor finishes, before the verifier's tests judge the change",
     )
     doctest: bool = True
+    harness: bool = Field(
+        True, description="the harness contract tier: the project's declared check commands"
+    )
+    # Off by default: pyright costs seconds per verification (issue 28's overhead target is
+    # 10% of the tests' own time), and whether a checker is installed is found live, not
+    # recorded, so a replay on a machine without it would skip the gate and diverge.
+    diagnostics: bool = Field(
+        False,
+        description="the per-file diagnostics tier: pyright / gopls on the changed files "
+        "(opt in: a few seconds per verification)",
+    )
     residuals: Literal["report", "fail", "off"] = Field(
         "report",
         description="after a rename, the old name's remaining occurrences: reported in the "

@@ -322,6 +322,8 @@ class PlanProposed(Event, tag="plan_proposed", frozen=True):
     repo_map_hash: str | None = None
     state_update: dict[str, Any] | None = None
     think: str = ""
+    adequacy: float | None = None
+    """The plan's adequacy score (decide/plans.adequacy) where the gate judged it."""
 
 
 # ``omit_defaults``: a session stores one model_called per call, so its history grows with them
@@ -506,8 +508,16 @@ class CriticVerdict(Event, tag="critic_verdict", frozen=True):
     cached: bool = False
     # The three fields above have defaults, so events written before them decode unchanged
     # (no schema bump needed).
-    trigger: Literal["gate", "plan", "escalation"] = "gate"
-    """What asked for the review: the verifier's last gate, a new plan, an escalation."""
+    trigger: Literal["gate", "plan", "escalation", "review"] = "gate"
+    """What asked for the review: the verifier's last gate, a new plan, an escalation, or a
+    person after the fact (``oopav critic --session``)."""
+    # The structured report (defaults: verdicts recorded before it decode unchanged).
+    top_risks: list[str] = msgspec.field(default_factory=list)
+    missing_tests: list[str] = msgspec.field(default_factory=list)
+    confidence: float | None = None
+    """The critic's confidence in its verdict (0-1); None when it gave none."""
+    shown: list[str] = msgspec.field(default_factory=list)
+    """The sections of the session the critic was shown (``policy.critic.allowed_artifact_fields``)."""
 
 
 class SessionCompleted(Event, tag="session_completed", frozen=True):

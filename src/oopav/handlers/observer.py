@@ -592,6 +592,7 @@ async def _second_opinion(state: SessionState, out: Emitter, reasons: list[str])
         instructions=(
             asked + "\nThe loop escalates to a person because: " + "; ".join(reasons)
         ).strip(),
+        shown=cfg.allowed_artifact_fields,
     )
     said = await review(state, out, pack, cfg, "escalation")
     if said.skipped is not None:

@@ -1,7 +1,11 @@
 """planner: asks the model for a plan with the prompt contract and records it (DESIGN step 4).
 
-A plan that lacks a test step where tests are required, or that drops orient's test decision
-without saying why, is refused and asked for again, burning the phase's retry budget."""
+Where tests are required, a plan whose manifest names no test file and none of whose steps
+names the test command (decide/plans.missing_tests), or that drops orient's test decision, is
+refused and asked for again, burning the phase's retry budget. A plan
+whose adequacy (decide/plans.adequacy: the files it names exist or are created, and cover the
+files the task names by path) is below ``policy.plan_adequacy.min_score`` is replanned before
+acting (``replan_triggered``, source ``adequacy``; bounded by ``policy.plan_adequacy.replans``)."""
 
 from __future__ import annotations
 
@@ -23,26 +27,27 @@ from oopav.handlers.support.budgets import over_wall_budget, tokens_exceeded
 from oopav.handlers.support.completion import complete
 from oopav.handlers.support.model_calls import ask_model, clip
 from oopav.logging import get_logger
+from oopav.models.synth import POINTED_HEADER
 from oopav.projections.session import SessionState
 from oopav.sandbox.files import WorkspaceFiles
 
 log = get_logger("oopav.planner")
 NAME = "planner"
+POINTED_SHOWN = 40
 _TEST_STEP = re.compile(
     r"\b(tests?|pytest|unittest|test suite|cargo test|go test|npm test)\b", re.I
 )
 
 
-def missing_test_step(plan: object, decision: str) -> str | None:
-    """Why a plan does not honour a required test decision (None when it does)."""
-    if decision != "required":
-        return None
-    steps = getattr(plan, "steps", [])
-    if not any(_TEST_STEP.search(s.description) for s in steps):
-        return "tests are required for this task but no step runs or checks the tests; add a step that runs them"
-    if getattr(plan, "test_decision", decision) in ("skip", "optional", "deferred"):
-        return f"tests are required for this task; the plan's test_decision must be 'required', not {plan.test_decision!r}"  # type: ignore[attr-defined]  # duck-typed plan: the getattr above found it
-    return None
+def missing_test_step(
+    plan: object, decision: str, test_command: list[str] | None = None
+) -> str | None:
+    """Why a plan does not honour a required test decision (None when it does), by its
+    manifest: a test file among its files, or a step naming the test command
+    (decide/plans.missing_tests)."""
+    from oopav.decide.plans import missing_tests
+
+    return missing_tests(plan, decision, test_command)
 
 
 class Planner:
@@ -75,7 +80,12 @@ class Planner:
     def settings_cache(self, state: SessionState) -> Path | None:
         return self._cache_dir
 
-    async def _context(self, state: SessionState) -> tuple[str, str | None]:
+    async def _context(
+        self,
+        state: SessionState,
+        pointed: list[str] | None = None,
+        test_command: list[str] | None = None,
+    ) -> tuple[str, str | None]:
         parts: list[str] = []
         map_hash = None
         if state.workspace is not None and WorkspaceFiles(state.workspace.path).is_dir("."):
@@ -109,6 +119,17 @@ class Planner:
             )
         task = state.task
         assert task is not None
+        if pointed:
+            # A hint for the manifest: the paths the task names and the files that use the
+            # identifiers it names (the adequacy gate holds a plan to the former only).
+            shown = pointed[:POINTED_SHOWN]
+            more = len(pointed) - len(shown)
+            parts.append(
+                POINTED_HEADER
+                + "\n"
+                + "\n".join(f"- {p}" for p in shown)
+                + (f"\n- … and {more} more" if more > 0 else "")
+            )
         if state.evidence:
             lines = ["### Evidence gathered"]
             for g in state.evidence[-2:]:
@@ -139,13 +160,15 @@ class Planner:
             )
         if task.test_command:
             parts.append("### Test command\n" + " ".join(task.test_command))
+        elif test_command:
+            parts.append("### Test command (detected)\n" + " ".join(test_command))
         if task.examples:
             from oopav.models.synth import examples_block
 
             parts.append(examples_block(task.examples))
         r = state.last_replan
         # A critic may block the very first plan, before any plan was proposed.
-        if r is not None and (state.plans or r.source == "critic"):
+        if r is not None and (state.plans or r.source in ("critic", "adequacy")):
             limit = task.budgets.prompt_output_bytes
             parts.append(
                 f"### Why we are planning again (attempt {state.plans + 1})\n{r.reason}\n"
@@ -187,7 +210,9 @@ class Planner:
         decision = state.orient.test_decision if state.orient else "optional"
         if await self._one_step(state, out, decision):
             return
-        context, map_hash = await self._context(state)
+        pointed = await self._pointed(state)
+        test_command = await self._test_command(state)
+        context, map_hash = await self._context(state, pointed, test_command)
         level, reasons = await self._caution(state, out)
         if level:
             context += "\n\n" + caution_prompt(level, reasons)
@@ -199,7 +224,7 @@ class Planner:
             from oopav.handlers.support.plans import NoValidPlan, choose_plan
 
             answer = await choose_plan(
-                state, out, context, lambda plan: missing_test_step(plan, decision), n
+                state, out, context, lambda plan: missing_test_step(plan, decision, test_command), n
             )
             if isinstance(answer, NoValidPlan):
                 answer, asking = False, answer.state
@@ -210,13 +235,16 @@ class Planner:
                 "planner",
                 context,
                 "planning",
-                check=lambda plan: missing_test_step(plan, decision),
+                check=lambda plan: missing_test_step(plan, decision, test_command),
             )
         # -- end decision core
         if answer is None:
             return
         parsed, call_id = answer
         plan = parsed.payload
+        inadequate, score = await self._inadequate(plan, pointed, state, out)
+        if inadequate:
+            return
         if await self._repeats_itself(plan, decision, state, out):
             return
         if await self._critic_blocks(plan, state, out):
@@ -240,7 +268,73 @@ class Planner:
             repo_map_hash=map_hash,
             state_update=msgspec.to_builtins(parsed.state_update) if parsed.state_update else None,
             think=parsed.think,
+            adequacy=score,
         )
+
+    @staticmethod
+    async def _test_command(state: SessionState) -> list[str] | None:
+        """The test command a plan must name when tests are required and it names no test
+        file: the task's, else the one detected in the workspace."""
+        from oopav.decide.tests import detect_test_command
+
+        if state.task is not None and state.task.test_command:
+            return list(state.task.test_command)
+        if state.workspace is None:
+            return None
+        files = WorkspaceFiles(state.workspace.path)
+        if not files.is_dir("."):
+            return None
+        found, _ = await asyncio.to_thread(detect_test_command, files)
+        return found
+
+    @staticmethod
+    async def _pointed(state: SessionState) -> list[str] | None:
+        """The files the instruction points at (decide/plans.pointed_files), None without a
+        workspace to look in."""
+        from oopav.decide.plans import pointed_files
+
+        if state.workspace is None or state.task is None:
+            return None
+        root = WorkspaceFiles(state.workspace.path)
+        if not root.is_dir("."):
+            return None
+        return await asyncio.to_thread(pointed_files, root, state.task.instruction)
+
+    async def _inadequate(
+        self, plan: Any, pointed: list[str] | None, state: SessionState, out: Emitter
+    ) -> tuple[bool, float | None]:
+        """The plan adequacy gate: a plan whose adequacy (decide/plans.adequacy) is below
+        ``policy.plan_adequacy.min_score`` is replanned before acting (``replan_triggered``,
+        source ``adequacy``, with what it got wrong), at most ``policy.plan_adequacy.replans``
+        times a session; past that it goes ahead, its score on ``plan_proposed``. Returns
+        (replanned, the score or None when not judged: no workspace to look in, or the gate off)."""
+        from oopav.decide.plans import adequacy, judge_plan, named_files
+
+        policy = decision_policy(state).plan_adequacy
+        task = state.task
+        if policy.min_score <= 0 or pointed is None or state.workspace is None or task is None:
+            return False, None
+        root = WorkspaceFiles(state.workspace.path)
+        named = await asyncio.to_thread(named_files, root, task.instruction)
+        _, components, reason = await asyncio.to_thread(
+            judge_plan, plan, lambda _plan: None, root, named, named
+        )
+        score = adequacy(components)
+        if score >= policy.min_score or state.adequacy_replans >= policy.replans:
+            return False, score
+        out.emit(
+            ev.ReplanTriggered,
+            source="adequacy",
+            reason=(
+                f"The plan's adequacy is {score:.2f}, below {policy.min_score:.2f} "
+                f"(policy.plan_adequacy.min_score): {reason or 'it names no files'}. Name every "
+                "file the change touches in the plan's files and steps (files that exist, or "
+                "new ones a step says it creates), covering the files the task points at."
+            ),
+            evidence=" ".join(f"{k}={v:g}" for k, v in sorted(components.items())),
+            attempt=state.plans + 1,
+        )
+        return True, score
 
     async def _one_step(self, state: SessionState, out: Emitter, decision: str) -> bool:
         """Under the compact prompt profile (a small local policy) the planner asks no model:
@@ -298,6 +392,7 @@ class Planner:
             "",
             [],
             instructions=cfg.instructions or policy.critic_instructions,
+            shown=cfg.allowed_artifact_fields,
         )
         said = await review(state, out, pack, cfg, "plan")
         if effect(said.verdict) != "replan":

@@ -1,8 +1,10 @@
 """verifier: the done-gate chain when the actor finishes (DESIGN step 6, issue 17 §8).
 
 The chain is per task, by victory tier (``decide.TIER_GATES``): stubs → parse → compile/type
-check → doc tests → unit tests → lint → critic; ``compile_only`` stops after the compile check,
-``tests`` after the unit tests, ``full`` runs everything. The tier comes from the policy, else
+check → doc tests → unit tests → lint → per-file diagnostics → the project's declared checks
+(harness) → critic; ``compile_only`` stops after the compile check,
+``tests`` after the unit tests, ``full`` runs everything, ending with the confidence tier
+(the critic's confidence against ``policy.critic.min_confidence``). The tier comes from the policy, else
 from orient. The task's test command always runs, whatever the tier.
 
 Each gate emits ``gate_evaluated``; the first failure emits ``verification_completed``
@@ -19,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from oopav.bus.consumer import Delivery
-from oopav.decide.gates import TIER_GATES, GateOutcome, tier_of
+from oopav.decide.gates import TIER_GATES, GateOutcome, confidence_outcome, tier_of
 from oopav.decide.policy import decision_policy
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
 from oopav.handlers.ports import Ports
 from oopav.handlers.runtime import Emitter
 from oopav.handlers.support.completion import complete
+from oopav.handlers.support.contract import gate_diagnostics, gate_harness
 from oopav.handlers.support.gates import (
     _changed,
     choose_tests,
@@ -83,6 +86,15 @@ class Verifier:
                 result = await gate_lint(state, root, changed, ports, event.id)
             elif gate == "residuals":
                 result = await gate_residuals(state, root, changed)
+            elif gate == "diagnostics":
+                result = await gate_diagnostics(state, root, changed, ports, event.id)
+            elif gate == "harness":
+                result = await gate_harness(state, root, ports, event.id)
+            elif gate == "confidence":
+                result = confidence_outcome(
+                    next((o for o in outcomes if o.gate == "critic"), None),
+                    _min_confidence(state),
+                )
             else:
                 result = await self._critic(state, out, event, changed, outcomes)
             outcomes.append(result)
@@ -215,11 +227,23 @@ class Verifier:
             diff,
             [GateLine(o.gate, o.passed, o.skipped, o.evidence) for o in so_far],
             instructions=instructions,
+            shown=cfg.allowed_artifact_fields,
         )
         said = await review(state, out, pack, cfg, "gate")
         if said.skipped is not None:
             return GateOutcome("critic", True, skipped=True, evidence=said.skipped)
         outcome = _critic_outcome(said.verdict, said.reasons, effect, cached=said.cached)
+        outcome.verdict = said.verdict
+        outcome.confidence = said.confidence
+        outcome.top_risks = list(said.top_risks)
+        outcome.missing_tests = list(said.missing_tests)
+        report = [f"top risks: {'; '.join(said.top_risks)}"] if said.top_risks else []
+        if said.missing_tests:
+            report.append(f"missing tests: {'; '.join(said.missing_tests)}")
+        if said.confidence is not None:
+            report.append(f"confidence: {said.confidence:.2f}")
+        if report:
+            outcome.evidence += "\n" + "\n".join(report)
         if triggers:
             outcome.evidence += "\nautomatic triggers: " + "; ".join(triggers)
         return outcome
@@ -240,6 +264,13 @@ class Verifier:
             max_lines=cfg.auto_max_lines,
             stalled_steps=cfg.auto_stalled_steps,
         )
+
+
+def _min_confidence(state: SessionState) -> float | None:
+    from oopav.reflection.critique import critic_config
+
+    cfg = critic_config(state.task.policy) if state.task is not None else None
+    return cfg.min_confidence if cfg is not None else None
 
 
 def _critic_outcome(

@@ -51,10 +51,17 @@ class PlanOutput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, froze
 
 
 class CriticOutput(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
-    """The critic's ``<verdict>``."""
+    """The critic's ``<verdict>``: verdict, reasons, top risks, missing tests, confidence 0-1."""
+
+    # (The docstring is the schema's description in every prompt: keep it short.) The report's
+    # fields are optional so a terse critic, and every answer recorded before they existed,
+    # still parses; the confidence tier gate skips a verdict without a confidence.
 
     verdict: Literal["approve", "caution", "block", "reject"]
     reasons: list[str]
+    top_risks: list[str] = msgspec.field(default_factory=list)
+    missing_tests: list[str] = msgspec.field(default_factory=list)
+    confidence: Annotated[float, Meta(ge=0, le=1)] | None = None
 
 
 class StateUpdate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -189,8 +196,10 @@ ROLE_DIRECTIVES: dict[str, str] = {
     ),
     "critic": (
         "Role: critic. Review the change against the task and the plan: approve, caution "
-        "(acceptable, with concerns) or block (must not ship), with concrete reasons. Values "
-        "shown as [REDACTED:...] were removed before review. Answer with <think> and <verdict>."
+        "(acceptable, with concerns) or block (must not ship), with concrete reasons; list the "
+        "top risks (most serious first), the tests that are missing, and your confidence in "
+        "the verdict from 0 to 1. Values shown as [REDACTED:...] were removed before review. "
+        "Answer with <think> and <verdict>."
     ),
 }
 

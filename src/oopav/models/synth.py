@@ -7,14 +7,19 @@ examples travel in the prompt's context as a JSON block, :func:`examples_block`)
 handler or a replay gets the same answer.
 
 - planner: one step per learned rule (``Apply rule synth-N …``) and a last step that runs the
-  tests; the test decision is orient's, read back from the context.
+  tests, naming the test command the context gives (required tests are checked by the
+  manifest: a test file or the test command); the test decision is orient's, read back from
+  the context; the files are those the planner's context says the task points at (its
+  manifest, for the plan adequacy gate).
 - actor: for step N ≤ the number of rules, an ``ast_grep`` action with rule N over the whole
   repository; after that, ``finish``.
 - no rule reproduces the examples (or no examples at all): a ``synthesis_failed`` error, which
   ends the session with the synthesiser's reason.
 - ``synth:<spec>`` names a fallback model (``synth:openai:http://host/v1#qwen``): where synth
-  has no answer (the error above, or a role it does not play, such as the critic) the fallback
-  answers, and ``model_called.backend`` says so: ``<spec> (fallback of synth: <reason>)``.
+  has no answer (the error above, or the critic's role) the fallback answers, and
+  ``model_called.backend`` says so: ``<spec> (fallback of synth: <reason>)``.
+- critic, with no fallback: a verdict by rules over the review pack (models/synth_critic.py):
+  a failed gate blocks, a source change without tests or a passing tests gate is a caution.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from oopav.models.base import (
 EXAMPLES_HEADER = "### Examples (before/after pairs, JSON)"
 _STEP = re.compile(r"^Current step: (\d+) of (\d+)$", re.M)
 _REPLAN = "### Why we are planning again"
+_TEST_COMMAND = re.compile(r"^### Test command(?: \(detected\))?\n(.+)$", re.M)
 _DECISION = re.compile(r"\btest_decision=(required|recommended|optional|deferred|skip)\b")
 
 
@@ -110,6 +116,18 @@ class SynthBackend:
         from oopav.synth import SynthesisError, synthesize
 
         t0 = time.perf_counter()
+        if request.role == "critic" and self.fallback is None:
+            # No model to hand over to: the rule-based reviewer (models/synth_critic.py).
+            from oopav.models.synth_critic import review
+
+            pack = "\n".join(m.content for m in request.messages if m.role == "user")
+            text = render_answer("verdict", review(pack), think="rules over the review pack")
+            return ModelResponse(
+                text=text,
+                prompt_tokens=prompt_token_estimate(request),
+                completion_tokens=estimate_tokens(text),
+                latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+            )
         if request.role not in ("planner", "actor"):
             raise ModelError(
                 "invalid_request", f"synth: answers the planner and the actor, not {request.role}"
@@ -153,19 +171,23 @@ class SynthBackend:
     def _plan(result: Any, context: str, render: Any) -> str:
         m = _DECISION.search(context)
         decision = m.group(1) if m else "optional"
-        steps = [
+        files = pointed_files(context)
+        steps: list[dict[str, Any]] = [
             {
                 "id": i,
                 "description": f"Apply rule {r.id} ({describe(r)}) to every {r.language} file",
+                "files": files,
             }
             for i, r in enumerate(result.rules, 1)
         ]
+        command = _TEST_COMMAND.search(context)
+        run = f" (`{command.group(1).strip()}`)" if command else ""
         steps.append(
-            {"id": len(steps) + 1, "description": "Run the tests and check they still pass"}
+            {"id": len(steps) + 1, "description": f"Run the tests{run} and check they still pass"}
         )
         plan = {
             "steps": steps,
-            "files": [],
+            "files": files,
             "test_decision": decision,
             "rationale": (
                 f"synth: {len(result.rules)} ast-grep rule(s) learned from the examples reproduce "
@@ -203,6 +225,22 @@ class SynthBackend:
             think = "Every learned rule is applied; the verifier runs the done gates."
             history = "finished"
         return render("action", action, think=think, state_update={"history": history})
+
+
+POINTED_HEADER = "### Files the task points at"
+
+
+def pointed_files(context: str) -> list[str]:
+    """The files the planner's context says the task points at (the planner's
+    ``### Files the task points at`` section): the synth plan's manifest."""
+    _, sep, rest = context.partition(POINTED_HEADER + "\n")
+    if not sep:
+        return []
+    out = []
+    for line in rest.split("\n\n", 1)[0].splitlines():
+        if line.startswith("- ") and not line.startswith("- … and "):
+            out.append(line[2:].strip())
+    return out
 
 
 def _last_result(context: str) -> str | None:

@@ -18,7 +18,7 @@ from oopav.events.actions import Action
 from oopav.events.catalog import Event
 from oopav.events.chain import TERMINAL_TYPES, event_hashes, link_problem
 
-SCHEMA = 4  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
+SCHEMA = 5  # bump when the state's shape or the fold's meaning changes: snapshots rebuild
 
 PHASE_BY_EVENT: dict[str, str] = {
     "task_submitted": "submitted",
@@ -167,6 +167,7 @@ class SessionState(msgspec.Struct, kw_only=True):
     unscored_replan: ev.ReplanTriggered | None = None
     replan_scores_before: dict[str, bool] = msgspec.field(default_factory=dict)
     observer_replans: int = 0
+    adequacy_replans: int = 0
     last_observer_replan_at: int = -1
     # The continuous observer: the last observations (capped) and the caution they raised.
     observations: list[ObservationPoint] = msgspec.field(default_factory=list)
@@ -483,6 +484,8 @@ def _replan(s: SessionState, e: ev.ReplanTriggered) -> None:
     if s.unscored_replan is None:
         s.unscored_replan = e
         s.replan_scores_before = dict(s.last_gate_results)
+    if e.source == "adequacy":
+        s.adequacy_replans += 1
     if e.source == "observer":
         s.observer_replans += 1
         s.last_observer_replan_at = len(s.actions)

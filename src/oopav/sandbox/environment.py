@@ -570,13 +570,30 @@ def tool_binary(name: str) -> str | None:
     return str(cand) if cand.is_file() else None
 
 
+PYRIGHT_ENTRY = f"{TOOLS_DIR}/pyright/index.js"
+"""Where pyright's bundle (oopav's own dependency: JavaScript run by ``node``) is seen inside
+the sandbox: its directory is bound read-only there, nothing else of oopav's environment."""
+
+
+def tool_tree(name: str) -> str | None:
+    """A tool of oopav's own environment that is a directory rather than one binary (pyright's
+    JavaScript bundle), bound whole into the sandbox at ``TOOLS_DIR/<name>``."""
+    with contextlib.suppress(Exception):
+        if name == "pyright":
+            import pyright
+
+            tree = Path(pyright.__file__).parent / "dist"
+            return str(tree) if (tree / "index.js").is_file() else None
+    return None
+
+
 def sandbox_config_for(
     base: Any,
     penv: ProjectEnv,
     workspace: Path,
     *,
     out_dir: Path | None = None,
-    tools: tuple[str, ...] = ("ruff",),
+    tools: tuple[str, ...] = ("ruff", "pyright"),
     plugins: bool = False,
 ) -> Any:
     """``base`` (a SandboxConfig) with the project env's trees exposed instead of oopav's, its
@@ -594,6 +611,11 @@ def sandbox_config_for(
             binds.append((str(PLUGINS_HOST), PLUGINS_DIR, False))
         env["PYTHONPATH"] += os.pathsep + (PLUGINS_DIR if in_sandbox else str(PLUGINS_HOST))
     for name in tools:
+        tree = tool_tree(name)
+        if tree is not None:
+            if in_sandbox:
+                binds.append((tree, f"{TOOLS_DIR}/{name}", False))
+            continue
         if any(Path(d, name).exists() for d in penv.bin_dirs):
             continue
         found = tool_binary(name)
