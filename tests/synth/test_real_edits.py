@@ -429,3 +429,97 @@ def test_a_site_too_large_for_metavariables_gives_no_pattern_rather_than_a_crash
     [site] = find_sites(1, before, after, parse(before, "python"), parse(after, "python"), "ex")
     assert abstract_sites([site], Options(spread=False)) is None
     assert synthesize([Example(before, after, path="a.py")]).apply(before)[0] == after
+
+
+# --- class 3: statements removed (imports, requires, attributes) ------------------------------
+
+
+def test_a_removed_import_is_a_deletion_rule_that_takes_its_line_along() -> None:
+    """Class 3: `use std::i64;` removed after another `use`. The rule deletes the statement
+    with the layout before it (`expandStart` over the previous statement), so no empty line
+    is left; its companion reaches the same statement first in a file."""
+    before = "use std::fmt;\nuse std::i64;\n\nfn f() {}\n"
+    after = "use std::fmt;\n\nfn f() {}\n"
+    result = synthesize([Example(before, after, path="number.rs")])
+    first = result.rules[0]
+    assert first.expand_start == {"pattern": "$PREV"}
+    assert first.fix == "$PREV"
+    assert "expandStart:" in first.to_yaml()
+    held_out = "use std::i64;\nuse std::io;\nfn g() {\n    use std::i64;\n    h();\n}\n"
+    assert result.apply(held_out)[0] == "use std::io;\nfn g() {\n    h();\n}\n"
+    assert result.apply("use std::i32;\n")[0] == "use std::i32;\n"
+
+
+def test_adjacent_removed_requires_are_generalised_no_wider_than_the_examples() -> None:
+    """Class 3: two `require` lines removed at the top of a test file. One rule covers both
+    (`var $A = require($B);`), with each metavariable constrained to the names seen, so other
+    requires stay; adjacent deletions all go (the rule is applied until nothing changes)."""
+    before = (
+        "var axios = require('../../index');\nvar getAjaxRequest = require('./x');\n\n"
+        "describe('a', function () {});\n"
+    )
+    after = "describe('a', function () {});\n"
+    result = synthesize([Example(before, after, path="a.spec.js")])
+    assert result.rules[0].constraints == {
+        "A": {"regex": "^(?:axios|getAjaxRequest)$"},
+        "B": {"regex": r"^(?:'\.\./\.\./index'|'\./x')$"},
+    }
+    held_out = (
+        "var axios = require('../../index');\nvar getAjaxRequest = require('./x');\n\n"
+        "var other = require('y');\ndescribe('b', function () {});\n"
+    )
+    assert (
+        result.apply(held_out)[0] == "var other = require('y');\ndescribe('b', function () {});\n"
+    )
+
+
+def test_a_removed_go_import_and_rust_attribute_leave_no_line_behind() -> None:
+    go_before = 'package a\n\nimport (\n\t"context"\n\t"fmt"\n)\n'
+    go_after = 'package a\n\nimport (\n\t"fmt"\n)\n'
+    result = synthesize([Example(go_before, go_after, path="a.go")])
+    held = 'package b\n\nimport (\n\t"bytes"\n\t"context"\n\t"os"\n)\n'
+    assert result.apply(held)[0] == 'package b\n\nimport (\n\t"bytes"\n\t"os"\n)\n'
+    rs_before = (
+        '#[cfg(feature = "std")]\nfn a() {}\n\n#[inline]\n#[cfg(feature = "std")]\nfn b() {}\n'
+    )
+    rs_after = "fn a() {}\n\n#[inline]\nfn b() {}\n"
+    result = synthesize([Example(rs_before, rs_after, path="e.rs")])
+    held = '#[derive(Debug)]\n#[cfg(feature = "std")]\nstruct S;\n#[cfg(feature = "alloc")]\nfn c() {}\n'
+    assert result.apply(held)[0] == (
+        '#[derive(Debug)]\nstruct S;\n#[cfg(feature = "alloc")]\nfn c() {}\n'
+    )
+
+
+def test_a_deletion_rule_set_gives_the_same_files_through_the_ast_grep_cli(tmp_path: Path) -> None:
+    """The deletion rules are plain ast-grep (`fix: {template, expandStart}`): the CLI applied
+    to a fixpoint gives what the in-process apply gives."""
+    before = "import os\nimport sys\n\nx = 1\n"
+    after = "import os\n\nx = 1\n"
+    result = synthesize([Example(before, after, path="m.py")])
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    held = "import sys\nimport re\n\n\ndef f():\n    a = 1\n    import sys\n    return a\n"
+    (tree / "m.py").write_text(held)
+    for rule in result.rules:
+        (tmp_path / "rule.yml").write_text(rule.to_yaml())
+        for _ in range(3):
+            proc = subprocess.run(
+                [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", "."],
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=60,
+            )
+            assert proc.returncode in (0, 1), proc.stderr
+    assert (tree / "m.py").read_text() == result.apply(held)[0]
+    assert result.apply(held)[0] == "import re\n\n\ndef f():\n    a = 1\n    return a\n"
+
+
+def test_a_deletion_rule_leaves_kept_statements_of_the_examples_alone() -> None:
+    """A statement the example file keeps is a negative: `import sys` removed at one place
+    but kept inside `main` gives no rule that would delete both."""
+    before = "import os\nimport sys\n\n\ndef main():\n    x = 1\n    import sys\n"
+    after = "import os\n\n\ndef main():\n    x = 1\n    import sys\n"
+    result = synthesize([Example(before, after, path="m.py")])
+    assert result.apply(before)[0] == after

@@ -17,6 +17,7 @@ from oopav.sandbox.astgrep import (
     Rule,
     RuleError,
     expand_fix,
+    fix_config,
     indent_at,
     normalize_language,
     parse_template,
@@ -94,6 +95,10 @@ class SynthRule:
     constraints: dict[str, Any] | None = None
     # ast-grep transforms the fix uses (``replace`` inside a string literal: ``%s`` -> ``{}``).
     transform: dict[str, Any] | None = None
+    # A deletion: the fix's range grows over the neighbouring statement (see
+    # ``sandbox.astgrep.Rule.expand_start``).
+    expand_start: dict[str, Any] | None = None
+    expand_end: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
@@ -101,7 +106,11 @@ class SynthRule:
             data["constraints"] = self.constraints
         if self.transform:
             data["transform"] = self.transform
-        data["fix"] = self.fix
+        data["fix"] = (
+            fix_config(self.fix, self.expand_start, self.expand_end)
+            if self.expand_start or self.expand_end
+            else self.fix
+        )
         return data
 
     def to_yaml(self) -> str:
@@ -115,10 +124,12 @@ class SynthRule:
             fix=self.fix,
             constraints=self.constraints,
             transform=self.transform,
+            expand_start=self.expand_start,
+            expand_end=self.expand_end,
         )
 
     def apply(self, source: str) -> tuple[str, int]:
-        return rewrite_source(source, self.as_rule())
+        return _apply_rule(source, self.as_rule())
 
     def as_action(self, paths: list[str] | None = None) -> dict[str, Any]:
         """The actor action that applies this rule (``ast_grep``, the loop's wire format)."""
@@ -166,6 +177,24 @@ class SynthesisError(ValueError):
         self.reason = reason
         self.example = example
         super().__init__(reason)
+
+
+MAX_PASSES = 8
+
+
+def _apply_rule(source: str, rule: Rule) -> tuple[str, int]:
+    """One rule applied; a deletion rule again until nothing changes (bounded): of adjacent
+    deleted statements each pass removes every other one, since the fix of one reaches into
+    its neighbour's range and ast-grep skips overlapping fixes."""
+    if not (rule.expand_start or rule.expand_end):
+        return rewrite_source(source, rule)
+    total = 0
+    for _ in range(MAX_PASSES):
+        source, n = rewrite_source(source, rule)
+        total += n
+        if not n:
+            break
+    return source, total
 
 
 def language_of(example: Example, default: str | None = None) -> str:
@@ -224,9 +253,47 @@ def _expected(ex: _Ex, start: int, end: int) -> str | None:
     return "".join(out)
 
 
+def _evaluate_deletion(rule: Rule, exs: list[_Ex]) -> set[int] | None:
+    """As :func:`_evaluate` for a deletion rule: every node it matches must be a deleted
+    site's node, and applying it (to a fixpoint) must give the example with exactly those
+    sites deleted."""
+    covered: set[int] = set()
+    for ex in exs:
+        try:
+            nodes = ex.root.find_all(rule.config())
+        except Exception:
+            return None
+        if not nodes:
+            continue
+        by_range = {(s.node.range().start.index, s.node.range().end.index): s for s in ex.sites}
+        hit = []
+        for n in nodes:
+            r = n.range()
+            site = by_range.get((r.start.index, r.end.index))
+            if site is None or site.delete is None:
+                return None
+            hit.append(site)
+        try:
+            got, _ = _apply_rule(ex.before, rule)
+        except RuleError:
+            return None
+        out, pos = [], 0
+        for site in sorted(hit, key=lambda x: x.start):
+            if site.start < pos:
+                return None
+            out.append(ex.before[pos : site.start])
+            pos = site.end
+        if got != "".join(out) + ex.before[pos:]:
+            return None
+        covered.update(id(x) for x in hit)
+    return covered
+
+
 def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
     """The ids of the sites ``rule`` rewrites correctly, or None when it rewrites anything
     wrongly (an over-match, or a wrong result) in any example."""
+    if rule.expand_start or rule.expand_end:
+        return _evaluate_deletion(rule, exs)
     covered: set[int] = set()
     template = parse_template(rule.fix or "", (rule.transform or {}).keys())
     for ex in exs:
@@ -375,6 +442,8 @@ class _Choice:
     level: int = -1  # -1: an identifier rename; else how far above the site the pattern sits
     constraints: dict[str, Any] | None = None
     transform: dict[str, Any] | None = None
+    expand_start: dict[str, Any] | None = None
+    expand_end: dict[str, Any] | None = None
 
 
 def synthesize(
@@ -473,9 +542,15 @@ def synthesize(
                 sites=len(chosen.covered),
                 constraints=chosen.constraints,
                 transform=chosen.transform,
+                expand_start=chosen.expand_start,
+                expand_end=chosen.expand_end,
             )
         )
         remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
+        if chosen.expand_start or chosen.expand_end:
+            companion = _companion(chosen, exs, lang, len(rules) + 1)
+            if companion is not None:
+                rules.append(companion)
 
     result = SynthResult(rules=rules, language=lang, examples_reproduced=0, ambiguous=ambiguous)
     for ex in exs:
@@ -507,6 +582,8 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
     """The choice, guarded when it would rewrite its own output again: a fix that wraps the
     match (``fmt::Formatter`` -> ``fmt::Formatter<'_>``) matches again inside the result. The
     guard: not directly inside a node of the kind the site becomes."""
+    if choice.expand_start or choice.expand_end:
+        return choice  # a deletion: checked to a fixpoint already
     rule = Rule(
         id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
     )
@@ -583,17 +660,38 @@ def _search(
         for rule, fix in _insert_candidates(seed, remaining, lang):
             consider(rule, fix, fix)
         return choices
+    if seed.delete is not None:
+        for rule, fix, start, end, cons in _delete_candidates(seed, remaining, lang):
+            candidate = Rule(
+                id="c",
+                language=lang,
+                rule=rule,
+                fix=fix,
+                constraints=cons,
+                expand_start=start,
+                expand_end=end,
+            )
+            try:
+                covered = _evaluate(candidate, exs)
+            except RuleError:
+                continue
+            if covered and id(seed) in covered:
+                choices.append(
+                    _Choice(rule, fix, covered, len(choices), fix, 0, cons, None, start, end)
+                )
+        return choices
     for rule in _rename_candidates(seed, remaining, lang):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
     if any(len(c.covered) == len(remaining) for c in choices):
         return choices  # a rename covers every site: nothing more general to find
-    lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining}
+    lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining if s.delete is None}
     pending: list[tuple[Site, list[tuple[Template, list[Site]]]]] = []
     for level, top in enumerate(lifted[id(seed)]):
         peers = [
             lifted[id(s)][level]
             for s, _ in remaining[1:]
-            if len(lifted[id(s)]) > level
+            if id(s) in lifted
+            and len(lifted[id(s)]) > level
             and lifted[id(s)][level].node.kind() == top.node.kind()
             and s.insert is None
         ]
@@ -868,3 +966,135 @@ def _first_statement(text: str, lang: str) -> str | None:
 def _last_statement(text: str, lang: str) -> str:
     found = _statements(text, lang)
     return found[-1] if found else text
+
+
+def _companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule | None:
+    """A deletion rule that joins the previous statement reaches no statement first in its
+    block (nothing precedes it); its companion deletes those by joining the next one (and
+    the other way round for the last in a block) — the same deletion wherever the statement
+    sits, kept only when it rewrites nothing wrongly in the examples."""
+    base = {k: v for k, v in choice.rule.items() if k not in ("follows", "precedes")}
+    if choice.expand_start:
+        rule = {**base, "nthChild": 1, "precedes": {"pattern": "$NEXT", "stopBy": "neighbor"}}
+        fix, start, end = "$NEXT", None, {"pattern": "$NEXT"}
+    else:
+        rule = {
+            **base,
+            "nthChild": {"position": 1, "reverse": True},
+            "follows": {"pattern": "$PREV", "stopBy": "neighbor"},
+        }
+        fix, start, end = "$PREV", {"pattern": "$PREV"}, None
+    candidate = Rule(
+        id="c",
+        language=lang,
+        rule=rule,
+        fix=fix,
+        constraints=choice.constraints,
+        expand_start=start,
+        expand_end=end,
+    )
+    try:
+        if _evaluate(candidate, exs) is None:
+            return None
+    except RuleError:
+        return None
+    return SynthRule(
+        id=f"synth-{n}",
+        language=lang,
+        rule=rule,
+        fix=fix,
+        constraints=choice.constraints,
+        expand_start=start,
+        expand_end=end,
+    )
+
+
+_Deletion = tuple[
+    dict[str, Any], str, dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None
+]
+
+
+def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str) -> list[_Deletion]:
+    """Rules that delete ``seed.node`` with the layout before it (its previous sibling's
+    range through it, replaced by that sibling: ``expandStart``) or, first in a block, after
+    it (``expandEnd`` to the next sibling). Node rules from the most general: the deleted
+    nodes of the same kind anti-unified token by token (``var $A = require($B);``), the
+    literal node, then its kind and exact text."""
+    node = seed.node
+    kind = node.kind()
+    peers = [
+        s.node
+        for s, _ in remaining
+        if s.delete is not None and s.node.kind() == kind and s.node.text() != node.text()
+    ]
+    bases: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    general = _token_pattern(node, peers)
+    if general is not None:
+        pattern, values = general
+        # Each metavariable no wider than the deleted nodes show: `var $A = require($B);`
+        # deleting every require would be a guess the examples do not support.
+        seen: dict[str, Any] = {
+            v: {"regex": "^(?:" + "|".join(re.escape(x) for x in sorted(t)) + ")$"}
+            for v, t in values.items()
+        }
+        bases += [(r, seen) for r in _pattern_rules(Template(pattern, "", {}), lang, kind)]
+    bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
+    bases.append(({"kind": kind, "regex": "^" + re.escape(node.text()) + "$"}, None))
+    parent = node.parent()
+    if parent is not None:
+        # Narrower: only where the deleted node sits (the examples keep others elsewhere).
+        where: dict[str, Any] = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
+        bases += [({**b, **where}, c) for b, c in bases]
+    forms = [
+        ({"follows": {"pattern": "$PREV", "stopBy": "neighbor"}}, "$PREV", "start"),
+        ({"precedes": {"pattern": "$NEXT", "stopBy": "neighbor"}}, "$NEXT", "end"),
+    ]
+    if seed.delete == "next":
+        forms.reverse()
+    out: list[_Deletion] = []
+    for base, cons in bases:
+        for rel, var, side in forms:
+            expand = {"pattern": var}
+            out.append(
+                (
+                    {**base, **rel},
+                    var,
+                    expand if side == "start" else None,
+                    expand if side == "end" else None,
+                    cons,
+                )
+            )
+    return out
+
+
+def _token_pattern(node: SgNode, peers: list[SgNode]) -> tuple[str, dict[str, set[str]]] | None:
+    """``node``'s text with the named leaves in which it differs from every peer of the
+    same token shape made metavariables (``$A``, ``$B``, ...), or None (no such peer, or a
+    difference in punctuation)."""
+    from oopav.synth.sites import leaves
+
+    mine = leaves(node)
+    diff: set[int] = set()
+    for peer in peers:
+        theirs = leaves(peer)
+        if len(theirs) != len(mine):
+            continue
+        for k, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+            if a.text != b.text:
+                if not (a.node.is_named() and b.node.is_named() and a.node.kind() == b.node.kind()):
+                    return None
+                diff.add(k)
+    if not diff:
+        return None
+    base = node.range().start.index
+    text = node.text()
+    out, pos = [], 0
+    values: dict[str, set[str]] = {}
+    for n, k in enumerate(sorted(diff)):
+        t = mine[k]
+        var = chr(ord("A") + n % 26) * (1 + n // 26)
+        out += [text[pos : t.start - base], "$" + var]
+        pos = t.end - base
+        values[var] = {t.text} | {leaves(p)[k].text for p in peers if len(leaves(p)) == len(mine)}
+    out.append(text[pos:])
+    return "".join(out), values
