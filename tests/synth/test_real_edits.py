@@ -448,6 +448,9 @@ def test_a_removed_import_is_a_deletion_rule_that_takes_its_line_along() -> None
     held_out = "use std::i64;\nuse std::io;\nfn g() {\n    use std::i64;\n    h();\n}\n"
     assert result.apply(held_out)[0] == "use std::io;\nfn g() {\n    h();\n}\n"
     assert result.apply("use std::i32;\n")[0] == "use std::i32;\n"
+    from oopav.models.synth import describe  # what the `synth:` policy says it does
+
+    assert describe(first) == "delete 'use std::i64;'"
 
 
 def test_adjacent_removed_requires_are_generalised_no_wider_than_the_examples() -> None:

@@ -213,6 +213,12 @@ def _last_result(context: str) -> str | None:
 
 def describe(rule: Any) -> str:
     r = rule.rule
+    if getattr(rule, "expand_start", None) or getattr(rule, "expand_end", None):
+        # A statement deletion (docs/synth.md): the fix is the neighbouring statement.
+        what = r.get("pattern") or r.get("regex", "").strip("^$").replace(chr(92), "")
+        if isinstance(what, dict):
+            what = what.get("context", "")
+        return f"delete {what!r}"
     if "regex" in r:
         return f"rename {r['regex'].strip('^$').replace(chr(92), '')} to {rule.fix}"
     pattern = r.get("pattern")
