@@ -526,3 +526,50 @@ def test_a_deletion_rule_leaves_kept_statements_of_the_examples_alone() -> None:
     after = "import os\n\n\ndef main():\n    x = 1\n    import sys\n"
     result = synthesize([Example(before, after, path="m.py")])
     assert result.apply(before)[0] == after
+
+
+# --- comments changed with the code (a doc comment's code sample) ------------------------------
+
+
+def test_a_doc_comment_changed_like_the_code_gets_a_substitution_rule(tmp_path: Path) -> None:
+    """A rename made in code and in a doc comment's code sample (one example holds only the
+    comment): the comment is rewritten by a `replace` transform of the whole word, the code
+    by a rename; a longer word containing it stays. The rule file is the CLI's too."""
+    doc_before = (
+        "/**\n * Use it:\n\tconst api = ky.create({prefixUrl: 'x'});\n */\nexport type A = 1;\n"
+    )
+    code_before = "const o = {prefixUrl: 2, other: 3};\n"
+    result = synthesize(
+        [
+            Example(doc_before, doc_before.replace("prefixUrl", "prefix"), path="a.ts"),
+            Example(code_before, code_before.replace("prefixUrl", "prefix"), path="b.ts"),
+        ]
+    )
+    comment = result.rules[0]
+    assert comment.rule["kind"] == "comment"
+    assert comment.transform == {
+        "NEWCMT": {"replace": {"source": "$CMT", "replace": r"\bprefixUrl\b", "by": "prefix"}}
+    }
+    held = "// prefixUrl and prefixUrls\nconst q = {prefixUrl: 1};\n"
+    assert result.apply(held)[0] == "// prefix and prefixUrls\nconst q = {prefix: 1};\n"
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "c.ts").write_text(held)
+    (tmp_path / "rule.yml").write_text(result.to_yaml())
+    proc = subprocess.run(
+        [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", str(tree)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert (tree / "c.ts").read_text() == result.apply(held)[0]
+
+
+def test_a_comment_change_no_substitution_describes_says_so() -> None:
+    """Replacing the changed word throughout would also change its other occurrence."""
+    before = "x = f(1)  # keep f, not f\n"
+    after = "x = g(1)  # keep g, not f\n"
+    with pytest.raises(SynthesisError, match="changes a comment in a way no single substitution"):
+        synthesize([Example(before, after, path="a.py")])

@@ -503,6 +503,11 @@ def synthesize(
         exs.append(_Ex(i, e.before, after, broot, aroot, sites))
 
     all_sites = [(s, ex) for ex in exs for s in ex.sites]
+    if all_sites and all(s.node.kind() in COMMENT_KINDS for s, _ in all_sites):
+        first = all_sites[0][1].index
+        raise SynthesisError(
+            f"example {first} changes a comment; comments are not rewritable", first
+        )
     remaining = list(all_sites)
     rules: list[SynthRule] = []
     notes: list[str] = []
@@ -510,6 +515,13 @@ def synthesize(
     while remaining:
         seed = remaining[0][0]
         choices = _search(seed, remaining, exs, lang)
+        if not choices and seed.node.kind() in COMMENT_KINDS:
+            raise SynthesisError(
+                f"example {seed.example} changes a comment in a way no single substitution "
+                f"describes ({seed.before_text[:40]!r} -> {seed.after_text[:40]!r}); a rule "
+                "rewrites comments only by one word or phrase replaced throughout",
+                seed.example,
+            )
         if not choices:
             raise SynthesisError(
                 f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
@@ -660,6 +672,22 @@ def _search(
         for rule, fix in _insert_candidates(seed, remaining, lang):
             consider(rule, fix, fix)
         return choices
+    if seed.node.kind() in COMMENT_KINDS:
+        sub = _comment_substitution(seed.before_text, seed.after_text)
+        if sub is not None:
+            old, new = sub
+            rule = {"kind": seed.node.kind(), "pattern": "$CMT", "regex": _word_regex(old)}
+            transform = {
+                "NEWCMT": {
+                    "replace": {
+                        "source": "$CMT",
+                        "replace": _word_regex(old),
+                        "by": new.replace("$", "$$"),
+                    }
+                }
+            }
+            consider(rule, "$NEWCMT", old + "\0" + new, 0, None, None, transform)
+        return choices
     if seed.delete is not None:
         for rule, fix, start, end, cons in _delete_candidates(seed, remaining, lang):
             candidate = Rule(
@@ -684,7 +712,11 @@ def _search(
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
     if any(len(c.covered) == len(remaining) for c in choices):
         return choices  # a rename covers every site: nothing more general to find
-    lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining if s.delete is None}
+    lifted = {
+        id(s): _lift(s, ex, MAX_LEVELS)
+        for s, ex in remaining
+        if s.delete is None and s.node.kind() not in COMMENT_KINDS
+    }
     pending: list[tuple[Site, list[tuple[Template, list[Site]]]]] = []
     for level, top in enumerate(lifted[id(seed)]):
         peers = [
@@ -1098,3 +1130,40 @@ def _token_pattern(node: SgNode, peers: list[SgNode]) -> tuple[str, dict[str, se
         values[var] = {t.text} | {leaves(p)[k].text for p in peers if len(leaves(p)) == len(mine)}
     out.append(text[pos:])
     return "".join(out), values
+
+
+def _comment_substitution(before: str, after: str) -> tuple[str, str] | None:
+    """A comment's change as one substitution, widened to whole words (``prefixUrl`` ->
+    ``prefix``, not ``Url`` -> ``""``), when replacing it throughout gives the new comment
+    (a code sample in a doc comment changed like the code); else None."""
+    pre = 0
+    while pre < min(len(before), len(after)) and before[pre] == after[pre]:
+        pre += 1
+    suf = 0
+    while (
+        suf < min(len(before), len(after)) - pre
+        and before[len(before) - 1 - suf] == after[len(after) - 1 - suf]
+    ):
+        suf += 1
+
+    def word(c: str) -> bool:
+        return c.isalnum() or c == "_"
+
+    while pre > 0 and word(before[pre - 1]):
+        pre -= 1
+    while suf > 0 and word(before[len(before) - suf]):
+        suf -= 1
+    old, new = before[pre : len(before) - suf], after[pre : len(after) - suf]
+    if not old.strip() or "\n" in old or "\n" in new:
+        return None
+    if re.sub(_word_regex(old), lambda _m: new, before) != after:
+        return None
+    return old, new
+
+
+def _word_regex(text: str) -> str:
+    """``text`` as a regex, anchored at word boundaries where it starts (ends) with a word
+    character."""
+    left = r"\b" if text[:1].isalnum() or text[:1] == "_" else ""
+    right = r"\b" if text[-1:].isalnum() or text[-1:] == "_" else ""
+    return left + _REGEX_META.sub(r"\\\1", text) + right

@@ -297,8 +297,8 @@ def find_sites(
                 f"{where}: the change at line {line} is not a rewrite of one syntax node (it "
                 "adds or removes whole statements, which a rule cannot do in place)"
             )
-        if found.node.kind() in COMMENT_KINDS:
-            raise SiteError(f"{where} changes a comment; comments are not rewritable")
+        # A changed comment is a site too (a substitution rule rewrites comments, see
+        # synth.core); the synthesiser refuses examples that change nothing but comments.
         # A larger site swallows the smaller ones it contains.
         sites = [s for s in sites if not (found.start <= s.start and s.end <= found.end)]
         sites.append(found)
