@@ -573,3 +573,39 @@ def test_a_comment_change_no_substitution_describes_says_so() -> None:
     after = "x = g(1)  # keep g, not f\n"
     with pytest.raises(SynthesisError, match="changes a comment in a way no single substitution"):
         synthesize([Example(before, after, path="a.py")])
+
+
+# --- class 6: rewrite only the changed sub-node (a parameter list), not the body's layout -----
+
+
+def test_a_changed_parameter_list_is_rewritten_alone_not_with_the_body() -> None:
+    """Arrow-function hooks `(_request, _options, response) => {…}` became `({response}) =>
+    {…}` in tab-indented code. A rule of the whole function carries its body's layout (wrong at
+    other depths); the rule learned rewrites the parameter list alone, so held-out hooks at any
+    depth, `async` ones and one-line ones come out right."""
+    a = (
+        "const a = ky(u, {\n\thooks: {\n\t\tafterResponse: [\n"
+        "\t\t\t(_request, _options, response) => {\n\t\t\t\tlog(response);\n\t\t\t},\n"
+        "\t\t],\n\t},\n});\n"
+    )
+    b = (
+        "const b = {\n\tafterResponse: [\n\t\t(_request, _options, res) => {\n"
+        "\t\t\tuse(res);\n\t\t\treturn res;\n\t\t},\n\t],\n};\n"
+    )
+    result = synthesize(
+        [
+            Example(a, a.replace("(_request, _options, response)", "({response})"), path="a.ts"),
+            Example(b, b.replace("(_request, _options, res)", "({res})"), path="b.ts"),
+        ]
+    )
+    [rule] = result.rules
+    assert rule.rule == {
+        "pattern": {"context": "(_request, _options, $A) => {}", "selector": "formal_parameters"}
+    }
+    assert rule.fix == "({$A})"
+    held = (
+        "x({\n\thooks: [\n\t\t\tasync (_request, _options, response) => {\n"
+        "\t\t\t\t\tawait f(response);\n\t\t\t},\n\t\t(_request, _options, response) => response,\n"
+        "\t]});\n"
+    )
+    assert result.apply(held)[0] == held.replace("(_request, _options, response)", "({response})")

@@ -508,72 +508,87 @@ def synthesize(
         raise SynthesisError(
             f"example {first} changes a comment; comments are not rewritable", first
         )
-    remaining = list(all_sites)
-    rules: list[SynthRule] = []
-    notes: list[str] = []
-    ambiguous = False
-    while remaining:
-        seed = remaining[0][0]
-        choices = _search(seed, remaining, exs, lang)
-        if not choices and seed.node.kind() in COMMENT_KINDS:
-            raise SynthesisError(
-                f"example {seed.example} changes a comment in a way no single substitution "
-                f"describes ({seed.before_text[:40]!r} -> {seed.after_text[:40]!r}); a rule "
-                "rewrites comments only by one word or phrase replaced throughout",
-                seed.example,
-            )
-        if not choices:
-            raise SynthesisError(
-                f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
-                f"{seed.after_text[:60]!r} without changing something else",
-                seed.example,
-            )
-        best = max(len(c.covered) for c in choices)
-        top_choices = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
-        chosen = _idempotent(top_choices[0], seed, exs, lang)
-        # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
-        wider = [
-            c
-            for c in top_choices
-            if c.level == chosen.level >= 0 and _vars(c.key) > _vars(chosen.key)
-        ]
-        if wider:
-            ambiguous = True
-            alt_pattern, _, alt_fix = max(wider, key=lambda c: _vars(c.key)).key.partition("\0")
-            notes.append(
-                f"synth-{len(rules) + 1}: a more general rule fits the examples as well "
-                f"({alt_pattern!r} -> {alt_fix!r}); the narrower one was kept (call heads, "
-                "definition names and constants stay literal) — add an example that shows which"
-            )
-        rules.append(
-            SynthRule(
-                id=f"synth-{len(rules) + 1}",
-                language=lang,
-                rule=chosen.rule,
-                fix=chosen.fix,
-                sites=len(chosen.covered),
-                constraints=chosen.constraints,
-                transform=chosen.transform,
-                expand_start=chosen.expand_start,
-                expand_end=chosen.expand_end,
-            )
-        )
-        remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
-        if chosen.expand_start or chosen.expand_end:
-            companion = _companion(chosen, exs, lang, len(rules) + 1)
-            if companion is not None:
-                rules.append(companion)
 
-    result = SynthResult(rules=rules, language=lang, examples_reproduced=0, ambiguous=ambiguous)
-    for ex in exs:
-        got, _ = result.apply(ex.before)
-        if got != ex.after:
-            raise SynthesisError(
-                f"example {ex.index}: the rules learned for each change interfere when applied "
-                "in order; give the changes as separate examples",
-                ex.index,
+    def learn(lists: bool) -> tuple[SynthResult, list[str]]:
+        remaining = list(all_sites)
+        rules: list[SynthRule] = []
+        notes: list[str] = []
+        ambiguous = False
+        while remaining:
+            seed = remaining[0][0]
+            choices = _search(seed, remaining, exs, lang, lists)
+            if not choices and seed.node.kind() in COMMENT_KINDS:
+                raise SynthesisError(
+                    f"example {seed.example} changes a comment in a way no single substitution "
+                    f"describes ({seed.before_text[:40]!r} -> {seed.after_text[:40]!r}); a rule "
+                    "rewrites comments only by one word or phrase replaced throughout",
+                    seed.example,
+                )
+            if not choices:
+                raise SynthesisError(
+                    f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
+                    f"{seed.after_text[:60]!r} without changing something else",
+                    seed.example,
+                )
+            best = max(len(c.covered) for c in choices)
+            top_choices = sorted(
+                (c for c in choices if len(c.covered) == best), key=lambda c: c.order
             )
-        result.examples_reproduced += 1
+            chosen = _idempotent(top_choices[0], seed, exs, lang)
+            # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
+            wider = [
+                c
+                for c in top_choices
+                if c.level == chosen.level >= 0 and _vars(c.key) > _vars(chosen.key)
+            ]
+            if wider:
+                ambiguous = True
+                alt_pattern, _, alt_fix = max(wider, key=lambda c: _vars(c.key)).key.partition("\0")
+                notes.append(
+                    f"synth-{len(rules) + 1}: a more general rule fits the examples as well "
+                    f"({alt_pattern!r} -> {alt_fix!r}); the narrower one was kept (call heads, "
+                    "definition names and constants stay literal) — add an example that shows which"
+                )
+            rules.append(
+                SynthRule(
+                    id=f"synth-{len(rules) + 1}",
+                    language=lang,
+                    rule=chosen.rule,
+                    fix=chosen.fix,
+                    sites=len(chosen.covered),
+                    constraints=chosen.constraints,
+                    transform=chosen.transform,
+                    expand_start=chosen.expand_start,
+                    expand_end=chosen.expand_end,
+                )
+            )
+            remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
+            if chosen.expand_start or chosen.expand_end:
+                companion = _companion(chosen, exs, lang, len(rules) + 1)
+                if companion is not None:
+                    rules.append(companion)
+
+        result = SynthResult(rules=rules, language=lang, examples_reproduced=0, ambiguous=ambiguous)
+        for ex in exs:
+            got, _ = result.apply(ex.before)
+            if got != ex.after:
+                raise SynthesisError(
+                    f"example {ex.index}: the rules learned for each change interfere when applied "
+                    "in order; give the changes as separate examples",
+                    ex.index,
+                )
+            result.examples_reproduced += 1
+        return result, notes
+
+    try:
+        result, notes = learn(lists=True)
+    except SynthesisError as exc:
+        if "interfere" not in exc.reason:
+            raise
+        # A list rule (parameters, arguments) may overlap a rule learned for another change:
+        # learn again from whole nodes only.
+        result, notes = learn(lists=False)
+    rules = result.rules
     if len(rules) > 1:
         notes.insert(
             0,
@@ -628,7 +643,7 @@ def _vars(key: str) -> int:
 
 
 def _search(
-    seed: Site, remaining: list[tuple[Site, _Ex]], exs: list[_Ex], lang: str
+    seed: Site, remaining: list[tuple[Site, _Ex]], exs: list[_Ex], lang: str, lists: bool = True
 ) -> list[_Choice]:
     """Every candidate rule that rewrites ``seed`` and nothing wrongly, in generality order."""
     choices: list[_Choice] = []
@@ -768,6 +783,12 @@ def _search(
             pending.clear()
         if choices and max(len(c.covered) for c in choices) == len(remaining):
             break
+    # The changed list alone (parameters, arguments) — when every rule found so far that
+    # covers the most sites carries a multi-line fix: the body's layout, re-indented at each
+    # site, is what such a rule gets wrong on held-out code (tabs, other depths).
+    best = max((len(c.covered) for c in choices), default=0)
+    if lists and all("\n" in c.fix for c in choices if len(c.covered) == best):
+        _list_candidates(seed, remaining, exs, lang, choices)
     return choices
 
 
@@ -1167,3 +1188,108 @@ def _word_regex(text: str) -> str:
     left = r"\b" if text[:1].isalnum() or text[:1] == "_" else ""
     right = r"\b" if text[-1:].isalnum() or text[-1:] == "_" else ""
     return left + _REGEX_META.sub(r"\\\1", text) + right
+
+
+# Where a list node (parameters, arguments) parses on its own, per language and list kind:
+# a pattern of the list alone rewrites only it, not the definition or call around it.
+_LIST_WRAPPERS: dict[str, dict[str, tuple[str, ...]]] = {
+    "python": {"parameters": ("def _f{}: pass",), "argument_list": ("_f{}",)},
+    "javascript": {
+        "formal_parameters": ("{} => {{}}", "function _f{} {{}}"),
+        "arguments": ("_f{}",),
+    },
+    "typescript": {
+        "formal_parameters": ("{} => {{}}", "function _f{} {{}}"),
+        "arguments": ("_f{}",),
+    },
+    "tsx": {"formal_parameters": ("{} => {{}}", "function _f{} {{}}"), "arguments": ("_f{}",)},
+    "go": {"argument_list": ("func _() {{ _f{} }}",)},
+    "rust": {"parameters": ("fn _f{} {{}}",), "arguments": ("fn _g() {{ _f{}; }}",)},
+}
+
+
+def _list_site(site: Site, ex: _Ex, lang: str) -> Site | None:
+    """The parameter or argument list of ``site``'s node that holds its whole change, as a
+    site of its own (the list and what replaces it), or None."""
+    wrappers = _LIST_WRAPPERS.get(lang, {})
+    b, a = site.before_text, site.after_text
+    if site.insert is not None or site.delete is not None or not wrappers:
+        return None
+    pre = 0
+    while pre < min(len(b), len(a)) and b[pre] == a[pre]:
+        pre += 1
+    suf = 0
+    while suf < min(len(b), len(a)) - pre and b[len(b) - 1 - suf] == a[len(a) - 1 - suf]:
+        suf += 1
+    lo, hi = site.start + pre, site.end - suf
+    best = None
+    stack = [site.node]
+    while stack:
+        n = stack.pop()
+        r = n.range()
+        if r.start.index <= lo and hi <= r.end.index:
+            if n.kind() in wrappers:
+                best = n
+            stack.extend(n.children())
+    if best is None or best.range() == site.node.range():
+        return None
+    r = best.range()
+    delta = len(a) - len(b)
+    a_s = site.after_start + (r.start.index - site.start)
+    a_e = a_s + (r.end.index - r.start.index) + delta
+    anode = node_at(ex.root_after, a_s, a_e)
+    if anode is None or anode.kind() != best.kind():
+        return None
+    return Site(ex.index, best, r.start.index, r.end.index, a_s, a_e, ex.after[a_s:a_e], anode)
+
+
+def _list_candidates(
+    seed: Site, remaining: list[tuple[Site, _Ex]], exs: list[_Ex], lang: str, choices: list[_Choice]
+) -> None:
+    """Rules that rewrite only the parameter or argument list that holds the change
+    (``(_request, _options, $A)`` -> ``({$A})`` selected out of an arrow function), rather than
+    the whole function or call with its body's layout: the smallest changed sub-node. Added
+    to ``choices``, ids mapped back to the sites they stand for."""
+    wrappers = _LIST_WRAPPERS.get(lang, {})
+    if not wrappers:
+        return
+    subs: dict[int, Site] = {}
+    for s, ex in remaining:
+        sub = _list_site(s, ex, lang)
+        if sub is not None:
+            subs[id(s)] = sub
+    if id(seed) not in subs:
+        return
+    top = subs[id(seed)]
+    kind = top.node.kind()
+    back = {id(sub): sid for sid, sub in subs.items()}
+    # Each example with its sites replaced by their list sub-sites where they have one.
+    sub_exs = [
+        _Ex(
+            ex.index,
+            ex.before,
+            ex.after,
+            ex.root,
+            ex.root_after,
+            sorted((subs.get(id(x), x) for x in ex.sites), key=lambda x: x.start),
+        )
+        for ex in exs
+    ]
+    peers = [sub for sid, sub in subs.items() if sid != id(seed) and sub.node.kind() == kind]
+    groups = [[top, *peers], [top]] if peers else [[top]]
+    seen: set[str] = set()
+    for opts in _OPTIONS:
+        for group in groups:
+            t = abstract_sites(group, opts)
+            if t is None or "\n" in t.fix or t.pattern in seen:
+                continue
+            seen.add(t.pattern)
+            for w in wrappers[kind]:
+                rule = {"pattern": {"context": w.format(t.pattern), "selector": kind}}
+                try:
+                    covered = _evaluate(Rule(id="c", language=lang, rule=rule, fix=t.fix), sub_exs)
+                except RuleError:
+                    continue
+                if covered and id(top) in covered:
+                    mapped = {back.get(c, c) for c in covered}
+                    choices.append(_Choice(rule, t.fix, mapped, -1, t.pattern + "\0" + t.fix, 0))
