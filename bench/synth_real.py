@@ -2,6 +2,7 @@
 
     python bench/synth_real.py GITDIR [GITDIR ...] [--seed 26] [--per-language 9]
                                [--max-commits 3000] [--cli 12] [--from-git] [--json OUT]
+                               [--why] [--only N,M]
 
 Each GITDIR is a (bare) git directory of a public repository, e.g. the mirrors the ``fetch`` tool
 makes under /work/.mirror/OWNER+NAME/repo. Nothing fetched is committed: the cases are mined,
@@ -28,6 +29,10 @@ learned (a rule set was synthesised), exact (every held-out file byte-identical)
 (files) and example sites used. Timings: median ``synthesize`` time in process, and the median
 wall time of ``oopav synth EXAMPLES.json`` per call on --cli cases. With --from-git: the
 commit's --from-git report (groups when the synthesiser has ``learn_groups``, hunks otherwise).
+
+``--why`` prints, for each miss, the first held-out hunk where the produced file differs from
+the expected one (``-`` before, ``+`` expected, ``>`` produced) and the learned rules;
+``--only`` scores the listed cases (1-based) alone, to iterate on a class of failures.
 
 Targets (issue 26): one-shot exact >= 60%, incremental exact >= 85% with <= 3 example sites on
 average, site precision >= 0.98 in both, --from-git group rules reproduce >= 70% of the sites of
