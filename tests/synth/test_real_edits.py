@@ -451,6 +451,10 @@ def test_a_removed_import_is_a_deletion_rule_that_takes_its_line_along() -> None
     from oopav.models.synth import describe  # what the `synth:` policy says it does
 
     assert describe(first) == "delete 'use std::i64;'"
+    # The companion may match nothing in a repository (a refused action in the loop): the
+    # `synth:` policy applies the main rule only.
+    assert [r.companion for r in result.rules] == [False, True]
+    assert result.loop_rules() == [first]
 
 
 def test_adjacent_removed_requires_are_generalised_no_wider_than_the_examples() -> None:

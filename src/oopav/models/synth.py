@@ -154,7 +154,7 @@ class SynthBackend:
                 "id": i,
                 "description": f"Apply rule {r.id} ({describe(r)}) to every {r.language} file",
             }
-            for i, r in enumerate(result.rules, 1)
+            for i, r in enumerate(result.loop_rules(), 1)
         ]
         steps.append(
             {"id": len(steps) + 1, "description": "Run the tests and check they still pass"}
@@ -164,7 +164,8 @@ class SynthBackend:
             "files": [],
             "test_decision": decision,
             "rationale": (
-                f"synth: {len(result.rules)} ast-grep rule(s) learned from the examples reproduce "
+                f"synth: {len(result.loop_rules())} ast-grep rule(s) learned from the examples "
+                "reproduce "
                 f"all {result.examples_reproduced} of them exactly"
                 + ("; " + "; ".join(result.notes) if result.notes else "")
             ),
@@ -173,7 +174,7 @@ class SynthBackend:
             "plan",
             plan,
             think="Rules learned from the task's before/after examples.",
-            state_update={"decisions": [f"synth rule set of {len(result.rules)} rule(s)"]},
+            state_update={"decisions": [f"synth rule set of {len(result.loop_rules())} rule(s)"]},
         )
 
     @staticmethod
@@ -186,15 +187,16 @@ class SynthBackend:
                 "synthesis_failed",
                 f"the rule learned for step {step} was refused: {last[2:300]}",
             )
-        if step <= len(result.rules):
-            rule = result.rules[step - 1]
+        rules = result.loop_rules()
+        if step <= len(rules):
+            rule = rules[step - 1]
             action: dict[str, Any] = rule.as_action()
             think = f"Step {step}: apply {rule.id} ({describe(rule)})."
             history = f"applied {rule.id}"
         else:
             action = {
                 "type": "finish",
-                "summary": f"Applied {len(result.rules)} rule(s) learned from the examples.",
+                "summary": f"Applied {len(rules)} rule(s) learned from the examples.",
             }
             think = "Every learned rule is applied; the verifier runs the done gates."
             history = "finished"

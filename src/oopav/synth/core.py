@@ -99,6 +99,10 @@ class SynthRule:
     # ``sandbox.astgrep.Rule.expand_start``).
     expand_start: dict[str, Any] | None = None
     expand_end: dict[str, Any] | None = None
+    # A deletion's companion (the same statement first/last in its block): it may match
+    # nothing in a repository, which the loop would take for a refused rule, so the `synth:`
+    # policy leaves it out (see ``loop_rules``).
+    companion: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
@@ -156,6 +160,11 @@ class SynthResult:
             "ambiguous": self.ambiguous,
             "notes": list(self.notes),
         }
+
+    def loop_rules(self) -> list[SynthRule]:
+        """The rules the loop applies, one action each: all but deletion companions, which
+        may match nothing in the task's repository (a refused action there)."""
+        return [r for r in self.rules if not r.companion]
 
     def actions(self, paths: list[str] | None = None) -> list[dict[str, Any]]:
         """One ``ast_grep`` action per rule, in order: gold actions for training."""
@@ -1059,6 +1068,7 @@ def _companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule 
         constraints=choice.constraints,
         expand_start=start,
         expand_end=end,
+        companion=True,
     )
 
 
