@@ -2,6 +2,7 @@
 
     python bench/synth_real.py GITDIR [GITDIR ...] [--seed 26] [--per-language 9]
                                [--max-commits 3000] [--cli 12] [--from-git] [--json OUT]
+                               [--why] [--only N,M]
 
 Each GITDIR is a (bare) git directory of a public repository, e.g. the mirrors the ``fetch`` tool
 makes under /work/.mirror/OWNER+NAME/repo. Nothing fetched is committed: the cases are mined,
@@ -28,6 +29,10 @@ learned (a rule set was synthesised), exact (every held-out file byte-identical)
 (files) and example sites used. Timings: median ``synthesize`` time in process, and the median
 wall time of ``oopav synth EXAMPLES.json`` per call on --cli cases. With --from-git: the
 commit's --from-git report (groups when the synthesiser has ``learn_groups``, hunks otherwise).
+
+``--why`` prints, for each miss, the first held-out hunk where the produced file differs from
+the expected one (``-`` before, ``+`` expected, ``>`` produced) and the learned rules;
+``--only`` scores the listed cases (1-based) alone, to iterate on a class of failures.
 
 Targets (issue 26): one-shot exact >= 60%, incremental exact >= 85% with <= 3 example sites on
 average, site precision >= 0.98 in both, --from-git group rules reproduce >= 70% of the sites of
@@ -376,6 +381,8 @@ class Score:
     error: str = ""
     wrong: list[str] = field(default_factory=list)
     rules: int = 0
+    why: str = ""  # a miss: the first held-out hunk that differs (expected vs produced)
+    rule_text: str = ""
 
 
 def _line_hunks(before: str, after: str) -> set[tuple[int, int, tuple[str, ...]]]:
@@ -404,6 +411,7 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
     s.cpu_ms = (time.process_time() - c0) * 1000
     s.learned = True
     s.rules = len(result.rules)
+    s.rule_text = result.to_yaml()
     exact = True
     for f in heldout:
         try:
@@ -414,11 +422,32 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
         if got != f.after:
             exact = False
             s.wrong.append(f.path)
+            if not s.why:
+                s.why = f"{f.path}:\n" + _first_difference(f.before, f.after, got)
         produced, want = _line_hunks(f.before, got), _line_hunks(f.before, f.after)
         s.produced += len(produced)
         s.correct += len(produced & want)
     s.exact = exact and bool(heldout)
     return s
+
+
+def _first_difference(before: str, want: str, got: str, width: int = 3) -> str:
+    """Why a held-out file is wrong: the first line hunk where the expected and the produced
+    file differ, as ``-`` before / ``+`` expected / ``>`` produced lines."""
+    a, w, g = before.splitlines(), want.splitlines(), got.splitlines()
+    sm = difflib.SequenceMatcher(None, w, g, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        # The before lines at the same place (by the expected file's line numbers, roughly).
+        lines = [f"      line {i1 + 1}:"]
+        lines += [f"      - {x[:110]}" for x in a[i1 : min(i2, i1 + width)] if x not in w]
+        lines += [f"      + {x[:110]}" for x in w[i1 : min(i2, i1 + width)]]
+        lines += [f"      > {x[:110]}" for x in g[j1 : min(j2, j1 + width)]]
+        if len(lines) == 1:
+            lines.append("      (produced and expected differ only in line count)")
+        return "\n".join(lines)
+    return "      (no line difference)"
 
 
 def split(case: Case) -> tuple[list[FileCase], list[FileCase]]:
@@ -541,6 +570,10 @@ def main() -> None:
     )
     ap.add_argument("--cache", type=Path, help="keep the mined cases here between runs (pickle)")
     ap.add_argument("--json", type=Path, help="write per-case results here")
+    ap.add_argument(
+        "--why", action="store_true", help="print each miss's first wrong hunk and its rules"
+    )
+    ap.add_argument("--only", help="score only these case numbers (1-based, comma-separated)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -564,7 +597,10 @@ def main() -> None:
     rows: dict[str, list[tuple[Score, Score]]] = defaultdict(list)
     results = []
     errors: Counter[str] = Counter()
+    only = {int(x) for x in args.only.split(",")} if args.only else None
     for n, case in enumerate(cases, 1):
+        if only is not None and n not in only:
+            continue
         examples, heldout = split(case)
         one = score(case, examples, heldout)
         inc = incremental(case, one)
@@ -580,6 +616,10 @@ def main() -> None:
             f"{one.ms:.0f} ms {one.error}",
             flush=True,
         )
+        if args.why and not one.exact:
+            print(one.why or f"      {one.error}")
+            if one.rule_text:
+                print("      rules: " + one.rule_text[:600].replace("\n", "\n      "))
         if one.error:
             errors[re.sub(r"example \d+|line \d+|'.*", "", one.error)[:70]] += 1
         results.append(

@@ -294,3 +294,31 @@ def test_every_command_loads_on_demand_from_the_module_the_table_names() -> None
             assert cli_module.COMMAND_MODULES.get(name) == module, (name, module)
     cli_module.register_all()
     assert set(cli.commands) == set(cli_module.COMMAND_MODULES)
+
+
+def test_oopav_synth_starts_without_the_loop_s_heavy_modules(tmp_path: Path) -> None:
+    """`oopav synth` (issue 26: ≤ 400 ms a call) imports the synthesiser, ast-grep and click —
+    not the sandbox's runner and workspaces, the event catalog, pydantic, structlog or asyncio
+    (each was imported at start-up before and together cost most of a call)."""
+    examples = tmp_path / "ex.json"
+    examples.write_text(
+        '[{"before": "x = fetch(u)\\n", "after": "x = fetch_page(u)\\n", "path": "a.py"}]'
+    )
+    probe = (
+        "import sys; sys.argv = ['oopav', 'synth', sys.argv[1]]\n"
+        "from oopav.cli import main\n"
+        "try:\n    main()\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = ['oopav.sandbox.apply', 'oopav.sandbox.runner', 'oopav.sandbox.workspace',\n"
+        "         'oopav.events', 'pydantic', 'structlog', 'asyncio', 'oopav.config']\n"
+        "print('LOADED', [m for m in heavy if m in sys.modules])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(examples)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert "fix: fetch_page" in proc.stdout, proc.stderr
+    assert "LOADED []" in proc.stdout, proc.stdout

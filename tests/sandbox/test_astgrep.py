@@ -9,7 +9,13 @@ import pytest
 
 from oopav.events.actions import AstGrepAction
 from oopav.sandbox.apply import ActionPlan, Rejection, apply_plan, plan_action
-from oopav.sandbox.astgrep import cli_rewrite, files_for, rewrite_source, rule_from_action
+from oopav.sandbox.astgrep import (
+    RuleError,
+    cli_rewrite,
+    files_for,
+    rewrite_source,
+    rule_from_action,
+)
 
 PY = """import os
 
@@ -320,3 +326,40 @@ def test_find_cli_never_takes_shadow_utils_sg(tmp_path, monkeypatch) -> None:
     real = fake / "ast-grep"
     real.symlink_to(found)
     assert astgrep.find_cli() == str(real)
+
+
+def test_fix_config_expansions_match_the_cli(tmp_path: Path) -> None:
+    """`fix: {template, expandStart/expandEnd}` (rules by example delete statements with it):
+    the replaced range grows over one neighbouring sibling, in process as in the CLI."""
+    yaml_rule = """\
+id: del
+language: python
+rule:
+  pattern: import sys
+  follows: {pattern: $PREV, stopBy: neighbor}
+fix:
+  template: $PREV
+  expandStart: {pattern: $PREV}
+"""
+    rule = rule_from_action(AstGrepAction(rule=yaml_rule))
+    assert rule.expand_start == {"pattern": "$PREV"}
+    assert "expandStart" in rule.to_yaml()
+    text = "import os\nimport sys\nx = 1\n\n\ndef f():\n    a = 1\n    import sys\n    return a\n"
+    (tmp_path / "m.py").write_text(text)
+    expected = cli_rewrite(tmp_path, rule, ["m.py"])["m.py"]
+    assert rewrite_source(text, rule)[0] == expected
+    assert expected == "import os\nx = 1\n\n\ndef f():\n    a = 1\n    return a\n"
+    end_rule = rule_from_action(
+        AstGrepAction(
+            rule="id: e\nlanguage: python\nrule: {pattern: import os}\n"
+            "fix: {template: '', expandEnd: {pattern: import sys}}\n"
+        )
+    )
+    (tmp_path / "m.py").write_text(text)
+    assert rewrite_source(text, end_rule)[0] == cli_rewrite(tmp_path, end_rule, ["m.py"])["m.py"]
+    with pytest.raises(RuleError, match="expandStart"):
+        rule_from_action(
+            AstGrepAction(
+                rule="id: e\nlanguage: python\nrule: {pattern: x}\nfix: {expandStart: 1}\n"
+            )
+        )

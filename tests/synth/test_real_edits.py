@@ -429,3 +429,187 @@ def test_a_site_too_large_for_metavariables_gives_no_pattern_rather_than_a_crash
     [site] = find_sites(1, before, after, parse(before, "python"), parse(after, "python"), "ex")
     assert abstract_sites([site], Options(spread=False)) is None
     assert synthesize([Example(before, after, path="a.py")]).apply(before)[0] == after
+
+
+# --- class 3: statements removed (imports, requires, attributes) ------------------------------
+
+
+def test_a_removed_import_is_a_deletion_rule_that_takes_its_line_along() -> None:
+    """Class 3: `use std::i64;` removed after another `use`. The rule deletes the statement
+    with the layout before it (`expandStart` over the previous statement), so no empty line
+    is left; its companion reaches the same statement first in a file."""
+    before = "use std::fmt;\nuse std::i64;\n\nfn f() {}\n"
+    after = "use std::fmt;\n\nfn f() {}\n"
+    result = synthesize([Example(before, after, path="number.rs")])
+    first = result.rules[0]
+    assert first.expand_start == {"pattern": "$PREV"}
+    assert first.fix == "$PREV"
+    assert "expandStart:" in first.to_yaml()
+    held_out = "use std::i64;\nuse std::io;\nfn g() {\n    use std::i64;\n    h();\n}\n"
+    assert result.apply(held_out)[0] == "use std::io;\nfn g() {\n    h();\n}\n"
+    assert result.apply("use std::i32;\n")[0] == "use std::i32;\n"
+    from oopav.models.synth import describe  # what the `synth:` policy says it does
+
+    assert describe(first) == "delete 'use std::i64;'"
+    # The companion may match nothing in a repository (a refused action in the loop): the
+    # `synth:` policy applies the main rule only.
+    assert [r.companion for r in result.rules] == [False, True]
+    assert result.loop_rules() == [first]
+
+
+def test_adjacent_removed_requires_are_generalised_no_wider_than_the_examples() -> None:
+    """Class 3: two `require` lines removed at the top of a test file. One rule covers both
+    (`var $A = require($B);`), with each metavariable constrained to the names seen, so other
+    requires stay; adjacent deletions all go (the rule is applied until nothing changes)."""
+    before = (
+        "var axios = require('../../index');\nvar getAjaxRequest = require('./x');\n\n"
+        "describe('a', function () {});\n"
+    )
+    after = "describe('a', function () {});\n"
+    result = synthesize([Example(before, after, path="a.spec.js")])
+    assert result.rules[0].constraints == {
+        "A": {"regex": "^(?:axios|getAjaxRequest)$"},
+        "B": {"regex": r"^(?:'\.\./\.\./index'|'\./x')$"},
+    }
+    held_out = (
+        "var axios = require('../../index');\nvar getAjaxRequest = require('./x');\n\n"
+        "var other = require('y');\ndescribe('b', function () {});\n"
+    )
+    assert (
+        result.apply(held_out)[0] == "var other = require('y');\ndescribe('b', function () {});\n"
+    )
+
+
+def test_a_removed_go_import_and_rust_attribute_leave_no_line_behind() -> None:
+    go_before = 'package a\n\nimport (\n\t"context"\n\t"fmt"\n)\n'
+    go_after = 'package a\n\nimport (\n\t"fmt"\n)\n'
+    result = synthesize([Example(go_before, go_after, path="a.go")])
+    held = 'package b\n\nimport (\n\t"bytes"\n\t"context"\n\t"os"\n)\n'
+    assert result.apply(held)[0] == 'package b\n\nimport (\n\t"bytes"\n\t"os"\n)\n'
+    rs_before = (
+        '#[cfg(feature = "std")]\nfn a() {}\n\n#[inline]\n#[cfg(feature = "std")]\nfn b() {}\n'
+    )
+    rs_after = "fn a() {}\n\n#[inline]\nfn b() {}\n"
+    result = synthesize([Example(rs_before, rs_after, path="e.rs")])
+    held = '#[derive(Debug)]\n#[cfg(feature = "std")]\nstruct S;\n#[cfg(feature = "alloc")]\nfn c() {}\n'
+    assert result.apply(held)[0] == (
+        '#[derive(Debug)]\nstruct S;\n#[cfg(feature = "alloc")]\nfn c() {}\n'
+    )
+
+
+def test_a_deletion_rule_set_gives_the_same_files_through_the_ast_grep_cli(tmp_path: Path) -> None:
+    """The deletion rules are plain ast-grep (`fix: {template, expandStart}`): the CLI applied
+    to a fixpoint gives what the in-process apply gives."""
+    before = "import os\nimport sys\n\nx = 1\n"
+    after = "import os\n\nx = 1\n"
+    result = synthesize([Example(before, after, path="m.py")])
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    held = "import sys\nimport re\n\n\ndef f():\n    a = 1\n    import sys\n    return a\n"
+    (tree / "m.py").write_text(held)
+    for rule in result.rules:
+        (tmp_path / "rule.yml").write_text(rule.to_yaml())
+        for _ in range(3):
+            proc = subprocess.run(
+                [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", "."],
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=60,
+            )
+            assert proc.returncode in (0, 1), proc.stderr
+    assert (tree / "m.py").read_text() == result.apply(held)[0]
+    assert result.apply(held)[0] == "import re\n\n\ndef f():\n    a = 1\n    return a\n"
+
+
+def test_a_deletion_rule_leaves_kept_statements_of_the_examples_alone() -> None:
+    """A statement the example file keeps is a negative: `import sys` removed at one place
+    but kept inside `main` gives no rule that would delete both."""
+    before = "import os\nimport sys\n\n\ndef main():\n    x = 1\n    import sys\n"
+    after = "import os\n\n\ndef main():\n    x = 1\n    import sys\n"
+    result = synthesize([Example(before, after, path="m.py")])
+    assert result.apply(before)[0] == after
+
+
+# --- comments changed with the code (a doc comment's code sample) ------------------------------
+
+
+def test_a_doc_comment_changed_like_the_code_gets_a_substitution_rule(tmp_path: Path) -> None:
+    """A rename made in code and in a doc comment's code sample (one example holds only the
+    comment): the comment is rewritten by a `replace` transform of the whole word, the code
+    by a rename; a longer word containing it stays. The rule file is the CLI's too."""
+    doc_before = (
+        "/**\n * Use it:\n\tconst api = ky.create({prefixUrl: 'x'});\n */\nexport type A = 1;\n"
+    )
+    code_before = "const o = {prefixUrl: 2, other: 3};\n"
+    result = synthesize(
+        [
+            Example(doc_before, doc_before.replace("prefixUrl", "prefix"), path="a.ts"),
+            Example(code_before, code_before.replace("prefixUrl", "prefix"), path="b.ts"),
+        ]
+    )
+    comment = result.rules[0]
+    assert comment.rule["kind"] == "comment"
+    assert comment.transform == {
+        "NEWCMT": {"replace": {"source": "$CMT", "replace": r"\bprefixUrl\b", "by": "prefix"}}
+    }
+    held = "// prefixUrl and prefixUrls\nconst q = {prefixUrl: 1};\n"
+    assert result.apply(held)[0] == "// prefix and prefixUrls\nconst q = {prefix: 1};\n"
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "c.ts").write_text(held)
+    (tmp_path / "rule.yml").write_text(result.to_yaml())
+    proc = subprocess.run(
+        [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", str(tree)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert (tree / "c.ts").read_text() == result.apply(held)[0]
+
+
+def test_a_comment_change_no_substitution_describes_says_so() -> None:
+    """Replacing the changed word throughout would also change its other occurrence."""
+    before = "x = f(1)  # keep f, not f\n"
+    after = "x = g(1)  # keep g, not f\n"
+    with pytest.raises(SynthesisError, match="changes a comment in a way no single substitution"):
+        synthesize([Example(before, after, path="a.py")])
+
+
+# --- class 6: rewrite only the changed sub-node (a parameter list), not the body's layout -----
+
+
+def test_a_changed_parameter_list_is_rewritten_alone_not_with_the_body() -> None:
+    """Arrow-function hooks `(_request, _options, response) => {…}` became `({response}) =>
+    {…}` in tab-indented code. A rule of the whole function carries its body's layout (wrong at
+    other depths); the rule learned rewrites the parameter list alone, so held-out hooks at any
+    depth, `async` ones and one-line ones come out right."""
+    a = (
+        "const a = ky(u, {\n\thooks: {\n\t\tafterResponse: [\n"
+        "\t\t\t(_request, _options, response) => {\n\t\t\t\tlog(response);\n\t\t\t},\n"
+        "\t\t],\n\t},\n});\n"
+    )
+    b = (
+        "const b = {\n\tafterResponse: [\n\t\t(_request, _options, res) => {\n"
+        "\t\t\tuse(res);\n\t\t\treturn res;\n\t\t},\n\t],\n};\n"
+    )
+    result = synthesize(
+        [
+            Example(a, a.replace("(_request, _options, response)", "({response})"), path="a.ts"),
+            Example(b, b.replace("(_request, _options, res)", "({res})"), path="b.ts"),
+        ]
+    )
+    [rule] = result.rules
+    assert rule.rule == {
+        "pattern": {"context": "(_request, _options, $A) => {}", "selector": "formal_parameters"}
+    }
+    assert rule.fix == "({$A})"
+    held = (
+        "x({\n\thooks: [\n\t\t\tasync (_request, _options, response) => {\n"
+        "\t\t\t\t\tawait f(response);\n\t\t\t},\n\t\t(_request, _options, response) => response,\n"
+        "\t]});\n"
+    )
+    assert result.apply(held)[0] == held.replace("(_request, _options, response)", "({response})")

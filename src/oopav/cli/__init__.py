@@ -12,20 +12,33 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from oopav import __version__
-from oopav.cli.common import (  # noqa: F401  (re-exported for scripts and tests)
-    _exit_status,
-    _print_outcome,
-    _submission,
-    cli_model_spec,
-)
 from oopav.cli.kit import Ctx, pass_ctx, run_async  # noqa: F401  (re-exported)
 
+if TYPE_CHECKING:
+    from oopav.cli.common import (  # noqa: F401  (re-exported for scripts and tests)
+        _exit_status,
+        _print_outcome,
+        _submission,
+        cli_model_spec,
+    )
+
 T = TypeVar("T")
+_COMMON = frozenset({"_exit_status", "_print_outcome", "_submission", "cli_model_spec"})
+
+
+def __getattr__(name: str) -> Any:
+    """The re-exports of ``cli.common`` load it on first use: it imports asyncio and the
+    session helpers, which ``oopav synth`` never needs (start-up time, issue 26)."""
+    if name in _COMMON:
+        from oopav.cli import common
+
+        return getattr(common, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Options of the top-level group that may also be written after the subcommand
@@ -205,7 +218,9 @@ def cli(
     """
     if bool(tls_cert) != bool(tls_key):
         raise click.UsageError("a client certificate needs both --tls-cert and --tls-key")
-    ctx.obj = Ctx(nats_url, data_dir, log_level, verbose)
+    # `oopav synth` logs nothing: it starts without structlog (start-up time, issue 26).
+    quiet = ctx.invoked_subcommand in QUIET_COMMANDS
+    ctx.obj = Ctx(nats_url, data_dir, log_level, verbose, configure_logging=not quiet)
     ctx.obj.connection = {
         "OOPAV_TLS_CA": tls_ca,
         "OOPAV_TLS_CERT": tls_cert,
@@ -259,6 +274,8 @@ COMMAND_MODULES: dict[str, str] = {
     "notary": "notary",
     "critic": "critic",
 }
+# Commands that never log (pure computations): the group does not configure logging for them.
+QUIET_COMMANDS = frozenset({"synth"})
 _loaded: set[str] = set()
 
 

@@ -4,7 +4,6 @@ entry point that registers them."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import os
@@ -23,6 +22,8 @@ def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
+        import asyncio  # here: `oopav synth` starts without the event loop's modules
+
         from oopav.app import NoServer
         from oopav.bus.errors import BusError
         from oopav.bus.server import ServerError
@@ -45,12 +46,14 @@ class Ctx:
         data_dir: Path | None,
         log_level: str | None,
         verbose: bool = False,
+        configure_logging: bool = True,
     ) -> None:
-        from oopav.logging import configure
-
         self.log_level = log_level
         self.verbose = verbose
-        configure(log_level)
+        if configure_logging:
+            from oopav.logging import configure
+
+            configure(log_level)
         kwargs: dict[str, Any] = {}
         if nats_url:
             kwargs["nats_url"] = nats_url

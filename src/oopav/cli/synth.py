@@ -19,8 +19,6 @@ def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     equal to ``before``) is a negative: code the rule must leave unchanged."""
     import yaml  # here, not at the top: `oopav synth` starts in fewer imports (issue 28)
 
-    from oopav.config import yaml_error
-
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -28,6 +26,8 @@ def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     try:
         data = json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        from oopav.config import yaml_error  # pydantic: only on this error path
+
         raise click.ClickException(f"{path} is not valid JSON/YAML: {yaml_error(exc)}") from None
     language = None
     if isinstance(data, dict):

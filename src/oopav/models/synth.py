@@ -178,7 +178,7 @@ class SynthBackend:
                 "description": f"Apply rule {r.id} ({describe(r)}) to every {r.language} file",
                 "files": files,
             }
-            for i, r in enumerate(result.rules, 1)
+            for i, r in enumerate(result.loop_rules(), 1)
         ]
         command = _TEST_COMMAND.search(context)
         run = f" (`{command.group(1).strip()}`)" if command else ""
@@ -190,7 +190,8 @@ class SynthBackend:
             "files": files,
             "test_decision": decision,
             "rationale": (
-                f"synth: {len(result.rules)} ast-grep rule(s) learned from the examples reproduce "
+                f"synth: {len(result.loop_rules())} ast-grep rule(s) learned from the examples "
+                "reproduce "
                 f"all {result.examples_reproduced} of them exactly"
                 + ("; " + "; ".join(result.notes) if result.notes else "")
             ),
@@ -199,7 +200,7 @@ class SynthBackend:
             "plan",
             plan,
             think="Rules learned from the task's before/after examples.",
-            state_update={"decisions": [f"synth rule set of {len(result.rules)} rule(s)"]},
+            state_update={"decisions": [f"synth rule set of {len(result.loop_rules())} rule(s)"]},
         )
 
     @staticmethod
@@ -212,15 +213,16 @@ class SynthBackend:
                 "synthesis_failed",
                 f"the rule learned for step {step} was refused: {last[2:300]}",
             )
-        if step <= len(result.rules):
-            rule = result.rules[step - 1]
+        rules = result.loop_rules()
+        if step <= len(rules):
+            rule = rules[step - 1]
             action: dict[str, Any] = rule.as_action()
             think = f"Step {step}: apply {rule.id} ({describe(rule)})."
             history = f"applied {rule.id}"
         else:
             action = {
                 "type": "finish",
-                "summary": f"Applied {len(result.rules)} rule(s) learned from the examples.",
+                "summary": f"Applied {len(rules)} rule(s) learned from the examples.",
             }
             think = "Every learned rule is applied; the verifier runs the done gates."
             history = "finished"
@@ -255,6 +257,12 @@ def _last_result(context: str) -> str | None:
 
 def describe(rule: Any) -> str:
     r = rule.rule
+    if getattr(rule, "expand_start", None) or getattr(rule, "expand_end", None):
+        # A statement deletion (docs/synth.md): the fix is the neighbouring statement.
+        what = r.get("pattern") or r.get("regex", "").strip("^$").replace(chr(92), "")
+        if isinstance(what, dict):
+            what = what.get("context", "")
+        return f"delete {what!r}"
     if "regex" in r:
         return f"rename {r['regex'].strip('^$').replace(chr(92), '')} to {rule.fix}"
     pattern = r.get("pattern")

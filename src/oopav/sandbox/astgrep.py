@@ -18,15 +18,17 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import msgspec
 import yaml
 from ast_grep_py import Config, SgNode, SgRoot
 
-from oopav.events.actions import AstGrepAction
 from oopav.sandbox.rulefilter import Need, may_match, required_text
 from oopav.sandbox.treecache import TreeCache
+
+if TYPE_CHECKING:  # the event catalog costs ~100 ms to import; `oopav synth` never needs it
+    from oopav.events.actions import AstGrepAction
 
 LANG_ALIASES: dict[str, str] = {
     "py": "python",
@@ -101,6 +103,13 @@ class Rule(msgspec.Struct, kw_only=True, frozen=True):
     constraints: dict[str, Any] | None = None
     transform: dict[str, Any] | None = None
     utils: dict[str, Any] | None = None
+    # ast-grep's FixConfig ``expandStart`` / ``expandEnd``: the replaced range grows over the
+    # neighbouring sibling that matches (one step, as the CLI does). Rules by example delete a
+    # whole statement with them: ``fix: {template: $PREV, expandStart: {pattern: $PREV}}``
+    # replaces the previous statement *through* the deleted one by the previous one, so its
+    # line goes too (a plain ``fix: ''`` leaves an empty line behind).
+    expand_start: dict[str, Any] | None = None
+    expand_end: dict[str, Any] | None = None
 
     def config(self) -> Config:
         cfg: dict[str, Any] = {"rule": self.rule}
@@ -117,7 +126,21 @@ class Rule(msgspec.Struct, kw_only=True, frozen=True):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
+        if self.expand_start or self.expand_end:
+            data["fix"] = fix_config(self.fix or "", self.expand_start, self.expand_end)
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def fix_config(
+    template: str, expand_start: dict[str, Any] | None, expand_end: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The YAML ``fix`` mapping of a template with expansions (the CLI's FixConfig)."""
+    out: dict[str, Any] = {"template": template}
+    if expand_start:
+        out["expandStart"] = expand_start
+    if expand_end:
+        out["expandEnd"] = expand_end
+    return out
 
 
 def normalize_language(name: str) -> str:
@@ -155,11 +178,19 @@ def rule_from_action(action: AstGrepAction) -> Rule:
                 "bad_rule", "`rule` must be a mapping (pattern, kind, inside, has, ...)"
             )
         fix = data.get("fix")
+        expand: dict[str, Any] = {}
         if isinstance(fix, dict):
-            if set(fix) != {"template"}:
+            if "template" not in fix or set(fix) - {"template", "expandStart", "expandEnd"}:
                 raise RuleError(
-                    "bad_rule", "only `fix: <template>` or `fix: {template: ...}` is supported"
+                    "bad_rule",
+                    "`fix` is a template, or a mapping of `template` with optional "
+                    "`expandStart` / `expandEnd`",
                 )
+            for key, name in (("expandStart", "expand_start"), ("expandEnd", "expand_end")):
+                if key in fix:
+                    if not isinstance(fix[key], dict):
+                        raise RuleError("bad_rule", f"`fix.{key}` must be a rule mapping")
+                    expand[name] = fix[key]
             fix = fix["template"]
         if fix is not None and not isinstance(fix, str):
             raise RuleError("bad_rule", "`fix` must be a string template")
@@ -174,6 +205,7 @@ def rule_from_action(action: AstGrepAction) -> Rule:
             constraints=data.get("constraints"),
             transform=data.get("transform"),
             utils=data.get("utils"),
+            **expand,
         )
     if not action.pattern or action.rewrite is None or not action.language:
         raise RuleError("bad_rule", "short form needs `pattern`, `rewrite` and `language`")
@@ -326,6 +358,8 @@ class _Prepared(NamedTuple):
     config: Config
     expand: Expander
     need: Need
+    expand_start: dict[str, Any] | None = None
+    expand_end: dict[str, Any] | None = None
 
 
 # Keyed by the rule's content, not the object: callers such as rules-by-example build a new,
@@ -339,7 +373,16 @@ _prepared_lock = threading.Lock()
 def _prepare(rule: Rule) -> _Prepared:
     try:
         key = msgspec.json.encode(
-            (rule.language, rule.rule, rule.fix, rule.constraints, rule.transform, rule.utils)
+            (
+                rule.language,
+                rule.rule,
+                rule.fix,
+                rule.constraints,
+                rule.transform,
+                rule.utils,
+                rule.expand_start,
+                rule.expand_end,
+            )
         )
     except (TypeError, msgspec.EncodeError):
         key = None
@@ -349,7 +392,11 @@ def _prepare(rule: Rule) -> _Prepared:
             return hit
     template = parse_template(rule.fix or "", (rule.transform or {}).keys())
     prepared = _Prepared(
-        config=rule.config(), expand=compile_template(tuple(template)), need=required_text(rule)
+        config=rule.config(),
+        expand=compile_template(tuple(template)),
+        need=required_text(rule),
+        expand_start=rule.expand_start,
+        expand_end=rule.expand_end,
     )
     if key is not None:
         with _prepared_lock:
@@ -381,6 +428,12 @@ def rewrite_source(
         raise RuleError("rule_invalid", _clean_error(exc)) from exc
     if not nodes:
         return source, 0
+    if prepared.expand_start or prepared.expand_end:
+        return _splice_spans(
+            source,
+            [(*match_span(n, prepared.expand_start, prepared.expand_end), n) for n in nodes],
+            prepared.expand,
+        )
     done = _splice(source, nodes, prepared.expand)
     if done is None:
         # find_all yields matches in pre-order, i.e. already by (start, longest first); this
@@ -388,6 +441,66 @@ def rewrite_source(
         done = _splice(source, sorted(nodes, key=_span_key), prepared.expand)
         assert done is not None
     return done
+
+
+_BOUND = re.compile(r"^\$([A-Z_][A-Z0-9_]*)$")
+
+
+def _expands_to(sibling: SgNode | None, node: SgNode, rule: dict[str, Any]) -> bool:
+    """``sibling`` matches an expansion rule of ``node``'s match: ``{pattern: $X}`` with ``$X``
+    bound by the match is that very node (the CLI matches with the match's metavariables);
+    any other rule is matched on its own."""
+    if sibling is None:
+        return False
+    pattern = rule.get("pattern")
+    bound = _BOUND.match(pattern) if isinstance(pattern, str) and len(rule) == 1 else None
+    if bound is not None:
+        got = node.get_match(bound.group(1))
+        return got is not None and got.range() == sibling.range()
+    try:
+        return sibling.matches(**rule)
+    except Exception as exc:
+        raise RuleError("rule_invalid", f"fix expansion: {_clean_error(exc)}") from exc
+
+
+def match_span(
+    node: SgNode, expand_start: dict[str, Any] | None, expand_end: dict[str, Any] | None
+) -> tuple[int, int]:
+    """The range a match's fix replaces: the node's, grown over the previous (next) sibling
+    that matches ``expand_start`` (``expand_end``), one sibling each, as ast-grep 0.51 does."""
+    r = node.range()
+    start, end = r.start.index, r.end.index
+    if expand_start:
+        prev = node.prev()
+        if prev is not None and _expands_to(prev, node, expand_start):
+            start = prev.range().start.index
+    if expand_end:
+        nxt = node.next()
+        if nxt is not None and _expands_to(nxt, node, expand_end):
+            end = nxt.range().end.index
+    return start, end
+
+
+def _splice_spans(
+    source: str, spans: list[tuple[int, int, SgNode]], expand: Expander
+) -> tuple[str, int]:
+    """As :func:`_splice`, over matches whose replaced range was expanded (by start, longest
+    first; a range overlapping one already replaced is skipped, as the CLI skips it)."""
+    out: list[str] = []
+    pos = count = 0
+    for start, end, node in sorted(spans, key=lambda t: (t[0], -t[1])):
+        if start < pos:
+            continue
+        out.append(source[pos:start])
+        mark = len(out)
+        if expand(out, node, source):
+            replacement = "".join(out[mark:])
+            del out[mark:]
+            out.append(reindent(replacement, 0, indent_at(source, start)))
+        pos = end
+        count += 1
+    out.append(source[pos:])
+    return "".join(out), count
 
 
 def _span_key(node: SgNode) -> tuple[int, int]:

@@ -17,6 +17,7 @@ from oopav.sandbox.astgrep import (
     Rule,
     RuleError,
     expand_fix,
+    fix_config,
     indent_at,
     normalize_language,
     parse_template,
@@ -94,6 +95,14 @@ class SynthRule:
     constraints: dict[str, Any] | None = None
     # ast-grep transforms the fix uses (``replace`` inside a string literal: ``%s`` -> ``{}``).
     transform: dict[str, Any] | None = None
+    # A deletion: the fix's range grows over the neighbouring statement (see
+    # ``sandbox.astgrep.Rule.expand_start``).
+    expand_start: dict[str, Any] | None = None
+    expand_end: dict[str, Any] | None = None
+    # A deletion's companion (the same statement first/last in its block): it may match
+    # nothing in a repository, which the loop would take for a refused rule, so the `synth:`
+    # policy leaves it out (see ``loop_rules``).
+    companion: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
@@ -101,7 +110,11 @@ class SynthRule:
             data["constraints"] = self.constraints
         if self.transform:
             data["transform"] = self.transform
-        data["fix"] = self.fix
+        data["fix"] = (
+            fix_config(self.fix, self.expand_start, self.expand_end)
+            if self.expand_start or self.expand_end
+            else self.fix
+        )
         return data
 
     def to_yaml(self) -> str:
@@ -115,10 +128,12 @@ class SynthRule:
             fix=self.fix,
             constraints=self.constraints,
             transform=self.transform,
+            expand_start=self.expand_start,
+            expand_end=self.expand_end,
         )
 
     def apply(self, source: str) -> tuple[str, int]:
-        return rewrite_source(source, self.as_rule())
+        return _apply_rule(source, self.as_rule())
 
     def as_action(self, paths: list[str] | None = None) -> dict[str, Any]:
         """The actor action that applies this rule (``ast_grep``, the loop's wire format)."""
@@ -146,6 +161,11 @@ class SynthResult:
             "notes": list(self.notes),
         }
 
+    def loop_rules(self) -> list[SynthRule]:
+        """The rules the loop applies, one action each: all but deletion companions, which
+        may match nothing in the task's repository (a refused action there)."""
+        return [r for r in self.rules if not r.companion]
+
     def actions(self, paths: list[str] | None = None) -> list[dict[str, Any]]:
         """One ``ast_grep`` action per rule, in order: gold actions for training."""
         return [r.as_action(paths) for r in self.rules]
@@ -166,6 +186,24 @@ class SynthesisError(ValueError):
         self.reason = reason
         self.example = example
         super().__init__(reason)
+
+
+MAX_PASSES = 8
+
+
+def _apply_rule(source: str, rule: Rule) -> tuple[str, int]:
+    """One rule applied; a deletion rule again until nothing changes (bounded): of adjacent
+    deleted statements each pass removes every other one, since the fix of one reaches into
+    its neighbour's range and ast-grep skips overlapping fixes."""
+    if not (rule.expand_start or rule.expand_end):
+        return rewrite_source(source, rule)
+    total = 0
+    for _ in range(MAX_PASSES):
+        source, n = rewrite_source(source, rule)
+        total += n
+        if not n:
+            break
+    return source, total
 
 
 def language_of(example: Example, default: str | None = None) -> str:
@@ -224,9 +262,47 @@ def _expected(ex: _Ex, start: int, end: int) -> str | None:
     return "".join(out)
 
 
+def _evaluate_deletion(rule: Rule, exs: list[_Ex]) -> set[int] | None:
+    """As :func:`_evaluate` for a deletion rule: every node it matches must be a deleted
+    site's node, and applying it (to a fixpoint) must give the example with exactly those
+    sites deleted."""
+    covered: set[int] = set()
+    for ex in exs:
+        try:
+            nodes = ex.root.find_all(rule.config())
+        except Exception:
+            return None
+        if not nodes:
+            continue
+        by_range = {(s.node.range().start.index, s.node.range().end.index): s for s in ex.sites}
+        hit = []
+        for n in nodes:
+            r = n.range()
+            site = by_range.get((r.start.index, r.end.index))
+            if site is None or site.delete is None:
+                return None
+            hit.append(site)
+        try:
+            got, _ = _apply_rule(ex.before, rule)
+        except RuleError:
+            return None
+        out, pos = [], 0
+        for site in sorted(hit, key=lambda x: x.start):
+            if site.start < pos:
+                return None
+            out.append(ex.before[pos : site.start])
+            pos = site.end
+        if got != "".join(out) + ex.before[pos:]:
+            return None
+        covered.update(id(x) for x in hit)
+    return covered
+
+
 def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
     """The ids of the sites ``rule`` rewrites correctly, or None when it rewrites anything
     wrongly (an over-match, or a wrong result) in any example."""
+    if rule.expand_start or rule.expand_end:
+        return _evaluate_deletion(rule, exs)
     covered: set[int] = set()
     template = parse_template(rule.fix or "", (rule.transform or {}).keys())
     for ex in exs:
@@ -375,6 +451,8 @@ class _Choice:
     level: int = -1  # -1: an identifier rename; else how far above the site the pattern sits
     constraints: dict[str, Any] | None = None
     transform: dict[str, Any] | None = None
+    expand_start: dict[str, Any] | None = None
+    expand_end: dict[str, Any] | None = None
 
 
 def synthesize(
@@ -434,59 +512,92 @@ def synthesize(
         exs.append(_Ex(i, e.before, after, broot, aroot, sites))
 
     all_sites = [(s, ex) for ex in exs for s in ex.sites]
-    remaining = list(all_sites)
-    rules: list[SynthRule] = []
-    notes: list[str] = []
-    ambiguous = False
-    while remaining:
-        seed = remaining[0][0]
-        choices = _search(seed, remaining, exs, lang)
-        if not choices:
-            raise SynthesisError(
-                f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
-                f"{seed.after_text[:60]!r} without changing something else",
-                seed.example,
-            )
-        best = max(len(c.covered) for c in choices)
-        top_choices = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
-        chosen = _idempotent(top_choices[0], seed, exs, lang)
-        # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
-        wider = [
-            c
-            for c in top_choices
-            if c.level == chosen.level >= 0 and _vars(c.key) > _vars(chosen.key)
-        ]
-        if wider:
-            ambiguous = True
-            alt_pattern, _, alt_fix = max(wider, key=lambda c: _vars(c.key)).key.partition("\0")
-            notes.append(
-                f"synth-{len(rules) + 1}: a more general rule fits the examples as well "
-                f"({alt_pattern!r} -> {alt_fix!r}); the narrower one was kept (call heads, "
-                "definition names and constants stay literal) — add an example that shows which"
-            )
-        rules.append(
-            SynthRule(
-                id=f"synth-{len(rules) + 1}",
-                language=lang,
-                rule=chosen.rule,
-                fix=chosen.fix,
-                sites=len(chosen.covered),
-                constraints=chosen.constraints,
-                transform=chosen.transform,
-            )
+    if all_sites and all(s.node.kind() in COMMENT_KINDS for s, _ in all_sites):
+        first = all_sites[0][1].index
+        raise SynthesisError(
+            f"example {first} changes a comment; comments are not rewritable", first
         )
-        remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
 
-    result = SynthResult(rules=rules, language=lang, examples_reproduced=0, ambiguous=ambiguous)
-    for ex in exs:
-        got, _ = result.apply(ex.before)
-        if got != ex.after:
-            raise SynthesisError(
-                f"example {ex.index}: the rules learned for each change interfere when applied "
-                "in order; give the changes as separate examples",
-                ex.index,
+    def learn(lists: bool) -> tuple[SynthResult, list[str]]:
+        remaining = list(all_sites)
+        rules: list[SynthRule] = []
+        notes: list[str] = []
+        ambiguous = False
+        while remaining:
+            seed = remaining[0][0]
+            choices = _search(seed, remaining, exs, lang, lists)
+            if not choices and seed.node.kind() in COMMENT_KINDS:
+                raise SynthesisError(
+                    f"example {seed.example} changes a comment in a way no single substitution "
+                    f"describes ({seed.before_text[:40]!r} -> {seed.after_text[:40]!r}); a rule "
+                    "rewrites comments only by one word or phrase replaced throughout",
+                    seed.example,
+                )
+            if not choices:
+                raise SynthesisError(
+                    f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
+                    f"{seed.after_text[:60]!r} without changing something else",
+                    seed.example,
+                )
+            best = max(len(c.covered) for c in choices)
+            top_choices = sorted(
+                (c for c in choices if len(c.covered) == best), key=lambda c: c.order
             )
-        result.examples_reproduced += 1
+            chosen = _idempotent(top_choices[0], seed, exs, lang)
+            # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
+            wider = [
+                c
+                for c in top_choices
+                if c.level == chosen.level >= 0 and _vars(c.key) > _vars(chosen.key)
+            ]
+            if wider:
+                ambiguous = True
+                alt_pattern, _, alt_fix = max(wider, key=lambda c: _vars(c.key)).key.partition("\0")
+                notes.append(
+                    f"synth-{len(rules) + 1}: a more general rule fits the examples as well "
+                    f"({alt_pattern!r} -> {alt_fix!r}); the narrower one was kept (call heads, "
+                    "definition names and constants stay literal) — add an example that shows which"
+                )
+            rules.append(
+                SynthRule(
+                    id=f"synth-{len(rules) + 1}",
+                    language=lang,
+                    rule=chosen.rule,
+                    fix=chosen.fix,
+                    sites=len(chosen.covered),
+                    constraints=chosen.constraints,
+                    transform=chosen.transform,
+                    expand_start=chosen.expand_start,
+                    expand_end=chosen.expand_end,
+                )
+            )
+            remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
+            if chosen.expand_start or chosen.expand_end:
+                companion = _companion(chosen, exs, lang, len(rules) + 1)
+                if companion is not None:
+                    rules.append(companion)
+
+        result = SynthResult(rules=rules, language=lang, examples_reproduced=0, ambiguous=ambiguous)
+        for ex in exs:
+            got, _ = result.apply(ex.before)
+            if got != ex.after:
+                raise SynthesisError(
+                    f"example {ex.index}: the rules learned for each change interfere when applied "
+                    "in order; give the changes as separate examples",
+                    ex.index,
+                )
+            result.examples_reproduced += 1
+        return result, notes
+
+    try:
+        result, notes = learn(lists=True)
+    except SynthesisError as exc:
+        if "interfere" not in exc.reason:
+            raise
+        # A list rule (parameters, arguments) may overlap a rule learned for another change:
+        # learn again from whole nodes only.
+        result, notes = learn(lists=False)
+    rules = result.rules
     if len(rules) > 1:
         notes.insert(
             0,
@@ -507,6 +618,8 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
     """The choice, guarded when it would rewrite its own output again: a fix that wraps the
     match (``fmt::Formatter`` -> ``fmt::Formatter<'_>``) matches again inside the result. The
     guard: not directly inside a node of the kind the site becomes."""
+    if choice.expand_start or choice.expand_end:
+        return choice  # a deletion: checked to a fixpoint already
     rule = Rule(
         id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
     )
@@ -539,7 +652,7 @@ def _vars(key: str) -> int:
 
 
 def _search(
-    seed: Site, remaining: list[tuple[Site, _Ex]], exs: list[_Ex], lang: str
+    seed: Site, remaining: list[tuple[Site, _Ex]], exs: list[_Ex], lang: str, lists: bool = True
 ) -> list[_Choice]:
     """Every candidate rule that rewrites ``seed`` and nothing wrongly, in generality order."""
     choices: list[_Choice] = []
@@ -583,17 +696,58 @@ def _search(
         for rule, fix in _insert_candidates(seed, remaining, lang):
             consider(rule, fix, fix)
         return choices
+    if seed.node.kind() in COMMENT_KINDS:
+        sub = _comment_substitution(seed.before_text, seed.after_text)
+        if sub is not None:
+            old, new = sub
+            rule = {"kind": seed.node.kind(), "pattern": "$CMT", "regex": _word_regex(old)}
+            transform = {
+                "NEWCMT": {
+                    "replace": {
+                        "source": "$CMT",
+                        "replace": _word_regex(old),
+                        "by": new.replace("$", "$$"),
+                    }
+                }
+            }
+            consider(rule, "$NEWCMT", old + "\0" + new, 0, None, None, transform)
+        return choices
+    if seed.delete is not None:
+        for rule, fix, start, end, cons in _delete_candidates(seed, remaining, lang):
+            candidate = Rule(
+                id="c",
+                language=lang,
+                rule=rule,
+                fix=fix,
+                constraints=cons,
+                expand_start=start,
+                expand_end=end,
+            )
+            try:
+                covered = _evaluate(candidate, exs)
+            except RuleError:
+                continue
+            if covered and id(seed) in covered:
+                choices.append(
+                    _Choice(rule, fix, covered, len(choices), fix, 0, cons, None, start, end)
+                )
+        return choices
     for rule in _rename_candidates(seed, remaining, lang):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
     if any(len(c.covered) == len(remaining) for c in choices):
         return choices  # a rename covers every site: nothing more general to find
-    lifted = {id(s): _lift(s, ex, MAX_LEVELS) for s, ex in remaining}
+    lifted = {
+        id(s): _lift(s, ex, MAX_LEVELS)
+        for s, ex in remaining
+        if s.delete is None and s.node.kind() not in COMMENT_KINDS
+    }
     pending: list[tuple[Site, list[tuple[Template, list[Site]]]]] = []
     for level, top in enumerate(lifted[id(seed)]):
         peers = [
             lifted[id(s)][level]
             for s, _ in remaining[1:]
-            if len(lifted[id(s)]) > level
+            if id(s) in lifted
+            and len(lifted[id(s)]) > level
             and lifted[id(s)][level].node.kind() == top.node.kind()
             and s.insert is None
         ]
@@ -638,6 +792,12 @@ def _search(
             pending.clear()
         if choices and max(len(c.covered) for c in choices) == len(remaining):
             break
+    # The changed list alone (parameters, arguments) — when every rule found so far that
+    # covers the most sites carries a multi-line fix: the body's layout, re-indented at each
+    # site, is what such a rule gets wrong on held-out code (tabs, other depths).
+    best = max((len(c.covered) for c in choices), default=0)
+    if lists and all("\n" in c.fix for c in choices if len(c.covered) == best):
+        _list_candidates(seed, remaining, exs, lang, choices)
     return choices
 
 
@@ -868,3 +1028,278 @@ def _first_statement(text: str, lang: str) -> str | None:
 def _last_statement(text: str, lang: str) -> str:
     found = _statements(text, lang)
     return found[-1] if found else text
+
+
+def _companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule | None:
+    """A deletion rule that joins the previous statement reaches no statement first in its
+    block (nothing precedes it); its companion deletes those by joining the next one (and
+    the other way round for the last in a block) — the same deletion wherever the statement
+    sits, kept only when it rewrites nothing wrongly in the examples."""
+    base = {k: v for k, v in choice.rule.items() if k not in ("follows", "precedes")}
+    if choice.expand_start:
+        rule = {**base, "nthChild": 1, "precedes": {"pattern": "$NEXT", "stopBy": "neighbor"}}
+        fix, start, end = "$NEXT", None, {"pattern": "$NEXT"}
+    else:
+        rule = {
+            **base,
+            "nthChild": {"position": 1, "reverse": True},
+            "follows": {"pattern": "$PREV", "stopBy": "neighbor"},
+        }
+        fix, start, end = "$PREV", {"pattern": "$PREV"}, None
+    candidate = Rule(
+        id="c",
+        language=lang,
+        rule=rule,
+        fix=fix,
+        constraints=choice.constraints,
+        expand_start=start,
+        expand_end=end,
+    )
+    try:
+        if _evaluate(candidate, exs) is None:
+            return None
+    except RuleError:
+        return None
+    return SynthRule(
+        id=f"synth-{n}",
+        language=lang,
+        rule=rule,
+        fix=fix,
+        constraints=choice.constraints,
+        expand_start=start,
+        expand_end=end,
+        companion=True,
+    )
+
+
+_Deletion = tuple[
+    dict[str, Any], str, dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None
+]
+
+
+def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str) -> list[_Deletion]:
+    """Rules that delete ``seed.node`` with the layout before it (its previous sibling's
+    range through it, replaced by that sibling: ``expandStart``) or, first in a block, after
+    it (``expandEnd`` to the next sibling). Node rules from the most general: the deleted
+    nodes of the same kind anti-unified token by token (``var $A = require($B);``), the
+    literal node, then its kind and exact text."""
+    node = seed.node
+    kind = node.kind()
+    peers = [
+        s.node
+        for s, _ in remaining
+        if s.delete is not None and s.node.kind() == kind and s.node.text() != node.text()
+    ]
+    bases: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    general = _token_pattern(node, peers)
+    if general is not None:
+        pattern, values = general
+        # Each metavariable no wider than the deleted nodes show: `var $A = require($B);`
+        # deleting every require would be a guess the examples do not support.
+        seen: dict[str, Any] = {
+            v: {"regex": "^(?:" + "|".join(re.escape(x) for x in sorted(t)) + ")$"}
+            for v, t in values.items()
+        }
+        bases += [(r, seen) for r in _pattern_rules(Template(pattern, "", {}), lang, kind)]
+    bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
+    bases.append(({"kind": kind, "regex": "^" + re.escape(node.text()) + "$"}, None))
+    parent = node.parent()
+    if parent is not None:
+        # Narrower: only where the deleted node sits (the examples keep others elsewhere).
+        where: dict[str, Any] = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
+        bases += [({**b, **where}, c) for b, c in bases]
+    forms = [
+        ({"follows": {"pattern": "$PREV", "stopBy": "neighbor"}}, "$PREV", "start"),
+        ({"precedes": {"pattern": "$NEXT", "stopBy": "neighbor"}}, "$NEXT", "end"),
+    ]
+    if seed.delete == "next":
+        forms.reverse()
+    out: list[_Deletion] = []
+    for base, cons in bases:
+        for rel, var, side in forms:
+            expand = {"pattern": var}
+            out.append(
+                (
+                    {**base, **rel},
+                    var,
+                    expand if side == "start" else None,
+                    expand if side == "end" else None,
+                    cons,
+                )
+            )
+    return out
+
+
+def _token_pattern(node: SgNode, peers: list[SgNode]) -> tuple[str, dict[str, set[str]]] | None:
+    """``node``'s text with the named leaves in which it differs from every peer of the
+    same token shape made metavariables (``$A``, ``$B``, ...), or None (no such peer, or a
+    difference in punctuation)."""
+    from oopav.synth.sites import leaves
+
+    mine = leaves(node)
+    diff: set[int] = set()
+    for peer in peers:
+        theirs = leaves(peer)
+        if len(theirs) != len(mine):
+            continue
+        for k, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+            if a.text != b.text:
+                if not (a.node.is_named() and b.node.is_named() and a.node.kind() == b.node.kind()):
+                    return None
+                diff.add(k)
+    if not diff:
+        return None
+    base = node.range().start.index
+    text = node.text()
+    out, pos = [], 0
+    values: dict[str, set[str]] = {}
+    for n, k in enumerate(sorted(diff)):
+        t = mine[k]
+        var = chr(ord("A") + n % 26) * (1 + n // 26)
+        out += [text[pos : t.start - base], "$" + var]
+        pos = t.end - base
+        values[var] = {t.text} | {leaves(p)[k].text for p in peers if len(leaves(p)) == len(mine)}
+    out.append(text[pos:])
+    return "".join(out), values
+
+
+def _comment_substitution(before: str, after: str) -> tuple[str, str] | None:
+    """A comment's change as one substitution, widened to whole words (``prefixUrl`` ->
+    ``prefix``, not ``Url`` -> ``""``), when replacing it throughout gives the new comment
+    (a code sample in a doc comment changed like the code); else None."""
+    pre = 0
+    while pre < min(len(before), len(after)) and before[pre] == after[pre]:
+        pre += 1
+    suf = 0
+    while (
+        suf < min(len(before), len(after)) - pre
+        and before[len(before) - 1 - suf] == after[len(after) - 1 - suf]
+    ):
+        suf += 1
+
+    def word(c: str) -> bool:
+        return c.isalnum() or c == "_"
+
+    while pre > 0 and word(before[pre - 1]):
+        pre -= 1
+    while suf > 0 and word(before[len(before) - suf]):
+        suf -= 1
+    old, new = before[pre : len(before) - suf], after[pre : len(after) - suf]
+    if not old.strip() or "\n" in old or "\n" in new:
+        return None
+    if re.sub(_word_regex(old), lambda _m: new, before) != after:
+        return None
+    return old, new
+
+
+def _word_regex(text: str) -> str:
+    """``text`` as a regex, anchored at word boundaries where it starts (ends) with a word
+    character."""
+    left = r"\b" if text[:1].isalnum() or text[:1] == "_" else ""
+    right = r"\b" if text[-1:].isalnum() or text[-1:] == "_" else ""
+    return left + _REGEX_META.sub(r"\\\1", text) + right
+
+
+# Where a list node (parameters, arguments) parses on its own, per language and list kind:
+# a pattern of the list alone rewrites only it, not the definition or call around it.
+_LIST_WRAPPERS: dict[str, dict[str, tuple[str, ...]]] = {
+    "python": {"parameters": ("def _f{}: pass",), "argument_list": ("_f{}",)},
+    "javascript": {
+        "formal_parameters": ("{} => {{}}", "function _f{} {{}}"),
+        "arguments": ("_f{}",),
+    },
+    "typescript": {
+        "formal_parameters": ("{} => {{}}", "function _f{} {{}}"),
+        "arguments": ("_f{}",),
+    },
+    "tsx": {"formal_parameters": ("{} => {{}}", "function _f{} {{}}"), "arguments": ("_f{}",)},
+    "go": {"argument_list": ("func _() {{ _f{} }}",)},
+    "rust": {"parameters": ("fn _f{} {{}}",), "arguments": ("fn _g() {{ _f{}; }}",)},
+}
+
+
+def _list_site(site: Site, ex: _Ex, lang: str) -> Site | None:
+    """The parameter or argument list of ``site``'s node that holds its whole change, as a
+    site of its own (the list and what replaces it), or None."""
+    wrappers = _LIST_WRAPPERS.get(lang, {})
+    b, a = site.before_text, site.after_text
+    if site.insert is not None or site.delete is not None or not wrappers:
+        return None
+    pre = 0
+    while pre < min(len(b), len(a)) and b[pre] == a[pre]:
+        pre += 1
+    suf = 0
+    while suf < min(len(b), len(a)) - pre and b[len(b) - 1 - suf] == a[len(a) - 1 - suf]:
+        suf += 1
+    lo, hi = site.start + pre, site.end - suf
+    best = None
+    stack = [site.node]
+    while stack:
+        n = stack.pop()
+        r = n.range()
+        if r.start.index <= lo and hi <= r.end.index:
+            if n.kind() in wrappers:
+                best = n
+            stack.extend(n.children())
+    if best is None or best.range() == site.node.range():
+        return None
+    r = best.range()
+    delta = len(a) - len(b)
+    a_s = site.after_start + (r.start.index - site.start)
+    a_e = a_s + (r.end.index - r.start.index) + delta
+    anode = node_at(ex.root_after, a_s, a_e)
+    if anode is None or anode.kind() != best.kind():
+        return None
+    return Site(ex.index, best, r.start.index, r.end.index, a_s, a_e, ex.after[a_s:a_e], anode)
+
+
+def _list_candidates(
+    seed: Site, remaining: list[tuple[Site, _Ex]], exs: list[_Ex], lang: str, choices: list[_Choice]
+) -> None:
+    """Rules that rewrite only the parameter or argument list that holds the change
+    (``(_request, _options, $A)`` -> ``({$A})`` selected out of an arrow function), rather than
+    the whole function or call with its body's layout: the smallest changed sub-node. Added
+    to ``choices``, ids mapped back to the sites they stand for."""
+    wrappers = _LIST_WRAPPERS.get(lang, {})
+    if not wrappers:
+        return
+    subs: dict[int, Site] = {}
+    for s, ex in remaining:
+        sub = _list_site(s, ex, lang)
+        if sub is not None:
+            subs[id(s)] = sub
+    if id(seed) not in subs:
+        return
+    top = subs[id(seed)]
+    kind = top.node.kind()
+    back = {id(sub): sid for sid, sub in subs.items()}
+    # Each example with its sites replaced by their list sub-sites where they have one.
+    sub_exs = [
+        _Ex(
+            ex.index,
+            ex.before,
+            ex.after,
+            ex.root,
+            ex.root_after,
+            sorted((subs.get(id(x), x) for x in ex.sites), key=lambda x: x.start),
+        )
+        for ex in exs
+    ]
+    peers = [sub for sid, sub in subs.items() if sid != id(seed) and sub.node.kind() == kind]
+    groups = [[top, *peers], [top]] if peers else [[top]]
+    seen: set[str] = set()
+    for opts in _OPTIONS:
+        for group in groups:
+            t = abstract_sites(group, opts)
+            if t is None or "\n" in t.fix or t.pattern in seen:
+                continue
+            seen.add(t.pattern)
+            for w in wrappers[kind]:
+                rule = {"pattern": {"context": w.format(t.pattern), "selector": kind}}
+                try:
+                    covered = _evaluate(Rule(id="c", language=lang, rule=rule, fix=t.fix), sub_exs)
+                except RuleError:
+                    continue
+                if covered and id(top) in covered:
+                    mapped = {back.get(c, c) for c in covered}
+                    choices.append(_Choice(rule, t.fix, mapped, -1, t.pattern + "\0" + t.fix, 0))

@@ -63,6 +63,10 @@ class Site:
     # statement), ``inserted`` the new statement(s), dedented to the anchor's column.
     insert: str | None = None
     inserted: str = ""
+    # A statement deletion: ``node`` (a whole statement, attribute or import) goes with the
+    # layout between it and its "prev" sibling (the span [prev end, node end)), or, first in
+    # its block, up to its "next" sibling (the span [node start, next start)).
+    delete: str | None = None
 
     @property
     def before_text(self) -> str:
@@ -280,13 +284,21 @@ def find_sites(
             ins = _insertion(index, before, broot, aroot, e, i, edits)
             if ins is not None:
                 found = ins
+        if not e.text and (found is None or found.node.parent() is None or e.end > e.start):
+            # Whole statements (attributes, imports) removed: a deletion rule, rather than a
+            # rewrite of the block around them.
+            deleted = _deletions(index, before, broot, e, i)
+            if deleted:
+                sites = [s for s in sites if not any(d.start <= s.start < d.end for d in deleted)]
+                sites.extend(deleted)
+                continue
         if found is None or found.node.parent() is None:
             raise SiteError(
                 f"{where}: the change at line {line} is not a rewrite of one syntax node (it "
                 "adds or removes whole statements, which a rule cannot do in place)"
             )
-        if found.node.kind() in COMMENT_KINDS:
-            raise SiteError(f"{where} changes a comment; comments are not rewritable")
+        # A changed comment is a site too (a substitution rule rewrites comments, see
+        # synth.core); the synthesiser refuses examples that change nothing but comments.
         # A larger site swallows the smaller ones it contains.
         sites = [s for s in sites if not (found.start <= s.start and s.end <= found.end)]
         sites.append(found)
@@ -386,6 +398,82 @@ def _insertion(
         site.insert, site.inserted = form, inserted
         return site
     return None
+
+
+def _deletions(index: int, before: str, broot: SgNode, e: Edit, i: int) -> list[Site]:
+    """Whole sibling nodes (statements, attributes, imports) that a pure deletion removes,
+    one site each, when deleting them with the layout before each (or, for the first of a
+    block, after each) gives exactly the edit's result; else nothing."""
+    want = before[: e.start] + before[e.end :]
+    spans = [(e.start, e.end)] + ([(e.alt[0], e.alt[1])] if e.alt and not e.alt[2] else [])
+    for lo, hi in spans:
+        text = before[lo:hi]
+        s0 = lo + len(text) - len(text.lstrip())
+        s1 = hi - (len(text) - len(text.rstrip()))
+        if s1 <= s0:
+            continue
+        parent = _deepest_cover(broot, s0, s1)
+        if parent is None:
+            continue
+        nodes = [
+            c
+            for c in parent.children()
+            if s0 <= c.range().start.index and c.range().end.index <= s1
+        ]
+        if not nodes or any(not c.is_named() or c.kind() in COMMENT_KINDS for c in nodes):
+            continue
+        if nodes[0].range().start.index != s0 or nodes[-1].range().end.index != s1:
+            continue
+        for form in ("prev", "next"):
+            out: list[Site] = []
+            for n in nodes:
+                r = n.range()
+                sib = n.prev() if form == "prev" else n.next()
+                if sib is None or not sib.is_named():
+                    break
+                a, b = (
+                    (sib.range().end.index, r.end.index)
+                    if form == "prev"
+                    else (r.start.index, sib.range().start.index)
+                )
+                site = Site(index, n, a, b, 0, 0, "", None, [i])
+                site.delete = form
+                out.append(site)
+            else:
+                text_out, pos = [], 0
+                for d in sorted(out, key=lambda d: d.start):
+                    if d.start < pos:
+                        break
+                    text_out.append(before[pos : d.start])
+                    pos = d.end
+                else:
+                    if "".join(text_out) + before[pos:] == want:
+                        return out
+    return []
+
+
+def _deepest_cover(root: SgNode, start: int, end: int) -> SgNode | None:
+    """The deepest node whose children include nodes starting at ``start`` and ending at
+    ``end`` (the parent of the deleted run)."""
+    node = root
+    while True:
+        nxt = None
+        for ch in node.children():
+            r = ch.range()
+            if (
+                r.start.index <= start
+                and end <= r.end.index
+                and (r.start.index, r.end.index)
+                != (
+                    start,
+                    end,
+                )
+            ):
+                nxt = ch
+                break
+        if nxt is None:
+            return node
+        node = nxt
 
 
 def _starts_statement(root: SgNode, offset: int, limit: int) -> bool:
