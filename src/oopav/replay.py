@@ -251,6 +251,8 @@ def _compare(recorded: list[tuple[int, Event]], replayed: list[Event]) -> Diverg
             and rec[1].request_hash != rep.request_hash
         ):
             cause = "request hash drift (the prompt differs from the recorded one)"
+            # The prompt is what differs; other fields (tokens, an error) follow from it.
+            fld = "request"
             detail = _prompt_difference(rec[1].request, rep.request)
         elif rec[1].type != rep.type:
             cause = f"different decision: {rep.type} instead of {rec[1].type}"
