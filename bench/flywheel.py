@@ -71,8 +71,9 @@ def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
         "model": model,
         "test_command": ["python", "check_mod.py"],
         "budgets": {"retries_per_phase": 2, "iterations": 6},
-        # An escalation asks a person; nobody answers a bench: the session aborts in 30 s.
-        "policy": {"human_deadline_s": 30.0},
+        # Nobody answers a bench: where the loop would ask a person the session ends at once
+        # (escalation: abort); the deadline and the watchdog stay as a second guard.
+        "policy": {"escalation": "abort", "human_deadline_s": 30.0},
     }
     if examples:
         out["examples"] = [{"path": "mod.py", "before": task.pre, "after": task.post}]
@@ -94,7 +95,9 @@ async def run_sessions(url: str, data: Path, bodies: list[dict[str, Any]]) -> li
                 bus,
                 stop,
                 ports=Ports(settings=settings),
-                projection=False,
+                # The projection feeds the watchdog, which enforces every deadline (with
+                # projection=False nothing ended a session waiting on a person).
+                projection=True,
                 ready=ready,
                 signals=False,
             )
