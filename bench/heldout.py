@@ -81,14 +81,16 @@ def evaluate(model_dir: str, tasks: list[Any], label: str) -> dict[str, int]:
 
 
 def tokenizer_leak(texts: list[str], hidden: list[Any], test: list[Any]) -> dict[str, int]:
-    """How many held-out-family or test-split tasks' instructions or answers occur in the
-    tokenizer's training texts (0 and 0, or the bench stops)."""
-    from oopav.trainer.tasks import target_text
+    """How many held-out-family answers, or evaluated test tasks (instruction and code), occur
+    in the tokenizer's training texts (0 and 0, or the bench stops)."""
+    from oopav.trainer.tasks import target_text, task_messages
 
     joined = "\n".join(texts)
     return {
         "hidden_answers": sum(target_text(t.rule) in joined for t in hidden),
-        "test_instructions": sum(t.instruction in joined and t.pre in joined for t in test),
+        "test_prompts": sum(
+            task_messages(t.instruction, t.pre)[0]["content"] in joined for t in test
+        ),
     }
 
 
@@ -122,6 +124,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     test_hidden = [t for t in test if t.family == args.heldout_family]
     test_shown = [t for t in test if t.family != args.heldout_family]
+    # The standard library repeats some functions in several files: a test task identical to a
+    # training task (instruction and code) is not held out, whatever its file. Dropped, counted.
+    seen = {(t.instruction, t.pre) for t in shown}
+    duplicates = sum((t.instruction, t.pre) in seen for t in test_shown)
+    test_shown = [t for t in test_shown if (t.instruction, t.pre) not in seen]
     rng.shuffle(test_hidden)
     rng.shuffle(test_shown)
     test_hidden, test_shown = test_hidden[: args.eval_n], test_shown[: args.eval_n]
@@ -134,6 +141,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "test_hidden": len(test_hidden),
             "test_shown": len(test_shown),
             "overlap_sources": len({t.source for t in train} & {t.source for t in test}),
+            "test_duplicates_dropped": duplicates,
         },
     }
     log(f"tasks {f['tasks']}")
@@ -159,7 +167,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     # The tokenizer sees the shown families' training tasks, nothing else.
     texts = [task_messages(t.instruction, t.pre)[0]["content"] + target_text(t.rule) for t in shown]
-    leak = tokenizer_leak(texts, test_hidden + hidden_train, test)
+    leak = tokenizer_leak(texts, test_hidden + hidden_train, test_hidden + test_shown)
     f["tokenizer_leak"] = leak
     if any(leak.values()):
         raise SystemExit(f"tokenizer leak: {leak}")
