@@ -61,7 +61,9 @@ def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
         "repo": str(repo),
         "model": model,
         "test_command": ["python", "check_mod.py"],
-        "budgets": {"retries_per_phase": 2, "iterations": 6},
+        # A policy gets one retry (with the refusal as feedback): a failing small policy
+        # otherwise spends six model calls per session, most of a CPU bench's time.
+        "budgets": {"retries_per_phase": 2 if examples else 1, "iterations": 6 if examples else 3},
         # Nobody answers a bench: where the loop would ask a person the session ends at once
         # (escalation: abort); the deadline and the watchdog stay as a second guard.
         "policy": {"escalation": "abort", "human_deadline_s": 30.0},
@@ -71,7 +73,9 @@ def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
     return out
 
 
-async def run_sessions(url: str, data: Path, bodies: list[dict[str, Any]]) -> list[Any]:
+async def run_sessions(
+    url: str, data: Path, bodies: list[dict[str, Any]], concurrency: int = 4
+) -> list[Any]:
     """Submit every body to the real loop (all handlers in this process); the final states."""
     from oopav.app import open_bus
     from oopav.config import Settings
@@ -94,13 +98,20 @@ async def run_sessions(url: str, data: Path, bodies: list[dict[str, Any]]) -> li
             )
         )
         await ready.wait()
-        states = []
-        try:
-            for b in bodies:  # one at a time: 2 cores, and a step budget per session
+        # A few sessions at once (the loop keeps each session's events in order): the sandbox
+        # and the verifier's test runs overlap on 2 cores; the order of the results is the
+        # order of the bodies.
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(b: dict[str, Any]) -> Any:
+            async with sem:
                 reply = await submit_task(bus, b, timeout=60)
                 if "session_id" not in reply:
                     raise SystemExit(f"submission refused: {reply}")
-                states.append(await wait_session(bus, reply["session_id"], 600))
+                return await wait_session(bus, reply["session_id"], 600)
+
+        try:
+            states = list(await asyncio.gather(*(one(b) for b in bodies)))
         finally:
             stop.set()
             await asyncio.wait_for(runner, 60)
@@ -272,11 +283,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(args.workdir or tempfile.mkdtemp(prefix="oopav-flywheel-"))
     t_start, load0 = time.perf_counter(), load()
     got = generate(
-        (args.tasks + 2 * args.heldout) * 4, seed=args.seed, holdout=0.5, families=families
+        (args.tasks + 2 * args.heldout) * 3, seed=args.seed, holdout=0.5, families=families
     )
     train_tasks = [t for t in got.tasks if t.split == "train"][: args.tasks]
     held = [t for t in got.tasks if t.split == "test"]
-    held_a, held_b = held[: args.heldout], held[args.heldout : 2 * args.heldout]
+    n_b = args.heldout_b or args.heldout
+    held_a, held_b = held[: args.heldout], held[args.heldout : args.heldout + n_b]
     f: dict[str, Any] = {
         "families": list(families),
         "shape": args.shape,
@@ -353,6 +365,12 @@ def main() -> None:
     ap.add_argument("--heldout", type=int, default=100)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--gen2", action="store_true")
+    ap.add_argument(
+        "--heldout-b",
+        type=int,
+        default=0,
+        help="second held-out set (gen 2, control; 0: --heldout)",
+    )
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--shape", choices=sorted(SHAPES), default="small")
     ap.add_argument("--verify", type=int, default=3, help="replay --verify this many per policy")
