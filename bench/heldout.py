@@ -214,7 +214,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     model, tok = load_hf(ck)
     probe = hidden_train[: args.pass_n]
     t0 = time.perf_counter()
-    reach = pass_at_k(model, tok, probe, k=args.pass_k, temperature=args.temperature, seed=args.seed)
+    reach = pass_at_k(
+        model, tok, probe, k=args.pass_k, temperature=args.temperature, seed=args.seed
+    )
     f["reach"] = {
         "n": reach["n"],
         "k": reach["k"],
@@ -223,7 +225,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "sample_valid": reach["samples"]["valid"],
         "seconds": time.perf_counter() - t0,
     }
-    log(f"pass@{args.pass_k} on {reach['n']} held-out-family training prompts: {reach['pass_at_k']:.1%}")
+    log(
+        f"pass@{args.pass_k} on {reach['n']} held-out-family training prompts: {reach['pass_at_k']:.1%}"
+    )
     del model, tok
 
     # The learner: RFT from verdicts on the held-out family's training prompts (no answers).

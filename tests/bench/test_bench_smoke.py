@@ -109,6 +109,8 @@ def test_heldout_learning_bench_quick_checks_the_tokenizer_and_reports_intervals
     assert "tokenizer on" in out and "{'hidden_answers': 0, 'test_prompts': 0}" in out, out
     assert "| policy, tasks | n | valid | applied but wrong | exact |" in out
     # Every rate is printed with its Wilson interval and its counts.
-    assert re.search(r"\| SFT, shown families \| \d+ \| [\d.]+% \[[\d.]+, [\d.]+\] \(\d+/\d+\)", out)
+    assert re.search(
+        r"\| SFT, shown families \| \d+ \| [\d.]+% \[[\d.]+, [\d.]+\] \(\d+/\d+\)", out
+    )
     assert re.search(r"RFT gain .* points \[[-+][\d.]+, [-+][\d.]+\]; control", out), out
     assert VERDICT.search(out), out[-2000:]
