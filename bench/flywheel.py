@@ -1,20 +1,27 @@
 """The flywheel: a policy trained on the loop's own sessions acts in the loop (issue 25).
 
     python bench/flywheel.py [--short] [--tasks 200] [--heldout 100] [--steps 300] [--gen2]
+        [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
-  methods, attributes), each a one-file repository with a test that passes only when the file
-  has the expected code; solved by ``synth:`` from the task's example through the real loop
-  (NATS, handlers, sandbox, verifier: real sessions).
-- **Generation 1**: a fresh policy trained (SFT, ``--steps`` steps: a step budget, not seconds)
-  on the learner's export of those sessions with the compact profile (``--profile compact``:
-  the prompts the loop sends a local ``hf:`` policy), then run through the real loop as
-  ``hf:<checkpoint>`` on held-out tasks **without examples**: session success (the test
-  passes), valid (the first answer parses) and exact (its rule gives the expected code), with
-  Wilson 95% intervals.
-- **Generation 2** (``--gen2``): generation 1 retrained for the same steps on generation 0's
-  data plus its own verified sessions; the control is generation 1 trained for those steps on
-  generation 0's data only; both run on a second held-out set.
+  methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
+  one-file repository with a test that passes only when the file has the expected code; solved
+  by ``synth:`` from the task's example through the real loop (NATS, handlers, sandbox,
+  verifier: real sessions, a few at once).
+- **Generation 1**: a fresh policy (``--shape``; its tokenizer trained on generation 0's
+  records only) trained with SFT for ``--steps`` steps (a step budget, not seconds) on the
+  learner's export of those sessions with the compact profile (``--profile compact``: the
+  prompts the loop sends a local ``hf:`` policy, answers in the compact form), then run through
+  the real loop as ``hf:<checkpoint>`` on held-out tasks (source files never trained on)
+  **without examples**: session success (the test passes), valid (the first answer is a
+  well-formed action) and exact (its rule gives the expected code), with Wilson 95% intervals.
+- **Generation 2** (``--gen2``): generation 1 trained ``--steps`` more steps on generation 0's
+  data plus its own verified sessions; the control is generation 1 trained as many steps on
+  generation 0's data only; both, and generation 1 again, run on a second held-out set
+  (``--heldout-b``); the differences carry Newcombe intervals.
+- Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
+- Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
+  on a person) and the watchdog enforces ``human_deadline_s`` besides.
 
 Targets (2 cores): generation 1 >= 50% success; generation 2 >= generation 1 + 10 points while
 the control gains <= 2. Wall time and load are printed. Nothing is downloaded.
