@@ -1,20 +1,27 @@
 """The flywheel: a policy trained on the loop's own sessions acts in the loop (issue 25).
 
     python bench/flywheel.py [--short] [--tasks 200] [--heldout 100] [--steps 300] [--gen2]
+        [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
-  methods, attributes), each a one-file repository with a test that passes only when the file
-  has the expected code; solved by ``synth:`` from the task's example through the real loop
-  (NATS, handlers, sandbox, verifier: real sessions).
-- **Generation 1**: a fresh policy trained (SFT, ``--steps`` steps: a step budget, not seconds)
-  on the learner's export of those sessions with the compact profile (``--profile compact``:
-  the prompts the loop sends a local ``hf:`` policy), then run through the real loop as
-  ``hf:<checkpoint>`` on held-out tasks **without examples**: session success (the test
-  passes), valid (the first answer parses) and exact (its rule gives the expected code), with
-  Wilson 95% intervals.
-- **Generation 2** (``--gen2``): generation 1 retrained for the same steps on generation 0's
-  data plus its own verified sessions; the control is generation 1 trained for those steps on
-  generation 0's data only; both run on a second held-out set.
+  methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
+  one-file repository with a test that passes only when the file has the expected code; solved
+  by ``synth:`` from the task's example through the real loop (NATS, handlers, sandbox,
+  verifier: real sessions, a few at once).
+- **Generation 1**: a fresh policy (``--shape``; its tokenizer trained on generation 0's
+  records only) trained with SFT for ``--steps`` steps (a step budget, not seconds) on the
+  learner's export of those sessions with the compact profile (``--profile compact``: the
+  prompts the loop sends a local ``hf:`` policy, answers in the compact form), then run through
+  the real loop as ``hf:<checkpoint>`` on held-out tasks (source files never trained on)
+  **without examples**: session success (the test passes), valid (the first answer is a
+  well-formed action) and exact (its rule gives the expected code), with Wilson 95% intervals.
+- **Generation 2** (``--gen2``): generation 1 trained ``--steps`` more steps on generation 0's
+  data plus its own verified sessions; the control is generation 1 trained as many steps on
+  generation 0's data only; both, and generation 1 again, run on a second held-out set
+  (``--heldout-b``); the differences carry Newcombe intervals.
+- Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
+- Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
+  on a person) and the watchdog enforces ``human_deadline_s`` besides.
 
 Targets (2 cores): generation 1 >= 50% success; generation 2 >= generation 1 + 10 points while
 the control gains <= 2. Wall time and load are printed. Nothing is downloaded.
@@ -25,11 +32,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -41,19 +48,10 @@ sys.exit(0 if ast.dump(ast.parse(got)) == ast.dump(ast.parse(want)) else 1)
 """
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 0.0
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
-
-
 def rate(k: int, n: int) -> str:
-    lo, hi = wilson(k, n)
-    return f"{100 * k / max(n, 1):5.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({k}/{n})"
+    from oopav.trainer.stats import fmt_rate
+
+    return fmt_rate(k, n)
 
 
 def make_repo(root: Path, task: Any) -> Path:
@@ -70,16 +68,21 @@ def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
         "repo": str(repo),
         "model": model,
         "test_command": ["python", "check_mod.py"],
-        "budgets": {"retries_per_phase": 2, "iterations": 6},
-        # An escalation asks a person; nobody answers a bench: the session aborts in 30 s.
-        "policy": {"human_deadline_s": 30.0},
+        # A policy gets one retry (with the refusal as feedback): a failing small policy
+        # otherwise spends six model calls per session, most of a CPU bench's time.
+        "budgets": {"retries_per_phase": 2 if examples else 1, "iterations": 6 if examples else 3},
+        # Nobody answers a bench: where the loop would ask a person the session ends at once
+        # (escalation: abort); the deadline and the watchdog stay as a second guard.
+        "policy": {"escalation": "abort", "human_deadline_s": 30.0},
     }
     if examples:
         out["examples"] = [{"path": "mod.py", "before": task.pre, "after": task.post}]
     return out
 
 
-async def run_sessions(url: str, data: Path, bodies: list[dict[str, Any]]) -> list[Any]:
+async def run_sessions(
+    url: str, data: Path, bodies: list[dict[str, Any]], concurrency: int = 4
+) -> list[Any]:
     """Submit every body to the real loop (all handlers in this process); the final states."""
     from oopav.app import open_bus
     from oopav.config import Settings
@@ -94,19 +97,28 @@ async def run_sessions(url: str, data: Path, bodies: list[dict[str, Any]]) -> li
                 bus,
                 stop,
                 ports=Ports(settings=settings),
-                projection=False,
+                # The projection feeds the watchdog, which enforces every deadline (with
+                # projection=False nothing ended a session waiting on a person).
+                projection=True,
                 ready=ready,
                 signals=False,
             )
         )
         await ready.wait()
-        states = []
-        try:
-            for b in bodies:  # one at a time: 2 cores, and a step budget per session
+        # A few sessions at once (the loop keeps each session's events in order): the sandbox
+        # and the verifier's test runs overlap on 2 cores; the order of the results is the
+        # order of the bodies.
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(b: dict[str, Any]) -> Any:
+            async with sem:
                 reply = await submit_task(bus, b, timeout=60)
                 if "session_id" not in reply:
                     raise SystemExit(f"submission refused: {reply}")
-                states.append(await wait_session(bus, reply["session_id"], 600))
+                return await wait_session(bus, reply["session_id"], 600)
+
+        try:
+            states = list(await asyncio.gather(*(one(b) for b in bodies)))
         finally:
             stop.set()
             await asyncio.wait_for(runner, 60)
@@ -175,7 +187,33 @@ def merge(out: Path, *dirs: Path) -> int:
     return len(recs)
 
 
-def train(out: Path, dataset: Path, steps: int, model: str = "new", seed: int = 0) -> str:
+SHAPES = {
+    # The smallest policy that learned the renames on CPU (bench notes in docs/benchmarks.md).
+    "small": {
+        "vocab_size": 512,
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "layers": 2,
+        "heads": 4,
+        "kv_heads": 2,
+    },
+    "default": {},
+}
+
+
+def build(out: Path, dataset: Path, shape: str, seed: int) -> str:
+    """A fresh policy whose tokenizer is trained on generation 0's training records only
+    (prompts and answers of the tasks it is trained on: no held-out text)."""
+    from oopav.trainer.datasets import read_records
+    from oopav.trainer.policy import PolicyShape, build_policy
+
+    texts = [
+        r["prompt"][0]["content"] + r["completion"][0]["content"] for r in read_records(dataset)
+    ]
+    return str(build_policy(out, texts, shape=PolicyShape(**SHAPES[shape]), seed=seed))
+
+
+def train(out: Path, dataset: Path, steps: int, model: str, lr: float, seed: int = 0) -> str:
     from oopav.trainer.sft import SFTRecipe, train_sft
 
     cfg = SFTRecipe(
@@ -184,7 +222,7 @@ def train(out: Path, dataset: Path, steps: int, model: str = "new", seed: int = 
         dataset=str(dataset),
         max_steps=steps,
         batch_size=8,
-        learning_rate=2e-3 if model == "new" else 5e-4,
+        learning_rate=lr,
         max_length=768,  # a compact prompt (<= 512 tokens) and its answer
         eval_n=0,
         threads=1,
@@ -194,7 +232,21 @@ def train(out: Path, dataset: Path, steps: int, model: str = "new", seed: int = 
     return str(train_sft(cfg, lambda *_: None)["checkpoint"])
 
 
-async def evaluate(url: str, work: Path, name: str, tasks: list[Any], checkpoint: str) -> dict:
+async def verify(url: str, sids: list[str]) -> dict[str, int]:
+    """``replay --verify`` of these sessions: the handlers re-run on a fresh server with the
+    recorded answers and executions reproduce every event."""
+    from oopav.replay import verify_session
+
+    ok = 0
+    for sid in sids:
+        report = await verify_session(url, sid, idle_timeout=15.0, total_timeout=300.0)
+        ok += bool(report.ok and report.replayed == report.recorded)
+    return {"verified": ok, "of": len(sids)}
+
+
+async def evaluate(
+    url: str, work: Path, name: str, tasks: list[Any], checkpoint: str, replays: int
+) -> dict[str, Any]:
     from oopav.trainer.rewards import score_env
 
     repos = work / f"repos-{name}"
@@ -204,37 +256,55 @@ async def evaluate(url: str, work: Path, name: str, tasks: list[Any], checkpoint
     answers = await first_answers(url, [s.session_id for s in states])
     scores = [score_env(a, t.pre, t.post) for a, t in zip(answers, tasks, strict=True)]
     n = len(tasks)
-    res = {
+    res: dict[str, Any] = {
         "n": n,
         "success": sum(s.outcome == "success" for s in states),
         "valid": sum(s.valid for s in scores),
         "exact": sum(s.exact for s in scores),
         "seconds": time.perf_counter() - t0,
+        "load": load(),
+        "outcomes": dict(Counter(f"{s.outcome}:{s.end_reason}" for s in states)),
         "sids": [s.session_id for s in states if s.outcome == "success"],
     }
+    res["replay"] = await verify(url, [s.session_id for s in states][:replays])
     print(
         f"{name:8} success {rate(res['success'], n)}  valid {rate(res['valid'], n)}  "
-        f"exact {rate(res['exact'], n)}  {res['seconds']:.0f} s",
+        f"exact {rate(res['exact'], n)}  {res['seconds']:.0f} s (load {res['load']}); "
+        f"replay --verify {res['replay']['verified']}/{res['replay']['of']}; "
+        f"outcomes {res['outcomes']}",
         flush=True,
     )
     return res
 
 
-async def main_async(args: argparse.Namespace) -> None:
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     from oopav.bus.server import EmbeddedServer
+    from oopav.trainer.stats import fmt_diff
     from oopav.trainer.tasks import generate
 
+    families = tuple(f for f in args.families.split(",") if f)
     work = Path(args.workdir or tempfile.mkdtemp(prefix="oopav-flywheel-"))
-    t_start, load0 = time.perf_counter(), os.getloadavg()[0]
+    t_start, load0 = time.perf_counter(), load()
     got = generate(
-        (args.tasks + 2 * args.heldout) * 4, seed=args.seed, holdout=0.5, families=FAMILIES
+        (args.tasks + 2 * args.heldout) * 3, seed=args.seed, holdout=0.5, families=families
     )
     train_tasks = [t for t in got.tasks if t.split == "train"][: args.tasks]
     held = [t for t in got.tasks if t.split == "test"]
-    held_a, held_b = held[: args.heldout], held[args.heldout : 2 * args.heldout]
+    n_b = args.heldout_b or args.heldout
+    held_a, held_b = held[: args.heldout], held[args.heldout : args.heldout + n_b]
+    f: dict[str, Any] = {
+        "families": list(families),
+        "shape": args.shape,
+        "steps": args.steps,
+        "tasks": {"gen0": len(train_tasks), "held_a": len(held_a), "held_b": len(held_b)},
+    }
     print(
         f"tasks: gen0 {len(train_tasks)}  held-out {len(held_a)} + {len(held_b)}  "
-        f"families {','.join(FAMILIES)}  work {work}",
+        f"families {','.join(families)}  policy {args.shape}  work {work}",
         flush=True,
     )
     server = EmbeddedServer(work / "nats", write_info=False)
@@ -244,36 +314,55 @@ async def main_async(args: argparse.Namespace) -> None:
         bodies = [body(t, make_repo(work / "repos-gen0", t), "synth:", True) for t in train_tasks]
         states = await run_sessions(url, work / "data", bodies)
         ok = sum(s.outcome == "success" for s in states)
+        f["gen0"] = {"success": ok, "n": len(states), "seconds": time.perf_counter() - t0}
         print(f"gen0     synth: success {rate(ok, len(states))}  {time.perf_counter() - t0:.0f} s")
         gen0_data = work / "data-gen0"
         count = await export_compact(url, gen0_data, {s.session_id for s in states})
+        f["gen0"]["records"] = count
         print(f"gen0     compact SFT records: {count}", flush=True)
         t0 = time.perf_counter()
-        ck1 = train(work / "gen1", gen0_data, args.steps, seed=args.seed)
+        base = build(work / "gen1-base", gen0_data, args.shape, args.seed)
+        ck1 = train(work / "gen1", gen0_data, args.steps, base, 2e-3, seed=args.seed)
+        f["gen1_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
         print(f"gen1     trained {args.steps} steps in {time.perf_counter() - t0:.0f} s")
-        r1 = await evaluate(url, work, "gen1", held_a, ck1)
+        r1 = await evaluate(url, work, "gen1", held_a, ck1, args.verify)
+        f["gen1"] = r1
         if args.gen2:
             own = work / "data-gen1"
-            await export_compact(url, own, set(r1["sids"]))
+            f["gen1_own_records"] = await export_compact(url, own, set(r1["sids"]))
             mixed = work / "data-gen2"
-            merge(mixed, gen0_data, own)
-            ck2 = train(work / "gen2", mixed, args.steps, model=ck1, seed=args.seed)
-            ckc = train(work / "control", gen0_data, args.steps, model=ck1, seed=args.seed)
-            base = await evaluate(url, work, "gen1-B", held_b, ck1)
-            r2 = await evaluate(url, work, "gen2", held_b, ck2)
-            rc = await evaluate(url, work, "control", held_b, ckc)
-            d2 = 100 * (r2["success"] - base["success"]) / max(1, base["n"])
-            dc = 100 * (rc["success"] - base["success"]) / max(1, base["n"])
-            print(f"gen2 - gen1 {d2:+.1f} points (target >= +10); control {dc:+.1f} (<= +2)")
+            f["gen2_records"] = merge(mixed, gen0_data, own)
+            print(
+                f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own verified "
+                "sessions",
+                flush=True,
+            )
+            ck2 = train(work / "gen2", mixed, args.steps, ck1, 5e-4, seed=args.seed)
+            ckc = train(work / "control", gen0_data, args.steps, ck1, 5e-4, seed=args.seed)
+            base_b = await evaluate(url, work, "gen1-B", held_b, ck1, args.verify)
+            r2 = await evaluate(url, work, "gen2", held_b, ck2, args.verify)
+            rc = await evaluate(url, work, "control", held_b, ckc, args.verify)
+            f |= {"gen1_b": base_b, "gen2": r2, "control": rc}
+            n = base_b["n"]
+            d2 = 100 * (r2["success"] - base_b["success"]) / max(1, n)
+            dc = 100 * (rc["success"] - base_b["success"]) / max(1, n)
+            f["gen2_gain"], f["control_gain"] = d2, dc
+            print(
+                f"gen2 - gen1 {fmt_diff(r2['success'], n, base_b['success'], n)} (target >= +10); "
+                f"control {fmt_diff(rc['success'], n, base_b['success'], n)} (<= +2): "
+                f"{'PASS' if d2 >= 10 and dc <= 2 else 'MISS'}"
+            )
         n1 = r1["n"]
         verdict = "PASS" if r1["success"] >= 0.5 * n1 else "MISS"
         print(f"gen1 success {100 * r1['success'] / max(1, n1):.1f}% target >= 50%: {verdict}")
     finally:
         server.stop()
+    f["wall_seconds"] = time.perf_counter() - t_start
+    f["load"] = [load0, load()]
     print(
-        f"wall {time.perf_counter() - t_start:.0f} s  load {load0:.1f} -> "
-        f"{os.getloadavg()[0]:.1f} (cores {os.cpu_count()})"
+        f"wall {f['wall_seconds']:.0f} s  load {load0:.1f} -> {load():.1f} (cores {os.cpu_count()})"
     )
+    return f
 
 
 def main() -> None:
@@ -283,13 +372,25 @@ def main() -> None:
     ap.add_argument("--heldout", type=int, default=100)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--gen2", action="store_true")
+    ap.add_argument(
+        "--heldout-b",
+        type=int,
+        default=0,
+        help="second held-out set (gen 2, control; 0: --heldout)",
+    )
+    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="small")
+    ap.add_argument("--verify", type=int, default=3, help="replay --verify this many per policy")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir")
+    ap.add_argument("--json", dest="json_out", type=Path)
     args = ap.parse_args()
     if args.short:
-        args.tasks, args.heldout, args.steps = 24, 12, 60
+        args.tasks, args.heldout, args.steps, args.verify = 24, 12, 60, 1
     sys.setrecursionlimit(10000)
-    asyncio.run(main_async(args))
+    f = asyncio.run(main_async(args))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(f, indent=1, sort_keys=True, default=str))
 
 
 if __name__ == "__main__":

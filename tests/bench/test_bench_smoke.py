@@ -98,3 +98,19 @@ def test_real_tests_load_bench_quick_reuses_the_baseline() -> None:
     out = run_quick("load.py", "--real-tests", timeout=600)
     assert re.search(r"^reuse\s+4 sessions .* baseline reused 3$", out, re.M), out
     assert re.search(r"^target sessions/s >= 5 with baseline reuse: .* -> (PASS|MISS);", out, re.M)
+
+
+def test_heldout_learning_bench_quick_checks_the_tokenizer_and_reports_intervals() -> None:
+    """bench/heldout.py (issue 25, item 5): the tokenizer sees no held-out text, every rate
+    carries an interval, validity and correctness are apart, and the target has a verdict."""
+    if importlib.util.find_spec("trl") is None:
+        pytest.skip("trl is not installed (the [train] extra)")
+    out = run_quick("heldout.py", timeout=600)
+    assert "tokenizer on" in out and "{'hidden_answers': 0, 'test_prompts': 0}" in out, out
+    assert "| policy, tasks | n | valid | applied but wrong | exact |" in out
+    # Every rate is printed with its Wilson interval and its counts.
+    assert re.search(
+        r"\| SFT, shown families \| \d+ \| [\d.]+% \[[\d.]+, [\d.]+\] \(\d+/\d+\)", out
+    )
+    assert re.search(r"RFT gain .* points \[[-+][\d.]+, [-+][\d.]+\]; control", out), out
+    assert VERDICT.search(out), out[-2000:]

@@ -106,6 +106,16 @@ async def test_full_profile_sessions_record_the_compact_state_too(
     # The planner's record has no compact form, and a compact policy is never asked to finish.
     assert len(full) == 3 and len(compact) == 1
     assert '"type":"ast_grep"' in compact[0]["completion"][0]["content"].replace(" ", "")
+    # In the compact answer form: an empty think, the action without defaults, no notes.
+    answer = compact[0]["completion"][0]["content"]
+    assert answer.startswith("<think></think>\n<action>{")
+    assert answer.endswith("</action>\n<state_update>{}</state_update>")
+    assert '"paths"' not in answer and full[1]["completion"][0]["content"] != answer
+    from oopav.models.prompt import parse_role_answer
+
+    parsed = parse_role_answer("actor", answer)
+    proposed = of(events, "action_proposed")[0].action
+    assert parsed.payload == proposed  # the same action the teacher proposed
     assert all(len(r["prompt"]) == 1 and r["prompt"][0]["role"] == "user" for r in compact)
     assert compact[0]["prompt"][0]["content"].startswith(
         state.task.instruction if state.task else ""

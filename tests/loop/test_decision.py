@@ -217,6 +217,35 @@ async def test_black_halts_and_the_watchdog_aborts_at_the_deadline(
     assert not of(events, "plan_proposed") and not of(events, "action_proposed")
 
 
+async def test_unattended_escalation_ends_the_session_without_asking(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    """``policy.escalation: abort`` (benches, batch runs): where the loop would ask a person it
+    ends the session at once, so nothing waits on an answer that never comes."""
+    script = {"planner": [plan_answer()], "actor": [rename_definition_only()]}
+    policy = {"tests_per_action": True, "replans": {"cap": 0}, "escalation": "abort"}
+    sid, state, events = await run_session(nats_url, script, task(repo, policy=policy))
+    assert of(events, "observation_recorded")[1].observer_action == "escalate"
+    assert not of(events, "human_input_requested")
+    assert state.outcome == "aborted" and state.end_reason == "unattended"
+    assert "Replan, or abort" in state.summary
+    await assert_replays(nats_url, sid)
+
+
+async def test_unattended_black_task_is_never_put_to_a_person(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    body = task(
+        repo,
+        instruction="Delete the whole repository and force-push to main.",
+        policy={"escalation": "abort"},
+    )
+    _sid, state, events = await run_session(nats_url, {"planner": [], "actor": []}, body)
+    assert of(events, "orient_reported")[0].gate == "stop"
+    assert not of(events, "human_input_requested") and not of(events, "plan_proposed")
+    assert state.outcome == "aborted" and state.end_reason == "unattended"
+
+
 # -- §3 observer actions act, §4 rollback ---------------------------------------------------------
 
 

@@ -103,6 +103,12 @@ class LoopPolicy(BaseModel):
     )
     evidence_rounds: int = Field(2, ge=1, le=10, description="red: rounds before escalating")
     human_deadline_s: float = Field(3600.0, gt=0, le=7 * 24 * 3600)
+    escalation: Literal["ask", "abort"] = Field(
+        "ask",
+        description="where the loop would ask a person (human_input_requested): ask and wait "
+        "up to human_deadline_s, or end the session aborted at once (unattended runs: benches, "
+        "batch jobs nobody watches)",
+    )
     replans: ReplanPolicy = Field(default_factory=ReplanPolicy)
     plan_adequacy: PlanAdequacyPolicy = Field(default_factory=PlanAdequacyPolicy)
     tests: TestPolicy = Field(default_factory=TestPolicy)

@@ -128,6 +128,22 @@ def compact_request(
     )
 
 
+def compact_answer(action: Mapping[str, Any]) -> str:
+    """The answer a compact policy is trained to give for ``action`` (an action's builtins):
+    the contract's envelope with an empty think, the action without its default fields and an
+    empty state update — the same form as the synthetic tasks' targets
+    (:func:`oopav.trainer.tasks.target_text`). A teacher's think text and history notes copy
+    names a small policy would have to learn to copy twice more; the loop parses both forms."""
+    import json
+
+    body = {k: v for k, v in action.items() if v is not None and (k != "paths" or v != ["."])}
+    return (
+        "<think></think>\n<action>"
+        + json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        + "</action>\n<state_update>{}</state_update>"
+    )
+
+
 def to_builtins(state: PromptState) -> dict[str, Any]:
     return msgspec.to_builtins(state)
 

@@ -291,11 +291,19 @@ def _sft(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         if f.require_parsed and not parsed:
             continue
         status = "answered"
+        response = call.response
         if call.role == "actor":
             proposal = ctx.by_call.get(call_id)
             status = ctx.action_status(proposal) if proposal else "unparsed"
             if f.profile == "compact" and proposal and ctx.is_finish(proposal):
                 continue  # a compact policy is never asked to finish (a one-step plan)
+            if f.profile == "compact" and proposal:
+                # The compact answer form: what the proposal did, without the teacher's think
+                # text and notes (models/profiles.py compact_answer).
+                from oopav.models.profiles import compact_answer
+
+                action = msgspec.to_builtins(ctx.proposals[proposal][1].action)
+                response = compact_answer(action)
         elif call.role == "planner":
             status = "proposed" if call_id in ctx.plans_by_call else "unparsed"
         if f.require_applied and status not in ("applied", "proposed", "answered"):
@@ -304,7 +312,7 @@ def _sft(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
         rec.update(
             role=call.role,
             prompt=prompt,
-            completion=[{"role": "assistant", "content": call.response}],
+            completion=[{"role": "assistant", "content": response}],
             parsed=parsed,
             status=status,
         )

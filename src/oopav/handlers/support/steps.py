@@ -21,9 +21,18 @@ def ask_person(
     action_id: str | None = None,
 ) -> ev.Event:
     """``human_input_requested`` with the policy's deadline; the session waits for an answer
-    (``oopav answer``) and the watchdog ends it ``aborted`` past the deadline."""
+    (``oopav answer``) and the watchdog ends it ``aborted`` past the deadline. With
+    ``policy.escalation: abort`` (an unattended run) nobody is asked: the session ends
+    ``aborted`` (reason ``unattended``) with the question it would have asked."""
     import msgspec
 
+    if decision_policy(state).escalation == "abort":
+        return out.emit(
+            ev.SessionCompleted,
+            outcome="aborted",
+            summary=f"unattended: not asking {question!r}",
+            reason="unattended",
+        )
     asked = out.emit(
         ev.HumanInputRequested,
         question=question,
