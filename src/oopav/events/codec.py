@@ -36,13 +36,21 @@ class UnknownEventType(EventDecodeError):
         self.type_name = type_name
 
 
-# The attribute a decoded event keeps the SHA-256 of its stored bytes under (``events.chain``).
+# The attributes a decoded event keeps its stored bytes and their SHA-256 under (``events.chain``).
+STORED_BYTES = "_stored_bytes"
 STORED_HASH = "_stored_sha256"
 
 
 def stored_hash(event: Event) -> str | None:
     """The SHA-256 of the bytes ``event`` was decoded from; None for an event built in memory."""
-    return event.__dict__.get(STORED_HASH)
+    extra = event.__dict__
+    digest = extra.get(STORED_HASH)
+    if digest is None:
+        data = extra.pop(STORED_BYTES, None)
+        if data is None:
+            return None
+        digest = extra[STORED_HASH] = hashlib.sha256(data).hexdigest()
+    return digest
 
 
 class _Header(msgspec.Struct):
@@ -108,8 +116,13 @@ class Registry:
             if event.schema != type(event).SCHEMA:
                 event = self._slow_decode(data, None)
         # The chain links stored bytes: an event written under an older schema re-encodes
-        # differently (new defaulted fields, upcasters), so remember what was read.
-        event.__dict__[STORED_HASH] = hashlib.sha256(data).hexdigest()
+        # differently (new defaulted fields, upcasters), so remember what was read. The hash
+        # is taken when asked for (a projection rebuild never asks for unchained sessions);
+        # ``bytes`` are kept by reference, a view is hashed now rather than copied.
+        if isinstance(data, bytes):
+            event.__dict__[STORED_BYTES] = data
+        else:
+            event.__dict__[STORED_HASH] = hashlib.sha256(data).hexdigest()
         return event
 
     def _slow_decode(self, data: bytes | memoryview, first: Exception | None) -> Event:
