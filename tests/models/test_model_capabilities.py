@@ -58,3 +58,8 @@ def test_models_capabilities_lists_the_flags() -> None:
         "tools": False,
         "context_tokens": None,
     }
+
+
+def test_models_capabilities_refuses_an_unknown_backend() -> None:
+    bad = CliRunner().invoke(cli, ["models", "capabilities", "bogus:thing"])
+    assert bad.exit_code == 2 and "bad model spec 'bogus:thing'" in bad.output

@@ -35,7 +35,17 @@ def capabilities(specs: tuple[str, ...], as_json: bool) -> None:
     profile and the decoding from these (docs/models.md). Loads no model: a loaded hf:/vllm:
     backend also knows its context window."""
     from oopav.models.capabilities import DECLARED, declared
+    from oopav.models.registry import SCHEMES
 
+    for spec in specs:
+        # Only the scheme: capabilities are declared per backend, no file or model is needed
+        # (an unknown scheme printed an empty row and exited 0).
+        scheme, sep, _ = spec.partition(":")
+        if not sep or (scheme not in SCHEMES and scheme != "synth"):
+            raise click.UsageError(
+                f"bad model spec {spec!r}: expected one of "
+                + ", ".join(s + ":…" for s in ("synth", *SCHEMES))
+            )
     rows = [(spec, declared(spec)) for spec in specs] or [
         (f"{scheme}:", caps) for scheme, caps in DECLARED.items()
     ]

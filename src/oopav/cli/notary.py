@@ -88,7 +88,10 @@ async def trust(c: Ctx, identity: str, public_keys: tuple[str, ...], from_dir: s
             try:
                 public_raw(pub)
             except ValueError as exc:  # incl. binascii.Error: not base32 at all
-                raise click.UsageError(f"not an nkey public key: {pub[:16]!r} ({exc})") from None
+                why = str(exc)
+                if not why.startswith("not an nkey public key"):
+                    why = f"not an nkey public key: {pub[:16]!r} ({why})"
+                raise click.UsageError(why) from None
             if not pub.startswith("U"):
                 raise click.UsageError(f"{pub[:12]}… is not a user key (nkey user keys start U)")
         wanted = {identity: set(public_keys)}
