@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import synth_real  # noqa: E402  (a script, not a package)
-from synth_real import Case, FileCase, Git, mine_commit, score  # noqa: E402
+import synth_real
+from synth_real import Case, FileCase, Git, mine_commit, score
 
 
 def commit(repo: Path, files: dict[str, str], message: str) -> str:
