@@ -506,7 +506,12 @@ def _build(
             if repairs:
                 notes.add("repaired: this edit's tokens also re-sorted by the commit")
                 us = us + repairs
-        elif any(_count(o.news, seq) > _count(o.olds, seq) for o in others for seq in news):
+        elif any(
+            _count(o.news, seq) > _count(o.olds, seq)
+            for o in others
+            if o.olds  # new code alone (nothing replaced) is no site a rule could reach
+            for seq in news
+        ):
             notes.add("file left out: this insertion is inside a larger change there")
             continue
         out, pos = [], 0
