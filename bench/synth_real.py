@@ -76,7 +76,7 @@ EXT = {
 LANGS = ("python", "javascript", "typescript", "go", "rust")
 SKIP_PATH = re.compile(r"(^|/)(dist|vendor|node_modules|build|\.yarn)/|\.min\.js$|\.d\.ts$")
 MAX_FILE_LINES = 4000
-MINER_VERSION = "6"  # bump when mining changes (invalidates --cache)
+MINER_VERSION = "7"  # bump when mining changes (invalidates --cache)
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
     r"|`(?:[^`\\]|\\.)*`|\d[\w.]*|\w+|\S"
@@ -208,6 +208,48 @@ def _key(olds: list[str], news: list[str]) -> tuple:
     return key
 
 
+def _splits(spans: list[tuple[int, int, str]], i1: int, i2: int) -> bool:
+    """The run spans[i1:i2] cuts a multi-character operator (`::`, `=>`, `!=`): at one of its
+    ends a punctuation token touches a kept punctuation token."""
+
+    def glued(x: int, y: int) -> bool:
+        return (
+            0 <= x < len(spans)
+            and 0 <= y < len(spans)
+            and spans[x][1] == spans[y][0]
+            and not re.match(r"[\w\"'`]", spans[x][2])
+            and not re.match(r"[\w\"'`]", spans[y][2])
+        )
+
+    return glued(i1 - 1, i1) or glued(i2 - 1, i2)
+
+
+def _slide(
+    ops: list[tuple[str, int, int, int, int]],
+    a: list[tuple[int, int, str]],
+    b: list[tuple[int, int, str]],
+) -> list[tuple[str, int, int, int, int]]:
+    """A pure insertion or deletion that cuts a multi-character operator is moved, within the
+    equal tokens after it, to where it cuts none: `T: self::serde` -> `T: serde` deletes
+    `self::`, not `: self:` (whose whitespace splice gave `T:serde`)."""
+    out = []
+    for k, (tag, i1, i2, j1, j2) in enumerate(ops):
+        spans, s1, s2 = (a, i1, i2) if j1 == j2 else (b, j1, j2)
+        if (j1 == j2) == (i1 == i2) or not _splits(spans, s1, s2):
+            out.append((tag, i1, i2, j1, j2))
+            continue
+        limit = (ops[k + 1][1] if j1 == j2 else ops[k + 1][3]) if k + 1 < len(ops) else len(spans)
+        shift = 0
+        while s2 + shift < limit and spans[s1 + shift][2] == spans[s2 + shift][2]:
+            shift += 1
+            if not _splits(spans, s1 + shift, s2 + shift):
+                out.append((tag, i1 + shift, i2 + shift, j1 + shift, j2 + shift))
+                break
+        else:
+            out.append((tag, i1, i2, j1, j2))
+    return out
+
+
 def hunk_units(old: str, new: str, lang: str, fragments: list[Unit] | None = None) -> list[Unit]:
     """The token-level changes of one hunk, each keyed by its tokens with literals abstracted
     (only-literal changes keep their literals). Nothing for prose-only hunks (comments,
@@ -223,11 +265,15 @@ def hunk_units(old: str, new: str, lang: str, fragments: list[Unit] | None = Non
     at, bt = [t for *_, t in a], [t for *_, t in b]
     if at == bt:
         return []
-    ops = [
-        op
-        for op in difflib.SequenceMatcher(None, at, bt, autojunk=False).get_opcodes()
-        if op[0] != "equal"
-    ]
+    ops = _slide(
+        [
+            op
+            for op in difflib.SequenceMatcher(None, at, bt, autojunk=False).get_opcodes()
+            if op[0] != "equal"
+        ],
+        a,
+        b,
+    )
     merged: list[list[int]] = []
     parts: list[list[tuple[int, int, int, int]]] = []
     for _, i1, i2, j1, j2 in ops:
@@ -361,6 +407,12 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
             continue
         a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
         texts[path] = before
+        # Triple-quoted strings, found in the whole file (a hunk may hold only one quote).
+        prose = [
+            (ds, de)
+            for ds, de, t in (_spans(before, lang) if lang == "python" else [])
+            if t.startswith(('"""', "'''"))
+        ]
         offsets = [0]
         for line in a:
             offsets.append(offsets[-1] + len(line))
@@ -372,6 +424,10 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
             for u in hunk_units("".join(a[i1:i2]), "".join(b[j1:j2]), lang, frags):
                 base = offsets[i1]
                 unit = Unit(u.key, base + u.start, base + u.end, u.text, u.olds, u.news, u.repaired)
+                if any(
+                    (ds < unit.end and unit.start < de) or ds < unit.start < de for ds, de in prose
+                ):
+                    continue  # inside a docstring (or another triple-quoted text)
                 groups[u.key].append((path, n, unit))
                 in_file[path].append(unit)
             for f in frags:

@@ -183,3 +183,24 @@ def test_a_site_differing_only_in_layout_counts_as_the_site() -> None:
     s = score(Case("t", "", "0", "python", "", [ex, held]), [ex], [held])
     assert (s.correct, s.produced, s.expected) == (1, 1, 1)
     assert not s.exact and s.miss_class == "layout"
+
+
+def test_a_deletion_does_not_cut_a_multi_character_operator() -> None:
+    """`T: self::serde` -> `T: serde`: difflib deletes `: self :` (the first `:` of `::`
+    and the one after `T`), whose whitespace splice gave `T:serde`; the run moves to
+    `self::`."""
+    old, new = "    T: self::serde::Serialize + 'static,\n", "    T: serde::Serialize + 'static,\n"
+    [unit] = synth_real.hunk_units(old, new, "rust")
+    assert unit.olds == ("self", ":", ":")
+    assert old[: unit.start] + unit.text + old[unit.end :] == new
+
+
+def test_a_change_inside_a_docstring_is_not_mined_even_from_its_opening_line(
+    tmp_path: Path,
+) -> None:
+    """A hunk that starts at a module docstring's opening quotes holds no closing ones: the
+    docstring is found in the whole file, not in the hunk (jinja's `:copyright:` lines)."""
+    doc = '"""\n    Module.\n\n    :copyright: 2017.\n"""\nx = {}\n'
+    before = {f"m{i}.py": doc.format(i) for i in range(3)}
+    after = {f"m{i}.py": f'"""Module.\n"""\nx = {i}\n' for i in range(3)}
+    assert mined(tmp_path, before, after) is None
