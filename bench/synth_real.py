@@ -22,6 +22,24 @@ A case's files are the group's files; the expected result of each is its parent 
 the group's hunks applied (the commit's other changes are left out). Examples: the 1-2 files with
 the fewest sites (hunks), at most all but one; held out: the others.
 
+What "only this edit" needs (miner v6-v7; each rule's count is printed with the mining summary):
+whole inserted lines keep their own line; one change repeated a few tokens apart is that change
+each time; a change opening a bracket it does not close takes in the changes after it until the
+brackets balance (or is a fragment, left out); an insertion or deletion does not cut a
+multi-character operator (`::`); triple-quoted strings are found in the whole file. A file where
+the commit changed this edit's own tokens by another change (an import renamed and re-sorted, a
+name renamed two ways, `(object)` -> `(metaclass=...)`, an insertion inside a larger rewrite) is
+repaired when that change is only a reordering once the edit is applied, and left out otherwise;
+an edit left with < 3 hunks or < 2 files, or one that alone leaves a file unparseable, gives way to
+the commit's next largest edit. ``--diff-against OLD_CACHE`` prints what changed against another
+miner's cases.
+
+Site precision and recall compare line hunks modulo layout (tokens, not whitespace): a hunk that
+only re-lays code out is not a site, and a site written in another layout is still that site
+(``exact`` stays byte-identical; such a miss is classed ``layout``). Each miss is classed by what
+limits it (MISS_CLASSES: no rule, too general, examples cannot decide, wrong rewrite, too narrow,
+layout) and the run prints a table of the classes.
+
 Scored per language and overall, one-shot and incremental (Refazer's protocol: while a held-out
 file is wrong, add the first wrong one as a further example, at most 4 examples):
 learned (a rule set was synthesised), exact (every held-out file byte-identical), site precision
