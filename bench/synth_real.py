@@ -1005,6 +1005,12 @@ def main() -> None:
         metavar="CACHE",
         help="another miner's --cache file: print which candidates and chosen cases changed",
     )
+    ap.add_argument(
+        "--commits-of",
+        type=Path,
+        metavar="CACHE",
+        help="score the commits another miner's cache drew (as this miner builds them)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -1024,6 +1030,13 @@ def main() -> None:
         if args.cache:
             args.cache.write_bytes(pickle.dumps((key, mined, dict(STATS))))
     cases = select(mined, args.seed, args.per_language)
+    if args.commits_of:
+        # Like for like with another miner: the commits it drew, as this miner builds them.
+        cached = pickle.loads(args.commits_of.read_bytes())
+        by_commit = {c.commit: c for c in mined}
+        drawn = [c.commit for c in select(cached[1], args.seed, args.per_language)]
+        cases = [by_commit[c] for c in drawn if c in by_commit]
+        print(f"# the {len(drawn)} commits {args.commits_of} drew: {len(cases)} still candidates")
     print(
         f"# miner v{MINER_VERSION}: {len(mined)} candidates; selected {len(cases)} (seed {args.seed})"
     )
