@@ -2,7 +2,8 @@
 
     python bench/synth_real.py GITDIR [GITDIR ...] [--seed 26] [--per-language 9]
                                [--max-commits 3000] [--cli 12] [--from-git] [--json OUT]
-                               [--why] [--only N,M]
+                               [--why] [--only N,M] [--cache FILE] [--diff-against CACHE]
+                               [--commits-of CACHE]
 
 Each GITDIR is a (bare) git directory of a public repository, e.g. the mirrors the ``fetch`` tool
 makes under /work/.mirror/OWNER+NAME/repo. Nothing fetched is committed: the cases are mined,
