@@ -2,7 +2,8 @@
 
     python bench/synth_real.py GITDIR [GITDIR ...] [--seed 26] [--per-language 9]
                                [--max-commits 3000] [--cli 12] [--from-git] [--json OUT]
-                               [--why] [--only N,M]
+                               [--why] [--only N,M] [--cache FILE] [--diff-against CACHE]
+                               [--commits-of CACHE]
 
 Each GITDIR is a (bare) git directory of a public repository, e.g. the mirrors the ``fetch`` tool
 makes under /work/.mirror/OWNER+NAME/repo. Nothing fetched is committed: the cases are mined,
@@ -21,6 +22,24 @@ seeded shuffle with a quota per language (round-robin over the repositories of t
 A case's files are the group's files; the expected result of each is its parent version with only
 the group's hunks applied (the commit's other changes are left out). Examples: the 1-2 files with
 the fewest sites (hunks), at most all but one; held out: the others.
+
+What "only this edit" needs (miner v6-v7; each rule's count is printed with the mining summary):
+whole inserted lines keep their own line; one change repeated a few tokens apart is that change
+each time; a change opening a bracket it does not close takes in the changes after it until the
+brackets balance (or is a fragment, left out); an insertion or deletion does not cut a
+multi-character operator (`::`); triple-quoted strings are found in the whole file. A file where
+the commit changed this edit's own tokens by another change (an import renamed and re-sorted, a
+name renamed two ways, `(object)` -> `(metaclass=...)`, an insertion inside a larger rewrite) is
+repaired when that change is only a reordering once the edit is applied, and left out otherwise;
+an edit left with < 3 hunks or < 2 files, or one that alone leaves a file unparseable, gives way to
+the commit's next largest edit. ``--diff-against OLD_CACHE`` prints what changed against another
+miner's cases.
+
+Site precision and recall compare line hunks modulo layout (tokens, not whitespace): a hunk that
+only re-lays code out is not a site, and a site written in another layout is still that site
+(``exact`` stays byte-identical; such a miss is classed ``layout``). Each miss is classed by what
+limits it (MISS_CLASSES: no rule, too general, examples cannot decide, wrong rewrite, too narrow,
+layout) and the run prints a table of the classes.
 
 Scored per language and overall, one-shot and incremental (Refazer's protocol: while a held-out
 file is wrong, add the first wrong one as a further example, at most 4 examples):
@@ -55,11 +74,13 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ast_grep_py import SgRoot
 
+from oopav.sandbox.astgrep import Rule
 from oopav.synth import Example, SynthesisError, synthesize
 
 EXT = {
@@ -74,7 +95,7 @@ EXT = {
 LANGS = ("python", "javascript", "typescript", "go", "rust")
 SKIP_PATH = re.compile(r"(^|/)(dist|vendor|node_modules|build|\.yarn)/|\.min\.js$|\.d\.ts$")
 MAX_FILE_LINES = 4000
-MINER_VERSION = "5"  # bump when mining changes (invalidates --cache)
+MINER_VERSION = "7"  # bump when mining changes (invalidates --cache)
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
     r"|`(?:[^`\\]|\\.)*`|\d[\w.]*|\w+|\S"
@@ -174,33 +195,106 @@ def _in_docstring(before: str, line: int) -> bool:
 
 @dataclass
 class Unit:
-    """One token-level change inside a hunk: old[start:end] (hunk offsets) becomes ``text``."""
+    """One token-level change inside a hunk: old[start:end] (hunk offsets) becomes ``text``;
+    ``olds``/``news`` are its concrete tokens (the key abstracts their literals)."""
 
     key: tuple
     start: int
     end: int
     text: str
+    olds: tuple[str, ...] = ()
+    news: tuple[str, ...] = ()
+    repaired: str = ""  # which miner rule built it ("" when none was needed)
 
 
 MERGE_GAP = 3  # changes this few equal tokens apart on one line are one change
+# What the miner's rules dropped or repaired, per candidate (printed with the mining summary).
+STATS: Counter[str] = Counter()
+_BRACKETS = ("()", "[]", "{}")
 
 
-def hunk_units(old: str, new: str, lang: str) -> list[Unit]:
+def _balanced(tokens: Iterable[str]) -> bool:
+    """As many of each opening bracket as closing ones: a change that opens a bracket it does
+    not close is a fragment of a larger rewrite (`/x/` -> `{message: /x/}` is two insertions)."""
+    toks = list(tokens)
+    return all(toks.count(o) == toks.count(c) for o, c in _BRACKETS)
+
+
+def _key(olds: list[str], news: list[str]) -> tuple:
+    key = (tuple(_abstract(t) for t in olds), tuple(_abstract(t) for t in news))
+    if all(t in ("<str>", "<num>") for t in key[0] + key[1]):
+        key = (tuple(olds), tuple(news))  # the same change only with the same literals
+    return key
+
+
+def _splits(spans: list[tuple[int, int, str]], i1: int, i2: int) -> bool:
+    """The run spans[i1:i2] cuts a multi-character operator (`::`, `=>`, `!=`): at one of its
+    ends a punctuation token touches a kept punctuation token."""
+
+    def glued(x: int, y: int) -> bool:
+        return (
+            0 <= x < len(spans)
+            and 0 <= y < len(spans)
+            and spans[x][1] == spans[y][0]
+            and not re.match(r"[\w\"'`]", spans[x][2])
+            and not re.match(r"[\w\"'`]", spans[y][2])
+        )
+
+    return glued(i1 - 1, i1) or glued(i2 - 1, i2)
+
+
+def _slide(
+    ops: list[tuple[str, int, int, int, int]],
+    a: list[tuple[int, int, str]],
+    b: list[tuple[int, int, str]],
+) -> list[tuple[str, int, int, int, int]]:
+    """A pure insertion or deletion that cuts a multi-character operator is moved, within the
+    equal tokens after it, to where it cuts none: `T: self::serde` -> `T: serde` deletes
+    `self::`, not `: self:` (whose whitespace splice gave `T:serde`)."""
+    out = []
+    for k, (tag, i1, i2, j1, j2) in enumerate(ops):
+        spans, s1, s2 = (a, i1, i2) if j1 == j2 else (b, j1, j2)
+        if (j1 == j2) == (i1 == i2) or not _splits(spans, s1, s2):
+            out.append((tag, i1, i2, j1, j2))
+            continue
+        limit = (ops[k + 1][1] if j1 == j2 else ops[k + 1][3]) if k + 1 < len(ops) else len(spans)
+        shift = 0
+        while s2 + shift < limit and spans[s1 + shift][2] == spans[s2 + shift][2]:
+            shift += 1
+            if not _splits(spans, s1 + shift, s2 + shift):
+                out.append((tag, i1 + shift, i2 + shift, j1 + shift, j2 + shift))
+                break
+        else:
+            out.append((tag, i1, i2, j1, j2))
+    return out
+
+
+def hunk_units(old: str, new: str, lang: str, fragments: list[Unit] | None = None) -> list[Unit]:
     """The token-level changes of one hunk, each keyed by its tokens with literals abstracted
     (only-literal changes keep their literals). Nothing for prose-only hunks (comments,
-    whitespace, docstrings), version strings, and line reordering (import sorting)."""
+    whitespace, docstrings), version strings, and line reordering (import sorting).
+
+    Changes a few tokens apart on one line are one change, unless every part is the same
+    change (`A): A` -> `B): B` is two renames, not one rewrite of four tokens); a change that
+    leaves a bracket unbalanced takes in the next change of the hunk until it balances, and is
+    left out (appended to ``fragments``) when nothing balances it."""
     if sorted(old.splitlines()) == sorted(new.splitlines()) and old.strip():
         return []
     a, b = _spans(old, lang), _spans(new, lang)
     at, bt = [t for *_, t in a], [t for *_, t in b]
     if at == bt:
         return []
-    ops = [
-        op
-        for op in difflib.SequenceMatcher(None, at, bt, autojunk=False).get_opcodes()
-        if op[0] != "equal"
-    ]
+    ops = _slide(
+        [
+            op
+            for op in difflib.SequenceMatcher(None, at, bt, autojunk=False).get_opcodes()
+            if op[0] != "equal"
+        ],
+        a,
+        b,
+    )
     merged: list[list[int]] = []
+    parts: list[list[tuple[int, int, int, int]]] = []
     for _, i1, i2, j1, j2 in ops:
         if merged:
             p = merged[-1]
@@ -210,19 +304,43 @@ def hunk_units(old: str, new: str, lang: str) -> list[Unit]:
             )
             if i1 - p[1] <= MERGE_GAP and same_line:
                 p[1], p[3] = i2, j2
+                parts[-1].append((i1, i2, j1, j2))
                 continue
         merged.append([i1, i2, j1, j2])
+        parts.append([(i1, i2, j1, j2)])
+    # Repeated instances of one change merged by proximity are that change, each on its own.
+    spans: list[tuple[list[int], str]] = []
+    for m, ps in zip(merged, parts, strict=True):
+        keys = {_key(at[i1:i2], bt[j1:j2]) for i1, i2, j1, j2 in ps}
+        if len(ps) > 1 and len(keys) == 1:
+            spans += [(list(q), "split-repeated") for q in ps]
+        else:
+            spans.append((m, ""))
+    # A change that opens a bracket it does not close is part of a larger rewrite: it takes in
+    # the changes after it (and the tokens between) until the brackets balance.
+    balanced: list[tuple[list[int], str]] = []
+    k = 0
+    while k < len(spans):
+        (i1, i2, j1, j2), how = spans[k]
+        k += 1
+        while not (_balanced(at[i1:i2]) and _balanced(bt[j1:j2])) and k < len(spans):
+            (_, i2, _, j2), _ = spans[k]
+            k += 1
+            how = "merged-bracket"
+        if not (_balanced(at[i1:i2]) and _balanced(bt[j1:j2])):
+            if fragments is not None:
+                fragments.append(Unit(_key(at[i1:i2], bt[j1:j2]), 0, 0, ""))
+            continue
+        balanced.append(([i1, i2, j1, j2], how))
     units: list[Unit] = []
-    for i1, i2, j1, j2 in merged:
+    for (i1, i2, j1, j2), how in balanced:
         olds, news = at[i1:i2], bt[j1:j2]
         raw = olds + news
         if all(_VERSION.match(t) or t in ("__version__", "version") for t in raw):
             continue
         if any(t.startswith(('"""', "'''")) for t in raw):
             continue  # a docstring
-        key = (tuple(_abstract(t) for t in olds), tuple(_abstract(t) for t in news))
-        if all(t in ("<str>", "<num>") for t in key[0] + key[1]):
-            key = (tuple(olds), tuple(news))  # the same change only with the same literals
+        key = _key(olds, news)
         if i2 > i1 and j2 > j1:
             # A replacement: the changed tokens only, so that a reflow of the whitespace
             # around them (another change of the commit) is not part of this one.
@@ -233,15 +351,18 @@ def hunk_units(old: str, new: str, lang: str) -> list[Unit]:
             ns = b[j1 - 1][1] if j1 > 0 else 0
             ne = b[j2][0] if j2 < len(b) else len(new)
             text = new[ns:ne]
-            if "\n" in text and "\n" not in old[os_:oe] and i2 == i1:
+            if "\n" in text and "\n" not in old[os_:oe] and i2 == i1 and old.strip():
                 # Tokens inserted into a line that the commit also rewrapped: in the line's
-                # own layout.
+                # own layout. (Whole lines inserted, an empty old hunk, keep theirs: folding
+                # them put `stacklevel=2,` at column 0 of the next line.)
                 text = re.sub(r"\s*\n\s*", " ", text)
                 text = re.sub(r"([(\[{]) ", r"\1", text)
                 text = re.sub(r" ([)\]},])", r"\1", text)
                 if not old[os_:oe]:
                     text = text.strip()
-        units.append(Unit(key, os_, oe, text))
+            elif not old.strip() and "\n" in text:
+                how = how or "whole-lines"
+        units.append(Unit(key, os_, oe, text, tuple(olds), tuple(news), how))
     return units
 
 
@@ -280,57 +401,210 @@ def mine(gitdir: Path, max_commits: int) -> list[Case]:
             commits.append((lines[0], lines[1:]))
     cases: list[Case] = []
     for sha, paths in commits:
-        code = [p for p in paths if os.path.splitext(p)[1] in EXT and not SKIP_PATH.search(p)]
-        langs = {EXT[os.path.splitext(p)[1]] for p in code}
-        if len(code) < 2 or len(code) > 40 or len(langs) != 1 or len(paths) > 60:
-            continue
-        lang = langs.pop()
-        groups: dict[tuple, list[tuple[str, int, Unit]]] = defaultdict(list)
-        texts: dict[str, str] = {}
-        for path in code:
-            before, after = git.show(f"{sha}^", path), git.show(sha, path)
-            if before is None or after is None or before.count("\n") > MAX_FILE_LINES:
-                continue
-            a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
-            texts[path] = before
-            offsets = [0]
-            for line in a:
-                offsets.append(offsets[-1] + len(line))
-            for n, (i1, i2, j1, j2) in enumerate(_hunks(a, b)):
-                if lang == "python" and _in_docstring(before, i1):
-                    continue
-                for u in hunk_units("".join(a[i1:i2]), "".join(b[j1:j2]), lang):
-                    base = offsets[i1]
-                    groups[u.key].append(
-                        (path, n, Unit(u.key, base + u.start, base + u.end, u.text))
-                    )
-        best = None
-        for key, members in groups.items():
-            hunks = {(p, n) for p, n, _ in members}
-            files = {p for p, _, _ in members}
-            if len(hunks) >= 3 and len(files) >= 2:
-                if best is None or len(members) > len(groups[best]):
-                    best = key
-        if best is None:
-            continue
-        by_file: dict[str, list[Unit]] = defaultdict(list)
-        for path, _, u in groups[best]:
-            by_file[path].append(u)
-        files = []
-        for path, us in sorted(by_file.items()):
-            before = texts[path]
-            out, pos = [], 0
-            for u in sorted(us, key=lambda u: u.start):
-                out += [before[pos : u.start], u.text]
-                pos = u.end
-            files.append(FileCase(path, before, "".join(out) + before[pos:], len(us)))
-        if not all(_still_parses(f.before, f.after, lang) for f in files):
-            continue  # part of a larger change: alone it leaves broken code
-        x, y = best
-        sig_text = f"{' '.join(x)} -> {' '.join(y)}"[:100]
-        cases.append(Case(name, str(gitdir), sha, lang, sig_text, files))
+        case = mine_commit(git, name, sha, paths)
+        if case is not None:
+            cases.append(case)
     git.close()
     return cases
+
+
+def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
+    """The commit's largest systematic edit that stands on its own, as a case, if any."""
+    code = [p for p in paths if os.path.splitext(p)[1] in EXT and not SKIP_PATH.search(p)]
+    langs = {EXT[os.path.splitext(p)[1]] for p in code}
+    if len(code) < 2 or len(code) > 40 or len(langs) != 1 or len(paths) > 60:
+        return None
+    lang = langs.pop()
+    groups: dict[tuple, list[tuple[str, int, Unit]]] = defaultdict(list)
+    texts: dict[str, str] = {}
+    in_file: dict[str, list[Unit]] = defaultdict(list)  # every change, every key
+    added: dict[str, list[list[str]]] = defaultdict(list)  # the commit's new lines
+    fragments: dict[tuple, set[tuple[str, int]]] = defaultdict(set)
+    for path in code:
+        before, after = git.show(f"{sha}^", path), git.show(sha, path)
+        if before is None or after is None or before.count("\n") > MAX_FILE_LINES:
+            continue
+        a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+        texts[path] = before
+        # Triple-quoted strings, found in the whole file (a hunk may hold only one quote).
+        prose = [
+            (ds, de)
+            for ds, de, t in (_spans(before, lang) if lang == "python" else [])
+            if t.startswith(('"""', "'''"))
+        ]
+        offsets = [0]
+        for line in a:
+            offsets.append(offsets[-1] + len(line))
+        for n, (i1, i2, j1, j2) in enumerate(_hunks(a, b)):
+            added[path] += [sorted(_tokens(x, lang)) for x in b[j1:j2]]
+            if lang == "python" and _in_docstring(before, i1):
+                continue
+            frags: list[Unit] = []
+            for u in hunk_units("".join(a[i1:i2]), "".join(b[j1:j2]), lang, frags):
+                base = offsets[i1]
+                unit = Unit(u.key, base + u.start, base + u.end, u.text, u.olds, u.news, u.repaired)
+                if any(
+                    (ds < unit.end and unit.start < de) or ds < unit.start < de for ds, de in prose
+                ):
+                    continue  # inside a docstring (or another triple-quoted text)
+                groups[u.key].append((path, n, unit))
+                in_file[path].append(unit)
+            for f in frags:
+                fragments[f.key].add((path, n))
+    built = None
+    first_reason = ""
+    indexed: dict[str, tuple[list[tuple[int, int, str]], dict[str, list[int]]]] = {}
+    # The commit's largest edit that stands on its own (stable: ties keep the first seen).
+    for key in sorted(groups, key=lambda k: -len(groups[k])):
+        if not _systematic(groups[key]):
+            continue
+        built = _build(key, groups[key], texts, in_file, added, lang, indexed)
+        if isinstance(built, str):
+            first_reason = first_reason or built
+            built = None
+            continue
+        break
+    largest_fragment = max((len(hs) for hs in fragments.values() if _big(hs)), default=0)
+    if built is None:
+        if first_reason:
+            STATS[f"commits dropped: {first_reason}"] += 1
+        elif largest_fragment:
+            STATS["commits dropped: the edit is a fragment of a larger rewrite"] += 1
+        return None
+    key, files, notes = built
+    if first_reason:
+        notes.add(f"next edit taken; the largest: {first_reason}")
+    elif largest_fragment > sum(f.sites for f in files):
+        notes.add("next edit taken; the largest was a fragment of a larger rewrite")
+    for note in notes:
+        STATS[note] += 1
+    x, y = key
+    sig_text = f"{' '.join(x)} -> {' '.join(y)}"[:100]
+    return Case(name, str(git.dir), sha, lang, sig_text, files)
+
+
+def _big(hunks: set[tuple[str, int]]) -> bool:
+    return len(hunks) >= 3 and len({p for p, _ in hunks}) >= 2
+
+
+def _systematic(members: list[tuple[str, int, Unit]]) -> bool:
+    """>= 3 hunks in >= 2 files."""
+    return _big({(p, n) for p, n, _ in members})
+
+
+def _occurrences(
+    tokens: list[tuple[int, int, str]], index: dict[str, list[int]], seq: tuple[str, ...]
+) -> list[tuple[int, int]]:
+    """(start, end) offsets of each occurrence of the token sequence ``seq``."""
+    n = len(seq)
+    return [
+        (tokens[i][0], tokens[i + n - 1][1])
+        for i in index.get(seq[0], ())
+        if i + n <= len(tokens) and all(tokens[i + k][2] == seq[k] for k in range(1, n))
+    ]
+
+
+def _token_index(text: str, lang: str) -> tuple[list[tuple[int, int, str]], dict[str, list[int]]]:
+    tokens = _spans(text, lang)
+    index: dict[str, list[int]] = defaultdict(list)
+    for i, (_, _, t) in enumerate(tokens):
+        index[t].append(i)
+    return tokens, index
+
+
+def _build(
+    key: tuple,
+    members: list[tuple[str, int, Unit]],
+    texts: dict[str, str],
+    in_file: dict[str, list[Unit]],
+    added: dict[str, list[list[str]]],
+    lang: str,
+    indexed: dict[str, tuple[list[tuple[int, int, str]], dict[str, list[int]]]],
+) -> tuple[tuple, list[FileCase], set[str]] | str:
+    """The case of one edit: each file's parent with only this edit applied, and notes on
+    what was repaired; or why there is none.
+
+    A file where the commit changed this edit's own tokens by *another* change (an import
+    line that was renamed and re-sorted, a name renamed two ways, `(object)` that became
+    `(metaclass=…)`) has no "only this edit" there. It is repaired when the other change is
+    this edit plus a reordering (the edited line's tokens are those of a line the commit
+    added: the edit is applied in place), and left out otherwise; likewise a file where the
+    commit inserted this edit's tokens inside a larger change. Then the edit must still span
+    >= 3 hunks in >= 2 files, and leave every file parseable."""
+    notes: set[str] = set()
+    by_file: dict[str, list[Unit]] = defaultdict(list)
+    hunks: dict[str, set[int]] = defaultdict(set)
+    for path, n, u in members:
+        by_file[path].append(u)
+        hunks[path].add(n)
+        if u.repaired:
+            notes.add(f"repaired: {u.repaired}")
+    olds = {u.olds for _, _, u in members if u.olds}
+    news = {u.news for _, _, u in members if u.news}
+    mapped: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    for _, _, u in members:
+        mapped[u.olds].add(u.text)
+    files = []
+    for path, us in sorted(by_file.items()):
+        before = texts[path]
+        others = [u for u in in_file[path] if u.key != key]
+        if olds:
+            if path not in indexed:
+                indexed[path] = _token_index(before, lang)
+            changed = [(o.start, o.end) for o in others if o.olds]
+            clash = (
+                sorted(
+                    {
+                        (s, e, seq)
+                        for seq in olds
+                        for s, e in _occurrences(*indexed[path], seq)
+                        if any(cs < e and s < ce for cs, ce in changed)
+                    }
+                )
+                if changed
+                else []
+            )
+            repairs: list[Unit] | None = []
+            for s, e, seq in clash:
+                line_start = before.rfind("\n", 0, s) + 1
+                line_end = before.find("\n", e)
+                line_end = len(before) if line_end < 0 else line_end
+                choices = mapped.get(seq, set())
+                edited = before[line_start:s] + next(iter(choices), "") + before[e:line_end]
+                if len(choices) != 1 or sorted(_tokens(edited, lang)) not in added[path]:
+                    repairs = None
+                    break
+                repairs.append(Unit(key, s, e, next(iter(choices))))
+            if repairs is None:
+                notes.add("file left out: another change took this edit's tokens there")
+                continue
+            if repairs:
+                notes.add("repaired: this edit's tokens also re-sorted by the commit")
+                us = us + repairs
+        elif any(
+            _count(o.news, seq) > _count(o.olds, seq)
+            for o in others
+            if o.olds  # new code alone (nothing replaced) is no site a rule could reach
+            for seq in news
+        ):
+            notes.add("file left out: this insertion is inside a larger change there")
+            continue
+        out, pos = [], 0
+        for u in sorted(us, key=lambda u: u.start):
+            out += [before[pos : u.start], u.text]
+            pos = u.end
+        files.append(FileCase(path, before, "".join(out) + before[pos:], len(us)))
+    kept = {f.path for f in files}
+    if not _big({(p, n) for p in kept for n in hunks[p]}):
+        return "fewer than 3 sites in 2 files once files another change took are left out"
+    if not all(_still_parses(f.before, f.after, lang) for f in files):
+        return "alone it leaves a file unparseable"  # part of a larger change
+    return key, files, notes
+
+
+def _count(tokens: tuple[str, ...], seq: tuple[str, ...]) -> int:
+    n = len(seq)
+    return sum(1 for i in range(len(tokens) - n + 1) if tokens[i : i + n] == seq)
 
 
 def _still_parses(before: str, after: str, lang: str) -> bool:
@@ -364,6 +638,47 @@ def select(cases: list[Case], seed: int, per_language: int) -> list[Case]:
     return out
 
 
+def case_diff(
+    path: Path, mined: list[Case], cases: list[Case], seed: int, per_language: int
+) -> list[str]:
+    """What changed against another miner's cache: candidates gained/lost/rebuilt (a different
+    edit or different expected files for the same commit) and the selection's turnover."""
+    cached = pickle.loads(path.read_bytes())
+    old_key, old_mined = cached[0], cached[1]
+    old = {c.commit: c for c in old_mined}
+    new = {c.commit: c for c in mined}
+
+    def same(a: Case, b: Case) -> bool:
+        return a.signature == b.signature and [(f.path, f.after) for f in a.files] == [
+            (f.path, f.after) for f in b.files
+        ]
+
+    rebuilt = [c for c in new if c in old and not same(old[c], new[c])]
+    out = [
+        f"# against {path} (miner v{old_key[-1]}): {len(old_mined)} -> {len(mined)} candidates; "
+        f"{len(set(new) - set(old))} new, {len(set(old) - set(new))} gone, {len(rebuilt)} "
+        "rebuilt (another edit or other expected files)"
+    ]
+    old_sel = {c.commit for c in select(old_mined, seed, per_language)}
+    new_sel = [c.commit for c in cases]
+    for n, c in enumerate(cases, 1):
+        if c.commit not in old_sel:
+            why = "new candidate" if c.commit not in old else "drawn now"
+            if c.commit in old and not same(old[c.commit], c):
+                why = f"rebuilt (was: {old[c.commit].signature[:50]})"
+            out.append(f"#   + {n:2}. {c.repo} {c.commit[:10]} {c.signature[:60]} ({why})")
+        elif not same(old[c.commit], c):
+            out.append(
+                f"#   ~ {n:2}. {c.repo} {c.commit[:10]} rebuilt: {old[c.commit].signature[:40]}"
+                f" -> {c.signature[:40]}, files {len(old[c.commit].files)} -> {len(c.files)}"
+            )
+    for c in select(old_mined, seed, per_language):
+        if c.commit not in new_sel:
+            why = "no longer a candidate" if c.commit not in new else "not drawn now"
+            out.append(f"#   - {c.repo} {c.commit[:10]} {c.signature[:60]} ({why})")
+    return out
+
+
 # --- scoring ---------------------------------------------------------------------------------
 
 
@@ -383,11 +698,88 @@ class Score:
     rules: int = 0
     why: str = ""  # a miss: the first held-out hunk that differs (expected vs produced)
     rule_text: str = ""
+    # Per held-out path: line ranges rewritten where the commit changed nothing there.
+    over: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    miss_class: str = ""
 
 
-def _line_hunks(before: str, after: str) -> set[tuple[int, int, tuple[str, ...]]]:
-    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    return {(i1, i2, tuple(b[j1:j2])) for i1, i2, j1, j2 in _hunks(a, b)}
+def _layout_free(line: str) -> str:
+    """A line's tokens, one space apart: what is left when layout is taken away (a string
+    literal is one token, so whitespace inside one still counts)."""
+    return " ".join(_TOKEN.findall(line))
+
+
+def _line_hunks(before: str, after: str) -> set[tuple[int, int, str]]:
+    """The changed line ranges of ``before`` with their new text, compared modulo layout:
+    a hunk that only re-lays lines out (indentation, spacing, blank lines, a rewrap) is not a
+    site, and a site reached with a layout the commit did not use is still that site (the
+    byte-exact verdict is ``exact``'s; a miss that is only layout is classed ``layout``)."""
+    a = [_layout_free(x) for x in before.splitlines()]
+    b = [_layout_free(x) for x in after.splitlines()]
+    out = set()
+    for i1, i2, j1, j2 in _hunks(a, b):
+        old, new = " ".join(x for x in a[i1:i2] if x), " ".join(x for x in b[j1:j2] if x)
+        if old != new:
+            out.add((i1, i2, new))
+    return out
+
+
+# What limits a miss, the first that applies (the run's summary table):
+MISS_CLASSES = (
+    ("no rule", "nothing learned from the examples (the synthesiser's reason is printed)"),
+    ("too general", "rewrites code the commit kept, in a syntactic context no example site has"),
+    (
+        "examples cannot decide",
+        "rewrites code the commit kept, of the same kind and context as an example site",
+    ),
+    ("wrong rewrite", "reaches a site the commit changed but writes something else there"),
+    ("too narrow", "misses sites the commit changed, rewrites nothing wrong"),
+    ("layout", "every site right modulo layout; the bytes differ (indentation, wrapping)"),
+)
+
+
+def _contexts(rules: list[Rule], text: str, lines: set[int] | None) -> set[tuple[str, str]]:
+    """(kind, parent kind) of the rules' matches, those on ``lines`` when given."""
+    out = set()
+    for rule in rules:
+        try:
+            nodes = SgRoot(text, rule.language).root().find_all(rule.config())
+        except Exception:
+            continue
+        for node in nodes:
+            r = node.range()
+            if lines is None or any(n in lines for n in range(r.start.line, r.end.line + 1)):
+                parent = node.parent()
+                out.add((node.kind(), parent.kind() if parent is not None else ""))
+    return out
+
+
+def _changed_lines(before: str, after: str) -> set[int]:
+    a, b = before.splitlines(), after.splitlines()
+    return {n for i1, i2, _, _ in _hunks(a, b) for n in range(i1, max(i2, i1 + 1))}
+
+
+def classify(s: Score, rules: list[Rule], examples: list[FileCase], held: dict) -> str:
+    """The class of a miss (MISS_CLASSES), from what the run produced: a rewrite where the
+    commit kept the code is *too general* when the rule matched it in a (kind, parent kind)
+    that no example site has, else the examples cannot decide (a heuristic: the same kind in
+    the same parent is what the examples can show)."""
+    if not s.learned:
+        return "no rule"
+    kept = [(path, h) for path, hs in s.over.items() for h in hs]
+    if kept:
+        shown: set[tuple[str, str]] = set()
+        for f in examples:
+            shown |= _contexts(rules, f.before, _changed_lines(f.before, f.after))
+        for path, (i1, i2) in kept:
+            if _contexts(rules, held[path].before, set(range(i1, max(i2, i1 + 1)))) - shown:
+                return "too general"
+        return "examples cannot decide"
+    if s.produced > s.correct:
+        return "wrong rewrite"
+    if s.correct < s.expected:
+        return "too narrow"
+    return "layout"
 
 
 def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Score:
@@ -402,10 +794,12 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
         s.cpu_ms = (time.process_time() - c0) * 1000
         s.ms = (time.perf_counter() - t0) * 1000
         s.error = exc.reason[:160]
+        s.miss_class = "no rule"
         return s
     except Exception as exc:  # a crash is a finding, not a reason to stop the run
         s.ms = (time.perf_counter() - t0) * 1000
         s.error = f"crash: {type(exc).__name__}: {str(exc)[:120]}"
+        s.miss_class = "no rule"
         return s
     s.ms = (time.perf_counter() - t0) * 1000
     s.cpu_ms = (time.process_time() - c0) * 1000
@@ -427,7 +821,17 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
         produced, want = _line_hunks(f.before, got), _line_hunks(f.before, f.after)
         s.produced += len(produced)
         s.correct += len(produced & want)
+        over = [
+            (i1, i2)
+            for i1, i2, _ in produced - want
+            if not any(i1 <= w2 and w1 <= i2 for w1, w2, _ in want)
+        ]
+        if over:
+            s.over[f.path] = over
     s.exact = exact and bool(heldout)
+    if not s.exact:
+        rules = [r.as_rule() for r in result.rules]
+        s.miss_class = classify(s, rules, examples, {f.path: f for f in heldout})
     return s
 
 
@@ -558,6 +962,28 @@ def table(rows: dict[str, list[tuple[Score, Score]]]) -> list[str]:
     return out
 
 
+def miss_table(misses: list[tuple[int, Score, Score]]) -> list[str]:
+    """What limits each one-shot miss, by class: how many, which cases, the held-out hunks
+    they get wrong (rewritten but not as the commit did) and miss, and how many the
+    incremental protocol still misses."""
+    out = [
+        "| what limits the miss | one-shot misses | cases | wrong hunks | missed hunks "
+        "| still missed (incremental) | meaning |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, meaning in MISS_CLASSES:
+        ms = [(n, a, b) for n, a, b in misses if a.miss_class == name]
+        if not ms:
+            continue
+        out.append(
+            f"| {name} | {len(ms)} | {', '.join(str(n) for n, _, _ in ms)} "
+            f"| {sum(a.produced - a.correct for _, a, _ in ms)} "
+            f"| {sum(a.expected - a.correct for _, a, _ in ms)} "
+            f"| {sum(not b.exact for _, _, b in ms)} | {meaning} |"
+        )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("gitdirs", nargs="+", type=Path)
@@ -574,6 +1000,18 @@ def main() -> None:
         "--why", action="store_true", help="print each miss's first wrong hunk and its rules"
     )
     ap.add_argument("--only", help="score only these case numbers (1-based, comma-separated)")
+    ap.add_argument(
+        "--diff-against",
+        type=Path,
+        metavar="CACHE",
+        help="another miner's --cache file: print which candidates and chosen cases changed",
+    )
+    ap.add_argument(
+        "--commits-of",
+        type=Path,
+        metavar="CACHE",
+        help="score the commits another miner's cache drew (as this miner builds them)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 
@@ -581,22 +1019,39 @@ def main() -> None:
     mined: list[Case] = []
     key = [str(d) for d in args.gitdirs] + [str(args.max_commits), MINER_VERSION]
     if args.cache and args.cache.exists():
-        cached_key, mined = pickle.loads(args.cache.read_bytes())
-        if cached_key != key:
-            mined = []
+        cached = pickle.loads(args.cache.read_bytes())
+        if cached[0] == key:
+            mined = cached[1]
+            STATS.update(cached[2] if len(cached) > 2 else {})
     if not mined:
         for d in args.gitdirs:
             found = mine(d, args.max_commits)
             print(f"# mined {repo_name(d)}: {len(found)} candidate edits", flush=True)
             mined += found
         if args.cache:
-            args.cache.write_bytes(pickle.dumps((key, mined)))
+            args.cache.write_bytes(pickle.dumps((key, mined, dict(STATS))))
     cases = select(mined, args.seed, args.per_language)
-    print(f"# {len(mined)} candidates; selected {len(cases)} (seed {args.seed})")
-    print(f"# mining took {time.perf_counter() - t0:.0f} s")
+    if args.commits_of:
+        # Like for like with another miner: the commits it drew, as this miner builds them.
+        cached = pickle.loads(args.commits_of.read_bytes())
+        by_commit = {c.commit: c for c in mined}
+        drawn = [c.commit for c in select(cached[1], args.seed, args.per_language)]
+        cases = [by_commit[c] for c in drawn if c in by_commit]
+        print(f"# the {len(drawn)} commits {args.commits_of} drew: {len(cases)} still candidates")
+    print(
+        f"# miner v{MINER_VERSION}: {len(mined)} candidates; selected {len(cases)} (seed {args.seed})"
+    )
+    print(
+        f"# mining took {time.perf_counter() - t0:.0f} s; what the miner's rules did (candidates):"
+    )
+    for what, k in sorted(STATS.items()):
+        print(f"#   {k:4}  {what}")
+    if args.diff_against:
+        print("\n".join(case_diff(args.diff_against, mined, cases, args.seed, args.per_language)))
     rows: dict[str, list[tuple[Score, Score]]] = defaultdict(list)
     results = []
     errors: Counter[str] = Counter()
+    misses: list[tuple[int, Score, Score]] = []
     only = {int(x) for x in args.only.split(",")} if args.only else None
     for n, case in enumerate(cases, 1):
         if only is not None and n not in only:
@@ -606,6 +1061,9 @@ def main() -> None:
         inc = incremental(case, one)
         rows[case.language].append((one, inc))
         mark = "EXACT" if one.exact else ("inc-EXACT" if inc.exact else "miss")
+        if not one.exact:
+            mark += f" [{one.miss_class}]"
+            misses.append((n, one, inc))
         print(
             f"{n:2}. {case.repo} {case.commit[:10]} {case.language} sites={case.sites} "
             f"ex={','.join(f.path for f in examples)} held={','.join(f.path for f in heldout)}"
@@ -636,6 +1094,8 @@ def main() -> None:
         )
     print()
     print("\n".join(table(rows)))
+    print()
+    print("\n".join(miss_table(misses)))
     one_all = [a for rs in rows.values() for a, _ in rs]
     inc_all = [b for rs in rows.values() for _, b in rs]
     n = len(one_all)

@@ -363,3 +363,58 @@ fix:
                 rule="id: e\nlanguage: python\nrule: {pattern: x}\nfix: {expandStart: 1}\n"
             )
         )
+
+
+BLANK_LINES = """def handler():
+    class Config(object):
+        def get(self):
+            return 1
+
+        timeout = 3
+{ws}
+        retries = 2
+"""
+UNWRAP_RULE = AstGrepAction(
+    rule="""id: no-object-base
+language: python
+rule:
+  pattern: |
+    class $A(object):
+        $$$B
+fix: |-
+  class $A:
+      $$$B
+""",
+)
+
+
+@pytest.mark.parametrize("ws", ["", "        "], ids=["empty", "whitespace-only"])
+def test_a_blank_line_inside_a_multiline_metavariable_stays_as_it_was(
+    ws: str, tmp_path: Path
+) -> None:
+    """The body `$$$B` is re-indented twice (to the fix's column, then to the match's): the
+    CLI pads every blank line of it with the indentation, which no edit by a person does
+    (structlog's `class X(object):` -> `class X:` came back with its empty lines changed)."""
+    text = BLANK_LINES.format(ws=ws)
+    rule = rule_from_action(UNWRAP_RULE)
+    new, n = rewrite_source(text, rule)
+    assert n == 1
+    assert new == text.replace("class Config(object):", "class Config:")
+    # The CLI differs exactly there: its output with those lines as they were is ours.
+    (tmp_path / "m.py").write_text(text)
+    cli = cli_rewrite(tmp_path, rule, ["m.py"])["m.py"]
+    assert cli != new
+    blanks = [i for i, ln in enumerate(text.split("\n")) if not ln.strip()]
+    restored = cli.split("\n")
+    for i in blanks:
+        assert not restored[i].strip()
+        restored[i] = text.split("\n")[i]
+    assert "\n".join(restored) == new
+    # Through the workspace path the loop's actions take (plan, then apply).
+    ws_dir = tmp_path / "workspace"
+    ws_dir.mkdir()
+    (ws_dir / "m.py").write_text(text)
+    plan = plan_action(ws_dir, UNWRAP_RULE)
+    assert isinstance(plan, ActionPlan)
+    apply_plan(ws_dir, plan)
+    assert (ws_dir / "m.py").read_text() == new

@@ -3,7 +3,9 @@
 ast-grep-py finds matches (rule, constraints, utils, transform) but ignores ``fix``, so the
 fix template is expanded here the way the ast-grep CLI does it: ``$A`` / ``$$A`` (single),
 ``$$$A`` (multiple), transformed variables, and the CLI's re-indentation of multi-line text.
-The CLI stays the reference: ``cli_rewrite`` runs it, and a test requires identical output.
+The CLI stays the reference: ``cli_rewrite`` runs it, and a test requires identical output
+with one deliberate difference: a line that is blank in the re-indented text stays as it was,
+where the CLI pads it with the indentation (trailing whitespace nobody's edit adds).
 """
 
 from __future__ import annotations
@@ -259,15 +261,21 @@ def indent_at(text: str, offset: int) -> int:
 
 
 def reindent(text: str, original: int, target: int) -> str:
-    """Move a multi-line text from indentation ``original`` to ``target`` (first line kept)."""
+    """Move a multi-line text from indentation ``original`` to ``target`` (first line kept).
+
+    A blank (empty or whitespace-only) line is left as it is. The CLI pads it with the
+    indentation: trailing whitespace no person's edit adds, so a class body moved by a rewrite
+    came back with every empty line changed (structlog's ``class X(object):`` -> ``class X:``)."""
     if "\n" not in text or original == target:
         return text
     lines = text.split("\n")
     if original > target:
         cut = " " * (original - target)
-        return "\n".join(ln[len(cut) :] if ln.startswith(cut) else ln for ln in lines)
+        return "\n".join(
+            ln[len(cut) :] if ln.startswith(cut) and ln.strip() else ln for ln in lines
+        )
     pad = " " * (target - original)
-    return "\n".join([lines[0]] + [pad + ln for ln in lines[1:]])
+    return "\n".join([lines[0]] + [pad + ln if ln.strip() else ln for ln in lines[1:]])
 
 
 def parse_template(fix: str, transforms: Iterable[str]) -> list[str | tuple[str, str, int]]:

@@ -1,0 +1,206 @@
+"""The miner and scorer of `bench/synth_real.py` (issue 26): a case's expected file is the
+parent with only its edit applied, on small self-written commits in a real git repository."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import synth_real
+from synth_real import Case, FileCase, Git, mine_commit, score
+
+
+def commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "PATH": "/usr/bin:/bin",
+    }
+    for args in (["add", "-A"], ["commit", "-qm", message]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env, timeout=30)
+    out = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+    )
+    return out.stdout.strip()
+
+
+def mined(tmp_path: Path, before: dict[str, str], after: dict[str, str]) -> Case | None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, timeout=30)
+    commit(repo, before, "parent")
+    sha = commit(repo, after, "edit")
+    git = Git(repo / ".git")
+    try:
+        return mine_commit(git, "t/repo", sha, sorted(after))
+    finally:
+        git.close()
+
+
+def expected(case: Case) -> dict[str, str]:
+    return {f.path: f.after for f in case.files}
+
+
+WARN = 'import warnings\n\nwarnings.warn(\n    "{}",\n)\n'
+
+
+def test_a_whole_inserted_line_keeps_its_line(tmp_path: Path) -> None:
+    """`stacklevel=2,` added as a line of its own: v5 folded it into the next line and put
+    `stacklevel=2,)` at column 0."""
+    before = {f"m{i}.py": WARN.format(i) for i in range(3)}
+    after = {p: t.replace(",\n)", ",\n    stacklevel=2,\n)") for p, t in before.items()}
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert expected(case) == after
+
+
+def test_one_change_repeated_on_a_line_is_that_change_twice(tmp_path: Path) -> None:
+    """`f(a: Old): Old` -> `f(a: New): New`: two renames three tokens apart, not one
+    four-token rewrite keyed apart from the line's single renames."""
+    before = {
+        "a.py": "def f(a: Old) -> Old:\n    pass\n",
+        "b.py": "x: Old = 1\n",
+        "c.py": "y: Old = 2\n",
+    }
+    after = {p: t.replace("Old", "New") for p, t in before.items()}
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert case.signature == "Old -> New"
+    assert sum(f.sites for f in case.files) == 4
+    assert expected(case) == after
+
+
+def test_a_wrap_is_one_change_not_its_opening_half(tmp_path: Path) -> None:
+    """`check(x, a.b.c)` -> `check(x, {m: a.b.c})`: the opening `{m:` alone (a bracket it does
+    not close) is a fragment; it is taken with its closing `}` or not at all."""
+    before = {f"t{i}.py": f"check(x{i}, a.b.c)\npass\ncheck(y{i}, a.b.c)\n" for i in range(2)}
+    after = {p: t.replace("a.b.c)", "{m: a.b.c})") for p, t in before.items()}
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert case.signature == "a . b . c -> { m : a . b . c }"
+    assert expected(case) == after
+
+
+def test_a_rename_whose_import_was_also_resorted_is_repaired(tmp_path: Path) -> None:
+    """The commit renamed `_Result` and moved its import line (isort): the expected file has
+    the import renamed in place, not kept as `_Result` (pluggy's case)."""
+    head = "from .r import _Result\nfrom .r import Hook\n\n"
+    before = {
+        "a.py": head + "x: _Result = _Result()\nz = 1\nw: _Result = 2\n",
+        "b.py": head + "y: _Result = 1\n",
+    }
+    after = {
+        p: t.replace(head, "from .r import Hook\nfrom .r import Result\n\n").replace(
+            "_Result", "Result"
+        )
+        for p, t in before.items()
+    }
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert case.signature == "_Result -> Result"
+    for f in case.files:
+        assert f.after == f.before.replace("_Result", "Result")
+    assert synth_real.STATS["repaired: this edit's tokens also re-sorted by the commit"] >= 1
+
+
+def test_a_file_where_another_change_took_the_edits_tokens_is_left_out(tmp_path: Path) -> None:
+    """`Raw` renamed to `Plain` at most sites but to `Internal` in c.py's import (axios'
+    `RawAxiosRequestConfig`): c.py has no "only this edit", so it is left out."""
+    before = {
+        "a.ts": "let a: Raw = 1;\nlet z = 0;\nlet b: Raw = 2;\n",
+        "b.ts": "let c: Raw = 3;\n",
+        "c.ts": "import {Raw} from './t';\nlet d: Raw = 4;\n",
+    }
+    after = {
+        "a.ts": "let a: Plain = 1;\nlet z = 0;\nlet b: Plain = 2;\n",
+        "b.ts": "let c: Plain = 3;\n",
+        "c.ts": "import {Internal} from './t';\nlet d: Plain = 4;\n",
+    }
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert [f.path for f in case.files] == ["a.ts", "b.ts"]
+    assert expected(case) == {"a.ts": after["a.ts"], "b.ts": after["b.ts"]}
+
+
+def fc(path: str, before: str, after: str, sites: int = 1) -> FileCase:
+    return FileCase(path, before, after, sites)
+
+
+@pytest.mark.parametrize(
+    ("example_before", "example_after", "held_before", "held_after", "cls"),
+    [
+        # The commit kept a call `fetch(…)` like the example's: nothing tells them apart.
+        (
+            "x = fetch(0)\n",
+            "x = get(0)\n",
+            "a = fetch(1)\nz = 0\nb = fetch(2)\n",
+            "a = get(1)\nz = 0\nb = fetch(2)\n",
+            "examples cannot decide",
+        ),
+        # The bare rename also reached an attribute, a context no example site has.
+        (
+            "x = fetch(0)\n",
+            "x = get(0)\n",
+            "a = fetch(1)\nz = 0\nb = self.fetch\n",
+            "a = get(1)\nz = 0\nb = self.fetch\n",
+            "too general",
+        ),
+        # The example kept the attribute, so the rule renames calls only; the commit also
+        # renamed an attribute elsewhere.
+        (
+            "x = fetch(0)\ny = self.fetch\n",
+            "x = get(0)\ny = self.fetch\n",
+            "a = fetch(1)\nz = 0\nb = self.fetch\n",
+            "a = get(1)\nz = 0\nb = self.get\n",
+            "too narrow",
+        ),
+    ],
+)
+def test_a_miss_is_classed_by_what_limits_it(
+    example_before: str, example_after: str, held_before: str, held_after: str, cls: str
+) -> None:
+    ex = fc("e.py", example_before, example_after)
+    held = fc("h.py", held_before, held_after)
+    s = score(Case("t", "", "0", "python", "", [ex, held]), [ex], [held])
+    assert not s.exact
+    assert s.miss_class == cls
+
+
+def test_a_site_differing_only_in_layout_counts_as_the_site() -> None:
+    """Precision and recall compare line hunks modulo layout: a rule writing `get(1,2)` where
+    the commit wrote `get(1, 2)` reached the right site (the miss is `layout`)."""
+    ex = fc("e.py", "x = fetch(0)\n", "x = get(0)\n")
+    held = fc("h.py", "a = fetch(1,2)\n", "a = get(1, 2)\n")
+    s = score(Case("t", "", "0", "python", "", [ex, held]), [ex], [held])
+    assert (s.correct, s.produced, s.expected) == (1, 1, 1)
+    assert not s.exact and s.miss_class == "layout"
+
+
+def test_a_deletion_does_not_cut_a_multi_character_operator() -> None:
+    """`T: self::serde` -> `T: serde`: difflib deletes `: self :` (the first `:` of `::`
+    and the one after `T`), whose whitespace splice gave `T:serde`; the run moves to
+    `self::`."""
+    old, new = "    T: self::serde::Serialize + 'static,\n", "    T: serde::Serialize + 'static,\n"
+    [unit] = synth_real.hunk_units(old, new, "rust")
+    assert unit.olds == ("self", ":", ":")
+    assert old[: unit.start] + unit.text + old[unit.end :] == new
+
+
+def test_a_change_inside_a_docstring_is_not_mined_even_from_its_opening_line(
+    tmp_path: Path,
+) -> None:
+    """A hunk that starts at a module docstring's opening quotes holds no closing ones: the
+    docstring is found in the whole file, not in the hunk (jinja's `:copyright:` lines)."""
+    doc = '"""\n    Module.\n\n    :copyright: 2017.\n"""\nx = {}\n'
+    before = {f"m{i}.py": doc.format(i) for i in range(3)}
+    after = {f"m{i}.py": f'"""Module.\n"""\nx = {i}\n' for i in range(3)}
+    assert mined(tmp_path, before, after) is None
