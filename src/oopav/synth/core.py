@@ -25,6 +25,8 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
+from oopav.synth.discriminate import conjoin
+from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.sites import (
     COMMENT_KINDS,
     LIST_KINDS,
@@ -38,6 +40,9 @@ from oopav.synth.sites import (
 )
 
 MAX_LEVELS = 4
+# Over-matching candidates per search that get a discriminating context (each costs one
+# more run over the examples and a few candidates).
+MAX_DISCRIMINATIONS = 8
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
@@ -330,6 +335,60 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
     return covered
 
 
+def _classify(rule: Rule, exs: list[_Ex]) -> tuple[list[SgNode], list[SgNode]] | None:
+    """The nodes ``rule`` rewrites as the examples do (positives) and those it rewrites
+    wrongly (negatives: mostly code the examples keep), as :func:`_evaluate` sees them; None
+    when the rule cannot run."""
+    pos: list[SgNode] = []
+    neg: list[SgNode] = []
+    template = parse_template(rule.fix or "", (rule.transform or {}).keys())
+    for ex in exs:
+        try:
+            nodes = ex.root.find_all(rule.config())
+        except Exception:
+            return None
+        spans = sorted(
+            ((n.range().start.index, n.range().end.index, n) for n in nodes),
+            key=lambda t: (t[0], -t[1]),
+        )
+        pos_end = 0
+        for start, end, node in spans:
+            if start < pos_end:
+                continue
+            pos_end = end
+            try:
+                replacement = expand_fix(node, template, ex.before)
+            except Exception:
+                return None
+            if "\n" in replacement:
+                replacement = reindent(replacement, 0, indent_at(ex.before, start))
+            if replacement == ex.before[start:end]:
+                continue
+            (pos if replacement == _expected(ex, start, end) else neg).append(node)
+    return pos, neg
+
+
+def _classify_deletion(rule: Rule, exs: list[_Ex]) -> tuple[list[SgNode], list[SgNode]] | None:
+    """As :func:`_classify` for a deletion rule: the matched nodes that are deleted sites, and
+    the others (statements the examples keep)."""
+    pos: list[SgNode] = []
+    neg: list[SgNode] = []
+    for ex in exs:
+        try:
+            nodes = ex.root.find_all(rule.config())
+        except Exception:
+            return None
+        deleted = {
+            (s.node.range().start.index, s.node.range().end.index)
+            for s in ex.sites
+            if s.delete is not None
+        }
+        for n in nodes:
+            r = n.range()
+            (pos if (r.start.index, r.end.index) in deleted else neg).append(n)
+    return pos, neg
+
+
 # --- candidates ------------------------------------------------------------------------------
 
 
@@ -518,11 +577,14 @@ def synthesize(
             f"example {first} changes a comment; comments are not rewritable", first
         )
 
+    exs_by_index = {ex.index: ex for ex in exs}
+
     def learn(lists: bool) -> tuple[SynthResult, list[str]]:
         remaining = list(all_sites)
         rules: list[SynthRule] = []
         notes: list[str] = []
         ambiguous = False
+        skipped: list[tuple[Site, SynthesisError]] = []
         while remaining:
             seed = remaining[0][0]
             choices = _search(seed, remaining, exs, lang, lists)
@@ -534,11 +596,19 @@ def synthesize(
                     seed.example,
                 )
             if not choices:
-                raise SynthesisError(
+                error = SynthesisError(
                     f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
                     f"{seed.after_text[:60]!r} without changing something else",
                     seed.example,
                 )
+                if seed.insert is not None or seed.delete is not None:
+                    raise error
+                # The examples contradict themselves here (the same code, in a context no
+                # constraint tells apart, is changed once and kept elsewhere): leave this
+                # site out rather than fail on the others or rewrite what they keep.
+                skipped.append((seed, error))
+                remaining = remaining[1:]
+                continue
             best = max(len(c.covered) for c in choices)
             top_choices = sorted(
                 (c for c in choices if len(c.covered) == best), key=lambda c: c.order
@@ -577,16 +647,29 @@ def synthesize(
                 if companion is not None:
                     rules.append(companion)
 
+        if skipped and not rules:
+            raise skipped[0][1]
+        left_out = {id(s) for s, _ in skipped}
+        for seed, _ in skipped[:3]:
+            line = exs_by_index[seed.example].before.count("\n", 0, seed.start) + 1
+            notes.append(
+                f"example {seed.example} line {line}: {seed.before_text[:40]!r} -> "
+                f"{seed.after_text[:40]!r} left out: no rule tells it apart from the same code "
+                "the examples keep unchanged"
+            )
+        if len(skipped) > 3:
+            notes.append(f"... and {len(skipped) - 3} more site(s) left out")
         result = SynthResult(rules=rules, language=lang, examples_reproduced=0, ambiguous=ambiguous)
         for ex in exs:
             got, _ = result.apply(ex.before)
-            if got != ex.after:
+            want = _partial_after(ex, left_out) if left_out else ex.after
+            if got != want:
                 raise SynthesisError(
                     f"example {ex.index}: the rules learned for each change interfere when applied "
                     "in order; give the changes as separate examples",
                     ex.index,
                 )
-            result.examples_reproduced += 1
+            result.examples_reproduced += got == ex.after
         return result, notes
 
     try:
@@ -614,6 +697,19 @@ def synthesize(
     return result
 
 
+def _partial_after(ex: _Ex, left_out: set[int]) -> str:
+    """``ex``'s after text with the sites in ``left_out`` not rewritten."""
+    out, pos = [], 0
+    for s in ex.sites:
+        if id(s) in left_out:
+            continue
+        out.append(ex.before[pos : s.start])
+        out.append(s.after_text)
+        pos = s.end
+    out.append(ex.before[pos:])
+    return "".join(out)
+
+
 def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choice:
     """The choice, guarded when it would rewrite its own output again: a fix that wraps the
     match (``fmt::Formatter`` -> ``fmt::Formatter<'_>``) matches again inside the result. The
@@ -630,10 +726,9 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
         return choice
     if seed.after_node is None:
         return choice
-    guarded = {
-        **choice.rule,
-        "not": {"inside": {"kind": seed.after_node.kind(), "stopBy": "neighbor"}},
-    }
+    guarded = conjoin(
+        choice.rule, {"not": {"inside": {"kind": seed.after_node.kind(), "stopBy": "neighbor"}}}
+    )
     g = Rule(id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints)
     try:
         covered = _evaluate(g, exs)
@@ -647,6 +742,22 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
     )
 
 
+def _is_list(cons: dict[str, Any]) -> bool:
+    """Name constraints that only list names (``^(?:a|b)$``)."""
+    return all(str(c.get("regex", "")).startswith("^(?:") for c in cons.values())
+
+
+def _names_fragment(fragment: dict[str, Any]) -> bool:
+    """A discriminating fragment that lists definitions by name (the most specific kind)."""
+    return "'has'" in repr(fragment)
+
+
+def _holds(node: SgNode, site: Site) -> bool:
+    """``node`` is (or holds) ``site``'s node: the match that rewrites the seed."""
+    r = node.range()
+    return r.start.index <= site.start and site.end <= r.end.index
+
+
 def _vars(key: str) -> int:
     return len(re.findall(r"\$+[A-Z]", key.split("\0")[0]))
 
@@ -657,6 +768,10 @@ def _search(
     """Every candidate rule that rewrites ``seed`` and nothing wrongly, in generality order."""
     choices: list[_Choice] = []
     seen: set[str] = set()
+    budget = [MAX_DISCRIMINATIONS]
+    # (tier, sequence, candidate): over-matching candidates narrowed by a context or a list
+    # of names, evaluated only when the plain candidates leave sites uncovered.
+    deferred: list[tuple[int, int, tuple[Any, ...]]] = []
 
     def consider(
         rule: dict[str, Any],
@@ -666,6 +781,7 @@ def _search(
         group: list[Site] | None = None,
         constraints: dict[str, Any] | None = None,
         transform: dict[str, Any] | None = None,
+        discriminate: bool = True,
     ) -> None:
         dedupe = yaml.safe_dump([rule, fix, constraints, transform])
         if dedupe in seen:
@@ -687,14 +803,60 @@ def _search(
             choices.append(
                 _Choice(rule, fix, covered, len(seen), key, level, constraints, transform)
             )
-        elif covered is None and group and len(group) > 1 and constraints is None:
+            return
+        if covered is not None:
+            return
+        # A candidate with name constraints narrows to the names themselves instead.
+        if discriminate and constraints is None and budget[0] > 0:
+            # Too general: the smallest context that tells the sites it rewrites right from
+            # the code it rewrites wrongly (the examples' unchanged code of the same shape).
+            # Tried after every plain candidate (see ``deferred``).
+            budget[0] -= 1
+            split = _classify(candidate, exs)
+            if split is not None:
+                pos, neg = split
+                node = next((p for p in pos if _holds(p, seed)), None)
+                if node is not None:
+                    for extra in discriminating(node, pos, neg):
+                        tier = 2 if _names_fragment(extra) else 1
+                        args = (conjoin(rule, extra), fix, key, level, constraints, transform)
+                        deferred.append((tier, len(deferred), args))
+        if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
-            for cons in _name_constraints(rule, group, lang):
-                consider(rule, fix, key, level, None, cons)
+            # Names that share a shape (`pager`, `_nullpager`) at once, also listed; names
+            # that share nothing only after the plain candidates and the contexts: a list
+            # of unrelated names is no evidence of where the rule applies.
+            found = _name_constraints(rule, group, lang)
+            family = any(not _is_list(c) for c in found)
+            for cons in found:
+                if family:
+                    consider(rule, fix, key, level, None, cons)
+                else:
+                    deferred.append((2, len(deferred), (rule, fix, key, level, cons, None)))
+
+    def run_deferred() -> None:
+        """The discriminated candidates, when no plain one covers every site: ranked after
+        the plain ones (ties go to a rule without an added context), contexts before name
+        lists."""
+        best = max((len(c.covered) for c in choices), default=0)
+        if best == len(remaining):
+            return
+        start = len(choices)
+        for tier, seq, (rule, fix, key, level, cons, transform) in sorted(
+            deferred, key=lambda d: (d[0], d[1])
+        ):
+            consider(rule, fix, key, level, None, cons, transform, discriminate=False)
+            for c in choices[start:]:
+                c.order = 1_000_000 + tier * 10_000 + seq
+            start = len(choices)
+            if choices and max(len(c.covered) for c in choices) == len(remaining):
+                break
+        deferred.clear()
 
     if seed.insert is not None:
         for rule, fix in _insert_candidates(seed, remaining, lang):
             consider(rule, fix, fix)
+        run_deferred()
         return choices
     if seed.node.kind() in COMMENT_KINDS:
         sub = _comment_substitution(seed.before_text, seed.after_text)
@@ -713,7 +875,11 @@ def _search(
             consider(rule, "$NEWCMT", old + "\0" + new, 0, None, None, transform)
         return choices
     if seed.delete is not None:
-        for rule, fix, start, end, cons in _delete_candidates(seed, remaining, lang):
+        tried: list[tuple[dict[str, Any], str, Any, Any, Any, bool]] = [
+            (*d, True) for d in _delete_candidates(seed, remaining, lang)
+        ]
+        while tried:
+            rule, fix, start, end, cons, may_narrow = tried.pop(0)
             candidate = Rule(
                 id="c",
                 language=lang,
@@ -731,6 +897,13 @@ def _search(
                 choices.append(
                     _Choice(rule, fix, covered, len(choices), fix, 0, cons, None, start, end)
                 )
+            elif covered is None and may_narrow and budget[0] > 0:
+                # Deletes a statement the examples keep: narrow it to where they differ.
+                budget[0] -= 1
+                split = _classify_deletion(candidate, exs)
+                if split is not None and any(_holds(p, seed) for p in split[0]):
+                    extras = discriminating(seed.node, *split)
+                    tried[:0] = [(conjoin(rule, x), fix, start, end, cons, False) for x in extras]
         return choices
     for rule in _rename_candidates(seed, remaining, lang):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
@@ -798,6 +971,7 @@ def _search(
     best = max((len(c.covered) for c in choices), default=0)
     if lists and all("\n" in c.fix for c in choices if len(c.covered) == best):
         _list_candidates(seed, remaining, exs, lang, choices)
+    run_deferred()
     return choices
 
 
