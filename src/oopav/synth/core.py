@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ MAX_LEVELS = 4
 # Over-matching candidates per search that get a discriminating context (each costs one
 # more run over the examples and a few candidates).
 MAX_DISCRIMINATIONS = 8
+# Sites larger than this (characters) are abstracted by their own and not lifted further.
+MAX_PATTERN_CHARS = 4000
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
@@ -601,7 +604,11 @@ def synthesize(
                     f"{seed.after_text[:60]!r} without changing something else",
                     seed.example,
                 )
-                if seed.insert is not None or seed.delete is not None:
+                if (
+                    seed.insert is not None
+                    or seed.delete is not None
+                    or not _kept_elsewhere(seed, exs)
+                ):
                     raise error
                 # The examples contradict themselves here (the same code, in a context no
                 # constraint tells apart, is changed once and kept elsewhere): leave this
@@ -697,6 +704,20 @@ def synthesize(
     return result
 
 
+def _kept_elsewhere(seed: Site, exs: list[_Ex]) -> bool:
+    """The examples keep ``seed``'s code unchanged somewhere (the same text, on token
+    boundaries, outside every site): they contradict themselves about it."""
+    text = seed.before_text
+    left = r"\b" if text[:1].isalnum() or text[:1] == "_" else ""
+    right = r"\b" if text[-1:].isalnum() or text[-1:] == "_" else ""
+    pattern = re.compile(left + re.escape(text) + right)
+    for ex in exs:
+        for m in pattern.finditer(ex.before):
+            if not any(s.start <= m.start() < s.end for s in ex.sites):
+                return True
+    return False
+
+
 def _partial_after(ex: _Ex, left_out: set[int]) -> str:
     """``ex``'s after text with the sites in ``left_out`` not rewritten."""
     out, pos = [], 0
@@ -783,7 +804,7 @@ def _search(
         transform: dict[str, Any] | None = None,
         discriminate: bool = True,
     ) -> None:
-        dedupe = yaml.safe_dump([rule, fix, constraints, transform])
+        dedupe = json.dumps([rule, fix, constraints, transform], sort_keys=True)
         if dedupe in seen:
             return
         seen.add(dedupe)
@@ -916,6 +937,8 @@ def _search(
     }
     pending: list[tuple[Site, list[tuple[Template, list[Site]]]]] = []
     for level, top in enumerate(lifted[id(seed)]):
+        if level and top.end - top.start > MAX_PATTERN_CHARS:
+            break  # a pattern this large is no rule anyone wants (and costly to abstract)
         peers = [
             lifted[id(s)][level]
             for s, _ in remaining[1:]
@@ -926,8 +949,12 @@ def _search(
         ]
         groups = [[top, *peers], [top]] if peers else [[top]]
         templates: list[tuple[Template, list[Site]]] = []
-        for opts in _OPTIONS:
-            for group in groups:
+        # A huge site (a data table whose rows changed): only the default and the literal
+        # abstraction, and only of its own (anti-unifying hundreds of rows across sites
+        # costs seconds for a rule that fits nothing else).
+        large = top.end - top.start > MAX_PATTERN_CHARS
+        for opts in _OPTIONS if not large else (_OPTIONS[0], _OPTIONS[-1]):
+            for group in groups if not large else [[top]]:
                 t = abstract_sites(group, opts)
                 if t is None:
                     continue
@@ -1387,7 +1414,9 @@ _LIST_WRAPPERS: dict[str, dict[str, tuple[str, ...]]] = {
         "arguments": ("_f{}",),
     },
     "tsx": {"formal_parameters": ("{} => {{}}", "function _f{} {{}}"), "arguments": ("_f{}",)},
-    "go": {"argument_list": ("func _() {{ _f{} }}",)},
+    # A Go parameter list keeps its items literal where a `$$$A` would precede a typed
+    # item (`$$$A, code int` parses as one declaration of two names).
+    "go": {"argument_list": ("func _() {{ _f{} }}",), "parameter_list": ("func _f{} {{}}",)},
     "rust": {"parameters": ("fn _f{} {{}}",), "arguments": ("fn _g() {{ _f{}; }}",)},
 }
 
@@ -1423,8 +1452,38 @@ def _list_site(site: Site, ex: _Ex, lang: str) -> Site | None:
     a_e = a_s + (r.end.index - r.start.index) + delta
     anode = node_at(ex.root_after, a_s, a_e)
     if anode is None or anode.kind() != best.kind():
-        return None
+        # A word inserted just before the list (`(t, done) =>` -> `async () =>`): the list
+        # ends the span in the after tree; the fix writes both.
+        ends = [
+            n
+            for n in ex.root_after.find_all(kind=best.kind())
+            if n.range().end.index == a_e and a_s < n.range().start.index
+        ]
+        if not ends or ex.after[a_s : ends[0].range().start.index].strip() == "":
+            return None
+        anode = _covering(ex.root_after, a_s, a_e)
+        if anode is None:
+            return None
     return Site(ex.index, best, r.start.index, r.end.index, a_s, a_e, ex.after[a_s:a_e], anode)
+
+
+def _covering(root: SgNode, start: int, end: int) -> SgNode | None:
+    """The smallest node of ``root`` that contains [start, end)."""
+    node, found = root, None
+    while node is not None:
+        r = node.range()
+        if not (r.start.index <= start and end <= r.end.index):
+            break
+        found = node
+        node = next(
+            (
+                c
+                for c in node.children()
+                if c.range().start.index <= start and end <= c.range().end.index
+            ),
+            None,
+        )
+    return found
 
 
 def _list_candidates(
