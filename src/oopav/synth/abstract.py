@@ -88,7 +88,7 @@ def _carried_of(site: Site) -> _Carried:
     cached = site.__dict__.get("_carried")
     if cached is None:
         cached = site.__dict__["_carried"] = _Carried(site)
-    return cached  # type: ignore[no-any-return]  # the cache holds only _Carried values
+    return cached
 
 
 def _field_of(node: SgNode) -> str | None:

@@ -1469,7 +1469,8 @@ def _list_site(site: Site, ex: _Ex, lang: str) -> Site | None:
 
 def _covering(root: SgNode, start: int, end: int) -> SgNode | None:
     """The smallest node of ``root`` that contains [start, end)."""
-    node, found = root, None
+    node: SgNode | None = root
+    found = None
     while node is not None:
         r = node.range()
         if not (r.start.index <= start and end <= r.end.index):

@@ -153,7 +153,7 @@ def constraints(
     for no negative, most local and most specific first (see the module doc)."""
     if not negatives:
         return []
-    pos = [seed, *[p for p in positives if p.range() != seed.range()]]
+    pos = [seed, *positives]  # the seed twice is harmless
     out: list[dict[str, Any]] = []
 
     def add(fragment: dict[str, Any]) -> None:
@@ -162,7 +162,7 @@ def constraints(
 
     for depth in (1, 2):
         kind = _kind_at(seed, depth)
-        if kind is None or kind in ROOTS:
+        if kind is None:
             continue
         # Positive: every positive sits there (in that field, at depth 1), no negative does.
         if depth == 1:
@@ -174,7 +174,11 @@ def constraints(
             ):
                 add(_at_depth(1, {"kind": kind, "field": field}))
         pos_kinds = {_kind_at(p, depth) for p in pos}
-        if pos_kinds == {kind} and not any(_kind_at(n, depth) == kind for n in negatives):
+        if (
+            kind not in ROOTS
+            and pos_kinds == {kind}
+            and not any(_kind_at(n, depth) == kind for n in negatives)
+        ):
             add(_at_depth(depth, {"kind": kind}))
         # Negative: kinds at that depth that only negatives have.
         neg_sets = [{k} if (k := _kind_at(n, depth)) is not None else set() for n in negatives]
