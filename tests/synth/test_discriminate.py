@@ -274,3 +274,38 @@ def test_a_require_the_rewrite_needs_goes_among_the_requires_not_into_functions(
     )
     untouched = "const fs = require('fs');\nconst z = fs.readFileSync(q);\n"
     assert result.apply(untouched)[0] == untouched
+
+
+def test_a_comment_deleted_with_the_attribute_below_it_goes_with_it() -> None:
+    """serde's `/// Not public API.` + `#[doc(hidden)]` removed together: the comment is a
+    deletion site with its statement (matched by its exact text, since a pattern of a
+    comment matches any comment), so other doc comments stay."""
+    before = (
+        "pub struct A;\n\n/// Not public API.\n#[doc(hidden)]\npub fn a() {}\n\n"
+        "impl A {\n    // Not public API.\n    #[doc(hidden)]\n    pub fn b() {}\n}\n"
+    )
+    after = "pub struct A;\n\npub fn a() {}\n\nimpl A {\n    pub fn b() {}\n}\n"
+    result = synthesize([Example(before, after, path="a.rs")])
+    held = (
+        "impl B {\n    /// Not public API.\n    #[doc(hidden)]\n    pub fn c() {}\n\n"
+        "    /// Public.\n    pub fn d() {}\n}\n"
+    )
+    assert result.apply(held)[0] == (
+        "impl B {\n    pub fn c() {}\n\n    /// Public.\n    pub fn d() {}\n}\n"
+    )
+
+
+def test_a_type_name_changed_in_place_is_a_type_rule_with_its_context() -> None:
+    """Rust 2018's `&'a mut Visitor` -> `&'a mut dyn Visitor` with `impl Visitor for X`
+    kept: the rule rewrites the type name where a reference holds it (any lifetime or
+    mutability), not one literal reference type per spelling."""
+    before = (
+        "struct V<'a> {\n    visitor: &'a mut Visitor,\n}\n\nimpl Visitor for X {\n}\n\n"
+        "fn f(v: &mut Visitor) {}\n"
+    )
+    after = before.replace("mut Visitor", "mut dyn Visitor")
+    result = synthesize([Example(before, after, path="a.rs")])
+    [rule] = result.rules
+    assert rule.fix == "dyn Visitor"
+    held = "static L: &'static Visitor = &N;\nimpl Visitor for Y {}\n"
+    assert result.apply(held)[0] == held.replace("&'static Visitor", "&'static dyn Visitor")

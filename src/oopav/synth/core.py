@@ -75,6 +75,8 @@ _WRAPPERS: dict[str, tuple[str, ...]] = {
         "fn _f() {{ let _ = {}; }}",
         "fn _f() {{ _g({}); }}",
         "type _T = {};",
+        # A type name alone: `type _T = …` would select the alias's own name first.
+        "fn _f(_: {}) {{}}",
     ),
 }
 
@@ -1043,22 +1045,6 @@ def _search(
             consider(rule, fix, fix)
         run_deferred()
         return choices
-    if seed.node.kind() in COMMENT_KINDS:
-        sub = _comment_substitution(seed.before_text, seed.after_text)
-        if sub is not None:
-            old, new = sub
-            rule = {"kind": seed.node.kind(), "pattern": "$CMT", "regex": _word_regex(old)}
-            transform = {
-                "NEWCMT": {
-                    "replace": {
-                        "source": "$CMT",
-                        "replace": _word_regex(old),
-                        "by": new.replace("$", "$$"),
-                    }
-                }
-            }
-            consider(rule, "$NEWCMT", old + "\0" + new, 0, None, None, transform)
-        return choices
     if seed.delete is not None:
         tried: list[tuple[dict[str, Any], str, Any, Any, Any, bool]] = [
             (*d, True) for d in _delete_candidates(seed, remaining, lang)
@@ -1092,6 +1078,22 @@ def _search(
                 if split is not None and any(_holds(p, seed) for p in split[0]):
                     extras = discriminating(seed.node, *split)
                     tried[:0] = [(conjoin(rule, x), fix, start, end, cons, False) for x in extras]
+        return choices
+    if seed.node.kind() in COMMENT_KINDS:
+        sub = _comment_substitution(seed.before_text, seed.after_text)
+        if sub is not None:
+            old, new = sub
+            rule = {"kind": seed.node.kind(), "pattern": "$CMT", "regex": _word_regex(old)}
+            transform = {
+                "NEWCMT": {
+                    "replace": {
+                        "source": "$CMT",
+                        "replace": _word_regex(old),
+                        "by": new.replace("$", "$$"),
+                    }
+                }
+            }
+            consider(rule, "$NEWCMT", old + "\0" + new, 0, None, None, transform)
         return choices
     for rule in _rename_candidates(seed, remaining, lang):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
@@ -1482,7 +1484,9 @@ def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str)
         if s.delete is not None and s.node.kind() == kind and s.node.text() != node.text()
     ]
     bases: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
-    general = _token_pattern(node, peers)
+    # A comment deleted with its statement: by its exact text (a pattern of a comment
+    # matches any comment).
+    general = _token_pattern(node, peers) if kind not in COMMENT_KINDS else None
     if general is not None:
         pattern, values = general
         # Each metavariable no wider than the deleted nodes show: `var $A = require($B);`
@@ -1492,7 +1496,8 @@ def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str)
             for v, t in values.items()
         }
         bases += [(r, seen) for r in _pattern_rules(Template(pattern, "", {}), lang, kind)]
-    bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
+    if kind not in COMMENT_KINDS:
+        bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
     bases.append(({"kind": kind, "regex": "^" + re.escape(node.text()) + "$"}, None))
     parent = node.parent()
     if parent is not None:
