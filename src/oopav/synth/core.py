@@ -495,7 +495,37 @@ def _rename_candidates(
     if len(kinds) > 1 and set(kinds) != set(every):
         out.append({"regex": regex, "any": [{"kind": k} for k in kinds]})
     out.append({"kind": seed.node.kind(), "regex": regex})
+    if seed.node.kind() == "this":
+        # What `this` means depends on the function that binds it (the nearest one that is
+        # not an arrow function): renamed inside middleware generators, it is not the
+        # `this` of a class's methods. Only inside the binding kinds the examples show.
+        binders = {_binder(s.node) for s, _ in remaining if s.node.kind() == "this"}
+        if None not in binders:
+            alts = [{"kind": k} for k in sorted(b for b in binders if b)]
+            out.insert(
+                0, {"kind": "this", "regex": regex, "inside": {"any": alts, "stopBy": "end"}}
+            )
     return out
+
+
+_FUNCTIONS = (
+    "function_expression",
+    "function",
+    "generator_function",
+    "function_declaration",
+    "generator_function_declaration",
+    "method_definition",
+)
+
+
+def _binder(node: SgNode) -> str | None:
+    """The kind of the nearest enclosing non-arrow function (what binds ``this``)."""
+    for a in node.ancestors():
+        if a.kind() in _FUNCTIONS:
+            return a.kind()
+        if a.kind() in ("class_body", "class_declaration"):
+            return None
+    return None
 
 
 def _pattern_rules(t: Template, language: str, kind: str) -> list[dict[str, Any]]:
