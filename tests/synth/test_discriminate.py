@@ -320,3 +320,25 @@ def test_a_type_name_changed_in_place_is_a_type_rule_with_its_context() -> None:
     assert rule.fix == "dyn Visitor"
     held = "static L: &'static Visitor = &N;\nimpl Visitor for Y {}\n"
     assert result.apply(held)[0] == held.replace("&'static Visitor", "&'static dyn Visitor")
+
+
+def test_the_position_in_a_list_tells_arguments_apart_where_nothing_else_does() -> None:
+    """`x` changed as a call's second argument and kept as another's first: no kind tells
+    them apart, the position does (`nthChild: 2`); positions count only in lists."""
+    from ast_grep_py import SgRoot
+
+    from oopav.synth.discriminate import constraints
+
+    root = SgRoot("f(a, x)\ng(x, b)\ny = x\n", "python").root()
+    xs = root.find_all(kind="identifier", regex="^x$")
+    pos, neg = [xs[0]], [xs[1]]
+    fragments = constraints(xs[0], pos, neg)
+    assert {"nthChild": 2} in fragments
+    assert all("nthChild" not in f for f in constraints(xs[2], [xs[2]], [xs[1]]))
+    rule = {
+        "kind": "identifier",
+        "regex": "^x$",
+        "nthChild": 2,
+        "inside": {"kind": "argument_list", "stopBy": "neighbor"},
+    }
+    assert [n.range() for n in root.find_all({"rule": rule})] == [xs[0].range()]

@@ -11,6 +11,8 @@ up, ask where the positives sit that the negatives do not, or the other way roun
 - ``not`` a parent / grandparent kind every negative has and no positive (a Rust
   ``#[...]`` kept on a decorated class: ``not: {inside: {inside: {kind:
   decorated_definition}}}``);
+- the position among the items of a list (``nthChild: 2``, ``nthChild: {position: 1,
+  reverse: true}``: the last type argument), only where the parent is a list;
 - an enclosing kind every positive has (``inside: {kind: K, stopBy: end}``), then ``not`` an
   enclosing kind only negatives have (``_Result`` kept in the import only: ``not: {inside:
   {kind: import_from_statement, stopBy: end}}``);
@@ -30,6 +32,8 @@ from __future__ import annotations
 from typing import Any
 
 from ast_grep_py import SgNode
+
+from oopav.synth.sites import LIST_KINDS
 
 # Fields worth naming in a parent context (the first that holds the node exactly).
 FIELDS = (
@@ -75,7 +79,7 @@ NAMED_DEFINITIONS = (
     "trait_item",
     "type_declaration",
 )
-MAX_CONSTRAINTS = 4
+MAX_CONSTRAINTS = 5
 
 
 def _field(node: SgNode) -> str | None:
@@ -185,6 +189,17 @@ def constraints(
         cover = _cover(neg_sets, {k for k in pos_kinds if k is not None} | ROOTS)
         if cover:
             add({"not": _at_depth(depth, _kinds(cover))})
+    # The position in a list (the Nth argument, the last type argument): only where the
+    # parent is a list, where a position means something.
+    parent = seed.parent()
+    if parent is not None and parent.kind() in LIST_KINDS:
+        for reverse in (False, True):
+            at = _position(seed, reverse)
+            if all(_position(p, reverse) == at for p in pos) and not any(
+                _position(n, reverse) == at for n in negatives
+            ):
+                add({"nthChild": {"position": at, "reverse": True} if reverse else at})
+                break
     # Anywhere above.
     pos_sets = [_enclosing(p) for p in pos]
     common = set.intersection(*pos_sets)
@@ -206,6 +221,18 @@ def constraints(
         if fragment is not None:
             add(fragment)
     return out[:MAX_CONSTRAINTS]
+
+
+def _position(node: SgNode, reverse: bool) -> int:
+    """1-based position among the named siblings (from the end when ``reverse``)."""
+    parent = node.parent()
+    if parent is None:
+        return 0
+    named = [c.range() for c in parent.children() if c.is_named()]
+    if reverse:
+        named.reverse()
+    r = node.range()
+    return next((i for i, x in enumerate(named, 1) if x == r), 0)
 
 
 def _def_names(these: list[SgNode], others: list[SgNode], negate: bool) -> dict[str, Any] | None:
