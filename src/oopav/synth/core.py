@@ -744,14 +744,71 @@ def synthesize(
             "where the file uses (no longer uses) the imported name"
         ]
 
+    def learn_sequential() -> tuple[SynthResult, list[str]]:
+        """Rules that interfere when learned side by side (a rule for one change rewrites
+        code that a rule for another change must still match): each rule is learned on the
+        text the earlier ones produce, at most one per site."""
+        cur = exs_all
+        rules: list[SynthRule] = []
+        for _ in range(len(all_sites) + 1):
+            remaining = [(s, ex) for ex in cur for s in ex.sites]
+            if not remaining:
+                break
+            seed = remaining[0][0]
+            choices = _search(seed, remaining, cur, lang, False)
+            if not choices:
+                raise SynthesisError("no rule", seed.example)
+            best = max(len(c.covered) for c in choices)
+            top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
+            chosen = _idempotent(top[0], seed, cur, lang)
+            step = [
+                SynthRule(
+                    id="s",
+                    language=lang,
+                    rule=chosen.rule,
+                    fix=chosen.fix,
+                    sites=len(chosen.covered),
+                    constraints=chosen.constraints,
+                    transform=chosen.transform,
+                    expand_start=chosen.expand_start,
+                    expand_end=chosen.expand_end,
+                )
+            ]
+            if chosen.expand_start or chosen.expand_end:
+                companion = _companion(chosen, cur, lang, 0)
+                if companion is not None:
+                    step.append(companion)
+            rules += step
+            one = SynthResult(step, lang, 0)
+            cur = _phase(cur, set(), lang, mids=[one.apply(ex.before)[0] for ex in cur])
+        else:
+            raise SynthesisError("interfere", None)
+        result = SynthResult([replace(r, id=f"synth-{n}") for n, r in enumerate(rules, 1)], lang, 0)
+        for ex in exs_all:
+            if result.apply(ex.before)[0] != ex.after:
+                raise SynthesisError("interfere", ex.index)
+            result.examples_reproduced += 1
+        return result, [
+            "the rules were learned one after another, each on the text the earlier ones "
+            "produce (learned side by side they interfere): apply them in order"
+        ]
+
     try:
         result, notes = learn_all(lists=True)
     except SynthesisError as exc:
         if "interfere" not in exc.reason:
             raise
         # A list rule (parameters, arguments) may overlap a rule learned for another change:
-        # learn again from whole nodes only.
-        result, notes = learn_all(lists=False)
+        # learn again from whole nodes only; then one rule after another.
+        try:
+            result, notes = learn_all(lists=False)
+        except SynthesisError as again:
+            if "interfere" not in again.reason:
+                raise
+            try:
+                result, notes = learn_sequential()
+            except (SynthesisError, SiteError):
+                raise again from None
     rules = result.rules
     if len(rules) > 1:
         notes.insert(

@@ -20,11 +20,11 @@ up, ask where the positives sit that the negatives do not, or the other way roun
   has: {field: name, regex: ^(?:ZodString|ZodNumber)$}}``): the most specific, when the
   commit changed some functions or classes and kept the others.
 
-Positive contexts come before negative ones at each distance: where the examples cannot
-decide, a rule that rewrites less is preferred over one that rewrites code the examples
-never showed (precision over recall). Every fragment is checked here on the nodes (it keeps
-the seed and excludes every negative); the caller still verifies the conjoined rule on the
-examples.
+Positive contexts (where every positive sits) come before negative ones (where no negative
+sits), at any distance: where the examples cannot decide, a rule that rewrites less is
+preferred over one that rewrites code the examples never showed (precision over recall).
+Every fragment is checked here on the nodes (it keeps the seed and excludes every
+negative); the caller still verifies the conjoined rule on the examples.
 """
 
 from __future__ import annotations
@@ -164,6 +164,7 @@ def constraints(
         if fragment not in out:
             out.append(fragment)
 
+    negative: list[dict[str, Any]] = []
     for depth in (1, 2):
         kind = _kind_at(seed, depth)
         if kind is None:
@@ -188,7 +189,7 @@ def constraints(
         neg_sets = [{k} if (k := _kind_at(n, depth)) is not None else set() for n in negatives]
         cover = _cover(neg_sets, {k for k in pos_kinds if k is not None} | ROOTS)
         if cover:
-            add({"not": _at_depth(depth, _kinds(cover))})
+            negative.append({"not": _at_depth(depth, _kinds(cover))})
     # The position in a list (the Nth argument, the last type argument): only where the
     # parent is a list, where a position means something.
     parent = seed.parent()
@@ -200,17 +201,21 @@ def constraints(
             ):
                 add({"nthChild": {"position": at, "reverse": True} if reverse else at})
                 break
-    # Anywhere above.
+    # Anywhere above: the innermost kind every positive sits in and no negative does.
     pos_sets = [_enclosing(p) for p in pos]
     common = set.intersection(*pos_sets)
-    for kind in sorted(common):
-        if not any(kind in _enclosing(n) for n in negatives):
+    for anc in seed.ancestors():
+        kind = anc.kind()
+        if kind in common and not any(kind in _enclosing(n) for n in negatives):
             add({"inside": {"kind": kind, "stopBy": "end"}})
             break
+    # Where the examples do not go: after every context they do (precision first).
     neg_sets = [_enclosing(n) for n in negatives]
     cover = _cover(neg_sets, set.union(*pos_sets))
     if cover:
-        add({"not": {"inside": {**_kinds(cover), "stopBy": "end"}}})
+        negative.append({"not": {"inside": {**_kinds(cover), "stopBy": "end"}}})
+    for fragment in negative:
+        add(fragment)
     # The enclosing definitions' names (innermost kinds first): where the positives are, or
     # where the negatives are — whichever the examples show fewer of (a commit that changed
     # a few classes, or one that changed all but a few places).
