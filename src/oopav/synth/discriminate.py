@@ -222,9 +222,9 @@ def constraints(
     named = [_def_names(pos, negatives, False), _def_names(negatives, pos, True)]
     if len(negatives) < len(pos):
         named.reverse()
-    for fragment in named:
-        if fragment is not None:
-            add(fragment)
+    for by_name in named:
+        if by_name is not None:
+            add(by_name)
     return out[:MAX_CONSTRAINTS]
 
 
