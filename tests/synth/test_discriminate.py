@@ -342,3 +342,17 @@ def test_the_position_in_a_list_tells_arguments_apart_where_nothing_else_does() 
         "inside": {"kind": "argument_list", "stopBy": "neighbor"},
     }
     assert [n.range() for n in root.find_all({"rule": rule})] == [xs[0].range()]
+
+
+def test_rules_that_interfere_side_by_side_are_learned_one_after_another() -> None:
+    """gin's `handlers` -> `value.handlers` and `tsr` -> `value.tsr`: the rule for one change
+    rewrote code inside the block that the rule for the other had to match as it was, so
+    the set failed ("interfere"). Now the second rule is learned on the text the first
+    produces, and the set reproduces the example in order."""
+    before = "z = 3\nx = old(1)\nif cond:\n    y = old(2)\n    z = 3\n"
+    after = "z = 3\nx = new(1)\nif cond:\n    y = new(2)\n    z = 4\n"
+    result = synthesize([Example(before, after, path="m.py")])
+    assert any("one after another" in n for n in result.notes)
+    assert result.rules[0].fix == "new"
+    assert "old" not in str(result.rules[1].rule)
+    assert result.apply(before)[0] == after
