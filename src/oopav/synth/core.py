@@ -615,20 +615,15 @@ def synthesize(
     exs_by_index = {ex.index: ex for ex in exs}
     exs_all = exs
 
-    def learn(
-        lists: bool, phase: list[_Ex] | None = None, follow_up: bool = False
-    ) -> tuple[SynthResult, list[str]]:
-        """The rule set for ``phase`` (default: the examples); ``follow_up``: import
-        statements added or dropped after the rewrites (see :func:`_import_names`)."""
-        exs = phase if phase is not None else exs_all
-        remaining = [(s, ex) for ex in exs for s in ex.sites]
+    def learn(lists: bool) -> tuple[SynthResult, list[str]]:
+        remaining = list(all_sites)
         rules: list[SynthRule] = []
         notes: list[str] = []
         ambiguous = False
         skipped: list[tuple[Site, SynthesisError]] = []
         while remaining:
             seed = remaining[0][0]
-            choices = _search(seed, remaining, exs, lang, lists, follow_up)
+            choices = _search(seed, remaining, exs, lang, lists)
             if not choices and seed.node.kind() in COMMENT_KINDS:
                 raise SynthesisError(
                     f"example {seed.example} changes a comment in a way no single substitution "
@@ -717,33 +712,6 @@ def synthesize(
             result.examples_reproduced += got == ex.after
         return result, notes
 
-    def learn_all(lists: bool) -> tuple[SynthResult, list[str]]:
-        """Imports added or dropped with other changes are follow-up rules: the rewrites
-        first (the import statements kept), then the imports, learned on the rewritten text
-        and guarded by the names the file uses (an import the rewrite needs) or no longer
-        uses (one it leaves unused)."""
-        imports = [s for s, _ in all_sites if _is_import_site(s, lang)]
-        if not imports or len(imports) == len(all_sites):
-            return learn(lists)
-        try:
-            first = _phase(exs_all, {id(s) for s in imports}, lang, before_side=True)
-            one, notes = learn(lists, first)
-            mids = [one.apply(ex.before)[0] for ex in exs_all]
-            second = _phase(exs_all, set(), lang, mids=mids)
-            two, notes2 = learn(lists, second, follow_up=True)
-        except (SynthesisError, SiteError):
-            return learn(lists)
-        rules = [replace(r, id=f"synth-{n}") for n, r in enumerate(one.rules + two.rules, 1)]
-        result = SynthResult(rules, lang, 0, one.ambiguous or two.ambiguous)
-        for ex in exs_all:
-            if result.apply(ex.before)[0] != ex.after:
-                return learn(lists)
-            result.examples_reproduced += 1
-        return result, notes + notes2 + [
-            f"{len(two.rules)} import rule(s) follow the rewrites: applied after them, only "
-            "where the file uses (no longer uses) the imported name"
-        ]
-
     def learn_sequential() -> tuple[SynthResult, list[str]]:
         """Rules that interfere when learned side by side (a rule for one change rewrites
         code that a rule for another change must still match): each rule is learned on the
@@ -780,7 +748,7 @@ def synthesize(
                     step.append(companion)
             rules += step
             one = SynthResult(step, lang, 0)
-            cur = _phase(cur, set(), lang, mids=[one.apply(ex.before)[0] for ex in cur])
+            cur = _rewritten(cur, [one.apply(ex.before)[0] for ex in cur], lang)
         else:
             raise SynthesisError("interfere", None)
         result = SynthResult([replace(r, id=f"synth-{n}") for n, r in enumerate(rules, 1)], lang, 0)
@@ -794,14 +762,14 @@ def synthesize(
         ]
 
     try:
-        result, notes = learn_all(lists=True)
+        result, notes = learn(lists=True)
     except SynthesisError as exc:
         if "interfere" not in exc.reason:
             raise
         # A list rule (parameters, arguments) may overlap a rule learned for another change:
         # learn again from whole nodes only; then one rule after another.
         try:
-            result, notes = learn_all(lists=False)
+            result, notes = learn(lists=False)
         except SynthesisError as again:
             if "interfere" not in again.reason:
                 raise
@@ -826,125 +794,18 @@ def synthesize(
     return result
 
 
-# Statements that import names, per grammar (a JavaScript `require` is a declaration whose
-# text calls `require(`).
-_IMPORT_KINDS = frozenset(
-    {
-        "import_statement",
-        "import_from_statement",
-        "future_import_statement",
-        "import_declaration",
-        "import_spec",
-        "use_declaration",
-        "extern_crate_declaration",
-    }
-)
-_REQUIRE_KINDS = frozenset({"lexical_declaration", "variable_declaration"})
-
-
-def _is_import(node: SgNode) -> bool:
-    return node.kind() in _IMPORT_KINDS or (
-        node.kind() in _REQUIRE_KINDS and "require(" in node.text()
-    )
-
-
-def _is_import_site(site: Site, lang: str) -> bool:
-    """An import statement added or dropped (the follow-up of a rewrite)."""
-    if site.delete is not None:
-        return _is_import(site.node)
-    if site.insert is not None:
-        root = parse(site.inserted, lang)
-        kids = [c for c in root.children() if c.is_named() and c.kind() not in COMMENT_KINDS]
-        return bool(kids) and all(_is_import(k) for k in kids)
-    return False
-
-
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _import_names(text: str) -> set[str]:
-    """The names an import statement may bind: its words and the last segment of each
-    string in it (`"net/http"` binds `http`)."""
-    names = set(_WORD.findall(re.sub(r"([\"'`])(?:\\.|(?!\1).)*\1", " ", text)))
-    for m in re.finditer(r"([\"'`])((?:\\.|(?!\1).)*)\1", text):
-        tail = re.split(r"[/.:]", m.group(2))[-1]
-        if _WORD.fullmatch(tail):
-            names.add(tail)
-    return names
-
-
-def _import_guard(seed: Site, exs: list[_Ex], lang: str, added: bool) -> dict[str, Any] | None:
-    """A follow-up import rule's guard: the file (the rewritten text) uses one of the names
-    the added import binds outside import statements; or, for a dropped import, uses none of
-    the names it bound that the examples stop using."""
-    ex = next(e for e in exs if e.index == seed.example)
-    text = seed.inserted if added else seed.node.text()
-    kids = [c for c in ex.root.children() if c.is_named()]
-    code = "\n".join(c.text() for c in kids if not _is_import(c))
-    used = {n for n in _import_names(text) if re.search(r"\b" + re.escape(n) + r"\b", code)}
-    if added:
-        # Bound by the new import: not already named by the file's other imports (the
-        # module `datetime` of `from datetime import timezone`).
-        others = set().union(*(_import_names(c.text()) for c in kids if _is_import(c)))
-        names = used - others
-    else:
-        names = _import_names(text) - used
-    names -= {"import", "from", "as", "use", "const", "var", "let", "require", "crate", "self"}
-    if not names:
-        return None
-    kinds: list[dict[str, Any]] = [
-        {"kind": k} if k in _IMPORT_KINDS else {"kind": k, "regex": r"\brequire\("}
-        for k in sorted(_kinds_of(lang))
-    ]
-    use = {
-        "stopBy": "end",
-        "regex": "^(?:" + "|".join(re.escape(n) for n in sorted(names)) + ")$",
-        "not": {"inside": {"any": kinds, "stopBy": "end"}},
-    }
-    where = {"inside": {"kind": ex.root.kind(), "stopBy": "end", "has": use}}
-    return where if added else {"not": where}
-
-
-_ALL_KINDS: dict[str, set[str]] = {}
-
-
-def _kinds_of(lang: str) -> set[str]:
-    """The import kinds ``lang``'s grammar knows (an unknown kind in a rule is an error)."""
-    if lang not in _ALL_KINDS:
-        root = parse("", lang)
-        ok = set()
-        for k in _IMPORT_KINDS | _REQUIRE_KINDS:
-            try:
-                root.find_all(kind=k)
-            except Exception:
-                continue
-            ok.add(k)
-        _ALL_KINDS[lang] = ok
-    return _ALL_KINDS[lang]
-
-
-def _phase(
-    exs: list[_Ex],
-    left_out: set[int],
-    lang: str,
-    *,
-    before_side: bool = False,
-    mids: list[str] | None = None,
-) -> list[_Ex]:
-    """The examples of one phase: the rewrites alone (``before`` -> ``after`` with the sites
-    in ``left_out`` not made), or the rest (``mids[i]`` -> ``after``)."""
+def _rewritten(exs: list[_Ex], mids: list[str], lang: str) -> list[_Ex]:
+    """The examples from ``mids[i]`` (the text earlier rules produced) to their after text."""
     out = []
-    for i, ex in enumerate(exs):
-        if before_side:
-            before, after, broot = ex.before, _partial_after(ex, left_out), ex.root
-        else:
-            assert mids is not None
-            before, after = mids[i], ex.after
-            broot = parse(before, lang)
-        aroot = parse(after, lang)
+    for ex, before in zip(exs, mids, strict=True):
+        broot, aroot = parse(before, lang), parse(ex.after, lang)
         where = f"example {ex.index}"
-        sites = [] if before == after else find_sites(ex.index, before, after, broot, aroot, where)
-        out.append(_Ex(ex.index, before, after, broot, aroot, sites))
+        sites = (
+            []
+            if before == ex.after
+            else find_sites(ex.index, before, ex.after, broot, aroot, where)
+        )
+        out.append(_Ex(ex.index, before, ex.after, broot, aroot, sites))
     return out
 
 
@@ -1033,7 +894,6 @@ def _search(
     exs: list[_Ex],
     lang: str,
     lists: bool = True,
-    follow_up: bool = False,
 ) -> list[_Choice]:
     """Every candidate rule that rewrites ``seed`` and nothing wrongly, in generality order."""
     choices: list[_Choice] = []
@@ -1124,11 +984,7 @@ def _search(
         deferred.clear()
 
     if seed.insert is not None:
-        inserts = _insert_candidates(seed, remaining, lang)
-        guard = _import_guard(seed, exs, lang, added=True) if follow_up else None
-        if guard is not None:
-            inserts = [(conjoin(r, guard), f) for r, f in inserts] + inserts
-        for rule, fix in inserts:
+        for rule, fix in _insert_candidates(seed, remaining, lang):
             consider(rule, fix, fix)
         run_deferred()
         return choices
@@ -1136,9 +992,6 @@ def _search(
         tried: list[tuple[dict[str, Any], str, Any, Any, Any, bool]] = [
             (*d, True) for d in _delete_candidates(seed, remaining, lang)
         ]
-        guard = _import_guard(seed, exs, lang, added=False) if follow_up else None
-        if guard is not None:
-            tried = [(conjoin(t[0], guard), *t[1:5], False) for t in tried] + tried
         while tried:
             rule, fix, start, end, cons, may_narrow = tried.pop(0)
             candidate = Rule(
@@ -1454,23 +1307,6 @@ def _insert_candidates(
         ({"kind": kind, "pattern": "$ANCHOR", "all": [edge, guard]}, fix),
         ({"kind": kind, "pattern": "$ANCHOR", "all": [local]}, fix),
     ]
-    parent = node.parent()
-    if _is_import(node) and parent is not None and _first_is_import(new, lang):
-        # An import next to an import: among the file's imports (a `require` declaration,
-        # not any `const`), at the top level, not inside a function.
-        mine: dict[str, Any] = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
-        if kind in _REQUIRE_KINDS:
-            mine["regex"] = r"\brequire\("
-            edge = (
-                {"not": {"precedes": {"kind": kind, "regex": r"\brequire\(", "stopBy": "end"}}}
-                if after
-                else {"not": {"follows": {"kind": kind, "regex": r"\brequire\(", "stopBy": "end"}}}
-            )
-        out = [
-            ({"kind": kind, "pattern": "$ANCHOR", "all": [edge, guard], **mine}, fix),
-            ({"kind": kind, "pattern": "$ANCHOR", "all": [local], **mine}, fix),
-            *out,
-        ]
     peers = [s for s, _ in remaining if s.insert == seed.insert and s.inserted == new]
     names = {n.text() for p in peers if (n := p.node.field("name")) is not None}
     if names and all(_IDENT.match(x) for x in names):
@@ -1485,12 +1321,6 @@ def _insert_candidates(
         )
     )
     return out
-
-
-def _first_is_import(text: str, lang: str) -> bool:
-    root = parse(text, lang)
-    kids = [c for c in root.children() if c.is_named() and c.kind() not in COMMENT_KINDS]
-    return bool(kids) and _is_import(kids[0])
 
 
 def _statements(text: str, lang: str) -> list[str]:
