@@ -204,9 +204,13 @@ async def test_a_dead_letter_the_server_cannot_store_is_spooled_then_stored(
     [(path, letter)] = list(spool.pending("orient"))
     assert path.parent == configured / "dlq-spool" and letter.data == b"{not json"
     assert letter.reason == "undecodable" and not letter.published
-    # The original is settled (terminated): it is kept by the spool, not redelivered.
-    info = await js.consumer_info("OOPAV_EVENTS", "orient")
-    assert info.num_ack_pending == 0 and info.num_pending == 0
+    # The original is settled (terminated): it is kept by the spool, not redelivered. The
+    # parked count rises as the handler sends `term`; the server's count follows a moment later.
+    async def settled() -> bool:
+        info = await js.consumer_info("OOPAV_EVENTS", "orient")
+        return info.num_ack_pending == 0 and info.num_pending == 0
+
+    await until(settled, timeout=10, what="the spooled original was never settled")
     await ensure_streams(js)  # storable again
     await until(lambda: not list(spool.pending("orient")), timeout=30)
     await stop_and_wait(c, t)

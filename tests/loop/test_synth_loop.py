@@ -85,3 +85,44 @@ async def test_a_fallback_model_takes_over_and_the_events_say_so(
         "rewritable)"
     }
     await assert_replays(nats_url, sid)
+
+
+IMPORT_EXAMPLES = [
+    {
+        "path": "webtool/example.py",
+        "before": "from __future__ import annotations\n\nimport re\n\n"
+        "from webtool.client import fetch\n\n\ndef g(url, site):\n    return fetch(url, site)\n",
+        "after": "from __future__ import annotations\n\nimport os\nimport re\n\n"
+        "from webtool.client import fetch\n\n\ndef g(url, site):\n"
+        "    return fetch(os.fspath(url), site)\n",
+    }
+]
+
+
+async def test_a_rule_set_with_an_import_follow_up_adds_the_import_where_the_rewrite_needs_it(
+    nc, nats_url: str, data_dir: Path, example_repo: Path
+) -> None:
+    """Issue 26 item 3 in the loop: the example adds `import os` with its first use; the
+    follow-up rule (applied after the rewrite) adds it to each file the rewrite made use `os`
+    — the test file too, which has no `import re` to sit beside — and nowhere else."""
+    # Where an added import sorts among the others is the project's formatter's business
+    # (`policy.format`, e.g. ruff's isort): the example's lint selects `I`, so lint is off here.
+    body = task(
+        example_repo,
+        examples=IMPORT_EXAMPLES,
+        test_command=PYTEST,
+        model="synth:",
+        policy={"lint": False},
+    )
+    async with loop(nats_url) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    changed = diff_files(state.diff)
+    assert changed == sorted(["tests/test_webtool.py", "webtool/crawler.py", "webtool/report.py"])
+    for path in changed:
+        text = (Path(state.workspace.path) / path).read_text() if state.workspace else ""
+        assert text.count("import os\n") == 1 and "os.fspath(" in text, path
+    proposed = [e.action for e in of(events, "action_proposed") if e.action.type == "ast_grep"]
+    assert len(proposed) == 2 and "follow_up: import" in proposed[1].rule
+    await assert_replays(nats_url, sid)

@@ -282,6 +282,9 @@ def _plan_ast_grep(
         total += n
         if n and after != before:
             changes.append(FileChange(path=norm, before=before, after=after))
+    if total == 0 and rule.optional:
+        # A follow-up that no file needs here (every file already imports what it uses).
+        return ActionPlan(action=action, changes=[], scopes=[], matches=0)
     if total == 0:
         from oopav.synth.diagnose import nearest_note
 
@@ -291,7 +294,7 @@ def _plan_ast_grep(
             + nearest_note(rule.rule, rule.language, items),  # where it nearly matched
             details={"files_searched": len(files)},
         )
-    if not changes:
+    if not changes and not rule.optional:
         return Rejection(reason="no_change", message="the rule matches but its fix changes nothing")
     bad = _parse_check(changes)
     if bad is not None:

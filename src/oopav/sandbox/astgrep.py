@@ -82,6 +82,7 @@ _KNOWN_KEYS = {
     "note",
     "files",
     "ignores",
+    "metadata",
 }
 _VAR_CHARS = re.compile(r"[A-Z0-9_]*")
 
@@ -110,6 +111,9 @@ class Rule(msgspec.Struct, kw_only=True, frozen=True):
     # line goes too (a plain ``fix: ''`` leaves an empty line behind).
     expand_start: dict[str, Any] | None = None
     expand_end: dict[str, Any] | None = None
+    # ``metadata: {optional: true}``: a follow-up rule (an import a rewrite needs, rules by
+    # example) may match nothing where no file needs it; the loop applies that as no change.
+    optional: bool = False
 
     def config(self) -> Config:
         cfg: dict[str, Any] = {"rule": self.rule}
@@ -128,6 +132,8 @@ class Rule(msgspec.Struct, kw_only=True, frozen=True):
                 data[key] = value
         if self.expand_start or self.expand_end:
             data["fix"] = fix_config(self.fix or "", self.expand_start, self.expand_end)
+        if self.optional:
+            data["metadata"] = {"optional": True}
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
@@ -197,6 +203,9 @@ def rule_from_action(action: AstGrepAction) -> Rule:
         if fix is None:
             raise RuleError("bad_rule", "rule has no `fix`: nothing to rewrite")
         _check_fix_vars(fix, data)
+        meta = data.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise RuleError("bad_rule", "`metadata` must be a mapping (e.g. `optional: true`)")
         return Rule(
             id=str(data.get("id") or "rule"),
             language=normalize_language(str(data["language"])),
@@ -205,6 +214,7 @@ def rule_from_action(action: AstGrepAction) -> Rule:
             constraints=data.get("constraints"),
             transform=data.get("transform"),
             utils=data.get("utils"),
+            optional=bool((meta or {}).get("optional", False)),
             **expand,
         )
     if not action.pattern or action.rewrite is None or not action.language:
@@ -584,6 +594,8 @@ def pattern_problem(pattern: str, language: str) -> str | None:
 
     if language not in set(EXTENSIONS.values()):
         return None
+    if _METAVAR.fullmatch(pattern.strip()):
+        return None  # a lone metavariable matches any node (`kind` says which), in any language
     code = _METAVAR.sub(lambda m: "µ" + (m.group(1) or m.group(2) or "_"), pattern)
     code = code.replace("µ", "__m_")
     try:

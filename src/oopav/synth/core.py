@@ -28,6 +28,7 @@ from oopav.sandbox.astgrep import (
 from oopav.synth.abstract import Options, Template, abstract_sites
 from oopav.synth.discriminate import conjoin
 from oopav.synth.discriminate import constraints as discriminating
+from oopav.synth.imports import manage_imports
 from oopav.synth.sites import (
     COMMENT_KINDS,
     LIST_KINDS,
@@ -113,9 +114,15 @@ class SynthRule:
     # nothing in a repository, which the loop would take for a refused rule, so the `synth:`
     # policy leaves it out (see ``loop_rules``).
     companion: bool = False
+    # A follow-up (``"import"``: synth/imports.py): applied after the rewrites, it may match
+    # nothing in a file or repository that needs no import change, which is not a refusal.
+    follow_up: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
+        if self.follow_up:
+            # ast-grep's own free-form key: the CLI accepts the file; the loop reads it.
+            data["metadata"] = {"optional": True, "follow_up": self.follow_up}
         if self.constraints:
             data["constraints"] = self.constraints
         if self.transform:
@@ -140,6 +147,7 @@ class SynthRule:
             transform=self.transform,
             expand_start=self.expand_start,
             expand_end=self.expand_end,
+            optional=self.follow_up is not None,
         )
 
     def apply(self, source: str) -> tuple[str, int]:
@@ -777,6 +785,26 @@ def synthesize(
                 result, notes = learn_sequential()
             except (SynthesisError, SiteError):
                 raise again from None
+
+    # Sites left out (examples that contradict themselves): a follow-up must keep what the
+    # rules already give there, not reproduce the example whole.
+    partial = (
+        {ex.index: result.apply(ex.before)[0] for ex in exs}
+        if result.examples_reproduced < len(exs)
+        else None
+    )
+
+    def reproduces(candidate: SynthResult) -> bool:
+        try:
+            return all(
+                (got := candidate.apply(ex.before)[0]) == ex.after
+                or (partial is not None and got == partial[ex.index])
+                for ex in exs
+            )
+        except RuleError:
+            return False
+
+    notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
     rules = result.rules
     if len(rules) > 1:
         notes.insert(
