@@ -83,6 +83,14 @@ class _Carried:
         return bool(needle) and bool(self.positions(needle))
 
 
+def _carried_of(site: Site) -> _Carried:
+    """``site``'s carried tokens, computed once per site (each candidate abstraction asks)."""
+    cached = site.__dict__.get("_carried")
+    if cached is None:
+        cached = site.__dict__["_carried"] = _Carried(site)
+    return cached
+
+
 def _field_of(node: SgNode) -> str | None:
     parent = node.parent()
     if parent is None:
@@ -102,7 +110,7 @@ def _var_names() -> list[str]:
 
 def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
     """One pattern and fix that every site instantiates, or None when they disagree."""
-    carried = [_Carried(s) for s in sites]
+    carried = [_carried_of(s) for s in sites]
     roots = [s.node for s in sites]
     # spans[i]: (start, end, var key) in site i's before text, relative to its node.
     spans: list[list[tuple[int, int, str]]] = [[] for _ in sites]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -25,6 +26,8 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
+from oopav.synth.discriminate import conjoin
+from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
 from oopav.synth.sites import (
     COMMENT_KINDS,
@@ -39,6 +42,11 @@ from oopav.synth.sites import (
 )
 
 MAX_LEVELS = 4
+# Over-matching candidates per search that get a discriminating context (each costs one
+# more run over the examples and a few candidates).
+MAX_DISCRIMINATIONS = 8
+# Sites larger than this (characters) are abstracted by their own and not lifted further.
+MAX_PATTERN_CHARS = 4000
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
@@ -68,6 +76,8 @@ _WRAPPERS: dict[str, tuple[str, ...]] = {
         "fn _f() {{ let _ = {}; }}",
         "fn _f() {{ _g({}); }}",
         "type _T = {};",
+        # A type name alone: `type _T = …` would select the alias's own name first.
+        "fn _f(_: {}) {{}}",
     ),
 }
 
@@ -338,6 +348,60 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
     return covered
 
 
+def _classify(rule: Rule, exs: list[_Ex]) -> tuple[list[SgNode], list[SgNode]] | None:
+    """The nodes ``rule`` rewrites as the examples do (positives) and those it rewrites
+    wrongly (negatives: mostly code the examples keep), as :func:`_evaluate` sees them; None
+    when the rule cannot run."""
+    pos: list[SgNode] = []
+    neg: list[SgNode] = []
+    template = parse_template(rule.fix or "", (rule.transform or {}).keys())
+    for ex in exs:
+        try:
+            nodes = ex.root.find_all(rule.config())
+        except Exception:
+            return None
+        spans = sorted(
+            ((n.range().start.index, n.range().end.index, n) for n in nodes),
+            key=lambda t: (t[0], -t[1]),
+        )
+        pos_end = 0
+        for start, end, node in spans:
+            if start < pos_end:
+                continue
+            pos_end = end
+            try:
+                replacement = expand_fix(node, template, ex.before)
+            except Exception:
+                return None
+            if "\n" in replacement:
+                replacement = reindent(replacement, 0, indent_at(ex.before, start))
+            if replacement == ex.before[start:end]:
+                continue
+            (pos if replacement == _expected(ex, start, end) else neg).append(node)
+    return pos, neg
+
+
+def _classify_deletion(rule: Rule, exs: list[_Ex]) -> tuple[list[SgNode], list[SgNode]] | None:
+    """As :func:`_classify` for a deletion rule: the matched nodes that are deleted sites, and
+    the others (statements the examples keep)."""
+    pos: list[SgNode] = []
+    neg: list[SgNode] = []
+    for ex in exs:
+        try:
+            nodes = ex.root.find_all(rule.config())
+        except Exception:
+            return None
+        deleted = {
+            (s.node.range().start.index, s.node.range().end.index)
+            for s in ex.sites
+            if s.delete is not None
+        }
+        for n in nodes:
+            r = n.range()
+            (pos if (r.start.index, r.end.index) in deleted else neg).append(n)
+    return pos, neg
+
+
 # --- candidates ------------------------------------------------------------------------------
 
 
@@ -439,7 +503,37 @@ def _rename_candidates(
     if len(kinds) > 1 and set(kinds) != set(every):
         out.append({"regex": regex, "any": [{"kind": k} for k in kinds]})
     out.append({"kind": seed.node.kind(), "regex": regex})
+    if seed.node.kind() == "this":
+        # What `this` means depends on the function that binds it (the nearest one that is
+        # not an arrow function): renamed inside middleware generators, it is not the
+        # `this` of a class's methods. Only inside the binding kinds the examples show.
+        binders = {_binder(s.node) for s, _ in remaining if s.node.kind() == "this"}
+        if None not in binders:
+            alts = [{"kind": k} for k in sorted(b for b in binders if b)]
+            out.insert(
+                0, {"kind": "this", "regex": regex, "inside": {"any": alts, "stopBy": "end"}}
+            )
     return out
+
+
+_FUNCTIONS = (
+    "function_expression",
+    "function",
+    "generator_function",
+    "function_declaration",
+    "generator_function_declaration",
+    "method_definition",
+)
+
+
+def _binder(node: SgNode) -> str | None:
+    """The kind of the nearest enclosing non-arrow function (what binds ``this``)."""
+    for a in node.ancestors():
+        if a.kind() in _FUNCTIONS:
+            return a.kind()
+        if a.kind() in ("class_body", "class_declaration"):
+            return None
+    return None
 
 
 def _pattern_rules(t: Template, language: str, kind: str) -> list[dict[str, Any]]:
@@ -526,11 +620,15 @@ def synthesize(
             f"example {first} changes a comment; comments are not rewritable", first
         )
 
+    exs_by_index = {ex.index: ex for ex in exs}
+    exs_all = exs
+
     def learn(lists: bool) -> tuple[SynthResult, list[str]]:
         remaining = list(all_sites)
         rules: list[SynthRule] = []
         notes: list[str] = []
         ambiguous = False
+        skipped: list[tuple[Site, SynthesisError]] = []
         while remaining:
             seed = remaining[0][0]
             choices = _search(seed, remaining, exs, lang, lists)
@@ -542,11 +640,23 @@ def synthesize(
                     seed.example,
                 )
             if not choices:
-                raise SynthesisError(
+                error = SynthesisError(
                     f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
                     f"{seed.after_text[:60]!r} without changing something else",
                     seed.example,
                 )
+                if (
+                    seed.insert is not None
+                    or seed.delete is not None
+                    or not _kept_elsewhere(seed, exs)
+                ):
+                    raise error
+                # The examples contradict themselves here (the same code, in a context no
+                # constraint tells apart, is changed once and kept elsewhere): leave this
+                # site out rather than fail on the others or rewrite what they keep.
+                skipped.append((seed, error))
+                remaining = remaining[1:]
+                continue
             best = max(len(c.covered) for c in choices)
             top_choices = sorted(
                 (c for c in choices if len(c.covered) == best), key=lambda c: c.order
@@ -585,17 +695,79 @@ def synthesize(
                 if companion is not None:
                     rules.append(companion)
 
+        if skipped and not rules:
+            raise skipped[0][1]
+        left_out = {id(s) for s, _ in skipped}
+        for seed, _ in skipped[:3]:
+            line = exs_by_index[seed.example].before.count("\n", 0, seed.start) + 1
+            notes.append(
+                f"example {seed.example} line {line}: {seed.before_text[:40]!r} -> "
+                f"{seed.after_text[:40]!r} left out: no rule tells it apart from the same code "
+                "the examples keep unchanged"
+            )
+        if len(skipped) > 3:
+            notes.append(f"... and {len(skipped) - 3} more site(s) left out")
         result = SynthResult(rules=rules, language=lang, examples_reproduced=0, ambiguous=ambiguous)
         for ex in exs:
             got, _ = result.apply(ex.before)
-            if got != ex.after:
+            want = _partial_after(ex, left_out) if left_out else ex.after
+            if got != want:
                 raise SynthesisError(
                     f"example {ex.index}: the rules learned for each change interfere when applied "
                     "in order; give the changes as separate examples",
                     ex.index,
                 )
-            result.examples_reproduced += 1
+            result.examples_reproduced += got == ex.after
         return result, notes
+
+    def learn_sequential() -> tuple[SynthResult, list[str]]:
+        """Rules that interfere when learned side by side (a rule for one change rewrites
+        code that a rule for another change must still match): each rule is learned on the
+        text the earlier ones produce, at most one per site."""
+        cur = exs_all
+        rules: list[SynthRule] = []
+        for _ in range(len(all_sites) + 1):
+            remaining = [(s, ex) for ex in cur for s in ex.sites]
+            if not remaining:
+                break
+            seed = remaining[0][0]
+            choices = _search(seed, remaining, cur, lang, False)
+            if not choices:
+                raise SynthesisError("no rule", seed.example)
+            best = max(len(c.covered) for c in choices)
+            top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
+            chosen = _idempotent(top[0], seed, cur, lang)
+            step = [
+                SynthRule(
+                    id="s",
+                    language=lang,
+                    rule=chosen.rule,
+                    fix=chosen.fix,
+                    sites=len(chosen.covered),
+                    constraints=chosen.constraints,
+                    transform=chosen.transform,
+                    expand_start=chosen.expand_start,
+                    expand_end=chosen.expand_end,
+                )
+            ]
+            if chosen.expand_start or chosen.expand_end:
+                companion = _companion(chosen, cur, lang, 0)
+                if companion is not None:
+                    step.append(companion)
+            rules += step
+            one = SynthResult(step, lang, 0)
+            cur = _rewritten(cur, [one.apply(ex.before)[0] for ex in cur], lang)
+        else:
+            raise SynthesisError("interfere", None)
+        result = SynthResult([replace(r, id=f"synth-{n}") for n, r in enumerate(rules, 1)], lang, 0)
+        for ex in exs_all:
+            if result.apply(ex.before)[0] != ex.after:
+                raise SynthesisError("interfere", ex.index)
+            result.examples_reproduced += 1
+        return result, [
+            "the rules were learned one after another, each on the text the earlier ones "
+            "produce (learned side by side they interfere): apply them in order"
+        ]
 
     try:
         result, notes = learn(lists=True)
@@ -603,12 +775,32 @@ def synthesize(
         if "interfere" not in exc.reason:
             raise
         # A list rule (parameters, arguments) may overlap a rule learned for another change:
-        # learn again from whole nodes only.
-        result, notes = learn(lists=False)
+        # learn again from whole nodes only; then one rule after another.
+        try:
+            result, notes = learn(lists=False)
+        except SynthesisError as again:
+            if "interfere" not in again.reason:
+                raise
+            try:
+                result, notes = learn_sequential()
+            except (SynthesisError, SiteError):
+                raise again from None
+
+    # Sites left out (examples that contradict themselves): a follow-up must keep what the
+    # rules already give there, not reproduce the example whole.
+    partial = (
+        {ex.index: result.apply(ex.before)[0] for ex in exs}
+        if result.examples_reproduced < len(exs)
+        else None
+    )
 
     def reproduces(candidate: SynthResult) -> bool:
         try:
-            return all(candidate.apply(ex.before)[0] == ex.after for ex in exs)
+            return all(
+                (got := candidate.apply(ex.before)[0]) == ex.after
+                or (partial is not None and got == partial[ex.index])
+                for ex in exs
+            )
         except RuleError:
             return False
 
@@ -630,6 +822,48 @@ def synthesize(
     return result
 
 
+def _rewritten(exs: list[_Ex], mids: list[str], lang: str) -> list[_Ex]:
+    """The examples from ``mids[i]`` (the text earlier rules produced) to their after text."""
+    out = []
+    for ex, before in zip(exs, mids, strict=True):
+        broot, aroot = parse(before, lang), parse(ex.after, lang)
+        where = f"example {ex.index}"
+        sites = (
+            []
+            if before == ex.after
+            else find_sites(ex.index, before, ex.after, broot, aroot, where)
+        )
+        out.append(_Ex(ex.index, before, ex.after, broot, aroot, sites))
+    return out
+
+
+def _kept_elsewhere(seed: Site, exs: list[_Ex]) -> bool:
+    """The examples keep ``seed``'s code unchanged somewhere (the same text, on token
+    boundaries, outside every site): they contradict themselves about it."""
+    text = seed.before_text
+    left = r"\b" if text[:1].isalnum() or text[:1] == "_" else ""
+    right = r"\b" if text[-1:].isalnum() or text[-1:] == "_" else ""
+    pattern = re.compile(left + re.escape(text) + right)
+    for ex in exs:
+        for m in pattern.finditer(ex.before):
+            if not any(s.start <= m.start() < s.end for s in ex.sites):
+                return True
+    return False
+
+
+def _partial_after(ex: _Ex, left_out: set[int]) -> str:
+    """``ex``'s after text with the sites in ``left_out`` not rewritten."""
+    out, pos = [], 0
+    for s in ex.sites:
+        if id(s) in left_out:
+            continue
+        out.append(ex.before[pos : s.start])
+        out.append(s.after_text)
+        pos = s.end
+    out.append(ex.before[pos:])
+    return "".join(out)
+
+
 def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choice:
     """The choice, guarded when it would rewrite its own output again: a fix that wraps the
     match (``fmt::Formatter`` -> ``fmt::Formatter<'_>``) matches again inside the result. The
@@ -646,10 +880,9 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
         return choice
     if seed.after_node is None:
         return choice
-    guarded = {
-        **choice.rule,
-        "not": {"inside": {"kind": seed.after_node.kind(), "stopBy": "neighbor"}},
-    }
+    guarded = conjoin(
+        choice.rule, {"not": {"inside": {"kind": seed.after_node.kind(), "stopBy": "neighbor"}}}
+    )
     g = Rule(id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints)
     try:
         covered = _evaluate(g, exs)
@@ -663,16 +896,40 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
     )
 
 
+def _is_list(cons: dict[str, Any]) -> bool:
+    """Name constraints that only list names (``^(?:a|b)$``)."""
+    return all(str(c.get("regex", "")).startswith("^(?:") for c in cons.values())
+
+
+def _names_fragment(fragment: dict[str, Any]) -> bool:
+    """A discriminating fragment that lists definitions by name (the most specific kind)."""
+    return "'has'" in repr(fragment)
+
+
+def _holds(node: SgNode, site: Site) -> bool:
+    """``node`` is (or holds) ``site``'s node: the match that rewrites the seed."""
+    r = node.range()
+    return r.start.index <= site.start and site.end <= r.end.index
+
+
 def _vars(key: str) -> int:
     return len(re.findall(r"\$+[A-Z]", key.split("\0")[0]))
 
 
 def _search(
-    seed: Site, remaining: list[tuple[Site, _Ex]], exs: list[_Ex], lang: str, lists: bool = True
+    seed: Site,
+    remaining: list[tuple[Site, _Ex]],
+    exs: list[_Ex],
+    lang: str,
+    lists: bool = True,
 ) -> list[_Choice]:
     """Every candidate rule that rewrites ``seed`` and nothing wrongly, in generality order."""
     choices: list[_Choice] = []
     seen: set[str] = set()
+    budget = [MAX_DISCRIMINATIONS]
+    # (tier, sequence, candidate): over-matching candidates narrowed by a context or a list
+    # of names, evaluated only when the plain candidates leave sites uncovered.
+    deferred: list[tuple[int, int, tuple[Any, ...]]] = []
 
     def consider(
         rule: dict[str, Any],
@@ -682,8 +939,9 @@ def _search(
         group: list[Site] | None = None,
         constraints: dict[str, Any] | None = None,
         transform: dict[str, Any] | None = None,
+        discriminate: bool = True,
     ) -> None:
-        dedupe = yaml.safe_dump([rule, fix, constraints, transform])
+        dedupe = json.dumps([rule, fix, constraints, transform], sort_keys=True)
         if dedupe in seen:
             return
         seen.add(dedupe)
@@ -703,33 +961,67 @@ def _search(
             choices.append(
                 _Choice(rule, fix, covered, len(seen), key, level, constraints, transform)
             )
-        elif covered is None and group and len(group) > 1 and constraints is None:
+            return
+        if covered is not None:
+            return
+        # A candidate with name constraints narrows to the names themselves instead.
+        if discriminate and constraints is None and budget[0] > 0:
+            # Too general: the smallest context that tells the sites it rewrites right from
+            # the code it rewrites wrongly (the examples' unchanged code of the same shape).
+            # Tried after every plain candidate (see ``deferred``).
+            budget[0] -= 1
+            split = _classify(candidate, exs)
+            if split is not None:
+                pos, neg = split
+                node = next((p for p in pos if _holds(p, seed)), None)
+                if node is not None:
+                    for extra in discriminating(node, pos, neg):
+                        tier = 2 if _names_fragment(extra) else 1
+                        args = (conjoin(rule, extra), fix, key, level, constraints, transform)
+                        deferred.append((tier, len(deferred), args))
+        if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
-            for cons in _name_constraints(rule, group, lang):
-                consider(rule, fix, key, level, None, cons)
+            # Names that share a shape (`pager`, `_nullpager`) at once, also listed; names
+            # that share nothing only after the plain candidates and the contexts: a list
+            # of unrelated names is no evidence of where the rule applies.
+            found = _name_constraints(rule, group, lang)
+            family = any(not _is_list(c) for c in found)
+            for cons in found:
+                if family:
+                    consider(rule, fix, key, level, None, cons)
+                else:
+                    deferred.append((2, len(deferred), (rule, fix, key, level, cons, None)))
+
+    def run_deferred() -> None:
+        """The discriminated candidates, when no plain one covers every site: ranked after
+        the plain ones (ties go to a rule without an added context), contexts before name
+        lists."""
+        best = max((len(c.covered) for c in choices), default=0)
+        if best == len(remaining):
+            return
+        start = len(choices)
+        for tier, seq, (rule, fix, key, level, cons, transform) in sorted(
+            deferred, key=lambda d: (d[0], d[1])
+        ):
+            consider(rule, fix, key, level, None, cons, transform, discriminate=False)
+            for c in choices[start:]:
+                c.order = 1_000_000 + tier * 10_000 + seq
+            start = len(choices)
+            if choices and max(len(c.covered) for c in choices) == len(remaining):
+                break
+        deferred.clear()
 
     if seed.insert is not None:
         for rule, fix in _insert_candidates(seed, remaining, lang):
             consider(rule, fix, fix)
-        return choices
-    if seed.node.kind() in COMMENT_KINDS:
-        sub = _comment_substitution(seed.before_text, seed.after_text)
-        if sub is not None:
-            old, new = sub
-            rule = {"kind": seed.node.kind(), "pattern": "$CMT", "regex": _word_regex(old)}
-            transform = {
-                "NEWCMT": {
-                    "replace": {
-                        "source": "$CMT",
-                        "replace": _word_regex(old),
-                        "by": new.replace("$", "$$"),
-                    }
-                }
-            }
-            consider(rule, "$NEWCMT", old + "\0" + new, 0, None, None, transform)
+        run_deferred()
         return choices
     if seed.delete is not None:
-        for rule, fix, start, end, cons in _delete_candidates(seed, remaining, lang):
+        tried: list[tuple[dict[str, Any], str, Any, Any, Any, bool]] = [
+            (*d, True) for d in _delete_candidates(seed, remaining, lang)
+        ]
+        while tried:
+            rule, fix, start, end, cons, may_narrow = tried.pop(0)
             candidate = Rule(
                 id="c",
                 language=lang,
@@ -747,6 +1039,29 @@ def _search(
                 choices.append(
                     _Choice(rule, fix, covered, len(choices), fix, 0, cons, None, start, end)
                 )
+            elif covered is None and may_narrow and budget[0] > 0:
+                # Deletes a statement the examples keep: narrow it to where they differ.
+                budget[0] -= 1
+                split = _classify_deletion(candidate, exs)
+                if split is not None and any(_holds(p, seed) for p in split[0]):
+                    extras = discriminating(seed.node, *split)
+                    tried[:0] = [(conjoin(rule, x), fix, start, end, cons, False) for x in extras]
+        return choices
+    if seed.node.kind() in COMMENT_KINDS:
+        sub = _comment_substitution(seed.before_text, seed.after_text)
+        if sub is not None:
+            old, new = sub
+            rule = {"kind": seed.node.kind(), "pattern": "$CMT", "regex": _word_regex(old)}
+            transform = {
+                "NEWCMT": {
+                    "replace": {
+                        "source": "$CMT",
+                        "replace": _word_regex(old),
+                        "by": new.replace("$", "$$"),
+                    }
+                }
+            }
+            consider(rule, "$NEWCMT", old + "\0" + new, 0, None, None, transform)
         return choices
     for rule in _rename_candidates(seed, remaining, lang):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
@@ -759,6 +1074,8 @@ def _search(
     }
     pending: list[tuple[Site, list[tuple[Template, list[Site]]]]] = []
     for level, top in enumerate(lifted[id(seed)]):
+        if level and top.end - top.start > MAX_PATTERN_CHARS:
+            break  # a pattern this large is no rule anyone wants (and costly to abstract)
         peers = [
             lifted[id(s)][level]
             for s, _ in remaining[1:]
@@ -769,8 +1086,12 @@ def _search(
         ]
         groups = [[top, *peers], [top]] if peers else [[top]]
         templates: list[tuple[Template, list[Site]]] = []
-        for opts in _OPTIONS:
-            for group in groups:
+        # A huge site (a data table whose rows changed): only the default and the literal
+        # abstraction, and only of its own (anti-unifying hundreds of rows across sites
+        # costs seconds for a rule that fits nothing else).
+        large = top.end - top.start > MAX_PATTERN_CHARS
+        for opts in _OPTIONS if not large else (_OPTIONS[0], _OPTIONS[-1]):
+            for group in groups if not large else [[top]]:
                 t = abstract_sites(group, opts)
                 if t is None:
                     continue
@@ -814,6 +1135,7 @@ def _search(
     best = max((len(c.covered) for c in choices), default=0)
     if lists and all("\n" in c.fix for c in choices if len(c.covered) == best):
         _list_candidates(seed, remaining, exs, lang, choices)
+    run_deferred()
     return choices
 
 
@@ -1107,7 +1429,9 @@ def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str)
         if s.delete is not None and s.node.kind() == kind and s.node.text() != node.text()
     ]
     bases: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
-    general = _token_pattern(node, peers)
+    # A comment deleted with its statement: by its exact text (a pattern of a comment
+    # matches any comment).
+    general = _token_pattern(node, peers) if kind not in COMMENT_KINDS else None
     if general is not None:
         pattern, values = general
         # Each metavariable no wider than the deleted nodes show: `var $A = require($B);`
@@ -1117,7 +1441,8 @@ def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str)
             for v, t in values.items()
         }
         bases += [(r, seen) for r in _pattern_rules(Template(pattern, "", {}), lang, kind)]
-    bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
+    if kind not in COMMENT_KINDS:
+        bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
     bases.append(({"kind": kind, "regex": "^" + re.escape(node.text()) + "$"}, None))
     parent = node.parent()
     if parent is not None:
@@ -1229,7 +1554,9 @@ _LIST_WRAPPERS: dict[str, dict[str, tuple[str, ...]]] = {
         "arguments": ("_f{}",),
     },
     "tsx": {"formal_parameters": ("{} => {{}}", "function _f{} {{}}"), "arguments": ("_f{}",)},
-    "go": {"argument_list": ("func _() {{ _f{} }}",)},
+    # A Go parameter list keeps its items literal where a `$$$A` would precede a typed
+    # item (`$$$A, code int` parses as one declaration of two names).
+    "go": {"argument_list": ("func _() {{ _f{} }}",), "parameter_list": ("func _f{} {{}}",)},
     "rust": {"parameters": ("fn _f{} {{}}",), "arguments": ("fn _g() {{ _f{}; }}",)},
 }
 
@@ -1265,8 +1592,39 @@ def _list_site(site: Site, ex: _Ex, lang: str) -> Site | None:
     a_e = a_s + (r.end.index - r.start.index) + delta
     anode = node_at(ex.root_after, a_s, a_e)
     if anode is None or anode.kind() != best.kind():
-        return None
+        # A word inserted just before the list (`(t, done) =>` -> `async () =>`): the list
+        # ends the span in the after tree; the fix writes both.
+        ends = [
+            n
+            for n in ex.root_after.find_all(kind=best.kind())
+            if n.range().end.index == a_e and a_s < n.range().start.index
+        ]
+        if not ends or ex.after[a_s : ends[0].range().start.index].strip() == "":
+            return None
+        anode = _covering(ex.root_after, a_s, a_e)
+        if anode is None:
+            return None
     return Site(ex.index, best, r.start.index, r.end.index, a_s, a_e, ex.after[a_s:a_e], anode)
+
+
+def _covering(root: SgNode, start: int, end: int) -> SgNode | None:
+    """The smallest node of ``root`` that contains [start, end)."""
+    node: SgNode | None = root
+    found = None
+    while node is not None:
+        r = node.range()
+        if not (r.start.index <= start and end <= r.end.index):
+            break
+        found = node
+        node = next(
+            (
+                c
+                for c in node.children()
+                if c.range().start.index <= start and end <= c.range().end.index
+            ),
+            None,
+        )
+    return found
 
 
 def _list_candidates(

@@ -420,7 +420,11 @@ def _deletions(index: int, before: str, broot: SgNode, e: Edit, i: int) -> list[
             for c in parent.children()
             if s0 <= c.range().start.index and c.range().end.index <= s1
         ]
-        if not nodes or any(not c.is_named() or c.kind() in COMMENT_KINDS for c in nodes):
+        # A comment deleted with the statement below it (its documentation) goes with it;
+        # comments alone are not deletions.
+        if not nodes or any(not c.is_named() for c in nodes):
+            continue
+        if all(c.kind() in COMMENT_KINDS for c in nodes):
             continue
         if nodes[0].range().start.index != s0 or nodes[-1].range().end.index != s1:
             continue

@@ -1,0 +1,270 @@
+"""The smallest discriminating constraint: from the nodes a too general rule rewrites
+correctly (positives) and wrongly (negatives: code the examples keep unchanged), the
+contexts that tell them apart, as ast-grep rule fragments to conjoin with the rule.
+
+The examples' unchanged code of the same shape is what makes a rule too general; instead of
+lifting the pattern to an enclosing node (dragging that node's code into the rule) or giving
+up, ask where the positives sit that the negatives do not, or the other way round:
+
+- the parent's kind and field (``inside: {kind: call_expression, field: arguments}``), the
+  grandparent's kind, in that order: local context first;
+- ``not`` a parent / grandparent kind every negative has and no positive (a Rust
+  ``#[...]`` kept on a decorated class: ``not: {inside: {inside: {kind:
+  decorated_definition}}}``);
+- the position among the items of a list (``nthChild: 2``, ``nthChild: {position: 1,
+  reverse: true}``: the last type argument), only where the parent is a list;
+- an enclosing kind every positive has (``inside: {kind: K, stopBy: end}``), then ``not`` an
+  enclosing kind only negatives have (``_Result`` kept in the import only: ``not: {inside:
+  {kind: import_from_statement, stopBy: end}}``);
+- the names of the enclosing definitions (``inside: {kind: class_declaration, stopBy: end,
+  has: {field: name, regex: ^(?:ZodString|ZodNumber)$}}``): the most specific, when the
+  commit changed some functions or classes and kept the others.
+
+Positive contexts (where every positive sits) come before negative ones (where no negative
+sits), at any distance: where the examples cannot decide, a rule that rewrites less is
+preferred over one that rewrites code the examples never showed (precision over recall).
+Every fragment is checked here on the nodes (it keeps the seed and excludes every
+negative); the caller still verifies the conjoined rule on the examples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ast_grep_py import SgNode
+
+from oopav.synth.sites import LIST_KINDS
+
+# Fields worth naming in a parent context (the first that holds the node exactly).
+FIELDS = (
+    "function",
+    "arguments",
+    "argument",
+    "object",
+    "property",
+    "attribute",
+    "field",
+    "left",
+    "right",
+    "value",
+    "condition",
+    "type",
+    "return_type",
+    "name",
+    "key",
+    "body",
+    "operand",
+    "subject",
+    "superclass",
+    "superclasses",
+    "trait",
+    "index",
+    "alternative",
+    "consequence",
+)
+# Roots: every node is inside them, so they discriminate nothing.
+ROOTS = frozenset({"module", "program", "source_file", "translation_unit"})
+# Definitions that have a name: the enclosing ones of a site say which function or class the
+# commit changed.
+NAMED_DEFINITIONS = (
+    "function_definition",
+    "function_declaration",
+    "method_definition",
+    "method_declaration",
+    "function_item",
+    "class_definition",
+    "class_declaration",
+    "impl_item",
+    "struct_item",
+    "trait_item",
+    "type_declaration",
+)
+MAX_CONSTRAINTS = 5
+
+
+def _field(node: SgNode) -> str | None:
+    parent = node.parent()
+    if parent is None:
+        return None
+    r = node.range()
+    for name in FIELDS:
+        f = parent.field(name)
+        if f is not None and f.range() == r:
+            return name
+    return None
+
+
+def _up(node: SgNode, depth: int) -> SgNode | None:
+    n: SgNode | None = node
+    for _ in range(depth):
+        n = n.parent() if n is not None else None
+    return n
+
+
+def _kind_at(node: SgNode, depth: int) -> str | None:
+    n = _up(node, depth)
+    return n.kind() if n is not None else None
+
+
+def _enclosing(node: SgNode) -> set[str]:
+    return {a.kind() for a in node.ancestors() if a.kind() not in ROOTS}
+
+
+def _def_name(node: SgNode, kind: str) -> str | None:
+    """The name of the innermost enclosing ``kind`` (a definition), or None."""
+    for a in node.ancestors():
+        if a.kind() == kind:
+            name = a.field("name")
+            if name is None and kind == "impl_item":
+                name = a.field("type")
+            return name.text() if name is not None else None
+    return None
+
+
+def _at_depth(depth: int, inner: dict[str, Any]) -> dict[str, Any]:
+    """``inside`` the ancestor ``depth`` levels up (``stopBy: neighbor`` at each level)."""
+    rule = {**inner, "stopBy": "neighbor"}
+    for _ in range(depth - 1):
+        rule = {"stopBy": "neighbor", "inside": rule}
+    return {"inside": rule}
+
+
+def _kinds(kinds: list[str]) -> dict[str, Any]:
+    return {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
+
+
+def _cover(negs: list[set[str]], banned: set[str]) -> list[str] | None:
+    """A few kinds, none in ``banned``, such that every negative's set holds one (greedy)."""
+    left = list(range(len(negs)))
+    chosen: list[str] = []
+    while left:
+        counts: dict[str, int] = {}
+        for i in left:
+            for k in negs[i] - banned:
+                counts[k] = counts.get(k, 0) + 1
+        if not counts or len(chosen) >= 3:
+            return None
+        best = max(sorted(counts), key=lambda k: counts[k])
+        chosen.append(best)
+        left = [i for i in left if best not in negs[i]]
+    return chosen
+
+
+def constraints(
+    seed: SgNode, positives: list[SgNode], negatives: list[SgNode]
+) -> list[dict[str, Any]]:
+    """Rule fragments (to conjoin with the rule) that hold for ``seed`` and every positive and
+    for no negative, most local and most specific first (see the module doc)."""
+    if not negatives:
+        return []
+    pos = [seed, *positives]  # the seed twice is harmless
+    out: list[dict[str, Any]] = []
+
+    def add(fragment: dict[str, Any]) -> None:
+        if fragment not in out:
+            out.append(fragment)
+
+    negative: list[dict[str, Any]] = []
+    for depth in (1, 2):
+        kind = _kind_at(seed, depth)
+        if kind is None:
+            continue
+        # Positive: every positive sits there (in that field, at depth 1), no negative does.
+        if depth == 1:
+            field = _field(seed)
+            if (
+                field is not None
+                and all(_kind_at(p, 1) == kind and _field(p) == field for p in pos)
+                and not any(_kind_at(n, 1) == kind and _field(n) == field for n in negatives)
+            ):
+                add(_at_depth(1, {"kind": kind, "field": field}))
+        pos_kinds = {_kind_at(p, depth) for p in pos}
+        if (
+            kind not in ROOTS
+            and pos_kinds == {kind}
+            and not any(_kind_at(n, depth) == kind for n in negatives)
+        ):
+            add(_at_depth(depth, {"kind": kind}))
+        # Negative: kinds at that depth that only negatives have.
+        neg_sets = [{k} if (k := _kind_at(n, depth)) is not None else set() for n in negatives]
+        cover = _cover(neg_sets, {k for k in pos_kinds if k is not None} | ROOTS)
+        if cover:
+            negative.append({"not": _at_depth(depth, _kinds(cover))})
+    # The position in a list (the Nth argument, the last type argument): only where the
+    # parent is a list, where a position means something.
+    parent = seed.parent()
+    if parent is not None and parent.kind() in LIST_KINDS:
+        for reverse in (False, True):
+            at = _position(seed, reverse)
+            if all(_position(p, reverse) == at for p in pos) and not any(
+                _position(n, reverse) == at for n in negatives
+            ):
+                add({"nthChild": {"position": at, "reverse": True} if reverse else at})
+                break
+    # Anywhere above: the innermost kind every positive sits in and no negative does.
+    pos_sets = [_enclosing(p) for p in pos]
+    common = set.intersection(*pos_sets)
+    for anc in seed.ancestors():
+        kind = anc.kind()
+        if kind in common and not any(kind in _enclosing(n) for n in negatives):
+            add({"inside": {"kind": kind, "stopBy": "end"}})
+            break
+    # Where the examples do not go: after every context they do (precision first).
+    neg_sets = [_enclosing(n) for n in negatives]
+    cover = _cover(neg_sets, set.union(*pos_sets))
+    if cover:
+        negative.append({"not": {"inside": {**_kinds(cover), "stopBy": "end"}}})
+    for fragment in negative:
+        add(fragment)
+    # The enclosing definitions' names (innermost kinds first): where the positives are, or
+    # where the negatives are — whichever the examples show fewer of (a commit that changed
+    # a few classes, or one that changed all but a few places).
+    named = [_def_names(pos, negatives, False), _def_names(negatives, pos, True)]
+    if len(negatives) < len(pos):
+        named.reverse()
+    for by_name in named:
+        if by_name is not None:
+            add(by_name)
+    return out[:MAX_CONSTRAINTS]
+
+
+def _position(node: SgNode, reverse: bool) -> int:
+    """1-based position among the named siblings (from the end when ``reverse``)."""
+    parent = node.parent()
+    if parent is None:
+        return 0
+    named = [c.range() for c in parent.children() if c.is_named()]
+    if reverse:
+        named.reverse()
+    r = node.range()
+    return next((i for i, x in enumerate(named, 1) if x == r), 0)
+
+
+def _def_names(these: list[SgNode], others: list[SgNode], negate: bool) -> dict[str, Any] | None:
+    """``inside`` (``not inside``) the definitions that enclose every one of ``these`` and none
+    of ``others``, by kind and name: the innermost kind that tells them apart."""
+    for kind in NAMED_DEFINITIONS:
+        names = {_def_name(p, kind) for p in these}
+        if None in names or not names:
+            continue
+        if any(_def_name(n, kind) in names for n in others):
+            continue
+        regex = "^(?:" + "|".join(_escape(x) for x in sorted(n for n in names if n)) + ")$"
+        has: dict[str, Any] = {"field": "type" if kind == "impl_item" else "name", "regex": regex}
+        inside = {"inside": {"kind": kind, "stopBy": "end", "has": has}}
+        return {"not": inside} if negate else inside
+    return None
+
+
+def _escape(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+def conjoin(rule: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """``rule`` and ``extra`` both (merged when their keys differ, else under ``all``)."""
+    if not set(extra) & set(rule):
+        return {**rule, **extra}
+    rest = {k: v for k, v in rule.items() if k != "all"}
+    return {**rest, "all": [*rule.get("all", []), extra]}
