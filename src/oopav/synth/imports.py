@@ -578,6 +578,17 @@ def _name_var(rule: SynthRule, nodes: list[SgNode], language: str) -> str | None
 
 
 def _follow_up(of: SynthRule, rule: dict[str, Any], fix: str, language: str) -> SynthRule:
-    from oopav.synth.core import SynthRule
-
-    return SynthRule(id=of.id, language=language, rule=rule, fix=fix, follow_up="import")
+    # A copy of the rewrite with every field replaced (no import of core: it imports us).
+    return replace(
+        of,
+        language=language,
+        rule=rule,
+        fix=fix,
+        sites=0,
+        constraints=None,
+        transform=None,
+        expand_start=None,
+        expand_end=None,
+        companion=False,
+        follow_up="import",
+    )
