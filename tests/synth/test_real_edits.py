@@ -613,3 +613,48 @@ def test_a_changed_parameter_list_is_rewritten_alone_not_with_the_body() -> None
         "\t]});\n"
     )
     assert result.apply(held)[0] == held.replace("(_request, _options, response)", "({response})")
+
+
+TRAILING_BEFORE = """\
+export const a = {
+\tfoo: 1
+};
+const b = {
+\tbar: 2
+};
+g({x: 1});
+"""
+TRAILING_AFTER = TRAILING_BEFORE.replace("1\n", "1,\n").replace("2\n", "2,\n")
+# Held out: multi-line objects get the comma; one-line objects, and a one-line object whose
+# value spans lines, keep their layout (the rule once laid them out over lines: ky's
+# trailing commas, 126 wrong hunks on one real commit).
+TRAILING_HELD = "const c = {\n\tbaz: 3\n};\nconst d = {q: 1};\nconst e = {h: [\n\t2\n]};\n"
+TRAILING_WANT = "const c = {\n\tbaz: 3,\n};\nconst d = {q: 1};\nconst e = {h: [\n\t2\n]};\n"
+
+
+def test_a_fix_that_hard_codes_a_multi_line_layout_matches_only_that_layout() -> None:
+    result = synthesize([Example(TRAILING_BEFORE, TRAILING_AFTER, language="typescript")])
+    assert result.apply(TRAILING_BEFORE)[0] == TRAILING_AFTER
+    assert len(result.rules) == 1
+    # The layout is the context (not an enclosing `variable_declarator`): a multi-line
+    # object passed as an argument gets the comma too.
+    assert "inside" not in result.rules[0].rule
+    assert result.apply(TRAILING_HELD)[0] == TRAILING_WANT
+    assert result.apply("f({\n\tz: 1\n});\n")[0] == "f({\n\tz: 1,\n});\n"
+
+
+def test_a_layout_guarded_rule_keeps_one_line_objects_through_the_ast_grep_cli(
+    tmp_path: Path,
+) -> None:
+    result = synthesize([Example(TRAILING_BEFORE, TRAILING_AFTER, language="typescript")])
+    (tmp_path / "rule.yml").write_text(result.to_yaml())
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "held.ts").write_text(TRAILING_HELD)
+    subprocess.run(
+        [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", str(tree)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (tree / "held.ts").read_text() == TRAILING_WANT

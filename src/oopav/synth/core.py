@@ -661,7 +661,7 @@ def synthesize(
             top_choices = sorted(
                 (c for c in choices if len(c.covered) == best), key=lambda c: c.order
             )
-            chosen = _idempotent(top_choices[0], seed, exs, lang)
+            chosen = _same_layout(_idempotent(top_choices[0], seed, exs, lang), exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
             wider = [
                 c
@@ -736,7 +736,7 @@ def synthesize(
                 raise SynthesisError("no rule", seed.example)
             best = max(len(c.covered) for c in choices)
             top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
-            chosen = _idempotent(top[0], seed, cur, lang)
+            chosen = _same_layout(_idempotent(top[0], seed, cur, lang), cur, lang)
             step = [
                 SynthRule(
                     id="s",
@@ -896,6 +896,64 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
     )
 
 
+_METAVAR = re.compile(r"\$\$\$[A-Z_][A-Z0-9_]*|\$[A-Z_][A-Z0-9_]*")
+
+
+def _layout_regex(texts: list[str]) -> str | None:
+    """A regex that holds the layout every one of ``texts`` (multi-line matches) shares: a
+    line break, and where all of them open (close) with the same first (last) line, that line
+    alone (``{`` then a line break): a one-line object whose value spans lines is not of it."""
+    if not texts or not all("\n" in t for t in texts):
+        return None
+    firsts = {t.split("\n", 1)[0].strip() for t in texts}
+    lasts = {t.rsplit("\n", 1)[1].strip() for t in texts}
+    head = f"^{_rx_escape(firsts.pop())}[ \t]*\n" if len(firsts) == 1 else ""
+    tail = f"\n[ \t]*{_rx_escape(lasts.pop())}$" if len(lasts) == 1 else ""
+    if head and tail:
+        return head + r"[\s\S]*" + tail
+    return head or tail or "\n"
+
+
+def _fixes_layout(fix: str) -> bool:
+    """The fix writes a line break of its own (outside its metavariables)."""
+    return "\n" in _METAVAR.sub("", fix)
+
+
+def _rx_escape(text: str) -> str:
+    """``text`` as a literal in ast-grep's (Rust) regex syntax."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
+
+
+def _same_layout(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
+    """The choice, kept to the layout class of its sites when its fix hard-codes a line break:
+    learned from multi-line sites only (``{\\n\\t$A\\n}`` -> ``{\\n\\t$A,\\n}``, a
+    trailing comma), it would also match the one-line nodes of the pattern's shape (ast-grep
+    matches modulo layout) and lay them out over several lines. The guard: a ``regex`` on the
+    matched text that only the sites' layout meets (see :func:`_layout_regex`)."""
+    if choice.expand_start or choice.expand_end or choice.transform:
+        return choice
+    if not _fixes_layout(choice.fix):
+        return choice
+    rule = Rule(
+        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
+    )
+    split = _classify(rule, exs)
+    if split is None or not split[0]:
+        return choice
+    rx = _layout_regex([n.text() for n in split[0]])
+    if rx is None or rx in json.dumps(choice.rule) or rx in repr(choice.rule):
+        return choice
+    guarded = conjoin(choice.rule, {"regex": rx})
+    g = Rule(id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints)
+    try:
+        covered = _evaluate(g, exs)
+    except RuleError:
+        return choice
+    if covered is None or covered != choice.covered:
+        return choice
+    return replace(choice, rule=guarded)
+
+
 def _is_list(cons: dict[str, Any]) -> bool:
     """Name constraints that only list names (``^(?:a|b)$``)."""
     return all(str(c.get("regex", "")).startswith("^(?:") for c in cons.values())
@@ -974,6 +1032,14 @@ def _search(
             if split is not None:
                 pos, neg = split
                 node = next((p for p in pos if _holds(p, seed)), None)
+                rx = _layout_regex([p.text() for p in pos]) if _fixes_layout(fix) else None
+                if node is not None and rx is not None:
+                    # A fix that lays its match out over lines, whose wrong rewrites are all
+                    # of another layout (one-line objects): the sites' layout is the context,
+                    # at once (before an enclosing context: it says nothing about where).
+                    if not any(re.search(rx, n.text()) for n in neg):
+                        guarded = conjoin(rule, {"regex": rx})
+                        consider(guarded, fix, key, level, None, constraints, transform, False)
                 if node is not None:
                     for extra in discriminating(node, pos, neg):
                         tier = 2 if _names_fragment(extra) else 1
