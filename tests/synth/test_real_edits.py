@@ -658,3 +658,34 @@ def test_a_layout_guarded_rule_keeps_one_line_objects_through_the_ast_grep_cli(
         timeout=60,
     )
     assert (tree / "held.ts").read_text() == TRAILING_WANT
+
+
+def test_a_multi_line_fix_in_tab_indented_code_keeps_to_the_examples_depth() -> None:
+    # ast-grep re-indents a fix by the spaces before the match, not tabs: a rule learned at
+    # depth 1 would write depth-1 lines into an object at depth 0 or 3. It leaves them alone.
+    before = "function f() {\n\tfoo({\n\t\ta: 1\n\t});\n\tbar({\n\t\tb: 2\n\t});\n\tg({x: 1});\n}\n"
+    after = before.replace("1\n", "1,\n").replace("2\n", "2,\n")
+    result = synthesize([Example(before, after, language="typescript")])
+    assert result.apply(before)[0] == after
+    same_depth = "function h() {\n\tbaz({\n\t\tc: 3\n\t});\n}\n"
+    assert result.apply(same_depth)[0] == same_depth.replace("3\n", "3,\n")
+    other_depths = (
+        "foo({\n\tc: 3\n});\nif (x) {\n\tif (y) {\n\t\tbaz(1, {\n\t\t\td: 4\n\t\t});\n\t}\n}\n"
+    )
+    assert result.apply(other_depths)[0] == other_depths
+
+
+def test_a_go_field_renamed_in_composite_literals_is_renamed_in_its_declaration_too() -> None:
+    # gin's `SkipPathes` -> `SkipPaths`: the examples show only `LoggerConfig{SkipPathes: x}`
+    # (an `identifier` there); the struct field and `conf.SkipPathes` are `field_identifier`s.
+    before = "package a\n\nfunc f() {\n\tx := C{SkipPathes: n}\n\ty := D{SkipPathes: m}\n\t_, _ = x, y\n}\n"
+    after = before.replace("SkipPathes", "SkipPaths")
+    result = synthesize([Example(before, after, language="go")])
+    held = (
+        "package a\n\ntype C struct {\n\tSkipPathes []string\n}\n\n"
+        "func g(c C, SkipPathes int) []string {\n\treturn c.SkipPathes\n}\n"
+    )
+    got = result.apply(held)[0]
+    assert "\tSkipPaths []string" in got and "return c.SkipPaths" in got
+    # The value-position identifiers stay renamed as before: the rename is of the name.
+    assert result.apply("package a\n\nvar v = C{Other: SkipPathes}\n")[0].count("SkipPaths") == 1

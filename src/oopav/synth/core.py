@@ -465,6 +465,15 @@ def _name_kinds(language: str) -> list[str]:
     return _KINDS_OF[language]
 
 
+def _field_key(node: SgNode) -> bool:
+    """``node`` is the key of a Go keyed element (``C{Name: v}``): a struct field's name."""
+    parent = node.parent()
+    if parent is None or parent.kind() != "literal_element":
+        return False
+    keyed = parent.parent()
+    return keyed is not None and keyed.kind() == "keyed_element" and keyed.child(0) == parent
+
+
 def _rename_candidates(
     seed: Site, remaining: list[tuple[Site, _Ex]], language: str
 ) -> list[dict[str, Any]]:
@@ -476,6 +485,13 @@ def _rename_candidates(
     space = _VALUE_KINDS if seed.node.kind() in _VALUE_KINDS else _MEMBER_KINDS
     every = [k for k in space if k in valid]
     first: list[dict[str, Any]] = []
+    if _field_key(seed.node):
+        # A field's name written as a composite literal's key (Go's `C{SkipPathes: n}`, an
+        # `identifier` there) is the same name as the field's declaration and its selectors
+        # (`field_identifier`): the rename reaches both spaces; narrowed by the examples'
+        # kept code like any other candidate.
+        both = [k for k in (*_VALUE_KINDS, *_MEMBER_KINDS) if k in valid]
+        first.append({"regex": regex0, "any": [{"kind": k} for k in dict.fromkeys(both)]})
     if seed.node.kind() in every and len(every) > 1:
         alts: list[dict[str, Any]] = [{"kind": k} for k in every]
         if space is _MEMBER_KINDS and language == "rust":
@@ -899,19 +915,46 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
 _METAVAR = re.compile(r"\$\$\$[A-Z_][A-Z0-9_]*|\$[A-Z_][A-Z0-9_]*")
 
 
-def _layout_regex(texts: list[str]) -> str | None:
-    """A regex that holds the layout every one of ``texts`` (multi-line matches) shares: a
-    line break, and where all of them open (close) with the same first (last) line, that line
-    alone (``{`` then a line break): a one-line object whose value spans lines is not of it."""
+def _layout_regex(texts: list[str], fix: str) -> str | None:
+    """A regex that holds the layout every one of ``texts`` (the multi-line matches of a rule
+    whose ``fix`` writes line breaks) shares: a line break, and where every match and the fix
+    open (close) with the same line, that line alone (``{`` then a line break): a one-line
+    object whose value spans lines is not of this layout. None when a text is one line."""
     if not texts or not all("\n" in t for t in texts):
         return None
     firsts = {t.split("\n", 1)[0].strip() for t in texts}
     lasts = {t.rsplit("\n", 1)[1].strip() for t in texts}
-    head = f"^{_rx_escape(firsts.pop())}[ \t]*\n" if len(firsts) == 1 else ""
-    tail = f"\n[ \t]*{_rx_escape(lasts.pop())}$" if len(lasts) == 1 else ""
+    fix_first, fix_last = fix.split("\n", 1)[0].strip(), fix.rsplit("\n", 1)[1].strip()
+    head = tail = ""
+    if firsts == {fix_first} and not _METAVAR.search(fix_first):
+        head = f"^{_rx_escape(fix_first)}[ \t]*\n"
+    if lasts == {fix_last} and not _METAVAR.search(fix_last):
+        tail = f"\n[ \t]*{_rx_escape(fix_last)}$"
+        # ast-grep re-indents a multi-line fix by the spaces before the match, not tabs: in
+        # tab-indented code the fix writes the examples' depth wherever it matches (ky's
+        # `{\n\t\t$A,\n\t}` at other depths). Keep such a rule to that depth (its closing
+        # line indented as the examples' are): code at another depth is left alone.
+        indents = {_indent(t.rsplit("\n", 1)[1]) for t in texts}
+        fix_indent = _indent(fix.rsplit("\n", 1)[1])
+        if "\t" in fix.split("\n", 1)[1] and indents == {fix_indent}:
+            tail = f"\n{fix_indent}{_rx_escape(fix_last)}$"
     if head and tail:
         return head + r"[\s\S]*" + tail
     return head or tail or "\n"
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _regexes(rule: Any) -> set[str]:
+    """Every ``regex`` in a rule object, at any depth."""
+    if isinstance(rule, dict):
+        own = {rule["regex"]} if isinstance(rule.get("regex"), str) else set()
+        return own.union(*(_regexes(v) for v in rule.values()))
+    if isinstance(rule, list):
+        return set().union(*(_regexes(v) for v in rule))
+    return set()
 
 
 def _fixes_layout(fix: str) -> bool:
@@ -940,8 +983,8 @@ def _same_layout(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     split = _classify(rule, exs)
     if split is None or not split[0]:
         return choice
-    rx = _layout_regex([n.text() for n in split[0]])
-    if rx is None or rx in json.dumps(choice.rule) or rx in repr(choice.rule):
+    rx = _layout_regex([n.text() for n in split[0]], choice.fix)
+    if rx is None or rx in _regexes(choice.rule):
         return choice
     guarded = conjoin(choice.rule, {"regex": rx})
     g = Rule(id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints)
@@ -1032,7 +1075,7 @@ def _search(
             if split is not None:
                 pos, neg = split
                 node = next((p for p in pos if _holds(p, seed)), None)
-                rx = _layout_regex([p.text() for p in pos]) if _fixes_layout(fix) else None
+                rx = _layout_regex([p.text() for p in pos], fix) if _fixes_layout(fix) else None
                 if node is not None and rx is not None:
                     # A fix that lays its match out over lines, whose wrong rewrites are all
                     # of another layout (one-line objects): the sites' layout is the context,
