@@ -689,3 +689,80 @@ def test_a_go_field_renamed_in_composite_literals_is_renamed_in_its_declaration_
     assert "\tSkipPaths []string" in got and "return c.SkipPaths" in got
     # The value-position identifiers stay renamed as before: the rename is of the name.
     assert result.apply("package a\n\nvar v = C{Other: SkipPathes}\n")[0].count("SkipPaths") == 1
+
+
+IMPORT_LIST_BEFORE = """\
+if TYPE_CHECKING:
+    from .console import (
+        Console,
+        ConsoleOptions,
+        ConsoleRenderable,
+        JustifyMethod,
+    )
+"""
+IMPORT_LINE_BEFORE = (
+    "from .console import Console, ConsoleOptions, ConsoleRenderable, RenderResult\n"
+)
+IMPORT_LIST_HELD = """\
+from .console import (
+    Console,
+    ConsoleOptions,
+    ConsoleRenderable,
+    RenderableType,
+    RenderResult,
+    Measurement,
+)
+from .console import Console, ConsoleRenderable, RenderResult, Segment
+x = ConsoleRenderable
+"""
+
+
+def test_a_name_removed_from_import_lists_of_any_length_and_layout_is_one_deletion() -> None:
+    # rich's `ConsoleRenderable,` removed from import lists: the rule once kept the whole
+    # list (`from $A import (\n $B,\n $C,\n ConsoleRenderable,\n ...)`, one metavariable an
+    # item), which matches no list of another length; now the item alone, with its comma.
+    result = synthesize(
+        [
+            Example(
+                IMPORT_LIST_BEFORE,
+                IMPORT_LIST_BEFORE.replace("        ConsoleRenderable,\n", ""),
+                language="python",
+            ),
+            Example(
+                IMPORT_LINE_BEFORE,
+                IMPORT_LINE_BEFORE.replace("ConsoleRenderable, ", ""),
+                language="python",
+            ),
+        ]
+    )
+    assert len(result.rules) == 1 and result.rules[0].fix == ""
+    assert result.rules[0].rule["inside"]["kind"] == "import_from_statement"
+    want = IMPORT_LIST_HELD.replace("    ConsoleRenderable,\n", "").replace(
+        "Console, ConsoleRenderable, ", "Console, "
+    )
+    assert result.apply(IMPORT_LIST_HELD)[0] == want  # the use below the imports stays
+
+
+def test_an_import_list_item_deletion_gives_the_same_file_through_the_ast_grep_cli(
+    tmp_path: Path,
+) -> None:
+    result = synthesize(
+        [
+            Example(
+                IMPORT_LIST_BEFORE,
+                IMPORT_LIST_BEFORE.replace("        ConsoleRenderable,\n", ""),
+                language="python",
+            )
+        ]
+    )
+    (tmp_path / "rule.yml").write_text(result.to_yaml())
+    (tmp_path / "held.py").write_text(IMPORT_LIST_HELD)
+    subprocess.run(
+        [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", "held.py"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (tmp_path / "held.py").read_text() == result.apply(IMPORT_LIST_HELD)[0]
+    assert "ConsoleRenderable,\n" not in (tmp_path / "held.py").read_text()

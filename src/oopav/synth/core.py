@@ -31,6 +31,7 @@ from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
 from oopav.synth.sites import (
     COMMENT_KINDS,
+    IMPORT_LISTS,
     LIST_KINDS,
     Site,
     SiteError,
@@ -1482,6 +1483,8 @@ def _companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule 
     block (nothing precedes it); its companion deletes those by joining the next one (and
     the other way round for the last in a block) — the same deletion wherever the statement
     sits, kept only when it rewrites nothing wrongly in the examples."""
+    if choice.fix == "":
+        return None  # an import list's item: see `_delete_candidates`
     base = {k: v for k, v in choice.rule.items() if k not in ("follows", "precedes")}
     if choice.expand_start:
         rule = {**base, "nthChild": 1, "precedes": {"pattern": "$NEXT", "stopBy": "neighbor"}}
@@ -1554,9 +1557,18 @@ def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str)
         bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
     bases.append(({"kind": kind, "regex": "^" + re.escape(node.text()) + "$"}, None))
     parent = node.parent()
+    if parent is not None and parent.kind() in IMPORT_LISTS:
+        # A name removed from an import list: only there (the name is used elsewhere),
+        # with the comma before it and the layout between (the list's one line, or the
+        # item's own line of a one-per-line list): the same rule for either layout. The
+        # first item of a list has no comma before it (no rule here; its own example).
+        where = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
+        comma = {"regex": "^,$"}
+        item_rel = {"follows": {**comma, "stopBy": "neighbor"}}
+        return [({**b, **where, **item_rel}, "", dict(comma), None, c) for b, c in bases]
     if parent is not None:
         # Narrower: only where the deleted node sits (the examples keep others elsewhere).
-        where: dict[str, Any] = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
+        where = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
         bases += [({**b, **where}, c) for b, c in bases]
     forms = [
         ({"follows": {"pattern": "$PREV", "stopBy": "neighbor"}}, "$PREV", "start"),
