@@ -766,3 +766,16 @@ def test_an_import_list_item_deletion_gives_the_same_file_through_the_ast_grep_c
     )
     assert (tmp_path / "held.py").read_text() == result.apply(IMPORT_LIST_HELD)[0]
     assert "ConsoleRenderable,\n" not in (tmp_path / "held.py").read_text()
+
+
+def test_a_letter_changed_inside_a_word_of_strings_replaces_that_word_only() -> None:
+    # gin's "Invalid node type" -> "invalid node type": the substitution once was `I` -> `i`
+    # in every string, and rewrote a test table's "/HI" paths.
+    before = 'package a\n\nfunc f() {\n\tpanic("Invalid node type")\n\tg("Invalid path")\n}\n'
+    after = before.replace("Invalid", "invalid")
+    result = synthesize([Example(before, after, language="go")])
+    (rule,) = result.rules
+    assert rule.transform is not None
+    assert rule.transform["NEW1"]["replace"]["replace"] == r"\bInvalid\b"
+    held = 'package a\n\nfunc k() {\n\tpanic("Invalid wildcard")\n\tx := []string{"/HI", "/Hi/", "Invalids"}\n}\n'
+    assert result.apply(held)[0] == held.replace('"Invalid wildcard"', '"invalid wildcard"')

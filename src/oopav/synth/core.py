@@ -1384,16 +1384,31 @@ def _string_transform(
         a, b = p.group(0), f.group(0)
         if a == b:
             continue
-        pairs = {
-            (a[i1:i2], b[j1:j2])
+        spans = {
+            (i1, i2, j1, j2)
             for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, False).get_opcodes()
             if tag != "equal"
         }
+        pairs = {(a[i1:i2], b[j1:j2]) for i1, i2, j1, j2 in spans}
         if len(pairs) != 1:
             return None
         old, new = pairs.pop()
         if not old or a.replace(old, new) != b:
             return None
+        # A change inside a word (gin's "Invalid node type" -> "invalid node type": `I` ->
+        # `i`) is a change of that word: replacing the letter in every string rewrote
+        # "/HI" too. Widen it to the whole word and replace the word only.
+        word = False
+        if all(_word_char(a, i1 - 1) or _word_char(a, i2) for i1, i2, _, _ in spans):
+            i1, i2, j1, j2 = min(spans)
+            while _word_char(a, i1 - 1):
+                i1, j1 = i1 - 1, j1 - 1
+            while _word_char(a, i2) and _word_char(b, j2):
+                i2, j2 = i2 + 1, j2 + 1
+            wide_old, wide_new = a[i1:i2], b[j1:j2]
+            if re.sub(_word_regex(wide_old), wide_new.replace("\\", "\\\\"), a) != b:
+                return None
+            old, new, word = wide_old, wide_new, True
         kind = "string"
         for n in top.node.find_all(regex="^" + re.escape(a) + "$"):
             if "string" in n.kind():
@@ -1405,12 +1420,15 @@ def _string_transform(
             "NEW1": {
                 "replace": {
                     "source": "$STR1",
-                    "replace": _REGEX_META.sub(r"\\\1", old),
+                    "replace": _word_regex(old) if word else _REGEX_META.sub(r"\\\1", old),
                     "by": new.replace("$", "$$"),
                 }
             }
         }
-        return pattern, fix, {"STR1": {"kind": kind}}, transform
+        cons: dict[str, Any] = {"kind": kind}
+        if word:
+            cons["regex"] = _word_regex(old)  # only strings that hold the word
+        return pattern, fix, {"STR1": cons}, transform
     return None
 
 
@@ -1652,6 +1670,10 @@ def _comment_substitution(before: str, after: str) -> tuple[str, str] | None:
     if re.sub(_word_regex(old), lambda _m: new, before) != after:
         return None
     return old, new
+
+
+def _word_char(text: str, i: int) -> bool:
+    return 0 <= i < len(text) and (text[i].isalnum() or text[i] == "_")
 
 
 def _word_regex(text: str) -> str:
