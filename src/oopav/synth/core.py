@@ -26,7 +26,7 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
-from oopav.synth.discriminate import conjoin
+from oopav.synth.discriminate import conjoin, value_constraints
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
 from oopav.synth.sites import (
@@ -1089,6 +1089,14 @@ def _search(
                         tier = 2 if _names_fragment(extra) else 1
                         args = (conjoin(rule, extra), fix, key, level, constraints, transform)
                         deferred.append((tier, len(deferred), args))
+                    # Which values, not where: the kept code differs from the sites in
+                    # what a metavariable binds (`null == x` kept, `404 == x` changed).
+                    names = sorted(
+                        set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", key.split("\0")[0]))
+                    )
+                    if transform is None:
+                        for cons in value_constraints(names, pos, neg):
+                            deferred.append((1, len(deferred), (rule, fix, key, level, cons, None)))
         if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
             # Names that share a shape (`pager`, `_nullpager`) at once, also listed; names
@@ -1237,6 +1245,13 @@ def _search(
                                 group,
                             )
             pending.clear()
+        if level >= 1 and deferred and not (
+            choices and max(len(c.covered) for c in choices) == len(remaining)
+        ):
+            # Lift less: a candidate narrowed by a context or a constraint at this level
+            # before a pattern that drags an enclosing block into the rule (koa's
+            # `$A == $B` with `A` not `null`, not the function body holding both sites).
+            run_deferred()
         if choices and max(len(c.covered) for c in choices) == len(remaining):
             break
     # The changed list alone (parameters, arguments) — when every rule found so far that
