@@ -1245,8 +1245,10 @@ def _search(
                                 group,
                             )
             pending.clear()
-        if level >= 1 and deferred and not (
-            choices and max(len(c.covered) for c in choices) == len(remaining)
+        if (
+            level >= 1
+            and deferred
+            and not (choices and max(len(c.covered) for c in choices) == len(remaining))
         ):
             # Lift less: a candidate narrowed by a context or a constraint at this level
             # before a pattern that drags an enclosing block into the rule (koa's
