@@ -286,11 +286,49 @@ def test_rules_that_interfere_side_by_side_are_learned_one_after_another() -> No
     """gin's `handlers` -> `value.handlers` and `tsr` -> `value.tsr`: the rule for one change
     rewrote code inside the block that the rule for the other had to match as it was, so
     the set failed ("interfere"). Now the second rule is learned on the text the first
-    produces, and the set reproduces the example in order."""
-    before = "z = 3\nx = old(1)\nif cond:\n    y = old(2)\n    z = 3\n"
-    after = "z = 3\nx = new(1)\nif cond:\n    y = new(2)\n    z = 4\n"
+    produces, and the set reproduces the example in order. (The `z = 3` kept in a second
+    block leaves no context that tells the changed one apart: only the enclosing `if`.)"""
+    before = "z = 3\nx = old(1)\nif cond:\n    y = old(2)\n    z = 3\nif other:\n    z = 3\n"
+    after = "z = 3\nx = new(1)\nif cond:\n    y = new(2)\n    z = 4\nif other:\n    z = 3\n"
     result = synthesize([Example(before, after, path="m.py")])
     assert any("one after another" in n for n in result.notes)
     assert result.rules[0].fix == "new"
     assert "old" not in str(result.rules[1].rule)
     assert result.apply(before)[0] == after
+
+
+def test_a_context_at_the_site_comes_before_lifting_to_the_block_that_holds_another_change() -> (
+    None
+):
+    """Lift less: `3` -> `4` kept at the top level and changed in a block is the literal
+    inside a block (the smallest discriminating context), tried before lifting it to the
+    whole `if` that also holds the other change (which interfered)."""
+    before = "z = 3\nx = old(1)\nif cond:\n    y = old(2)\n    z = 3\n"
+    after = "z = 3\nx = new(1)\nif cond:\n    y = new(2)\n    z = 4\n"
+    result = synthesize([Example(before, after, path="m.py")])
+    assert not any("one after another" in n for n in result.notes)
+    assert result.rules[1].rule == {"pattern": "3", "inside": {"kind": "block", "stopBy": "end"}}
+    assert result.apply("z = 3\nwhile c:\n    z = 3\n")[0] == "z = 3\nwhile c:\n    z = 4\n"
+
+
+def test_a_binary_operator_change_is_one_rule_that_excludes_the_kept_operand_kind() -> None:
+    """koa's `==` -> `===`, made on `404 == err.status` and `'string' == typeof body` and
+    kept on `null == body`: one rule `$A == $B` with `A` not `null` (was one rule per
+    operand shape, or the function body holding both), so `'[' == host[0]`, `304 == s` and
+    `len == ''` follow and `null == x` stays."""
+    before = (
+        "function f(err, body) {\n  if (404 == err.status || err.expose) return;\n"
+        "  if (null == body) {\n    return;\n  }\n  if ('string' == typeof body) return 1;\n}\n"
+    )
+    after = before.replace("404 ==", "404 ===").replace("'string' ==", "'string' ===")
+    result = synthesize([Example(before, after, language="javascript")])
+    (rule,) = result.rules
+    assert rule.rule == {"pattern": "$A == $B"} and rule.fix == "$A === $B"
+    assert rule.constraints == {"A": {"not": {"kind": "null"}}}
+    held = (
+        "if ('[' == host[0]) a();\nif (304 == s) b();\nif (len == '') c();\nif (null == x) d();\n"
+    )
+    want = (
+        held.replace("'[' ==", "'[' ===").replace("304 ==", "304 ===").replace("len ==", "len ===")
+    )
+    assert result.apply(held)[0] == want

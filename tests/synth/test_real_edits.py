@@ -613,3 +613,169 @@ def test_a_changed_parameter_list_is_rewritten_alone_not_with_the_body() -> None
         "\t]});\n"
     )
     assert result.apply(held)[0] == held.replace("(_request, _options, response)", "({response})")
+
+
+TRAILING_BEFORE = """\
+export const a = {
+\tfoo: 1
+};
+const b = {
+\tbar: 2
+};
+g({x: 1});
+"""
+TRAILING_AFTER = TRAILING_BEFORE.replace("1\n", "1,\n").replace("2\n", "2,\n")
+# Held out: multi-line objects get the comma; one-line objects, and a one-line object whose
+# value spans lines, keep their layout (the rule once laid them out over lines: ky's
+# trailing commas, 126 wrong hunks on one real commit).
+TRAILING_HELD = "const c = {\n\tbaz: 3\n};\nconst d = {q: 1};\nconst e = {h: [\n\t2\n]};\n"
+TRAILING_WANT = "const c = {\n\tbaz: 3,\n};\nconst d = {q: 1};\nconst e = {h: [\n\t2\n]};\n"
+
+
+def test_a_fix_that_hard_codes_a_multi_line_layout_matches_only_that_layout() -> None:
+    result = synthesize([Example(TRAILING_BEFORE, TRAILING_AFTER, language="typescript")])
+    assert result.apply(TRAILING_BEFORE)[0] == TRAILING_AFTER
+    assert len(result.rules) == 1
+    # The layout is the context (not an enclosing `variable_declarator`): a multi-line
+    # object passed as an argument gets the comma too.
+    assert "inside" not in result.rules[0].rule
+    assert result.apply(TRAILING_HELD)[0] == TRAILING_WANT
+    assert result.apply("f({\n\tz: 1\n});\n")[0] == "f({\n\tz: 1,\n});\n"
+
+
+def test_a_layout_guarded_rule_keeps_one_line_objects_through_the_ast_grep_cli(
+    tmp_path: Path,
+) -> None:
+    result = synthesize([Example(TRAILING_BEFORE, TRAILING_AFTER, language="typescript")])
+    (tmp_path / "rule.yml").write_text(result.to_yaml())
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "held.ts").write_text(TRAILING_HELD)
+    subprocess.run(
+        [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", str(tree)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (tree / "held.ts").read_text() == TRAILING_WANT
+
+
+def test_a_multi_line_fix_in_tab_indented_code_keeps_to_the_examples_depth() -> None:
+    # ast-grep re-indents a fix by the spaces before the match, not tabs: a rule learned at
+    # depth 1 would write depth-1 lines into an object at depth 0 or 3. It leaves them alone.
+    before = "function f() {\n\tfoo({\n\t\ta: 1\n\t});\n\tbar({\n\t\tb: 2\n\t});\n\tg({x: 1});\n}\n"
+    after = before.replace("1\n", "1,\n").replace("2\n", "2,\n")
+    result = synthesize([Example(before, after, language="typescript")])
+    assert result.apply(before)[0] == after
+    same_depth = "function h() {\n\tbaz({\n\t\tc: 3\n\t});\n}\n"
+    assert result.apply(same_depth)[0] == same_depth.replace("3\n", "3,\n")
+    other_depths = (
+        "foo({\n\tc: 3\n});\nif (x) {\n\tif (y) {\n\t\tbaz(1, {\n\t\t\td: 4\n\t\t});\n\t}\n}\n"
+    )
+    assert result.apply(other_depths)[0] == other_depths
+
+
+def test_a_go_field_renamed_in_composite_literals_is_renamed_in_its_declaration_too() -> None:
+    # gin's `SkipPathes` -> `SkipPaths`: the examples show only `LoggerConfig{SkipPathes: x}`
+    # (an `identifier` there); the struct field and `conf.SkipPathes` are `field_identifier`s.
+    before = "package a\n\nfunc f() {\n\tx := C{SkipPathes: n}\n\ty := D{SkipPathes: m}\n\t_, _ = x, y\n}\n"
+    after = before.replace("SkipPathes", "SkipPaths")
+    result = synthesize([Example(before, after, language="go")])
+    held = (
+        "package a\n\ntype C struct {\n\tSkipPathes []string\n}\n\n"
+        "func g(c C, SkipPathes int) []string {\n\treturn c.SkipPathes\n}\n"
+    )
+    got = result.apply(held)[0]
+    assert "\tSkipPaths []string" in got and "return c.SkipPaths" in got
+    # The value-position identifiers stay renamed as before: the rename is of the name.
+    assert result.apply("package a\n\nvar v = C{Other: SkipPathes}\n")[0].count("SkipPaths") == 1
+
+
+IMPORT_LIST_BEFORE = """\
+if TYPE_CHECKING:
+    from .console import (
+        Console,
+        ConsoleOptions,
+        ConsoleRenderable,
+        JustifyMethod,
+    )
+"""
+IMPORT_LINE_BEFORE = (
+    "from .console import Console, ConsoleOptions, ConsoleRenderable, RenderResult\n"
+)
+IMPORT_LIST_HELD = """\
+from .console import (
+    Console,
+    ConsoleOptions,
+    ConsoleRenderable,
+    RenderableType,
+    RenderResult,
+    Measurement,
+)
+from .console import Console, ConsoleRenderable, RenderResult, Segment
+x = ConsoleRenderable
+"""
+
+
+def test_a_name_removed_from_import_lists_of_any_length_and_layout_is_one_deletion() -> None:
+    # rich's `ConsoleRenderable,` removed from import lists: the rule once kept the whole
+    # list (`from $A import (\n $B,\n $C,\n ConsoleRenderable,\n ...)`, one metavariable an
+    # item), which matches no list of another length; now the item alone, with its comma.
+    result = synthesize(
+        [
+            Example(
+                IMPORT_LIST_BEFORE,
+                IMPORT_LIST_BEFORE.replace("        ConsoleRenderable,\n", ""),
+                language="python",
+            ),
+            Example(
+                IMPORT_LINE_BEFORE,
+                IMPORT_LINE_BEFORE.replace("ConsoleRenderable, ", ""),
+                language="python",
+            ),
+        ]
+    )
+    assert len(result.rules) == 1 and result.rules[0].fix == ""
+    assert result.rules[0].rule["inside"]["kind"] == "import_from_statement"
+    want = IMPORT_LIST_HELD.replace("    ConsoleRenderable,\n", "").replace(
+        "Console, ConsoleRenderable, ", "Console, "
+    )
+    assert result.apply(IMPORT_LIST_HELD)[0] == want  # the use below the imports stays
+
+
+def test_an_import_list_item_deletion_gives_the_same_file_through_the_ast_grep_cli(
+    tmp_path: Path,
+) -> None:
+    result = synthesize(
+        [
+            Example(
+                IMPORT_LIST_BEFORE,
+                IMPORT_LIST_BEFORE.replace("        ConsoleRenderable,\n", ""),
+                language="python",
+            )
+        ]
+    )
+    (tmp_path / "rule.yml").write_text(result.to_yaml())
+    (tmp_path / "held.py").write_text(IMPORT_LIST_HELD)
+    subprocess.run(
+        [find_cli(), "scan", "--rule", str(tmp_path / "rule.yml"), "--update-all", "held.py"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (tmp_path / "held.py").read_text() == result.apply(IMPORT_LIST_HELD)[0]
+    assert "ConsoleRenderable,\n" not in (tmp_path / "held.py").read_text()
+
+
+def test_a_letter_changed_inside_a_word_of_strings_replaces_that_word_only() -> None:
+    # gin's "Invalid node type" -> "invalid node type": the substitution once was `I` -> `i`
+    # in every string, and rewrote a test table's "/HI" paths.
+    before = 'package a\n\nfunc f() {\n\tpanic("Invalid node type")\n\tg("Invalid path")\n}\n'
+    after = before.replace("Invalid", "invalid")
+    result = synthesize([Example(before, after, language="go")])
+    (rule,) = result.rules
+    assert rule.transform is not None
+    assert rule.transform["NEW1"]["replace"]["replace"] == r"\bInvalid\b"
+    held = 'package a\n\nfunc k() {\n\tpanic("Invalid wildcard")\n\tx := []string{"/HI", "/Hi/", "Invalids"}\n}\n'
+    assert result.apply(held)[0] == held.replace('"Invalid wildcard"', '"invalid wildcard"')

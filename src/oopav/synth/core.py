@@ -26,11 +26,12 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
-from oopav.synth.discriminate import conjoin
+from oopav.synth.discriminate import conjoin, value_constraints
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
 from oopav.synth.sites import (
     COMMENT_KINDS,
+    IMPORT_LISTS,
     LIST_KINDS,
     Site,
     SiteError,
@@ -465,6 +466,15 @@ def _name_kinds(language: str) -> list[str]:
     return _KINDS_OF[language]
 
 
+def _field_key(node: SgNode) -> bool:
+    """``node`` is the key of a Go keyed element (``C{Name: v}``): a struct field's name."""
+    parent = node.parent()
+    if parent is None or parent.kind() != "literal_element":
+        return False
+    keyed = parent.parent()
+    return keyed is not None and keyed.kind() == "keyed_element" and keyed.child(0) == parent
+
+
 def _rename_candidates(
     seed: Site, remaining: list[tuple[Site, _Ex]], language: str
 ) -> list[dict[str, Any]]:
@@ -476,6 +486,13 @@ def _rename_candidates(
     space = _VALUE_KINDS if seed.node.kind() in _VALUE_KINDS else _MEMBER_KINDS
     every = [k for k in space if k in valid]
     first: list[dict[str, Any]] = []
+    if _field_key(seed.node):
+        # A field's name written as a composite literal's key (Go's `C{SkipPathes: n}`, an
+        # `identifier` there) is the same name as the field's declaration and its selectors
+        # (`field_identifier`): the rename reaches both spaces; narrowed by the examples'
+        # kept code like any other candidate.
+        both = [k for k in (*_VALUE_KINDS, *_MEMBER_KINDS) if k in valid]
+        first.append({"regex": regex0, "any": [{"kind": k} for k in dict.fromkeys(both)]})
     if seed.node.kind() in every and len(every) > 1:
         alts: list[dict[str, Any]] = [{"kind": k} for k in every]
         if space is _MEMBER_KINDS and language == "rust":
@@ -661,7 +678,7 @@ def synthesize(
             top_choices = sorted(
                 (c for c in choices if len(c.covered) == best), key=lambda c: c.order
             )
-            chosen = _idempotent(top_choices[0], seed, exs, lang)
+            chosen = _same_layout(_idempotent(top_choices[0], seed, exs, lang), exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
             wider = [
                 c
@@ -736,7 +753,7 @@ def synthesize(
                 raise SynthesisError("no rule", seed.example)
             best = max(len(c.covered) for c in choices)
             top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
-            chosen = _idempotent(top[0], seed, cur, lang)
+            chosen = _same_layout(_idempotent(top[0], seed, cur, lang), cur, lang)
             step = [
                 SynthRule(
                     id="s",
@@ -896,6 +913,91 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
     )
 
 
+_METAVAR = re.compile(r"\$\$\$[A-Z_][A-Z0-9_]*|\$[A-Z_][A-Z0-9_]*")
+
+
+def _layout_regex(texts: list[str], fix: str) -> str | None:
+    """A regex that holds the layout every one of ``texts`` (the multi-line matches of a rule
+    whose ``fix`` writes line breaks) shares: a line break, and where every match and the fix
+    open (close) with the same line, that line alone (``{`` then a line break): a one-line
+    object whose value spans lines is not of this layout. None when a text is one line."""
+    if not texts or not all("\n" in t for t in texts):
+        return None
+    firsts = {t.split("\n", 1)[0].strip() for t in texts}
+    lasts = {t.rsplit("\n", 1)[1].strip() for t in texts}
+    fix_first, fix_last = fix.split("\n", 1)[0].strip(), fix.rsplit("\n", 1)[1].strip()
+    head = tail = ""
+    if firsts == {fix_first} and not _METAVAR.search(fix_first):
+        head = f"^{_rx_escape(fix_first)}[ \t]*\n"
+    if lasts == {fix_last} and not _METAVAR.search(fix_last):
+        tail = f"\n[ \t]*{_rx_escape(fix_last)}$"
+        # ast-grep re-indents a multi-line fix by the spaces before the match, not tabs: in
+        # tab-indented code the fix writes the examples' depth wherever it matches (ky's
+        # `{\n\t\t$A,\n\t}` at other depths). Keep such a rule to that depth (its closing
+        # line indented as the examples' are): code at another depth is left alone.
+        indents = {_indent(t.rsplit("\n", 1)[1]) for t in texts}
+        fix_indent = _indent(fix.rsplit("\n", 1)[1])
+        if "\t" in fix.split("\n", 1)[1] and indents == {fix_indent}:
+            tail = f"\n{fix_indent}{_rx_escape(fix_last)}$"
+    if head and tail:
+        return head + r"[\s\S]*" + tail
+    return head or tail or "\n"
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _regexes(rule: Any) -> set[str]:
+    """Every ``regex`` in a rule object, at any depth."""
+    if isinstance(rule, dict):
+        own = {rule["regex"]} if isinstance(rule.get("regex"), str) else set()
+        return own.union(*(_regexes(v) for v in rule.values()))
+    if isinstance(rule, list):
+        return set().union(*(_regexes(v) for v in rule))
+    return set()
+
+
+def _fixes_layout(fix: str) -> bool:
+    """The fix writes a line break of its own (outside its metavariables)."""
+    return "\n" in _METAVAR.sub("", fix)
+
+
+def _rx_escape(text: str) -> str:
+    """``text`` as a literal in ast-grep's (Rust) regex syntax."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
+
+
+def _same_layout(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
+    """The choice, kept to the layout class of its sites when its fix hard-codes a line break:
+    learned from multi-line sites only (``{\\n\\t$A\\n}`` -> ``{\\n\\t$A,\\n}``, a
+    trailing comma), it would also match the one-line nodes of the pattern's shape (ast-grep
+    matches modulo layout) and lay them out over several lines. The guard: a ``regex`` on the
+    matched text that only the sites' layout meets (see :func:`_layout_regex`)."""
+    if choice.expand_start or choice.expand_end or choice.transform:
+        return choice
+    if not _fixes_layout(choice.fix):
+        return choice
+    rule = Rule(
+        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
+    )
+    split = _classify(rule, exs)
+    if split is None or not split[0]:
+        return choice
+    rx = _layout_regex([n.text() for n in split[0]], choice.fix)
+    if rx is None or rx in _regexes(choice.rule):
+        return choice
+    guarded = conjoin(choice.rule, {"regex": rx})
+    g = Rule(id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints)
+    try:
+        covered = _evaluate(g, exs)
+    except RuleError:
+        return choice
+    if covered is None or covered != choice.covered:
+        return choice
+    return replace(choice, rule=guarded)
+
+
 def _is_list(cons: dict[str, Any]) -> bool:
     """Name constraints that only list names (``^(?:a|b)$``)."""
     return all(str(c.get("regex", "")).startswith("^(?:") for c in cons.values())
@@ -974,11 +1076,27 @@ def _search(
             if split is not None:
                 pos, neg = split
                 node = next((p for p in pos if _holds(p, seed)), None)
+                rx = _layout_regex([p.text() for p in pos], fix) if _fixes_layout(fix) else None
+                if node is not None and rx is not None:
+                    # A fix that lays its match out over lines, whose wrong rewrites are all
+                    # of another layout (one-line objects): the sites' layout is the context,
+                    # at once (before an enclosing context: it says nothing about where).
+                    if not any(re.search(rx, n.text()) for n in neg):
+                        guarded = conjoin(rule, {"regex": rx})
+                        consider(guarded, fix, key, level, None, constraints, transform, False)
                 if node is not None:
                     for extra in discriminating(node, pos, neg):
                         tier = 2 if _names_fragment(extra) else 1
                         args = (conjoin(rule, extra), fix, key, level, constraints, transform)
                         deferred.append((tier, len(deferred), args))
+                    # Which values, not where: the kept code differs from the sites in
+                    # what a metavariable binds (`null == x` kept, `404 == x` changed).
+                    names = sorted(
+                        set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", key.split("\0")[0]))
+                    )
+                    if transform is None:
+                        for cons in value_constraints(names, pos, neg):
+                            deferred.append((1, len(deferred), (rule, fix, key, level, cons, None)))
         if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
             # Names that share a shape (`pager`, `_nullpager`) at once, also listed; names
@@ -1127,6 +1245,15 @@ def _search(
                                 group,
                             )
             pending.clear()
+        if (
+            level >= 1
+            and deferred
+            and not (choices and max(len(c.covered) for c in choices) == len(remaining))
+        ):
+            # Lift less: a candidate narrowed by a context or a constraint at this level
+            # before a pattern that drags an enclosing block into the rule (koa's
+            # `$A == $B` with `A` not `null`, not the function body holding both sites).
+            run_deferred()
         if choices and max(len(c.covered) for c in choices) == len(remaining):
             break
     # The changed list alone (parameters, arguments) — when every rule found so far that
@@ -1274,16 +1401,31 @@ def _string_transform(
         a, b = p.group(0), f.group(0)
         if a == b:
             continue
-        pairs = {
-            (a[i1:i2], b[j1:j2])
+        spans = {
+            (i1, i2, j1, j2)
             for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, False).get_opcodes()
             if tag != "equal"
         }
+        pairs = {(a[i1:i2], b[j1:j2]) for i1, i2, j1, j2 in spans}
         if len(pairs) != 1:
             return None
         old, new = pairs.pop()
         if not old or a.replace(old, new) != b:
             return None
+        # A change inside a word (gin's "Invalid node type" -> "invalid node type": `I` ->
+        # `i`) is a change of that word: replacing the letter in every string rewrote
+        # "/HI" too. Widen it to the whole word and replace the word only.
+        word = False
+        if all(_word_char(a, i1 - 1) or _word_char(a, i2) for i1, i2, _, _ in spans):
+            i1, i2, j1, j2 = min(spans)
+            while _word_char(a, i1 - 1):
+                i1, j1 = i1 - 1, j1 - 1
+            while _word_char(a, i2) and _word_char(b, j2):
+                i2, j2 = i2 + 1, j2 + 1
+            wide_old, wide_new = a[i1:i2], b[j1:j2]
+            if re.sub(_word_regex(wide_old), wide_new.replace("\\", "\\\\"), a) != b:
+                return None
+            old, new, word = wide_old, wide_new, True
         kind = "string"
         for n in top.node.find_all(regex="^" + re.escape(a) + "$"):
             if "string" in n.kind():
@@ -1295,12 +1437,15 @@ def _string_transform(
             "NEW1": {
                 "replace": {
                     "source": "$STR1",
-                    "replace": _REGEX_META.sub(r"\\\1", old),
+                    "replace": _word_regex(old) if word else _REGEX_META.sub(r"\\\1", old),
                     "by": new.replace("$", "$$"),
                 }
             }
         }
-        return pattern, fix, {"STR1": {"kind": kind}}, transform
+        cons: dict[str, Any] = {"kind": kind}
+        if word:
+            cons["regex"] = _word_regex(old)  # only strings that hold the word
+        return pattern, fix, {"STR1": cons}, transform
     return None
 
 
@@ -1373,6 +1518,8 @@ def _companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule 
     block (nothing precedes it); its companion deletes those by joining the next one (and
     the other way round for the last in a block) — the same deletion wherever the statement
     sits, kept only when it rewrites nothing wrongly in the examples."""
+    if choice.fix == "":
+        return None  # an import list's item: see `_delete_candidates`
     base = {k: v for k, v in choice.rule.items() if k not in ("follows", "precedes")}
     if choice.expand_start:
         rule = {**base, "nthChild": 1, "precedes": {"pattern": "$NEXT", "stopBy": "neighbor"}}
@@ -1445,9 +1592,18 @@ def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str)
         bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
     bases.append(({"kind": kind, "regex": "^" + re.escape(node.text()) + "$"}, None))
     parent = node.parent()
+    if parent is not None and parent.kind() in IMPORT_LISTS:
+        # A name removed from an import list: only there (the name is used elsewhere),
+        # with the comma before it and the layout between (the list's one line, or the
+        # item's own line of a one-per-line list): the same rule for either layout. The
+        # first item of a list has no comma before it (no rule here; its own example).
+        where = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
+        comma = {"regex": "^,$"}
+        item_rel = {"follows": {**comma, "stopBy": "neighbor"}}
+        return [({**b, **where, **item_rel}, "", dict(comma), None, c) for b, c in bases]
     if parent is not None:
         # Narrower: only where the deleted node sits (the examples keep others elsewhere).
-        where: dict[str, Any] = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
+        where = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
         bases += [({**b, **where}, c) for b, c in bases]
     forms = [
         ({"follows": {"pattern": "$PREV", "stopBy": "neighbor"}}, "$PREV", "start"),
@@ -1531,6 +1687,10 @@ def _comment_substitution(before: str, after: str) -> tuple[str, str] | None:
     if re.sub(_word_regex(old), lambda _m: new, before) != after:
         return None
     return old, new
+
+
+def _word_char(text: str, i: int) -> bool:
+    return 0 <= i < len(text) and (text[i].isalnum() or text[i] == "_")
 
 
 def _word_regex(text: str) -> str:

@@ -29,6 +29,7 @@ negative); the caller still verifies the conjoined rule on the examples.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ast_grep_py import SgNode
@@ -268,3 +269,32 @@ def conjoin(rule: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         return {**rule, **extra}
     rest = {k: v for k, v in rule.items() if k != "all"}
     return {**rest, "all": [*rule.get("all", []), extra]}
+
+
+def value_constraints(
+    names: list[str], pos: list[SgNode], neg: list[SgNode]
+) -> list[dict[str, Any]]:
+    """Metavariable constraints that keep the positives' values and exclude every negative's:
+    koa's `404 == err.status`, `'string' == typeof body` changed to `===` where
+    `null == body` is kept gives ``$A == $B`` with ``A: {not: {kind: null}}`` — one rule for
+    every operand the examples do not keep, not one per operand shape. By kind first (any
+    other kind of value, the wider), then by text. Each constraint is checked here on the
+    matches (``pos``/``neg`` must come from a rule that binds ``names``)."""
+    out: list[dict[str, Any]] = []
+    for name in names:
+        pv = [n.get_match(name) for n in pos]
+        nv = [n.get_match(name) for n in neg]
+        if not pv or not nv or any(v is None for v in pv + nv):
+            continue
+        pk = {v.kind() for v in pv if v is not None}
+        nk = {v.kind() for v in nv if v is not None}
+        if not pk & nk:
+            alts = [{"kind": k} for k in sorted(nk)]
+            out.append({name: {"not": alts[0] if len(alts) == 1 else {"any": alts}}})
+            continue
+        pt = {v.text() for v in pv if v is not None}
+        nt = {v.text() for v in nv if v is not None}
+        if not pt & nt and all("\n" not in t for t in nt):
+            words = "|".join(re.escape(t) for t in sorted(nt))
+            out.append({name: {"not": {"regex": f"^(?:{words})$"}}})
+    return out[:MAX_CONSTRAINTS]

@@ -400,6 +400,10 @@ def _insertion(
     return None
 
 
+# Lists of imported names whose items a deletion removes one by one (with a comma).
+IMPORT_LISTS = frozenset({"import_from_statement", "import_statement", "named_imports", "use_list"})
+
+
 def _deletions(index: int, before: str, broot: SgNode, e: Edit, i: int) -> list[Site]:
     """Whole sibling nodes (statements, attributes, imports) that a pure deletion removes,
     one site each, when deleting them with the layout before each (or, for the first of a
@@ -422,17 +426,26 @@ def _deletions(index: int, before: str, broot: SgNode, e: Edit, i: int) -> list[
         ]
         # A comment deleted with the statement below it (its documentation) goes with it;
         # comments alone are not deletions.
+        # Names removed from an import list (`from m import (a, b, c)`, `{a, b}`): the
+        # commas between them are separators, not deleted nodes.
+        items = parent.kind() in IMPORT_LISTS
+        if items:
+            nodes = [c for c in nodes if c.is_named() or c.text() != ","]
         if not nodes or any(not c.is_named() for c in nodes):
             continue
         if all(c.kind() in COMMENT_KINDS for c in nodes):
             continue
-        if nodes[0].range().start.index != s0 or nodes[-1].range().end.index != s1:
+        if not items and (nodes[0].range().start.index != s0 or nodes[-1].range().end.index != s1):
             continue
         for form in ("prev", "next"):
             out: list[Site] = []
             for n in nodes:
                 r = n.range()
                 sib = n.prev() if form == "prev" else n.next()
+                while items and sib is not None and sib.text() == ",":
+                    # The item's neighbour across its comma: the deletion takes the comma
+                    # and the layout between them (one line of a one-per-line list).
+                    sib = sib.prev() if form == "prev" else sib.next()
                 if sib is None or not sib.is_named():
                     break
                 a, b = (
