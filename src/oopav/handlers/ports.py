@@ -89,11 +89,11 @@ class BwrapSandbox:
         import msgspec
 
         from oopav.sandbox.environment import (
-            EnvironmentError_,
-            limits_for,
             JUNIT_FILE,
             REPORT_FILE,
+            EnvironmentError_,
             direct_pytest,
+            limits_for,
             read_report,
             sandbox_config_for,
             wants_plugins,

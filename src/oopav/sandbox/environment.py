@@ -718,14 +718,17 @@ def parse_plugin_report(path: Path) -> Any:
     try:
         if not isinstance(data, dict) or data.get("v") != 1:
             return None
-        lists = [data["failed"], data["errors"], data["skipped_ids"]]
+        failed, errors, skipped = data["failed"], data["errors"], data["skipped_ids"]
+        lists = (failed, errors, skipped)
         if not all(isinstance(x, list) and all(isinstance(i, str) for i in x) for x in lists):
             return None
         return _test_report(
             int(data["total"]),
             int(data["passed"]),
             int(data["skipped"]),
-            *lists,
+            failed,
+            errors,
+            skipped,
             float(data["time_s"]),
         )
     except (KeyError, TypeError, ValueError):
