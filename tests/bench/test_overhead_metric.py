@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace as NS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from realprojects import PROJECT_PURPOSES, ran_here_ms  # noqa: E402
+from realprojects import PROJECT_PURPOSES, ran_here_ms
 
 
 def _rec(key: str, purpose: str, ms: float, reused_from: str | None = None) -> NS:
