@@ -90,7 +90,11 @@ class Observer:
         self, event: ev.TaskSubmitted, state: SessionState, out: Emitter, delivery: Delivery | None
     ) -> None:
         from oopav.handlers.support.repo_check import repo_problem
-        from oopav.handlers.support.workspace import restored_tree, store_starting_tree
+        from oopav.handlers.support.workspace import (
+            restored_tree,
+            settle_tree,
+            start_storing_tree,
+        )
         from oopav.history.blobs import BlobError
         from oopav.sandbox.workspace import WorkspaceError, prepare_workspace
 
@@ -139,7 +143,7 @@ class Observer:
         finally:
             if restored is not None and restored.temporary:
                 await asyncio.to_thread(shutil.rmtree, restored.path, True)
-        tree = await store_starting_tree(Path(info.path), ports)
+        tree, storing = await start_storing_tree(Path(info.path), ports)
         ws = out.emit(
             ev.WorkspacePrepared,
             path=info.path,
@@ -151,15 +155,25 @@ class Observer:
             tree=tree,
         )
         state.workspace = ws
+        try:
+            await self._after_workspace(event, state, out, Path(info.path))
+        except BaseException:
+            if storing is not None:
+                storing.cancel()
+            raise
+        await settle_tree(storing, out.events, ws)
+
+    async def _after_workspace(
+        self, event: ev.TaskSubmitted, state: SessionState, out: Emitter, root: Path
+    ) -> None:
+        ports = out.ports
         if event.examples:
             from oopav.handlers.support.examples_check import examples_match_nothing
             from oopav.handlers.support.model_calls import model_spec
 
             if model_spec(state, ports).startswith("synth:"):
                 # Before any test: a learned rule that matches nothing can only be retried.
-                why = await asyncio.to_thread(
-                    examples_match_nothing, Path(info.path), list(event.examples)
-                )
+                why = await asyncio.to_thread(examples_match_nothing, root, list(event.examples))
                 if why is not None:
                     await complete(out, state, "failed", why, reason="examples_match_nothing")
                     return
