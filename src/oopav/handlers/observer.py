@@ -17,6 +17,7 @@ so "tests passed before, fail after" can fire."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import shutil
 from pathlib import Path
@@ -254,11 +255,29 @@ class Observer:
         scan = asyncio.ensure_future(
             asyncio.to_thread(functools.partial(scan_tree, files, listed=paths))
         )
+        # The planner's repo map parses the tree next; its tags cache (disposable, keyed by
+        # file content: the planner's own directory) is filled while the suite runs instead.
+        warm = (
+            asyncio.ensure_future(
+                asyncio.to_thread(
+                    _warm_repo_map, root, out.ports.settings.data_dir / "cache" / "repomap"
+                )
+            )
+            if round_ == 0
+            else None
+        )
         try:
-            return await self._measure_with(cause, state, out, round_, root, scan)
+            result = await self._measure_with(cause, state, out, round_, root, scan)
+        except BaseException:
+            if warm is not None:
+                warm.cancel()
+            raise
         finally:
             if not scan.done():
                 scan.cancel()
+        if warm is not None:
+            await warm  # a few tenths of a second at most; the planner would pay it after
+        return result
 
     async def _measure_with(
         self,
@@ -612,6 +631,15 @@ async def _second_opinion(state: SessionState, out: Emitter, reasons: list[str])
     if said.skipped is not None:
         return f"critic: {said.skipped}"
     return f"the critic's second opinion: {said.verdict}: " + "; ".join(said.reasons)
+
+
+def _warm_repo_map(root: Path, cache_dir: Path) -> None:
+    """``context.repomap.warm_repo_map``; a map is an aid: a failure here only costs the
+    planner the parse it would have done anyway."""
+    from oopav.context.repomap import warm_repo_map
+
+    with contextlib.suppress(Exception):
+        warm_repo_map(root, cache_dir)
 
 
 def _expected_broken(state: SessionState, step: int) -> bool:
