@@ -35,8 +35,10 @@ Reported per project and in total: competent changes that succeeded; breaking ch
 false failures (a gate failed on a competent change: the change is good, so any failing gate
 is false); incomplete renames and how many were reported; ``replay --verify`` over every
 session; oopav's own overhead per session (wall time minus the time the project's own
-commands ran: tests, type check, doc tests, lint). Targets: 0 false failures, 0 breaking
-changes passed, 100 % replay verify, every incomplete rename reported.
+commands ran in that session: tests, type check, doc tests, lint; a reused baseline or a
+verdict reused from an identical run is not a command run, so it is not subtracted).
+Targets: 0 false failures, 0 breaking changes passed, 100 % replay verify, every incomplete
+rename reported.
 """
 
 from __future__ import annotations
@@ -499,14 +501,34 @@ async def run_project(project: Project, repo: Path, data: Path) -> list[dict[str
     return rows
 
 
+def ran_here_ms(events: list[Any], purposes: tuple[str, ...]) -> float:
+    """The time of the project's commands this session ran itself, each once: not the records
+    it reused (issue 28), whose durations are another run's — an observation that follows
+    ``baseline_reused`` carries the earlier session's baseline execs, and a record with
+    ``reused_from`` was served from an identical run. Counting those made the overhead
+    (wall time less this) negative."""
+    seen: set[str] = set()
+    total = 0.0
+    reused_baseline = False
+    for e in events:
+        if e.type == "baseline_reused":
+            reused_baseline = True
+            continue
+        execs = getattr(e, "execs", None) or []
+        if reused_baseline and e.type == "observation_recorded" and e.phase == "baseline":
+            reused_baseline = False  # this observation is the reuse: its execs ran elsewhere
+            continue
+        for rec in execs:
+            if rec.purpose in purposes and rec.reused_from is None and rec.key not in seen:
+                seen.add(rec.key)
+                total += rec.duration_ms
+    return total
+
+
 def measure(
     project: Project, change: Change, repo: Path, state: Any, events: list[Any], wall: float
 ) -> dict[str, Any]:
-    own_ms = 0.0
-    for e in events:
-        for rec in getattr(e, "execs", None) or []:
-            if rec.purpose in PROJECT_PURPOSES:
-                own_ms += rec.duration_ms
+    own_ms = ran_here_ms(events, PROJECT_PURPOSES)
     gates = [e for e in events if e.type == "gate_evaluated"]
     failed_gates = [g for g in gates if not g.passed]
     competent = change.expect == "success"

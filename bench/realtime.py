@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -123,12 +124,28 @@ def by_hand(repo: Path, project: Project, python: str) -> float:
     src = "src" if (repo / "src").is_dir() else "."
     env = {**os.environ, "PYTHONPATH": src, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PYTEST_ADDOPTS", None)
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), children_cpu()
     proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, check=False)
     took = time.perf_counter() - t
+    HAND_CPU.append(children_cpu() - cpu)
     if proc.returncode != 0:
         raise SystemExit(f"{repo.name}: the tests fail by hand:\n{proc.stdout[-2000:]}")
     return took
+
+
+# CPU seconds (user + sys): what the machine's load cannot inflate. The hand runs' CPU, and
+# per session the bench process's own (every handler runs in it).
+HAND_CPU: list[float] = []
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def own_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def script(project: Project, replace: str) -> dict[str, list[str]]:
@@ -177,13 +194,14 @@ async def session(
         # by some projects but not in their test env; the compile gate would fail on it).
         "policy": {"lint": False, "tests_per_action": False, "compile_command": ["true"]},
     }
-    t = time.perf_counter()
+    t, cpu_own = time.perf_counter(), own_cpu()
     reply = await submit_task(bus, body, timeout=120)
     if "session_id" not in reply:
         raise SystemExit(f"refused: {reply}")
     sid = reply["session_id"]
     state = await wait_session(bus, sid, 1800)
     wall = time.perf_counter() - t
+    cpu_own = own_cpu() - cpu_own
     events = [e for _, e in await bus.events.read("session", sid)]
     tests_ms = sum(
         r.duration_ms
@@ -212,6 +230,7 @@ async def session(
         "summary": f"{state.summary} [{', '.join(e.type for e in events)}]",
         "outcome": state.outcome,
         "wall": wall,
+        "cpu_own": cpu_own,
         "tests_s": tests_ms / 1000,
         "reused": reused,
         "catch": catch,
@@ -230,6 +249,7 @@ async def one_project(src: Path, python: str) -> dict[str, Any]:
     from oopav.services import run_handlers
 
     project = which(src)
+    HAND_CPU.clear()
     root = Path(tempfile.mkdtemp(prefix=f"oopav-realtime-{project.package}-"))
     repo = prepare(src, root / project.package)
     affected = affected_tests(repo, [project.path])
@@ -262,6 +282,7 @@ async def one_project(src: Path, python: str) -> dict[str, Any]:
         "hand_mid": hand_mid,
         "hand2": hand2,
         "hand": hand,
+        "hand_cpu": statistics.median(HAND_CPU),
         "first": first,
         "second": second,
         "affected": (len(affected.tests), affected.total) if affected else None,
@@ -279,6 +300,11 @@ def figures(r: dict[str, Any]) -> dict[str, float]:
         "own": f["wall"] - f["tests_s"],
         "overhead": (f["wall"] - 2 * hand) / (2 * hand),
         "ratio2": s["wall"] / f["wall"],
+        # oopav's own CPU (the bench process runs every handler), against a hand run's: what
+        # the load does not inflate. The sandboxed commands' CPU is not in it (bwrap's
+        # processes are not all reaped into this process's children).
+        "cpu_own": f["cpu_own"],
+        "hand_cpu": r["hand_cpu"],
         "catch": s["catch"],
         "catch_ratio": s["catch"] / hand,
     }
@@ -325,6 +351,11 @@ def main() -> None:
                 f"{100 * fig['overhead']:+.0f}%; gate {f['stages']}"
             )
             print(
+                f"CPU (user+sys): by hand {r['hand_cpu']:.2f} s a run; oopav's process "
+                f"{f['cpu_own']:.2f} s in session 1 ({100 * f['cpu_own'] / (2 * r['hand_cpu']):.0f}%"
+                f" of 2x hand), {s['cpu_own']:.2f} s in session 2"
+            )
+            print(
                 f"session 2 (breaking, same commit): {s['outcome']}, {s['wall']:.1f} s "
                 f"({fig['ratio2']:.2f}x session 1), baseline reused: {s['reused']}; caught "
                 f"{s['catch']:.1f} s after the change ({fig['catch_ratio']:.2f}x the suite by "
@@ -342,7 +373,8 @@ def main() -> None:
             f"{max(x['load'] for x in runs):.1f}): hand {med['hand']:.1f} s, session 1 "
             f"{med['first']:.1f} s ({100 * med['in_tests']:.0f}% in tests, {med['own']:.1f} s "
             f"outside them), overhead "
-            f"{100 * med['overhead']:+.0f}%, session 2 {med['ratio2']:.2f}x, caught "
+            f"{100 * med['overhead']:+.0f}% (oopav's process {med['cpu_own']:.2f} s CPU, a hand "
+            f"run {med['hand_cpu']:.2f} s), session 2 {med['ratio2']:.2f}x, caught "
             f"{med['catch']:.1f} s ({med['catch_ratio']:.2f}x the suite by hand)"
         )
         verdicts += [

@@ -23,6 +23,7 @@ from oopav.context.repomap import (
     render,
     repo_map_for_instruction,
     tree_key,
+    warm_repo_map,
 )
 from oopav.context.synthetic import LANGUAGES
 from oopav.context.tags import tags_language
@@ -298,3 +299,26 @@ def test_pagerank_matches_the_stationary_distribution() -> None:
 def test_empty_repository(tmp_path: Path) -> None:
     m = build_repo_map(tmp_path, cache_dir=tmp_path / ".cache")
     assert m.text == "" and m.tokens == 0 and m.files_ranked == ()
+
+
+def test_a_warmed_cache_leaves_the_map_nothing_to_parse(
+    repo100: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The observer warms the tags cache beside the baseline suite (issue 28): the planner's
+    map then parses no file, and it is the map a cold cache gives."""
+    cold = build_repo_map(repo100, mentioned_idents=["anything"])
+    cache = tmp_path / "cache"
+    assert warm_repo_map(repo100, cache) == len(list_files(repo100))
+    parsed: list[str] = []
+    import oopav.context.repomap as repomap
+
+    real = repomap.extract_file_tags
+
+    def spy(path: str, source: bytes) -> list:  # type: ignore[type-arg]
+        parsed.append(path)
+        return real(path, source)
+
+    monkeypatch.setattr(repomap, "extract_file_tags", spy)
+    warm = build_repo_map(repo100, cache_dir=cache, mentioned_idents=["anything"])
+    assert parsed == []
+    assert (warm.text, warm.hash) == (cold.text, cold.hash)

@@ -17,6 +17,7 @@ so "tests passed before, fail after" can fire."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import shutil
 from pathlib import Path
@@ -90,7 +91,11 @@ class Observer:
         self, event: ev.TaskSubmitted, state: SessionState, out: Emitter, delivery: Delivery | None
     ) -> None:
         from oopav.handlers.support.repo_check import repo_problem
-        from oopav.handlers.support.workspace import restored_tree, store_starting_tree
+        from oopav.handlers.support.workspace import (
+            restored_tree,
+            settle_tree,
+            start_storing_tree,
+        )
         from oopav.history.blobs import BlobError
         from oopav.sandbox.workspace import WorkspaceError, prepare_workspace
 
@@ -139,7 +144,7 @@ class Observer:
         finally:
             if restored is not None and restored.temporary:
                 await asyncio.to_thread(shutil.rmtree, restored.path, True)
-        tree = await store_starting_tree(Path(info.path), ports)
+        tree, storing = await start_storing_tree(Path(info.path), ports)
         ws = out.emit(
             ev.WorkspacePrepared,
             path=info.path,
@@ -151,15 +156,25 @@ class Observer:
             tree=tree,
         )
         state.workspace = ws
+        try:
+            await self._after_workspace(event, state, out, Path(info.path))
+        except BaseException:
+            if storing is not None:
+                storing.cancel()
+            raise
+        await settle_tree(storing, out.events, ws)
+
+    async def _after_workspace(
+        self, event: ev.TaskSubmitted, state: SessionState, out: Emitter, root: Path
+    ) -> None:
+        ports = out.ports
         if event.examples:
             from oopav.handlers.support.examples_check import examples_match_nothing
             from oopav.handlers.support.model_calls import model_spec
 
             if model_spec(state, ports).startswith("synth:"):
                 # Before any test: a learned rule that matches nothing can only be retried.
-                why = await asyncio.to_thread(
-                    examples_match_nothing, Path(info.path), list(event.examples)
-                )
+                why = await asyncio.to_thread(examples_match_nothing, root, list(event.examples))
                 if why is not None:
                     await complete(out, state, "failed", why, reason="examples_match_nothing")
                     return
@@ -240,11 +255,29 @@ class Observer:
         scan = asyncio.ensure_future(
             asyncio.to_thread(functools.partial(scan_tree, files, listed=paths))
         )
+        # The planner's repo map parses the tree next; its tags cache (disposable, keyed by
+        # file content: the planner's own directory) is filled while the suite runs instead.
+        warm = (
+            asyncio.ensure_future(
+                asyncio.to_thread(
+                    _warm_repo_map, root, out.ports.settings.data_dir / "cache" / "repomap"
+                )
+            )
+            if round_ == 0
+            else None
+        )
         try:
-            return await self._measure_with(cause, state, out, round_, root, scan)
+            result = await self._measure_with(cause, state, out, round_, root, scan)
+        except BaseException:
+            if warm is not None:
+                warm.cancel()
+            raise
         finally:
             if not scan.done():
                 scan.cancel()
+        if warm is not None:
+            await warm  # a few tenths of a second at most; the planner would pay it after
+        return result
 
     async def _measure_with(
         self,
@@ -598,6 +631,15 @@ async def _second_opinion(state: SessionState, out: Emitter, reasons: list[str])
     if said.skipped is not None:
         return f"critic: {said.skipped}"
     return f"the critic's second opinion: {said.verdict}: " + "; ".join(said.reasons)
+
+
+def _warm_repo_map(root: Path, cache_dir: Path) -> None:
+    """``context.repomap.warm_repo_map``; a map is an aid: a failure here only costs the
+    planner the parse it would have done anyway."""
+    from oopav.context.repomap import warm_repo_map
+
+    with contextlib.suppress(Exception):
+        warm_repo_map(root, cache_dir)
 
 
 def _expected_broken(state: SessionState, step: int) -> bool:

@@ -45,8 +45,9 @@ class Sandbox(Protocol):
 class BwrapSandbox:
     """Runs commands with the bwrap runner (in a worker thread: it blocks), in the project's
     environment (``environment``: the task's spec plus its ``repo``; see
-    sandbox/environment.py), never in oopav's own. ``report``: collect pytest's junit XML
-    into ``ExecRecord.report``."""
+    sandbox/environment.py), never in oopav's own. ``report``: collect the per-test results
+    into ``ExecRecord.report`` (oopav's pytest plugin for pytest itself, junit XML for a pytest
+    that make or tox starts; sandbox/environment.py ``direct_pytest``)."""
 
     def __init__(self, settings: Settings, config: Any = None) -> None:
         self.settings = settings
@@ -88,9 +89,12 @@ class BwrapSandbox:
         import msgspec
 
         from oopav.sandbox.environment import (
+            JUNIT_FILE,
+            REPORT_FILE,
             EnvironmentError_,
+            direct_pytest,
             limits_for,
-            parse_junit,
+            read_report,
             sandbox_config_for,
             wants_plugins,
         )
@@ -110,7 +114,12 @@ class BwrapSandbox:
                 stderr_tail=f"oopav: cannot use the project environment: {exc}",
             )
         config = sandbox_config_for(
-            base, penv, workspace, out_dir=out_dir, plugins=wants_plugins(argv)
+            base,
+            penv,
+            workspace,
+            out_dir=out_dir,
+            plugins=wants_plugins(argv),
+            report_plugin=direct_pytest(argv),
         )
         config = msgspec.structs.replace(config, limits=limits_for(config.limits, environment))
         # The policy's sandbox section (its defaults when the task sets none: the
@@ -134,9 +143,8 @@ class BwrapSandbox:
                 stderr_tail=f"oopav: cannot set up the policy's sandbox: {exc}",
             )
         if out_dir is not None:
-            stale = out_dir / "junit.xml"
-            if stale.exists():
-                stale.unlink()
+            for name in (REPORT_FILE, JUNIT_FILE):
+                (out_dir / name).unlink(missing_ok=True)
         result = await asyncio.to_thread(
             run_sandboxed,
             argv,
@@ -148,7 +156,7 @@ class BwrapSandbox:
             run_id=key,
             stdin=stdin,
         )
-        parsed = parse_junit(out_dir / "junit.xml") if out_dir is not None else None
+        parsed = read_report(out_dir) if out_dir is not None else None
         return ExecRecord(
             key=key,
             purpose=purpose,

@@ -223,12 +223,26 @@ def parse_manifest(data: bytes) -> list[TreeEntry]:
         raise BlobError("the blob is not a tree manifest") from None
 
 
+def tree_content(root: Path) -> tuple[str, list[bytes], bytes]:
+    """The tree under ``root`` read once: its hash (the manifest's), the files' bytes and the
+    manifest — what ``put_tree`` stores; the hash is known before anything is stored."""
+    files = scan(root)
+    entries = [TreeEntry(p, k, digest_of(data)) for p, k, data in files]
+    manifest = manifest_bytes(entries)
+    return digest_of(manifest), [data for _, _, data in files], manifest
+
+
+async def put_tree(blobs: BlobStore, datas: list[bytes], manifest: bytes) -> str:
+    """Store a tree read by ``tree_content``: the files first, the manifest last (a stored
+    manifest means its files are there); the tree's hash."""
+    await blobs.put_many(datas)
+    return await blobs.put(manifest)
+
+
 async def store_tree(blobs: BlobStore, root: Path) -> str:
     """Store the files under ``root`` and their manifest; the tree's hash."""
-    files = await asyncio.to_thread(scan, root)
-    digests = await blobs.put_many([data for _, _, data in files])
-    entries = [TreeEntry(p, k, d) for (p, k, _), d in zip(files, digests, strict=True)]
-    return await blobs.put(manifest_bytes(entries))
+    _, datas, manifest = await asyncio.to_thread(tree_content, root)
+    return await put_tree(blobs, datas, manifest)
 
 
 async def tree_blobs(blobs: BlobStore, tree: str) -> list[str]:

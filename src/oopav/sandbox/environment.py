@@ -78,11 +78,31 @@ TOOLS_DIR = "/tmp/oopav-tools"
 PLUGINS_DIR = "/tmp/oopav-plugins"
 PLUGINS_HOST = Path(__file__).resolve().parent / "pytest_plugins"
 PYTEST_PLUGINS = ("oopav_first",)
+# The per-test report (``pytest_plugins/oopav_report.py``) a direct pytest writes instead of
+# junit XML, and the files either one leaves in a run's report folder.
+REPORT_PLUGIN = "oopav_report"
+REPORT_FILE = "report.json"
+JUNIT_FILE = "junit.xml"
 
 
 def wants_plugins(argv: list[str] | tuple[str, ...]) -> bool:
     """Whether the command loads one of oopav's pytest plugins (``-p oopav_first``)."""
     return any(a == "-p" and b in PYTEST_PLUGINS for a, b in itertools.pairwise(argv))
+
+
+def direct_pytest(argv: list[str] | tuple[str, ...]) -> bool:
+    """Whether the command is pytest itself (``pytest ...``, ``python -m pytest ...``) in the
+    project's interpreter, so oopav's report plugin is on its import path for sure. Anything
+    else (make, tox, nox, a shell, ``python -I``) may start its pytest with another path or
+    environment, where ``-p oopav_report`` could not load and would stop the run: those keep
+    pytest's junit XML, which needs nothing importable."""
+    if not argv:
+        return False
+    head = os.path.basename(argv[0])
+    if head in ("pytest", "py.test"):
+        return True
+    python = head == "python" or (head.startswith("python") and head[6:].replace(".", "").isdigit())
+    return python and len(argv) >= 3 and argv[1] == "-m" and argv[2] in ("pytest", "py.test")
 
 
 class EnvironmentError_(ValueError):
@@ -595,10 +615,15 @@ def sandbox_config_for(
     out_dir: Path | None = None,
     tools: tuple[str, ...] = ("ruff", "pyright"),
     plugins: bool = False,
+    report_plugin: bool = False,
 ) -> Any:
     """``base`` (a SandboxConfig) with the project env's trees exposed instead of oopav's, its
     bin first on PATH, the workspace first on the import path, and the report folder bound.
-    ``plugins``: oopav's pytest plugins bound read-only and put last on the import path."""
+    ``plugins``: oopav's pytest plugins bound read-only and put last on the import path.
+    ``report_plugin`` (with ``out_dir``; see ``direct_pytest``): the per-test report comes from
+    oopav's plugin; without it, from pytest's junit XML."""
+    report_plugin = report_plugin and out_dir is not None
+    plugins = plugins or report_plugin
     binds: list[tuple[str, str, bool]] = list(base.binds)
     path_append: list[str] = list(base.path_append)
     env = dict(base.env)
@@ -629,9 +654,15 @@ def sandbox_config_for(
         target = OUT_DIR if in_sandbox else str(out_dir)
         if in_sandbox:
             binds.append((str(out_dir), OUT_DIR, True))
-        # Any pytest the command starts (directly, through make or tox) writes junit XML.
+        if report_plugin:
+            # The lean report: only what oopav keeps, in the pytest the command is.
+            env["OOPAV_REPORT"] = f"{target}/{REPORT_FILE}"
+            report_opt = f"-p {REPORT_PLUGIN}"
+        else:
+            # Any pytest the command starts (through make or tox) writes junit XML.
+            report_opt = f"--junitxml={target}/{JUNIT_FILE}"
         env["PYTEST_ADDOPTS"] = (
-            env.get("PYTEST_ADDOPTS", "") + f" --junitxml={target}/junit.xml -p no:cacheprovider"
+            env.get("PYTEST_ADDOPTS", "") + f" {report_opt} -p no:cacheprovider"
         ).strip()
     extra_abs = tuple(p for p in penv.pythonpath if os.path.isabs(p))
     return msgspec.structs.replace(
@@ -648,11 +679,65 @@ def sandbox_config_for(
 MAX_REPORT_IDS = 5000
 
 
+def _test_report(
+    total: int,
+    passed: int,
+    skipped: int,
+    failed: list[str],
+    errors: list[str],
+    skipped_ids: list[str],
+    seconds: float,
+) -> Any:
+    """The recorded TestReport, the same whichever report it came from: ids sorted, capped."""
+    from oopav.events.catalog import TestReport
+
+    return TestReport(
+        total=total,
+        passed=passed,
+        skipped=skipped,
+        failed=sorted(failed)[:MAX_REPORT_IDS],
+        errors=sorted(errors)[:MAX_REPORT_IDS],
+        truncated=len(failed) > MAX_REPORT_IDS or len(errors) > MAX_REPORT_IDS,
+        skipped_ids=sorted(skipped_ids)[:MAX_REPORT_IDS],
+        time_s=round(seconds, 3),
+    )
+
+
+def read_report(out_dir: Path) -> Any:
+    """The TestReport of a run's report folder: oopav's plugin report when the run wrote one,
+    else pytest's junit XML, else None (the run never got to the end of a pytest session)."""
+    return parse_plugin_report(out_dir / REPORT_FILE) or parse_junit(out_dir / JUNIT_FILE)
+
+
+def parse_plugin_report(path: Path) -> Any:
+    """A TestReport from ``oopav_report``'s JSON, or None when there is none or it is not one."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    try:
+        if not isinstance(data, dict) or data.get("v") != 1:
+            return None
+        failed, errors, skipped = data["failed"], data["errors"], data["skipped_ids"]
+        lists = (failed, errors, skipped)
+        if not all(isinstance(x, list) and all(isinstance(i, str) for i in x) for x in lists):
+            return None
+        return _test_report(
+            int(data["total"]),
+            int(data["passed"]),
+            int(data["skipped"]),
+            failed,
+            errors,
+            skipped,
+            float(data["time_s"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def parse_junit(path: Path) -> Any:
     """A TestReport from pytest's junit XML, or None when there is none or it does not parse."""
     import xml.etree.ElementTree as ET
-
-    from oopav.events.catalog import TestReport
 
     if not path.is_file():
         return None
@@ -681,24 +766,13 @@ def parse_junit(path: Path) -> Any:
             skipped_ids.append(tid)
         else:
             passed += 1
-    truncated = len(failed) > MAX_REPORT_IDS or len(errors) > MAX_REPORT_IDS
     # pytest's <testsuite time>: the session from collection to the last test, without the
     # interpreter's and pytest's own start (the test cases' sum when it is missing).
     suites = 0.0
     for suite in root.iter("testsuite"):
         with contextlib.suppress(TypeError, ValueError):
             suites += float(suite.get("time") or 0.0)
-    seconds = suites or seconds
-    return TestReport(
-        total=total,
-        passed=passed,
-        skipped=skipped,
-        failed=sorted(failed)[:MAX_REPORT_IDS],
-        errors=sorted(errors)[:MAX_REPORT_IDS],
-        truncated=truncated,
-        skipped_ids=sorted(skipped_ids)[:MAX_REPORT_IDS],
-        time_s=round(seconds, 3),
-    )
+    return _test_report(total, passed, skipped, failed, errors, skipped_ids, suites or seconds)
 
 
 def with_environment(

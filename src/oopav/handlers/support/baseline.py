@@ -92,8 +92,9 @@ def baseline_unrunnable(rec: ExecRecord) -> str | None:
         return None
     if "bwrap: execvp " in rec.stderr_tail:
         return f"the test suite cannot run at baseline: `{argv}` cannot start\n{tail}"
-    # A pytest that ran a session always writes its junit report (PYTEST_ADDOPTS); none after
-    # a failure means it never got that far (not installed, a usage error, a crash).
+    # A pytest that ran a session always writes its per-test report (oopav's plugin, or junit
+    # XML through PYTEST_ADDOPTS); none after a failure means it never got that far (not
+    # installed, a usage error, a crash).
     pytest = any("pytest" in a or "py.test" in a for a in rec.argv)
     if rec.exit_code in (125, 126, 127) or rec.exit_code is None or pytest:
         return f"the test suite cannot run at baseline: `{argv}` exited {rec.exit_code}\n{tail}"

@@ -110,18 +110,52 @@ async def restored_tree(task: Any, ports: Ports) -> RestoredTree | None:
     return RestoredTree(dest, "copy", ws.repo, temporary=True)
 
 
-async def store_starting_tree(root: Path, ports: Ports) -> str | None:
-    """Store the workspace as prepared (before any action) in the blob store; its hash, or
-    None when the store refused (the session goes on; only its replay elsewhere is lost)."""
-    from oopav.history.blobs import store_tree
+async def start_storing_tree(
+    root: Path, ports: Ports
+) -> tuple[str | None, asyncio.Future[str | None] | None]:
+    """The workspace as prepared (before any action), read now — before a test can write in
+    it — and its hash; storing it in the blob store goes on in the returned task, beside the
+    baseline (the store's round trips are ~0.2 s of waiting on a small project's first
+    session, a few ms of CPU). The task's result is the hash, or None when the store refused
+    (the session goes on; only its replay elsewhere is lost): the caller awaits it before its
+    events are published and records no tree then (``settle_tree``)."""
+    from oopav.history.blobs import put_tree, tree_content
     from oopav.logging import get_logger
 
     if ports.blobs is None:
-        return None
-    try:
-        return await store_tree(ports.blobs, root)
-    except Exception as exc:  # a full or unreachable store must not stop the session
+        return None, None
+
+    def refused(exc: Exception) -> None:
         get_logger("oopav.observer").warning(
             "tree_not_stored", error=f"{type(exc).__name__}: {exc}"[:300]
         )
-        return None
+
+    try:
+        digest, datas, manifest = await asyncio.to_thread(tree_content, root)
+    except Exception as exc:  # an unreadable tree must not stop the session
+        refused(exc)
+        return None, None
+
+    async def store() -> str | None:
+        try:
+            return await put_tree(ports.blobs, datas, manifest)
+        except Exception as exc:  # a full or unreachable store must not stop the session
+            refused(exc)
+            return None
+
+    return digest, asyncio.ensure_future(store())
+
+
+async def settle_tree(
+    storing: asyncio.Future[str | None] | None, events: list[Any], prepared: Any
+) -> None:
+    """Wait for ``start_storing_tree``'s task; when the store refused, the not yet published
+    ``workspace_prepared`` in ``events`` names no tree (as when it was stored first)."""
+    if storing is None:
+        return
+    if await storing is None and prepared.tree is not None:
+        import msgspec
+
+        for i, e in enumerate(events):
+            if e is prepared:
+                events[i] = msgspec.structs.replace(prepared, tree=None)
