@@ -58,6 +58,11 @@ class SFTRecipe:
     # (the easiest tasks) to stage 4, shuffled within a stage (implies "epoch").
     shuffle: str = "sampler"
     curriculum: bool = False
+    # Train on the prompt's tokens too (a language-model loss over instruction and code), not
+    # only the answer's. Free on compute (the forward pass covers the prompt anyway); the code
+    # repeats its identifiers, so the policy learns to copy names — what a rename answer is
+    # made of — from ~4x more tokens per step (issue 25, docs/benchmarks.md#flywheel).
+    prompt_loss: bool = False
 
 
 def training_rows(
@@ -330,6 +335,7 @@ def sft_args(
         # TRL turns it on by default (as gradient_checkpointing); it recomputes every layer's
         # forward on the backward pass, which a 3M-parameter policy never needs for memory.
         activation_checkpointing=False,
+        completion_only_loss=not getattr(cfg, "prompt_loss", False),
         # "sequential": the rows are already in their recorded order (curriculum, per-epoch
         # shuffle), which a random or length-grouped sampler would undo.
         train_sampling_strategy="sequential"
