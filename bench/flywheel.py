@@ -153,6 +153,23 @@ async def first_answers(url: str, sids: list[str]) -> list[str]:
         await nc.close()
 
 
+async def _retrying(call: Any, deadline_s: float = 120.0) -> Any:
+    """``call()``, again after a pause while the server refuses a consumer: reading a
+    session's prompt blobs opens one ephemeral ordered consumer per blob (nats-py's object
+    store), which the server deletes only after 5 s idle, so exporting ~1,000 sessions in a
+    row reached JetStream's consumer limit (err_code 10026) and the export crashed."""
+    from nats.js.errors import BadRequestError
+
+    t_end = time.monotonic() + deadline_s
+    while True:
+        try:
+            return await call()
+        except BadRequestError as e:
+            if getattr(e, "err_code", None) != 10026 or time.monotonic() > t_end:
+                raise
+            await asyncio.sleep(6.0)
+
+
 async def export_compact(url: str, out: Path, sids: set[str] | None = None) -> int:
     from oopav.bus.store import EventStore, connect
     from oopav.trainer.datasets import Filters, write_dataset
@@ -163,7 +180,7 @@ async def export_compact(url: str, out: Path, sids: set[str] | None = None) -> i
     try:
         store = EventStore(nc)
         sessions = [
-            await records_of(store, sid, filters, ("sft",))
+            await _retrying(lambda sid=sid: records_of(store, sid, filters, ("sft",)))
             async for _, sid in completed_sessions(store)
             if sids is None or sid in sids
         ]
