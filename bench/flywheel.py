@@ -227,7 +227,7 @@ SHAPES = {
 }
 
 
-def build(out: Path, dataset: Path, shape: str, seed: int, pretok: str = "code") -> str:
+def build(out: Path, dataset: Path, shape: str, seed: int, pretok: str = "gpt2") -> str:
     """A fresh policy whose tokenizer is trained on generation 0's training records only
     (prompts and answers of the tasks it is trained on: no held-out text)."""
     from oopav.trainer.datasets import read_records
@@ -453,7 +453,7 @@ def main() -> None:
         default=0,
         help="more tasks (training files) generation 1 attempts without examples for gen 2",
     )
-    ap.add_argument("--pretok", choices=("code", "gpt2"), default="code")
+    ap.add_argument("--pretok", choices=("code", "gpt2"), default="gpt2")
     ap.add_argument("--prompt-loss", action="store_true", help="SFT loss on prompt tokens too")
     ap.add_argument("--gen2", action="store_true")
     ap.add_argument(

@@ -121,11 +121,27 @@ def test_built_policy_records_its_pre_tokenizer(tmp_path: Path) -> None:
     shape = PolicyShape(
         vocab_size=300, hidden_size=16, intermediate_size=32, layers=1, heads=2, kv_heads=1
     )
-    out = build_policy(tmp_path / "p", ["Rename `a` to `b`"] * 3, shape=shape)
+    out = build_policy(tmp_path / "p", ["Rename `a` to `b`"] * 3, shape=shape, pre_tokenizer="code")
     assert json.loads((out / "oopav_policy.json").read_text())["pre_tokenizer"] == "code"
+    default = build_policy(tmp_path / "d", ["Rename `a` to `b`"] * 3, shape=shape)
+    assert json.loads((default / "oopav_policy.json").read_text())["pre_tokenizer"] == "gpt2"
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(out)
     # the saved tokenizer (what `--model hf:<dir>` loads) keeps the context-free split
     prompt, answer = _compact("abc", "b")
     assert all(run == tok.tokenize("abc") for run in _spans(tok, prompt + answer, "abc"))
+
+
+def test_a_recipe_chooses_the_pre_tokenizer_of_a_new_policy(tmp_path: Path) -> None:
+    """``pre_tokenizer: code`` in an SFT recipe (``model: new``) builds the policy with it, so
+    `oopav train sft` users get the option, not only the benches."""
+    pytest.importorskip("torch")
+    from oopav.trainer.sft import SFTRecipe, prepare_model
+
+    cfg = SFTRecipe(output_dir=str(tmp_path), dataset=str(tmp_path), pre_tokenizer="code")
+    base = prepare_model(
+        "new", cfg.output_dir, lambda: ["Rename `a` to `b`"] * 3, 0, cfg.pre_tokenizer
+    )
+    meta = json.loads((Path(base) / "oopav_policy.json").read_text())
+    assert meta["pre_tokenizer"] == "code"
