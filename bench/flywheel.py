@@ -54,6 +54,15 @@ def rate(k: int, n: int) -> str:
     return fmt_rate(k, n)
 
 
+def split_heldout(held: list[Any], n_a: int, n_b: int) -> tuple[list[Any], list[Any]]:
+    """Held-out sets A and B with no source file in both: generation 2 trains on generation
+    1's sessions of A, so a file of A in B would be a file generation 2 was trained on."""
+    a = held[:n_a]
+    seen = {t.source for t in a}
+    b = [t for t in held[n_a:] if t.source not in seen][:n_b]
+    return a, b
+
+
 def make_repo(root: Path, task: Any) -> Path:
     repo = root / task.id[:12]
     repo.mkdir(parents=True, exist_ok=True)
@@ -144,6 +153,23 @@ async def first_answers(url: str, sids: list[str]) -> list[str]:
         await nc.close()
 
 
+async def _retrying(call: Any, deadline_s: float = 120.0) -> Any:
+    """``call()``, again after a pause while the server refuses a consumer: reading a
+    session's prompt blobs opens one ephemeral ordered consumer per blob (nats-py's object
+    store), which the server deletes only after 5 s idle, so exporting ~1,000 sessions in a
+    row reached JetStream's consumer limit (err_code 10026) and the export crashed."""
+    from nats.js.errors import BadRequestError
+
+    t_end = time.monotonic() + deadline_s
+    while True:
+        try:
+            return await call()
+        except BadRequestError as e:
+            if getattr(e, "err_code", None) != 10026 or time.monotonic() > t_end:
+                raise
+            await asyncio.sleep(6.0)
+
+
 async def export_compact(url: str, out: Path, sids: set[str] | None = None) -> int:
     from oopav.bus.store import EventStore, connect
     from oopav.trainer.datasets import Filters, write_dataset
@@ -154,7 +180,7 @@ async def export_compact(url: str, out: Path, sids: set[str] | None = None) -> i
     try:
         store = EventStore(nc)
         sessions = [
-            await records_of(store, sid, filters, ("sft",))
+            await _retrying(lambda sid=sid: records_of(store, sid, filters, ("sft",)))
             async for _, sid in completed_sessions(store)
             if sids is None or sid in sids
         ]
@@ -201,7 +227,7 @@ SHAPES = {
 }
 
 
-def build(out: Path, dataset: Path, shape: str, seed: int) -> str:
+def build(out: Path, dataset: Path, shape: str, seed: int, pretok: str = "gpt2") -> str:
     """A fresh policy whose tokenizer is trained on generation 0's training records only
     (prompts and answers of the tasks it is trained on: no held-out text)."""
     from oopav.trainer.datasets import read_records
@@ -210,10 +236,22 @@ def build(out: Path, dataset: Path, shape: str, seed: int) -> str:
     texts = [
         r["prompt"][0]["content"] + r["completion"][0]["content"] for r in read_records(dataset)
     ]
-    return str(build_policy(out, texts, shape=PolicyShape(**SHAPES[shape]), seed=seed))
+    return str(
+        build_policy(
+            out, texts, shape=PolicyShape(**SHAPES[shape]), seed=seed, pre_tokenizer=pretok
+        )
+    )
 
 
-def train(out: Path, dataset: Path, steps: int, model: str, lr: float, seed: int = 0) -> str:
+def train(
+    out: Path,
+    dataset: Path,
+    steps: int,
+    model: str,
+    lr: float,
+    seed: int = 0,
+    prompt_loss: bool = False,
+) -> str:
     from oopav.trainer.sft import SFTRecipe, train_sft
 
     cfg = SFTRecipe(
@@ -228,6 +266,7 @@ def train(out: Path, dataset: Path, steps: int, model: str, lr: float, seed: int
         threads=1,
         seed=seed,
         logging_steps=max(1, steps // 5),
+        prompt_loss=prompt_loss,
     )
     return str(train_sft(cfg, lambda *_: None)["checkpoint"])
 
@@ -289,22 +328,36 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     families = tuple(f for f in args.families.split(",") if f)
     work = Path(args.workdir or tempfile.mkdtemp(prefix="oopav-flywheel-"))
     t_start, load0 = time.perf_counter(), load()
-    got = generate(
-        (args.tasks + 2 * args.heldout) * 3, seed=args.seed, holdout=0.5, families=families
-    )
-    train_tasks = [t for t in got.tasks if t.split == "train"][: args.tasks]
-    held = [t for t in got.tasks if t.split == "test"]
     n_b = args.heldout_b or args.heldout
-    held_a, held_b = held[: args.heldout], held[args.heldout : args.heldout + n_b]
+    got = generate(
+        (args.tasks + args.pool + args.heldout + n_b) * 3,
+        seed=args.seed,
+        holdout=0.5,
+        families=families,
+    )
+    train_split = [t for t in got.tasks if t.split == "train"]
+    train_tasks = train_split[: args.tasks]
+    # The pool: more tasks on training files, which generation 1 attempts without examples
+    # (its verified sessions there are generation 2's new data); never a held-out file.
+    pool = train_split[args.tasks : args.tasks + args.pool]
+    held_a, held_b = split_heldout([t for t in got.tasks if t.split == "test"], args.heldout, n_b)
     f: dict[str, Any] = {
         "families": list(families),
         "shape": args.shape,
         "steps": args.steps,
-        "tasks": {"gen0": len(train_tasks), "held_a": len(held_a), "held_b": len(held_b)},
+        "pre_tokenizer": args.pretok,
+        "prompt_loss": args.prompt_loss,
+        "tasks": {
+            "gen0": len(train_tasks),
+            "pool": len(pool),
+            "held_a": len(held_a),
+            "held_b": len(held_b),
+        },
     }
     print(
-        f"tasks: gen0 {len(train_tasks)}  held-out {len(held_a)} + {len(held_b)}  "
-        f"families {','.join(families)}  policy {args.shape}  work {work}",
+        f"tasks: gen0 {len(train_tasks)}  pool {len(pool)}  held-out {len(held_a)} + "
+        f"{len(held_b)} (no file in both)  families {','.join(families)}  policy {args.shape} "
+        f"(pre-tokenizer {args.pretok}, prompt loss {args.prompt_loss})  work {work}",
         flush=True,
     )
     server = EmbeddedServer(work / "nats", write_info=False)
@@ -321,24 +374,42 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         f["gen0"]["records"] = count
         print(f"gen0     compact SFT records: {count}", flush=True)
         t0 = time.perf_counter()
-        base = build(work / "gen1-base", gen0_data, args.shape, args.seed)
-        ck1 = train(work / "gen1", gen0_data, args.steps, base, 2e-3, seed=args.seed)
+        base = build(work / "gen1-base", gen0_data, args.shape, args.seed, args.pretok)
+        ck1 = train(
+            work / "gen1", gen0_data, args.steps, base, args.lr, args.seed, args.prompt_loss
+        )
         f["gen1_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
         print(f"gen1     trained {args.steps} steps in {time.perf_counter() - t0:.0f} s")
         r1 = await evaluate(url, work, "gen1", held_a, ck1, args.verify)
         f["gen1"] = r1
         if args.gen2:
+            own_sids = set(r1["sids"])
+            if pool:
+                rp = await evaluate(url, work, "gen1-pool", pool, ck1, 0)
+                f["gen1_pool"] = {k: v for k, v in rp.items() if k != "sids"}
+                own_sids |= set(rp["sids"])
             own = work / "data-gen1"
-            f["gen1_own_records"] = await export_compact(url, own, set(r1["sids"]))
+            f["gen1_own_records"] = await export_compact(url, own, own_sids)
             mixed = work / "data-gen2"
             f["gen2_records"] = merge(mixed, gen0_data, own)
             print(
                 f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own verified "
-                "sessions",
+                f"sessions (held-out A and pool; never a file of held-out B)",
                 flush=True,
             )
-            ck2 = train(work / "gen2", mixed, args.steps, ck1, 5e-4, seed=args.seed)
-            ckc = train(work / "control", gen0_data, args.steps, ck1, 5e-4, seed=args.seed)
+            t0 = time.perf_counter()
+            ck2 = train(
+                work / "gen2", mixed, args.steps2, ck1, args.lr2, args.seed, args.prompt_loss
+            )
+            ckc = train(
+                work / "control", gen0_data, args.steps2, ck1, args.lr2, args.seed, args.prompt_loss
+            )
+            f["gen2_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
+            print(
+                f"gen2     gen2 and control trained {args.steps2} steps each in "
+                f"{time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
             base_b = await evaluate(url, work, "gen1-B", held_b, ck1, args.verify)
             r2 = await evaluate(url, work, "gen2", held_b, ck2, args.verify)
             rc = await evaluate(url, work, "control", held_b, ckc, args.verify)
@@ -371,6 +442,19 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=200)
     ap.add_argument("--heldout", type=int, default=100)
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument(
+        "--steps2", type=int, default=0, help="generation 2's and the control's steps (0: --steps)"
+    )
+    ap.add_argument("--lr", type=float, default=2e-3, help="generation 1's learning rate")
+    ap.add_argument("--lr2", type=float, default=5e-4, help="generation 2's and the control's")
+    ap.add_argument(
+        "--pool",
+        type=int,
+        default=0,
+        help="more tasks (training files) generation 1 attempts without examples for gen 2",
+    )
+    ap.add_argument("--pretok", choices=("code", "gpt2"), default="gpt2")
+    ap.add_argument("--prompt-loss", action="store_true", help="SFT loss on prompt tokens too")
     ap.add_argument("--gen2", action="store_true")
     ap.add_argument(
         "--heldout-b",
@@ -387,6 +471,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.short:
         args.tasks, args.heldout, args.steps, args.verify = 24, 12, 60, 1
+    args.steps2 = args.steps2 or args.steps
     sys.setrecursionlimit(10000)
     f = asyncio.run(main_async(args))
     if args.json_out:

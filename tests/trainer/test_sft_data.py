@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tiny_policy import invoke, make_policy, make_tasks
@@ -182,3 +183,17 @@ def test_rules_per_task_is_measured_from_the_answers() -> None:
     assert rules_in("garbage") is None
     assert rules_per_task([GOOD, two, "garbage"]) == 1.5
     assert rules_per_task(["garbage"]) == 0.0
+
+
+def test_prompt_loss_puts_the_loss_on_the_prompt_too(tmp_path: Path) -> None:
+    """``prompt_loss: true`` (issue 25) turns TRL's completion-only loss off; the default
+    keeps the loss on the answer alone."""
+    pytest.importorskip("trl")
+    from oopav.trainer.sft import SFTRecipe, sft_args
+
+    def args(**kw: Any) -> Any:
+        cfg = SFTRecipe(output_dir=str(tmp_path), dataset=str(tmp_path), **kw)
+        return sft_args(cfg, max_steps=1, lr_scheduler="constant", warmup_steps=0)
+
+    assert args().completion_only_loss is True
+    assert args(prompt_loss=True).completion_only_loss is False

@@ -58,6 +58,14 @@ class SFTRecipe:
     # (the easiest tasks) to stage 4, shuffled within a stage (implies "epoch").
     shuffle: str = "sampler"
     curriculum: bool = False
+    # Train on the prompt's tokens too (a language-model loss over instruction and code), not
+    # only the answer's. Free on compute (the forward pass covers the prompt anyway); the code
+    # repeats its identifiers, so the policy learns to copy names — what a rename answer is
+    # made of — from ~4x more tokens per step (issue 25, docs/benchmarks.md#flywheel).
+    prompt_loss: bool = False
+    # The tokenizer's pre-tokenizer when ``model: new`` builds a policy (oopav.trainer.policy):
+    # "gpt2" (default) or "code" (a name is the same tokens in prompt and answer).
+    pre_tokenizer: str = "gpt2"
 
 
 def training_rows(
@@ -164,7 +172,13 @@ def corpus_texts(cfg: SFTRecipe) -> list[str]:
     ]
 
 
-def prepare_model(model: str, output_dir: str, texts: Callable[[], list[str]], seed: int) -> str:
+def prepare_model(
+    model: str,
+    output_dir: str,
+    texts: Callable[[], list[str]],
+    seed: int,
+    pre_tokenizer: str = "gpt2",
+) -> str:
     if model != "new":
         if not Path(model).is_dir():
             raise FileNotFoundError(f"no model directory at {model}")
@@ -173,7 +187,7 @@ def prepare_model(model: str, output_dir: str, texts: Callable[[], list[str]], s
 
     base = Path(output_dir) / "base"
     if not (base / "config.json").exists():
-        build_policy(base, texts(), seed=seed)
+        build_policy(base, texts(), seed=seed, pre_tokenizer=pre_tokenizer)
     return str(base)
 
 
@@ -261,7 +275,9 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    base = prepare_model(cfg.model, cfg.output_dir, lambda: corpus_texts(cfg), cfg.seed)
+    base = prepare_model(
+        cfg.model, cfg.output_dir, lambda: corpus_texts(cfg), cfg.seed, cfg.pre_tokenizer
+    )
     tokenizer = AutoTokenizer.from_pretrained(base)
     rows, source, digest, stages = training_rows(cfg, tokenizer)
     ordered, data_order = ordered_rows(cfg, rows, stages)
@@ -330,6 +346,7 @@ def sft_args(
         # TRL turns it on by default (as gradient_checkpointing); it recomputes every layer's
         # forward on the backward pass, which a 3M-parameter policy never needs for memory.
         activation_checkpointing=False,
+        completion_only_loss=not getattr(cfg, "prompt_loss", False),
         # "sequential": the rows are already in their recorded order (curriculum, per-epoch
         # shuffle), which a random or length-grouped sampler would undo.
         train_sampling_strategy="sequential"

@@ -1,0 +1,35 @@
+"""bench/flywheel.py's held-out sets (issue 25): generation 2 trains on generation 1's
+sessions of held-out A, so no source file of A may be in B (B measures generation 2)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+from flywheel import split_heldout  # noqa: E402
+
+
+@dataclass
+class T:
+    id: str
+    source: str
+
+
+def test_held_out_b_shares_no_file_with_a() -> None:
+    held = [T(f"t{i}", f"f{i % 7}.py") for i in range(40)]
+    a, b = split_heldout(held, 10, 20)
+    assert len(a) == 10 and a == held[:10]
+    assert {t.source for t in a}.isdisjoint({t.source for t in b})
+    # every file of the pool is in A here (10 tasks over 7 files), so B is empty rather than
+    # leaky: a bench with too few files shows n = 0, never a file it trained on
+    assert b == []
+
+
+def test_held_out_b_takes_the_next_tasks_of_other_files() -> None:
+    held = [T("a1", "x.py"), T("a2", "y.py"), T("b1", "x.py"), T("b2", "z.py"), T("b3", "w.py")]
+    a, b = split_heldout(held, 2, 5)
+    assert [t.id for t in a] == ["a1", "a2"]
+    assert [t.id for t in b] == ["b2", "b3"]
