@@ -52,7 +52,8 @@ async def test_good_submission(nc: Any, intake: Intake, repo: Path) -> None:
     assert event.mission == "renames" and event.source is not None
     assert event.source.stream_sequence == 1
     # Today's values of changed defaults travel with the task, so it replays under them.
-    assert event.policy_defaults == {"tests.split": "auto"} and event.policy is None
+    assert event.policy_defaults == {"tests.split": "auto", "plan_adequacy.unnamed": "neutral"}
+    assert event.policy is None
 
 
 def test_a_session_recorded_before_a_default_changed_keeps_the_old_one() -> None:

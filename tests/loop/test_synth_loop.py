@@ -126,3 +126,29 @@ async def test_a_rule_set_with_an_import_follow_up_adds_the_import_where_the_rew
     proposed = [e.action for e in of(events, "action_proposed") if e.action.type == "ast_grep"]
     assert len(proposed) == 2 and "follow_up: import" in proposed[1].rule
     await assert_replays(nats_url, sid)
+
+
+async def test_a_task_that_names_no_file_is_not_failed_by_the_plan_adequacy_gate(
+    nc, nats_url: str, data_dir: Path, example_repo: Path
+) -> None:
+    """Found by the flywheel at scale (295 of 1,500 sessions): an instruction that names no
+    file and no symbol in the repository gives a `synth:` plan with no files (its rules apply to
+    every file); the adequacy gate scored it 0, replanned, and `synth:` (one plan) aborted. A
+    plan that names nothing where the task names nothing is grounded (new tasks stamp
+    `plan_adequacy.unnamed: neutral`); sessions recorded before keep the old score."""
+    body = task(
+        example_repo,
+        instruction="Apply the change the examples show.",
+        examples=EXAMPLES,
+        test_command=PYTEST,
+        model="synth:",
+    )
+    async with loop(nats_url) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    assert not [e for e in of(events, "replan_triggered") if e.source == "adequacy"]
+    [plan] = of(events, "plan_proposed")
+    assert plan.files == [] and plan.adequacy == 1.0
+    assert of(events, "task_submitted")[0].policy_defaults["plan_adequacy.unnamed"] == "neutral"
+    await assert_replays(nats_url, sid)

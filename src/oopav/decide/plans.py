@@ -72,9 +72,12 @@ def judge_plan(
     root: RepoFiles,
     pointed: list[str],
     named: Sequence[str] = (),
+    unnamed_ok: bool = False,
 ) -> tuple[bool, dict[str, float], str]:
     """(valid, components, reason) of one candidate plan (see the module docstring);
-    ``refuse`` is the planner's own check (a required test decision honoured)."""
+    ``refuse`` is the planner's own check (a required test decision honoured).
+    ``unnamed_ok``: a plan that names no file where the task points at none (a rule applied
+    to every file, as `synth:` plans are) is grounded, not wrong about every file."""
     steps = list(getattr(plan, "steps", []) or [])
     if not steps:
         return False, {"valid": 0.0}, "the plan has no steps"
@@ -84,7 +87,11 @@ def judge_plan(
     files = manifest(plan)
     components = {"valid": 1.0}
     existing = [f for f in files if root.is_file(f) or legitimately_new(plan, f, root, named)]
-    components["grounded"] = round(len(existing) / len(files), 4) if files else 0.0
+    components["grounded"] = (
+        round(len(existing) / len(files), 4)
+        if files
+        else (1.0 if unnamed_ok and not pointed else 0.0)
+    )
     reasons = []
     if len(existing) < len(files):
         missing = sorted(set(files) - set(existing))

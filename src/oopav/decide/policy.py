@@ -80,6 +80,10 @@ class PlanAdequacyPolicy(BaseModel):
 
     min_score: float = Field(0.75, ge=0.0, le=1.0)
     replans: int = Field(1, ge=0, le=10)
+    # A plan that names no file where the task names none (rules applied to every file):
+    # "neutral" (new tasks, STAMPED_DEFAULTS) judges it grounded; "fail", what sessions
+    # recorded before did, scores it 0 (it replanned, and `synth:`, with one plan, aborted).
+    unnamed: Literal["fail", "neutral"] = "fail"
 
 
 class LoopPolicy(BaseModel):
@@ -182,7 +186,7 @@ def loop_policy_problem(policy: dict[str, Any]) -> str | None:
 # today's values on the task (``task_submitted.policy_defaults``) and the model's default stays
 # the old one, so a recorded session replays under the defaults it ran with. Keys are dotted
 # paths into the loop policy.
-STAMPED_DEFAULTS: dict[str, Any] = {"tests.split": "auto"}
+STAMPED_DEFAULTS: dict[str, Any] = {"tests.split": "auto", "plan_adequacy.unnamed": "neutral"}
 
 
 def with_defaults(policy: dict[str, Any] | None, defaults: dict[str, Any] | None) -> dict[str, Any]:

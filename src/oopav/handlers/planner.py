@@ -317,7 +317,7 @@ class Planner:
         root = WorkspaceFiles(state.workspace.path)
         named = await asyncio.to_thread(named_files, root, task.instruction)
         _, components, reason = await asyncio.to_thread(
-            judge_plan, plan, lambda _plan: None, root, named, named
+            judge_plan, plan, lambda _plan: None, root, named, named, policy.unnamed == "neutral"
         )
         score = adequacy(components)
         if score >= policy.min_score or state.adequacy_replans >= policy.replans:
