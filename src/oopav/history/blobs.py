@@ -99,17 +99,43 @@ class BlobStore:
 
         obs = await self.bucket()
         try:
-            result = await obs.get(digest)
+            data = await self._read(obs, digest)
         except (ObjectNotFoundError, NotFoundError):
             raise BlobError(
                 f"blob {digest[:16]} is not in {BUCKET}: import the session's archive "
                 "(`oopav session import`) on this server"
             ) from None
-        data = bytes(result.data or b"")
         if digest_of(data) != digest:
             raise BlobError(f"blob {digest[:16]} does not match its hash: the store was altered")
         self._known.add(digest)
         return data
+
+    async def _read(self, obs: Any, digest: str) -> bytes:
+        """The object's bytes by direct stream reads of its chunks: nats-py's ``get`` opens
+        an ephemeral ordered consumer per object, and the server keeps each for a few seconds
+        after use, so an export reading thousands of prompt blobs in a row hit JetStream's
+        consumer limit (err_code 10026) and crashed. A link, or a read that fails otherwise,
+        goes through ``get`` as before (the caller checks the hash either way)."""
+        info = await obs.get_info(digest)
+        if info.is_link() or not info.nuid:
+            result = await obs.get(digest)
+            return bytes(result.data or b"")
+        if not info.size:
+            return b""
+        stream, subject = f"OBJ_{BUCKET}", f"$O.{BUCKET}.C.{info.nuid}"
+        try:
+            if (info.chunks or 1) == 1:
+                return bytes((await self.js.get_last_msg(stream, subject)).data or b"")
+            parts: list[bytes] = []
+            seq = 0
+            for _ in range(info.chunks):
+                msg = await self.js.get_msg(stream, seq=seq + 1, subject=subject, next=True)
+                parts.append(bytes(msg.data or b""))
+                seq = int(msg.seq or seq + 1)
+            return b"".join(parts)
+        except Exception:  # an older server without `next`: the consumer path
+            result = await obs.get(digest)
+            return bytes(result.data or b"")
 
     async def get_many(self, digests: list[str]) -> dict[str, bytes]:
         sem = asyncio.Semaphore(PARALLEL)
