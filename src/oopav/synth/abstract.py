@@ -30,17 +30,16 @@ SPREAD_KINDS = LIST_KINDS | {
     "statement_block",
 }
 # Definitions whose ``name`` is what the rule is about (kept literal, like a call's head).
-DEFINITIONS = frozenset(
-    {
-        "function_definition",
-        "function_declaration",
-        "method_definition",
-        "method_declaration",
-        "function_item",
-        "class_definition",
-        "class_declaration",
-    }
+DEFINITION_KINDS = (
+    "function_definition",
+    "function_declaration",
+    "method_definition",
+    "method_declaration",
+    "function_item",
+    "class_definition",
+    "class_declaration",
 )
+DEFINITIONS = frozenset(DEFINITION_KINDS)
 
 
 @dataclass(frozen=True)

@@ -323,30 +323,45 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
     if rule.expand_start or rule.expand_end:
         return _evaluate_deletion(rule, exs)
     covered: set[int] = set()
-    template = parse_template(rule.fix or "", (rule.transform or {}).keys())
     for ex in exs:
-        try:
-            nodes = ex.root.find_all(rule.config())
-        except Exception:
+        rewrites = _rewrites(rule, ex)
+        if rewrites is None:
             return None
-        spans = sorted(
-            ((n.range().start.index, n.range().end.index, n) for n in nodes),
-            key=lambda t: (t[0], -t[1]),
-        )
-        pos = 0
-        for start, end, node in spans:
-            if start < pos:
-                continue
-            pos = end
-            replacement = expand_fix(node, template, ex.before)
-            if "\n" in replacement:
-                replacement = reindent(replacement, 0, indent_at(ex.before, start))
-            if replacement == ex.before[start:end]:
-                continue
+        for start, end, _node, replacement in rewrites:
             if replacement != _expected(ex, start, end):
                 return None
             covered.update(id(s) for s in ex.sites if start <= s.start and s.end <= end)
     return covered
+
+
+def _rewrites(rule: Rule, ex: _Ex) -> list[tuple[int, int, SgNode, str]] | None:
+    """What ``rule`` does to ``ex.before``: (start, end, node, replacement) of each outermost
+    match whose replacement differs from its text, as ast-grep applies them (an overlapped
+    match skipped); None when the rule cannot run or expand its fix."""
+    template = parse_template(rule.fix or "", (rule.transform or {}).keys())
+    try:
+        nodes = ex.root.find_all(rule.config())
+    except Exception:
+        return None
+    spans = sorted(
+        ((n.range().start.index, n.range().end.index, n) for n in nodes),
+        key=lambda t: (t[0], -t[1]),
+    )
+    out: list[tuple[int, int, SgNode, str]] = []
+    pos = 0
+    for start, end, node in spans:
+        if start < pos:
+            continue
+        pos = end
+        try:
+            replacement = expand_fix(node, template, ex.before)
+        except Exception:
+            return None
+        if "\n" in replacement:
+            replacement = reindent(replacement, 0, indent_at(ex.before, start))
+        if replacement != ex.before[start:end]:
+            out.append((start, end, node, replacement))
+    return out
 
 
 def _classify(rule: Rule, exs: list[_Ex]) -> tuple[list[SgNode], list[SgNode]] | None:
@@ -355,29 +370,11 @@ def _classify(rule: Rule, exs: list[_Ex]) -> tuple[list[SgNode], list[SgNode]] |
     when the rule cannot run."""
     pos: list[SgNode] = []
     neg: list[SgNode] = []
-    template = parse_template(rule.fix or "", (rule.transform or {}).keys())
     for ex in exs:
-        try:
-            nodes = ex.root.find_all(rule.config())
-        except Exception:
+        rewrites = _rewrites(rule, ex)
+        if rewrites is None:
             return None
-        spans = sorted(
-            ((n.range().start.index, n.range().end.index, n) for n in nodes),
-            key=lambda t: (t[0], -t[1]),
-        )
-        pos_end = 0
-        for start, end, node in spans:
-            if start < pos_end:
-                continue
-            pos_end = end
-            try:
-                replacement = expand_fix(node, template, ex.before)
-            except Exception:
-                return None
-            if "\n" in replacement:
-                replacement = reindent(replacement, 0, indent_at(ex.before, start))
-            if replacement == ex.before[start:end]:
-                continue
+        for start, end, node, replacement in rewrites:
             (pos if replacement == _expected(ex, start, end) else neg).append(node)
     return pos, neg
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from ast_grep_py import SgNode
 
+from oopav.synth.abstract import DEFINITION_KINDS
 from oopav.synth.sites import LIST_KINDS
 
 # Fields worth naming in a parent context (the first that holds the node exactly).
@@ -68,13 +69,7 @@ ROOTS = frozenset({"module", "program", "source_file", "translation_unit"})
 # Definitions that have a name: the enclosing ones of a site say which function or class the
 # commit changed.
 NAMED_DEFINITIONS = (
-    "function_definition",
-    "function_declaration",
-    "method_definition",
-    "method_declaration",
-    "function_item",
-    "class_definition",
-    "class_declaration",
+    *DEFINITION_KINDS,
     "impl_item",
     "struct_item",
     "trait_item",
