@@ -820,11 +820,18 @@ def synthesize(
 
     notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
     rules = result.rules
+    # Follow-ups (imports) and deletion companions serve a change; they are not changes.
+    changes = sum(1 for r in rules if not r.follow_up and not r.companion)
     if len(rules) > 1:
         notes.insert(
             0,
-            f"the examples hold {len(rules)} different changes: a rule set of {len(rules)} rules, "
-            "applied in order",
+            (
+                f"the examples hold {changes} different changes: a rule set of {len(rules)} "
+                "rules, applied in order"
+                if changes > 1
+                else f"a rule set of {len(rules)} rules (one change and its follow-ups), "
+                "applied in order"
+            ),
         )
     if guessed:
         notes.append(
