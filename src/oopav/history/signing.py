@@ -73,29 +73,14 @@ async def open_keyring(nc: Any, js: Any, directory: Path) -> Keyring | None:
     info = getattr(nc, "_server_info", None) or {}
     key = (str(info.get("server_id") or getattr(nc, "connected_url", "")), str(directory))
     if key not in _REGISTERED:
-        for attempt in range(5):
-            try:
-                await register_keys(js, publics)
-                _REGISTERED.add(key)
-                break
-            except Exception as exc:  # a least-privilege identity: the notary registers keys
-                # A timeout is a busy server (seen under load in the full suite: every event
-                # then signed by a key "the notary never registered"): try again. A refusal
-                # (no permission to write the notary bucket) is final.
-                if _is_timeout(exc) and attempt < 4:
-                    await asyncio.sleep(0.2 * 2**attempt)
-                    continue
-                get_logger("oopav.signing").info(
-                    "keys_not_registered", error=f"{type(exc).__name__}: {exc}"[:300]
-                )
-                break
+        try:
+            await register_keys(js, publics)
+            _REGISTERED.add(key)
+        except Exception as exc:  # a least-privilege identity: the notary registers keys
+            get_logger("oopav.signing").info(
+                "keys_not_registered", error=f"{type(exc).__name__}: {exc}"[:300]
+            )
     return keyring
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    import nats.errors
-
-    return isinstance(exc, asyncio.TimeoutError | TimeoutError | nats.errors.TimeoutError)
 
 
 # -- the notary ---------------------------------------------------------------------------
