@@ -204,6 +204,7 @@ async def test_a_dead_letter_the_server_cannot_store_is_spooled_then_stored(
     [(path, letter)] = list(spool.pending("orient"))
     assert path.parent == configured / "dlq-spool" and letter.data == b"{not json"
     assert letter.reason == "undecodable" and not letter.published
+
     # The original is settled (terminated): it is kept by the spool, not redelivered. The
     # parked count rises as the handler sends `term`; the server's count follows a moment later.
     async def settled() -> bool:
