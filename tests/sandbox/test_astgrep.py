@@ -238,6 +238,14 @@ def test_plan_and_apply_rule(tmp_path: Path) -> None:
             "..",
         ),
         (AstGrepAction(pattern="x", language="python"), "bad_rule", "short form"),
+        (
+            AstGrepAction(
+                rule="id: x\nlanguage: python\nrule:\n  pattern: fetch($A)\nfix: get($A)\n"
+                "metadata: [optional]"
+            ),
+            "bad_rule",
+            "`metadata` must be a mapping",
+        ),
     ],
 )
 def test_rule_rejections(tmp_path: Path, action: AstGrepAction, reason: str, fragment: str) -> None:
