@@ -155,6 +155,56 @@ async def test_keys_registered_at_once_for_one_identity_are_all_trusted(nc: Any)
     assert set(keys) <= (await trusted_keys(js))["racer"]
 
 
+async def test_a_notary_that_times_out_once_still_registers_the_keys(
+    nc: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Under load the notary's KV write timed out once and the process signed every event
+    with keys nobody registered (replay --verify: "a key the notary never registered"): a
+    timeout is retried, and the keys end up trusted."""
+    import nats.errors
+
+    from oopav.history import signing
+
+    calls: list[int] = []
+    real = signing.register_keys
+
+    async def flaky(js: Any, publics: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise nats.errors.TimeoutError
+        await real(js, publics)
+
+    monkeypatch.setattr(signing, "register_keys", flaky)
+    keyring = await signing.open_keyring(nc, nc.jetstream(), tmp_path / "keys")
+    assert keyring is not None and len(calls) == 2
+    trusted = await trusted_keys(nc.jetstream())
+    assert keyring.public("intake") in trusted["intake"]
+
+
+async def test_a_timeout_after_a_permissions_error_is_not_retried(
+    nc: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A write the account may not make ends in a timeout too (the server's refusal is an
+    asynchronous error on the connection): that one is final, or every least-privilege
+    handler would wait out the retries at start-up."""
+    import nats.errors
+
+    from oopav.history import signing
+
+    calls: list[int] = []
+
+    async def refused(js: Any, publics: Any) -> None:
+        calls.append(1)
+        nc._err = nats.errors.Error(
+            'nats: Permissions Violation for Publish to "$KV.OOPAV_NOTARY.key.intake"'
+        )
+        raise nats.errors.TimeoutError
+
+    monkeypatch.setattr(signing, "register_keys", refused)
+    keyring = await signing.open_keyring(nc, nc.jetstream(), tmp_path / "keys")
+    assert keyring is not None and len(calls) == 1
+
+
 async def test_a_handler_on_its_own_machine_is_trusted_once_its_key_is_registered(
     nc: Any, nats_url: str, tmp_path: Path
 ) -> None:

@@ -122,6 +122,24 @@ async def test_permissions_are_enforced(secured: tuple[LocalCluster, Path]) -> N
         assert await _denied(learner, "oopav.ev.run.r1.training_started")
 
 
+async def test_a_handler_credential_is_refused_the_notary_at_once(
+    secured: tuple[LocalCluster, Path],
+) -> None:
+    """A handler may not register keys (the notary does): the server's refusal arrives as an
+    asynchronous error while the write waits for its reply; the registration gives up on the
+    refusal instead of waiting out the request's timeout (10 s per handler at start-up)."""
+    from oopav.history.signing import _register_unless_refused
+
+    server, creds = secured
+    async with as_user(server.url, creds, "admin") as admin:
+        await ensure_streams(admin.jetstream())
+    async with as_user(server.url, creds, "actor") as actor:
+        with pytest.raises(PermissionError, match="may not write the notary"):
+            await asyncio.wait_for(
+                _register_unless_refused(actor, actor.jetstream(), {"actor": "UKEY"}), 30
+            )
+
+
 async def test_wrong_password_is_a_clear_error(
     secured: tuple[LocalCluster, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

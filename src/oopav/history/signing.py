@@ -73,14 +73,63 @@ async def open_keyring(nc: Any, js: Any, directory: Path) -> Keyring | None:
     info = getattr(nc, "_server_info", None) or {}
     key = (str(info.get("server_id") or getattr(nc, "connected_url", "")), str(directory))
     if key not in _REGISTERED:
-        try:
-            await register_keys(js, publics)
-            _REGISTERED.add(key)
-        except Exception as exc:  # a least-privilege identity: the notary registers keys
-            get_logger("oopav.signing").info(
-                "keys_not_registered", error=f"{type(exc).__name__}: {exc}"[:300]
-            )
+        for attempt in range(4):
+            before = getattr(nc, "last_error", None)
+            try:
+                await _register_unless_refused(nc, js, publics)
+                _REGISTERED.add(key)
+                break
+            except Exception as exc:  # a least-privilege identity: the notary registers keys
+                # A timeout is either a busy server (seen under load: every event then signed
+                # by a key "the notary never registered") or a write this account may not
+                # make — the server answers that with an asynchronous permissions error on
+                # the connection, not a reply, so the request times out too. Only the first
+                # is worth another try; retrying the second made every least-privilege
+                # handler wait ~50 s at start-up.
+                if attempt < 3 and _busy(exc, before, getattr(nc, "last_error", None)):
+                    await asyncio.sleep(0.2 * 2**attempt)
+                    continue
+                get_logger("oopav.signing").info(
+                    "keys_not_registered", error=f"{type(exc).__name__}: {exc}"[:300]
+                )
+                break
     return keyring
+
+
+async def _register_unless_refused(nc: Any, js: Any, publics: dict[str, str]) -> None:
+    """register_keys, given up as soon as the server refuses the write. The refusal is an
+    asynchronous permissions error on the connection while the request itself waits for its
+    timeout (10 s a handler: a per-credential deployment took over a minute to start)."""
+    import contextlib
+
+    before = getattr(nc, "last_error", None)
+    task = asyncio.ensure_future(register_keys(js, publics))
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.05)
+            err = getattr(nc, "last_error", None)
+            if not task.done() and err is not before and _refusal(err):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                raise PermissionError(f"this credential may not write the notary: {err}")
+    finally:
+        if not task.done():  # our own caller was cancelled
+            task.cancel()
+    task.result()
+
+
+def _refusal(err: object) -> bool:
+    return err is not None and "permissions violation" in str(err).lower()
+
+
+def _busy(exc: BaseException, before: object, after: object) -> bool:
+    """A timeout with no new permissions error on the connection: the server was busy."""
+    import nats.errors
+
+    if not isinstance(exc, asyncio.TimeoutError | TimeoutError | nats.errors.TimeoutError):
+        return False
+    return after is before or not _refusal(after)
 
 
 # -- the notary ---------------------------------------------------------------------------
