@@ -34,8 +34,8 @@ FIGURES = [
 async def measure(workdir: Path, verify: bool) -> dict[str, float]:
     from oopav.app import open_bus
     from oopav.config import Settings
+    from oopav.corpus import replay_all
     from oopav.history.archive import export_session, import_session
-    from oopav.history.corpus import replay_all
 
     settings = Settings(data_dir=workdir / "data", nats_url=None)
     out: dict[str, float] = {}

@@ -2,7 +2,7 @@
 
 Layers, lowest first: ``events`` ← ``bus`` ← ``projections`` / ``sandbox`` / ``models`` /
 ``context`` / ``synth`` ← ``decide`` (pure) ← ``reflection`` ← ``handlers`` ← process wiring
-(``app``, ``services``, ``replay``, ``mission_replay``) ← ``tui`` ← ``cli``. A module may
+(``app``, ``services``, ``replay``, ``mission_replay``, ``corpus``) ← ``tui`` ← ``cli``. A module may
 import its own layer and those below it. ``decide`` imports no bus, sandbox, model client or
 click; only ``cli`` imports click. Imports inside functions count too (a function-level import
 is how a cycle hides), except ``if TYPE_CHECKING:`` blocks, which never run.
@@ -19,7 +19,13 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "oopav"
 # The lowest layer a package may NOT import: events imports nothing of oopav but events; bus
 # sits on events; handlers may use everything below the process wiring; nothing below the CLI
 # imports it.
-WIRING = ("oopav.app", "oopav.services", "oopav.replay", "oopav.mission_replay")
+WIRING = (
+    "oopav.app",
+    "oopav.services",
+    "oopav.replay",
+    "oopav.mission_replay",
+    "oopav.corpus",
+)
 ABOVE_HANDLERS = ("oopav.handlers", *WIRING, "oopav.tui", "oopav.cli")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "oopav.events": (
@@ -40,6 +46,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "oopav.context": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
     "oopav.synth": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
     "oopav.trainer": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
+    # Durable history (blobs, prompts, trees, signatures, archives): storage the bus and the
+    # handlers use, so it may not reach up to them; the corpus replay is wiring (oopav.corpus).
+    "oopav.history": ("oopav.decide", "oopav.reflection", *ABOVE_HANDLERS),
     # Pure decisions: facts in, decisions out; nothing that talks to the world.
     "oopav.decide": (
         "oopav.bus",
@@ -54,6 +63,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "oopav.services": ("oopav.tui", "oopav.cli"),
     "oopav.replay": ("oopav.tui", "oopav.cli"),
     "oopav.mission_replay": ("oopav.tui", "oopav.cli"),
+    "oopav.corpus": ("oopav.tui", "oopav.cli"),
     "oopav.tui": ("oopav.cli",),
 }
 

@@ -14,6 +14,29 @@ import secrets
 import threading
 from pathlib import Path
 
+# The stubs gate (decide.stubs) and the starting-tree store (history.blobs) read this set:
+# changing it changes what recorded sessions observed, so their replay; keep it stable.
+SKIP_DIRS: frozenset[str] = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".nox",
+        "site-packages",
+    }
+)
+"""Directory names never descended into: VCS data, virtualenvs, dependency trees and caches.
+None of it is the code the task is about, and it can be huge. Build folders (``build``,
+``target``) are not listed because some projects keep real sources under those names."""
+
 
 def temporary_name(path: Path) -> Path:
     return path.with_name(

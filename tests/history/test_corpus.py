@@ -60,7 +60,7 @@ async def test_a_changed_rule_is_named_by_handler_and_rule(
 
     from oopav.app import open_bus
     from oopav.config import Settings
-    from oopav.history.corpus import replay_all
+    from oopav.corpus import replay_all
 
     # The module (``oopav.decide.orient`` the attribute is the function of that name).
     orient_rules = importlib.import_module("oopav.decide.orient")

@@ -307,7 +307,7 @@ async def replay(
 
 async def _replay_all(c: Ctx, since: str | None, verify: bool, as_json: bool) -> None:
     from oopav.app import open_bus
-    from oopav.history.corpus import parse_since, replay_all
+    from oopav.corpus import parse_since, replay_all
 
     try:
         when = parse_since(since) if since else None

@@ -33,6 +33,7 @@ from typing import Any
 from oopav.context.parsing import language_for_path, parse, parse_findings
 from oopav.decide.files import RepoFiles
 from oopav.events.catalog import Finding
+from oopav.files import SKIP_DIRS  # re-exported: the gates and the tree store share it
 
 STUB_KIND = "stub"
 MAX_FILE_BYTES = 1 << 20
@@ -45,26 +46,6 @@ CODE_LANGUAGES: frozenset[str] = frozenset(
 )
 JS_LANGUAGES: frozenset[str] = frozenset({"javascript", "typescript", "tsx"})
 
-SKIP_DIRS: frozenset[str] = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "node_modules",
-        ".venv",
-        "venv",
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".tox",
-        ".nox",
-        "site-packages",
-    }
-)
-"""Directory names never descended into: VCS data, virtualenvs, dependency trees and caches.
-None of it is the code the task is about, and it can be huge. Build folders (``build``,
-``target``) are not listed because some projects keep real sources under those names."""
 
 _MARKER_RE = re.compile(r"\b(TODO|FIXME|XXX)\b")
 _NOT_IMPLEMENTED_RE = re.compile(r"not[\s_-]*implemented", re.IGNORECASE)

@@ -25,7 +25,7 @@ from typing import Any
 
 # Directories a starting tree never holds: version control, caches and environments (a venv is
 # the project's environment, not its content): what the observer's scan skips too.
-from oopav.decide.stubs import SKIP_DIRS
+from oopav.files import SKIP_DIRS
 
 BUCKET = "OOPAV_BLOBS"
 # Publishing a blob (its chunks and meta subjects): any handler may add content, named by
