@@ -155,6 +155,42 @@ async def test_keys_registered_at_once_for_one_identity_are_all_trusted(nc: Any)
     assert set(keys) <= (await trusted_keys(js))["racer"]
 
 
+async def test_a_late_reply_from_the_notary_bucket_is_read_again(nc: Any, monkeypatch: Any) -> None:
+    """A read and a write of the notary bucket that time out (a busy server) are tried again;
+    the write may have landed, so the retry reads first and writes only what is missing."""
+    import nats.errors
+
+    from oopav.history import signing
+
+    js = nc.jetstream()
+    real_kv = await signing.notary_kv(js)
+    late = {"get": 1, "create": 1}
+
+    class Late:
+        def __getattr__(self, name: str) -> Any:
+            fn = getattr(real_kv, name)
+            if name not in late:
+                return fn
+
+            async def call(*args: Any, **kw: Any) -> Any:
+                if late[name]:
+                    late[name] -= 1
+                    if name == "create":
+                        await fn(*args, **kw)  # it lands; only the reply is lost
+                    raise nats.errors.TimeoutError
+                return await fn(*args, **kw)
+
+            return call
+
+    async def kv_of(_js: Any) -> Any:
+        return Late()
+
+    monkeypatch.setattr(signing, "notary_kv", kv_of)
+    await signing.register_keys(js, {"latecomer": "ULATE"})
+    assert late == {"get": 0, "create": 0}
+    assert (await trusted_keys(js))["latecomer"] == {"ULATE"}
+
+
 async def test_a_notary_that_times_out_once_still_registers_the_keys(
     nc: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:

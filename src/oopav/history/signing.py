@@ -179,17 +179,26 @@ async def register_keys(js: Any, publics: dict[str, str] | dict[str, set[str]]) 
     Each identity's set is updated with compare-and-set on the entry's revision (create when
     absent), retried on a conflict: two processes registering keys for one identity at once
     must both end up trusted, not the last writer alone."""
+    import nats.errors
     from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
 
     kv = await notary_kv(js)
     for name, pubs in publics.items():
         wanted = {pubs} if isinstance(pubs, str) else set(pubs)
         key = f"key.{name}"
+        timeouts = 0
         for _attempt in range(20):
             try:
                 entry = await kv.get(key)
             except (KeyNotFoundError, NotFoundError):
                 entry = None
+            except nats.errors.TimeoutError:
+                # A busy server (the full suite under load): read again, a few times. A
+                # refused write is not retried here: open_keyring sees the refusal and stops.
+                timeouts += 1
+                if timeouts > 3:
+                    raise
+                continue
             current = set(json.loads(entry.value or b"[]")) if entry is not None else set()
             if wanted <= current:
                 break
@@ -201,7 +210,11 @@ async def register_keys(js: Any, publics: dict[str, str] | dict[str, set[str]]) 
                     await kv.update(key, value, last=entry.revision)
                 break
             except (KeyWrongLastSequenceError, Exception) as exc:
-                # A concurrent writer won the revision (or created the key first): read again.
+                # A concurrent writer won the revision (or created the key first), or the
+                # write's reply was late (it may have landed: the read shows it): read again.
+                if isinstance(exc, nats.errors.TimeoutError) and timeouts < 3:
+                    timeouts += 1
+                    continue
                 if (
                     not isinstance(exc, KeyWrongLastSequenceError)
                     and "wrong last" not in str(exc).lower()
