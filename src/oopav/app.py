@@ -105,7 +105,7 @@ async def open_bus(
         bus = Bus(nc=nc, url=url, events=EventStore(nc), settings=settings, embedded=server)
         try:
             if setup:
-                await ensure_streams(bus.events.js)
+                await _set_up(bus, give_up_after)
             # Signed history (history/signing.py): what this process appends is signed with
             # the keys of its data dir, registered with the notary of this server.
             from oopav.history.signing import open_keyring
@@ -123,3 +123,32 @@ async def open_bus(
                 server.stop(only_if_unused=not owns_server)
         elif attached:
             release_if_last(settings.nats_store_dir)
+
+
+async def _set_up(bus: Bus, give_up_after: float | None) -> None:
+    """Create or update the streams. A long-running process (``give_up_after`` set) that
+    connected just as the server went down — a handler restarted during an outage — waits
+    for the server like its connection does, instead of dying with a traceback at start-up
+    (seen in bench/chaos.py: the restarted verifier's stream lookup timed out). A one-shot
+    command fails at once (``run_async`` says why in one line)."""
+    import asyncio
+    import time
+
+    import nats.errors
+
+    from oopav.logging import get_logger
+
+    deadline = time.monotonic() + (give_up_after if give_up_after is not None else 0.0)
+    pause = 0.5
+    while True:
+        try:
+            await ensure_streams(bus.events.js)
+            return
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as exc:
+            if give_up_after is None or time.monotonic() + pause > deadline:
+                raise
+            get_logger("oopav.bus").warning(
+                "nats_setup_waiting", url=bus.url, error=type(exc).__name__, retry_in=pause
+            )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 10.0)

@@ -33,6 +33,15 @@ def run_async(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
         except (NoServer, BusError, ServerError) as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(1)
+        except TimeoutError as exc:  # nats-py's request timeouts are TimeoutErrors too
+            import nats.errors
+
+            if isinstance(exc, nats.errors.TimeoutError):
+                # A request the server never answered: down, restarting or overloaded.
+                click.echo("error: the NATS server did not answer in time", err=True)
+            else:
+                click.echo(f"error: timed out: {exc or type(exc).__name__}", err=True)
+            sys.exit(1)
         except KeyboardInterrupt:
             sys.exit(130)
 
