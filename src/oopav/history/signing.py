@@ -157,19 +157,26 @@ async def notary_kv(js: Any) -> Any:
 
 
 async def trusted_keys(js: Any) -> dict[str, set[str]]:
-    """identity -> its registered public keys (the notary KV)."""
-    from nats.js.errors import NoKeysError, NotFoundError
+    """identity -> its registered public keys (the notary KV).
+
+    The keys are listed from the stream's subjects (one request), not with ``kv.keys()``:
+    nats-py's key listing watches the bucket with an ordered consumer and, when the entries
+    are delivered before it has read the consumer's info (a loaded machine), reports "no
+    keys" — so ``replay --verify`` found every event "signed with a key the notary never
+    registered" (bench/chaos.py, the full suite under load)."""
+    from nats.js.errors import KeyDeletedError, KeyNotFoundError, NotFoundError
 
     kv = await notary_kv(js)
+    prefix = f"$KV.{NOTARY_BUCKET}."
+    info = await js.stream_info(f"KV_{NOTARY_BUCKET}", subjects_filter=f"{prefix}key.>")
     out: dict[str, set[str]] = {}
-    try:
-        keys = await kv.keys()
-    except (NoKeysError, NotFoundError):
-        return out
-    for key in keys:
-        if key.startswith("key."):
+    for subject in sorted(info.state.subjects or {}):
+        key = subject[len(prefix) :]
+        try:
             entry = await kv.get(key)
-            out[key[4:]] = set(json.loads(entry.value or b"[]"))
+        except (KeyDeletedError, KeyNotFoundError, NotFoundError):
+            continue
+        out[key[4:]] = set(json.loads(entry.value or b"[]"))
     return out
 
 
