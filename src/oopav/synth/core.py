@@ -26,7 +26,13 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
-from oopav.synth.discriminate import conjoin, value_constraints
+from oopav.synth.discriminate import (
+    closure,
+    conjoin,
+    context_closure,
+    merge_constraints,
+    value_constraints,
+)
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
 from oopav.synth.sites import (
@@ -1002,6 +1008,27 @@ def _same_layout(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     return replace(choice, rule=guarded)
 
 
+def _closed_first(
+    rule: dict[str, Any],
+    cons: dict[str, Any] | None,
+    closed: dict[str, Any],
+    where: dict[str, Any] | None,
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """A narrowed candidate (``rule``, ``cons``) closed by what every positive shares — its
+    metavariables' values (:func:`discriminate.closure`) and its parent's kind
+    (:func:`discriminate.context_closure`) — and, should that cover fewer sites, as it was
+    (precision first: the closed one is tried first)."""
+    merged = merge_constraints(cons, closed)
+    narrowed = rule
+    if where is not None and json.dumps(where, sort_keys=True) not in json.dumps(
+        rule, sort_keys=True
+    ):
+        narrowed = conjoin(rule, where)
+    if (narrowed, merged) == (rule, cons):
+        return [(rule, cons)]
+    return [(narrowed, merged), (rule, cons)]
+
+
 def _is_list(cons: dict[str, Any]) -> bool:
     """Name constraints that only list names (``^(?:a|b)$``)."""
     return all(str(c.get("regex", "")).startswith("^(?:") for c in cons.values())
@@ -1089,18 +1116,28 @@ def _search(
                         guarded = conjoin(rule, {"regex": rx})
                         consider(guarded, fix, key, level, None, constraints, transform, False)
                 if node is not None:
-                    for extra in discriminating(node, pos, neg):
-                        tier = 2 if _names_fragment(extra) else 1
-                        args = (conjoin(rule, extra), fix, key, level, constraints, transform)
-                        deferred.append((tier, len(deferred), args))
-                    # Which values, not where: the kept code differs from the sites in
-                    # what a metavariable binds (`null == x` kept, `404 == x` changed).
                     names = sorted(
                         set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", key.split("\0")[0]))
                     )
+                    # Closed by what every positive binds (precision first, see closure).
+                    closed = closure(names, pos, neg)
+                    where = context_closure(pos, neg)
+                    for extra in discriminating(node, pos, neg):
+                        tier = 2 if _names_fragment(extra) else 1
+                        for r, cons in _closed_first(
+                            conjoin(rule, extra), constraints, closed, where
+                        ):
+                            deferred.append(
+                                (tier, len(deferred), (r, fix, key, level, cons, transform))
+                            )
+                    # Which values, not where: the kept code differs from the sites in
+                    # what a metavariable binds (`null == x` kept, `404 == x` changed).
                     if transform is None:
-                        for cons in value_constraints(names, pos, neg):
-                            deferred.append((1, len(deferred), (rule, fix, key, level, cons, None)))
+                        for value in value_constraints(names, pos, neg):
+                            for r, cons in _closed_first(rule, value, closed, where):
+                                deferred.append(
+                                    (1, len(deferred), (r, fix, key, level, cons, None))
+                                )
         if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
             # Names that share a shape (`pager`, `_nullpager`) at once, also listed; names
