@@ -4,7 +4,10 @@ real commit's precision loss (see docs/synth.md § Constraints and negatives).""
 
 from __future__ import annotations
 
-from oopav.synth import Example, synthesize
+from ast_grep_py import SgRoot
+
+from oopav.synth import Example, SynthRule, synthesize
+from oopav.synth.precision import closures
 
 
 def test_a_rule_narrowed_by_kept_names_is_closed_by_what_every_site_binds() -> None:
@@ -98,3 +101,70 @@ def test_changed_in_as_many_functions_as_kept_names_the_changed_ones() -> None:
     [rule] = result.rules
     assert "not" not in rule.rule
     assert result.apply(fn("test_other", ""))[0] == fn("test_other", "")
+
+
+def test_a_pattern_that_names_nothing_keeps_to_where_its_sites_sit() -> None:
+    """chi's `cW(&buf, …)` -> `cW(buf, …)`: `&$A` -> `$A` names nothing, and the example
+    keeps no `&x` elsewhere to object, so it rewrote `return &bw` and `&fancyWriter{}` in
+    another file. Closed by where the site sits (an argument list), it does not."""
+    before = 'package m\n\nfunc f() {\n\tcW(&buf, bRed, "panic")\n}\n'
+    result = synthesize([Example(before, before.replace("&buf", "buf"), path="r.go")])
+    [rule] = result.rules
+    assert rule.rule["inside"] == {"kind": "argument_list", "stopBy": "neighbor"}
+    held = "package m\n\nfunc g() *W {\n\tcW(&out, x)\n\treturn &bw\n}\n"
+    assert result.apply(held)[0] == held.replace("&out", "out")
+
+
+def test_a_pattern_that_names_nothing_keeps_the_kind_every_site_binds() -> None:
+    """ky's `t.notThrowsAsync(() => ky(…))` -> `t.notThrowsAsync(ky(…))` at two sites: `() =>
+    $A` -> `$A` would also unwrap `() => new Response(…)` handed to another call. Every site
+    binds a call in an argument list, so the rule says both."""
+    before = (
+        "test('a', async t => {\n\tawait t.notThrowsAsync(() => ky(url, {a: 1}));\n"
+        "\tawait t.notThrowsAsync(() => ky(url, {b: 2}));\n});\n"
+    )
+    after = before.replace("(() => ky(", "(ky(")
+    result = synthesize([Example(before, after, path="t.js")])
+    [rule] = result.rules
+    assert rule.constraints == {"A": {"kind": "call_expression"}}
+    held = "hook(() => new Response(body));\nawait t.throwsAsync(() => ky(url));\n"
+    assert result.apply(held)[0] == held.replace("(() => ky(url))", "(ky(url))")
+
+
+def test_a_path_prefix_learned_from_paths_of_several_kinds_keeps_to_their_heads() -> None:
+    """serde's `use lib::*;` / `use io;` -> `use crate::…;` (two example files, each with
+    that one `use`): `use $A;` -> `use crate::$A;` also wrote `use crate::super::Value;`
+    and `use crate::serde::de;`. The sites bind a wildcard and a name (no one kind), so
+    their heads are what the rule keeps to."""
+    rule = {"pattern": "use $A;"}
+    code = "use lib::*;\nuse io;\n"
+    sites = SgRoot(code, "rust").root().find_all({"rule": rule})
+    [(narrowed, cons), *_] = closures(rule, "use crate::$A;", None, sites)
+    assert cons == {"A": {"regex": r"^(?:io|lib)\b"}}
+    held = "use super::Value;\nuse serde::de;\nuse lib::str::FromStr;\nuse io;\n"
+    learned = SynthRule("r", "rust", narrowed, "use crate::$A;", constraints=cons)
+    assert learned.apply(held)[0] == held.replace("use lib", "use crate::lib").replace(
+        "use io", "use crate::io"
+    )
+
+
+def test_a_token_rewritten_into_a_path_keeps_to_where_its_site_sits() -> None:
+    """`use error::Error;` -> `use crate::error::Error;` learned as the token `error` ->
+    `crate::error` rewrote `fn error(…)`, `self.error` and `error(read, …)` calls. A single
+    token rewritten into more than a token (not a rename) keeps to its parent's kind and
+    field (the path of a scoped name)."""
+    before = "use error::Error;\n\nfn f() {}\n"
+    result = synthesize(
+        [Example(before, before.replace("use error", "use crate::error"), path="a.rs")]
+    )
+    held = "use error::Error;\nfn error(r: &R) -> E { self.error; error(r) }\n"
+    assert result.apply(held)[0] == held.replace("use error", "use crate::error")
+
+
+def test_an_operator_substituted_in_place_is_not_narrowed() -> None:
+    """`a == b` -> `a === b`: the changed token is what the rule is about (as a name
+    would be), so the rule stays `$A == $B` and reaches other contexts."""
+    result = synthesize([Example("if (a == b) {}\n", "if (a === b) {}\n", language="javascript")])
+    [rule] = result.rules
+    assert rule.rule == {"pattern": "$A == $B"}
+    assert result.apply("const s = x.id == y.id;\n")[0] == "const s = x.id === y.id;\n"

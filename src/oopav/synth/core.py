@@ -35,6 +35,7 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
+from oopav.synth.precision import closures
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -682,6 +683,7 @@ def synthesize(
                 (c for c in choices if len(c.covered) == best), key=lambda c: c.order
             )
             chosen = _same_layout(_idempotent(top_choices[0], seed, exs, lang), exs, lang)
+            chosen = _closed(chosen, exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
             wider = [
                 c
@@ -757,6 +759,7 @@ def synthesize(
             best = max(len(c.covered) for c in choices)
             top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
             chosen = _same_layout(_idempotent(top[0], seed, cur, lang), cur, lang)
+            chosen = _closed(chosen, cur, lang)
             step = [
                 SynthRule(
                     id="s",
@@ -1027,6 +1030,28 @@ def _closed_first(
     if (narrowed, merged) == (rule, cons):
         return [(rule, cons)]
     return [(narrowed, merged), (rule, cons)]
+
+
+def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
+    """The choice closed by what its sites share when its pattern names nothing (see
+    ``synth/precision.py``), if the closed rule rewrites exactly the same sites."""
+    if choice.expand_start or choice.expand_end or choice.transform:
+        return choice
+    rule = Rule(
+        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
+    )
+    split = _classify(rule, exs)
+    if split is None or not split[0]:
+        return choice
+    for narrowed, cons in closures(choice.rule, choice.fix, choice.constraints, split[0]):
+        g = Rule(id="c", language=lang, rule=narrowed, fix=choice.fix, constraints=cons)
+        try:
+            covered = _evaluate(g, exs)
+        except RuleError:
+            continue
+        if covered == choice.covered:
+            return replace(choice, rule=narrowed, constraints=cons)
+    return choice
 
 
 def _is_list(cons: dict[str, Any]) -> bool:
