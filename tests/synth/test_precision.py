@@ -168,3 +168,18 @@ def test_an_operator_substituted_in_place_is_not_narrowed() -> None:
     [rule] = result.rules
     assert rule.rule == {"pattern": "$A == $B"}
     assert result.apply("const s = x.id == y.id;\n")[0] == "const s = x.id === y.id;\n"
+
+
+def test_a_member_rename_stays_in_the_member_namespace() -> None:
+    """structlog's `factory.calls` -> `factory.call_args_list`: in Python an attribute's
+    name is an `identifier` like a variable's, so the bare rename also renamed a local
+    `calls = configure_logging()` in another file. Every site is an attribute's name, so
+    the rename keeps to attribute names."""
+    before = "def test_a(factory):\n    assert [call('x')] == factory.calls\n"
+    result = synthesize(
+        [Example(before, before.replace(".calls", ".call_args_list"), path="test_c.py")]
+    )
+    [rule] = result.rules
+    assert rule.rule["inside"] == {"kind": "attribute", "field": "attribute", "stopBy": "neighbor"}
+    held = "def test_b(o):\n    calls = configure()\n    assert calls == o.calls\n"
+    assert result.apply(held)[0] == held.replace("o.calls", "o.call_args_list")

@@ -122,6 +122,11 @@ def _substitution(pattern: str, fix: str) -> bool:
     return True
 
 
+def _parent_kind(node: SgNode) -> str | None:
+    parent = node.parent()
+    return parent.kind() if parent is not None else None
+
+
 def _head(node: SgNode) -> str | None:
     """The first token of ``node`` when it is a name (``lib`` of ``lib::*``), else None."""
     n = node
@@ -140,10 +145,13 @@ def closures(
     """Narrower forms of a weak rule (see the module doc), most closed first: (rule,
     constraints) pairs for the caller to verify; empty when the rule names something."""
     ps = _distinct(positives)
+    if set(rule) == {"kind", "regex"} and rule["kind"] == "identifier":
+        member = member_rename(rule["regex"], ps)
+        return [(member, constraints)] if member is not None else []
     if not weak(rule, fix, ps, constraints):
         return []
     where: dict[str, Any] | None = None
-    parents = {(p.parent().kind() if p.parent() is not None else None) for p in ps}
+    parents = {_parent_kind(p) for p in ps}
     parent = next(iter(parents))
     if len(parents) == 1 and parent is not None and "inside" not in rule:
         fields = {_field(p) for p in ps}
@@ -182,3 +190,23 @@ def closures(
     if kinds:
         out.append((rule, merged))
     return out
+
+
+def member_rename(regex: str, nodes: list[SgNode]) -> dict[str, Any] | None:
+    """A rename whose every site is a member name (the ``attribute`` of a Python
+    ``x.attr``: an ``identifier`` like any variable there) stays in the member namespace:
+    structlog's ``o.calls`` -> ``o.call_args_list`` renamed a local ``calls = …`` too."""
+    if not nodes:
+        return None
+    for node in nodes:
+        parent = node.parent()
+        if node.kind() != "identifier" or parent is None or parent.kind() != "attribute":
+            return None
+        attr = parent.field("attribute")
+        if attr is None or attr.range() != node.range():
+            return None
+    return {
+        "kind": "identifier",
+        "regex": regex,
+        "inside": {"kind": "attribute", "field": "attribute", "stopBy": "neighbor"},
+    }
