@@ -152,12 +152,14 @@ def test_a_token_rewritten_into_a_path_keeps_to_where_its_site_sits() -> None:
     """`use error::Error;` -> `use crate::error::Error;` learned as the token `error` ->
     `crate::error` rewrote `fn error(…)`, `self.error` and `error(read, …)` calls. A single
     token rewritten into more than a token (not a rename) keeps to its parent's kind and
-    field (the path of a scoped name)."""
+    field (the path of a scoped name, so `super::error::E` keeps its `error`)."""
     before = "use error::Error;\n\nfn f() {}\n"
     result = synthesize(
         [Example(before, before.replace("use error", "use crate::error"), path="a.rs")]
     )
-    held = "use error::Error;\nfn error(r: &R) -> E { self.error; error(r) }\n"
+    held = (
+        "use error::Error;\nuse super::error::E;\nfn error(r: &R) -> E { self.error; error(r) }\n"
+    )
     assert result.apply(held)[0] == held.replace("use error", "use crate::error")
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from ast_grep_py import SgNode
 
-from oopav.synth.discriminate import _field, conjoin
+from oopav.synth.discriminate import FIELDS, conjoin
 
 _METAVAR = re.compile(r"\$\$?\$?([A-Z][A-Z0-9_]*)")
 _SINGLE = re.compile(r"(?<!\$)\$([A-Z][A-Z0-9_]*)")
@@ -120,6 +120,23 @@ def _substitution(pattern: str, fix: str) -> bool:
         if ta != tb and (len(ta) != len(tb) or not ta):
             return False
     return True
+
+
+# The fields a site may sit in: discriminate's, and a path's head (Rust `error` in
+# `error::Error`, which is the `path` of a scoped name; `super::error` has it as `name`).
+_FIELDS = (*FIELDS, "path", "scope")
+
+
+def _field(node: SgNode) -> str | None:
+    parent = node.parent()
+    if parent is None:
+        return None
+    r = node.range()
+    for name in _FIELDS:
+        f = parent.field(name)
+        if f is not None and f.range() == r:
+            return name
+    return None
 
 
 def _parent_kind(node: SgNode) -> str | None:
