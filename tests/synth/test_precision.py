@@ -185,3 +185,26 @@ def test_a_member_rename_stays_in_the_member_namespace() -> None:
     assert rule.rule["inside"] == {"kind": "attribute", "field": "attribute", "stopBy": "neighbor"}
     held = "def test_b(o):\n    calls = configure()\n    assert calls == o.calls\n"
     assert result.apply(held)[0] == held.replace("o.calls", "o.call_args_list")
+
+
+def test_kept_names_with_nothing_to_close_the_rule_give_way_to_the_sites_own_names() -> None:
+    """ky's `import {HttpMethod}` -> `import {type HttpMethod}` (and `Mutable`), with `Ky`,
+    `stop`, `requestMethods`, `validateAndMerge` imported as values and kept: a list of the
+    kept names (`A` not those) made `type chromium` of a value imported in another file.
+    Every name is an identifier in an import specifier, so nothing the sites share closes
+    that list: the sites' own names are the narrower rule that still covers them."""
+    before = (
+        "import {Ky} from './core/Ky.js';\n"
+        "import {requestMethods, stop} from './core/constants.js';\n"
+        "import {HttpMethod} from './types/options.js';\n"
+        "import {validateAndMerge} from './utils/merge.js';\n"
+        "import {Mutable} from './utils/types.js';\n"
+    )
+    after = before.replace("{HttpMethod}", "{type HttpMethod}").replace(
+        "{Mutable}", "{type Mutable}"
+    )
+    result = synthesize([Example(before, after, path="index.ts")])
+    [rule] = result.rules
+    assert rule.constraints == {"A": {"regex": "^(?:HttpMethod|Mutable)$"}}
+    held = "import {chromium} from 'playwright';\nimport {Mutable} from './types.js';\n"
+    assert result.apply(held)[0] == held.replace("{Mutable}", "{type Mutable}")

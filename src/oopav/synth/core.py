@@ -1158,7 +1158,8 @@ def _search(
                     # Which values, not where: the kept code differs from the sites in
                     # what a metavariable binds (`null == x` kept, `404 == x` changed).
                     if transform is None:
-                        for value in value_constraints(names, pos, neg):
+                        shut = bool(closed) or where is not None
+                        for value in value_constraints(names, pos, neg, shut):
                             for r, cons in _closed_first(rule, value, closed, where):
                                 deferred.append(
                                     (1, len(deferred), (r, fix, key, level, cons, None))

@@ -280,14 +280,19 @@ def conjoin(rule: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def value_constraints(
-    names: list[str], pos: list[SgNode], neg: list[SgNode]
+    names: list[str], pos: list[SgNode], neg: list[SgNode], closed: bool = True
 ) -> list[dict[str, Any]]:
     """Metavariable constraints that keep the positives' values and exclude every negative's:
     koa's `404 == err.status`, `'string' == typeof body` changed to `===` where
     `null == body` is kept gives ``$A == $B`` with ``A: {not: {kind: null}}`` — one rule for
     every operand the examples do not keep, not one per operand shape. By kind first (any
     other kind of value, the wider), then by text. Each constraint is checked here on the
-    matches (``pos``/``neg`` must come from a rule that binds ``names``)."""
+    matches (``pos``/``neg`` must come from a rule that binds ``names``).
+
+    Texts: a list of the kept ones says nothing about values the examples never show; when
+    nothing the sites share closes the rule (``closed`` false, see :func:`closure`), the
+    sites' own texts come first (precision first: ky's ``import {type HttpMethod}`` with
+    values such as ``Ky`` kept is not ``type chromium`` elsewhere)."""
     out: list[dict[str, Any]] = []
     for name in names:
         pv = [n.get_match(name) for n in pos]
@@ -304,6 +309,9 @@ def value_constraints(
         nt = {v.text() for v in nv if v is not None}
         if not pt & nt and all("\n" not in t for t in nt):
             words = "|".join(re.escape(t) for t in sorted(nt))
+            if not closed and all("\n" not in t for t in pt):
+                shown = "|".join(re.escape(t) for t in sorted(pt))
+                out.append({name: {"regex": f"^(?:{shown})$"}})
             out.append({name: {"not": {"regex": f"^(?:{words})$"}}})
     return out[:MAX_CONSTRAINTS]
 
