@@ -208,3 +208,23 @@ def test_kept_names_with_nothing_to_close_the_rule_give_way_to_the_sites_own_nam
     assert rule.constraints == {"A": {"regex": "^(?:HttpMethod|Mutable)$"}}
     held = "import {chromium} from 'playwright';\nimport {Mutable} from './types.js';\n"
     assert result.apply(held)[0] == held.replace("{Mutable}", "{type Mutable}")
+
+
+def test_a_layout_kept_rule_leaves_an_outer_node_whose_nested_one_it_cannot_rewrite() -> None:
+    """ky's trailing commas in tab-indented code: the rule is kept to its sites' depth (a
+    multi-line fix is not re-indented there), so on `ky.create({headers: {…}})` spread
+    over lines it gave `},` to the outer object and left the inner `rainbow: 'rainbow'`
+    without its comma — half an edit, a wrong hunk. An object holding a multi-line object
+    is left alone; a flat one at the sites' depth still gets its comma."""
+    before = (
+        "test('a', async t => {\n\tconst x = await ky.get(url, {\n\t\tfoo: true\n\t});\n"
+        "\tconst y = {a: 1};\n\tt.is(x, y);\n});\n"
+    )
+    after = before.replace("\t\tfoo: true\n", "\t\tfoo: true,\n")
+    result = synthesize([Example(before, after, path="t.ts")])
+    held = (
+        "test('b', async t => {\n\tconst e = ky.create({\n\t\theaders: {\n"
+        "\t\t\trainbow: 'rainbow'\n\t\t}\n\t});\n\tconst z = await ky.get(url, {\n"
+        "\t\tbar: 1\n\t});\n});\n"
+    )
+    assert result.apply(held)[0] == held.replace("\t\tbar: 1\n", "\t\tbar: 1,\n")

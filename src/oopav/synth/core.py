@@ -35,7 +35,7 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
-from oopav.synth.precision import closures
+from oopav.synth.precision import closures, nested_guard
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -1043,7 +1043,11 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     split = _classify(rule, exs)
     if split is None or not split[0]:
         return choice
-    for narrowed, cons in closures(choice.rule, choice.fix, choice.constraints, split[0]):
+    tries = closures(choice.rule, choice.fix, choice.constraints, split[0])
+    outer = nested_guard(choice.rule, choice.fix, split[0])
+    if outer is not None:
+        tries.insert(0, (outer, choice.constraints))
+    for narrowed, cons in tries:
         g = Rule(id="c", language=lang, rule=narrowed, fix=choice.fix, constraints=cons)
         try:
             covered = _evaluate(g, exs)

@@ -227,3 +227,20 @@ def member_rename(regex: str, nodes: list[SgNode]) -> dict[str, Any] | None:
         "regex": regex,
         "inside": {"kind": "attribute", "field": "attribute", "stopBy": "neighbor"},
     }
+
+
+def nested_guard(rule: dict[str, Any], fix: str, positives: list[SgNode]) -> dict[str, Any] | None:
+    """A rule kept to its sites' layout (a ``regex`` with a line break, see
+    ``core._same_layout``) whose fix writes line breaks rewrites an outer multi-line node but
+    not one nested in it (one pass; the nested one sits at another depth, which the pinned
+    layout excludes): ky's trailing commas gave `},` on the outer object and left the inner
+    `rainbow: 'rainbow'` without its comma — half an edit. The guard: not a node that holds
+    a multi-line node of the same kind (its sites hold none)."""
+    layout = str(rule.get("regex", ""))
+    if "\n" not in fix or not positives or ("\n" not in layout and "\\n" not in layout):
+        return None
+    kinds = {p.kind() for p in positives}
+    if len(kinds) != 1:
+        return None
+    guard = {"not": {"has": {"kind": kinds.pop(), "regex": "\\n", "stopBy": "end"}}}
+    return conjoin(rule, guard)
