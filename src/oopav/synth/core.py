@@ -35,7 +35,7 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
-from oopav.synth.precision import closures, nested_guard
+from oopav.synth.precision import closures, nested_guard, rewrapped_field
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -910,20 +910,29 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
         return choice
     if seed.after_node is None:
         return choice
-    guarded = conjoin(
-        choice.rule, {"not": {"inside": {"kind": seed.after_node.kind(), "stopBy": "neighbor"}}}
-    )
-    g = Rule(id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints)
-    try:
-        covered = _evaluate(g, exs)
-        ok = all(rewrite_source(ex.after, g)[0] == ex.after for ex in exs)
-    except RuleError:
-        return choice
-    if covered is None or covered != choice.covered or not ok:
-        return choice
-    return _Choice(
-        guarded, choice.fix, covered, choice.order, choice.key, choice.level, choice.constraints
-    )
+    # Not inside that kind at all; else (precision first, wave 3d) not in the very field the
+    # match lands in: `t.Iterable` -> `t.Iterable[t.Any]` must not give
+    # `t.Iterable[t.Any][t.Any]`, yet `t.Optional[t.Iterable]` is a site.
+    inner: list[dict[str, Any]] = [{"kind": seed.after_node.kind(), "stopBy": "neighbor"}]
+    field = rewrapped_field(seed.after_node, seed.before_text)
+    if field is not None:
+        inner.append({**inner[0], "field": field})
+    for guard in inner:
+        guarded = conjoin(choice.rule, {"not": {"inside": guard}})
+        g = Rule(
+            id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints
+        )
+        try:
+            covered = _evaluate(g, exs)
+            ok = all(rewrite_source(ex.after, g)[0] == ex.after for ex in exs)
+        except RuleError:
+            continue
+        if covered is None or covered != choice.covered or not ok:
+            continue
+        return _Choice(
+            guarded, choice.fix, covered, choice.order, choice.key, choice.level, choice.constraints
+        )
+    return choice
 
 
 _METAVAR = re.compile(r"\$\$\$[A-Z_][A-Z0-9_]*|\$[A-Z_][A-Z0-9_]*")
@@ -1161,13 +1170,20 @@ def _search(
                             )
                     # Which values, not where: the kept code differs from the sites in
                     # what a metavariable binds (`null == x` kept, `404 == x` changed).
+                    # Precision first: kept values excluded with the rule closed by what the
+                    # sites share, then the sites' own values, then kept values excluded.
                     if transform is None:
-                        shut = bool(closed) or where is not None
-                        for value in value_constraints(names, pos, neg, shut):
-                            for r, cons in _closed_first(rule, value, closed, where):
-                                deferred.append(
-                                    (1, len(deferred), (r, fix, key, level, cons, None))
-                                )
+                        ranked: list[list[tuple[dict[str, Any], dict[str, Any] | None]]]
+                        ranked = [[], [], []]
+                        for value in value_constraints(names, pos, neg, False):
+                            options = _closed_first(rule, value, closed, where)
+                            if not any("not" in c for c in value.values()):
+                                ranked[1] += options
+                            else:
+                                ranked[0] += options[:-1]
+                                ranked[2].append(options[-1])
+                        for r, cons in (o for tier in ranked for o in tier):
+                            deferred.append((1, len(deferred), (r, fix, key, level, cons, None)))
         if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
             # Names that share a shape (`pager`, `_nullpager`) at once, also listed; names

@@ -244,3 +244,16 @@ def nested_guard(rule: dict[str, Any], fix: str, positives: list[SgNode]) -> dic
         return None
     guard = {"not": {"has": {"kind": kinds.pop(), "regex": "\\n", "stopBy": "end"}}}
     return conjoin(rule, guard)
+
+
+def rewrapped_field(after: SgNode, before_text: str) -> str | None:
+    """The field of ``after`` (what a site became) that holds the site's old text whole: where
+    the rule would match its own output again (``value`` of ``t.Iterable[t.Any]``)."""
+    for child in after.children():
+        if child.text() == before_text:
+            r = child.range()
+            for name in _FIELDS:
+                f = after.field(name)
+                if f is not None and f.range() == r:
+                    return name
+    return None
