@@ -228,3 +228,21 @@ def test_a_layout_kept_rule_leaves_an_outer_node_whose_nested_one_it_cannot_rewr
         "\t\tbar: 1\n\t});\n});\n"
     )
     assert result.apply(held)[0] == held.replace("\t\tbar: 1\n", "\t\tbar: 1,\n")
+
+
+def test_a_rule_that_wraps_its_match_keeps_off_code_already_in_the_new_form() -> None:
+    """jinja's `t.Iterable` -> `t.Iterable[t.Any]` (kept `t.Mapping[str, t.Any]`): applied to
+    code that already reads `t.Iterable[t.Any]` the rule gave `t.Iterable[t.Any][t.Any]`.
+    `not` inside a subscript at all would lose `t.Optional[t.Iterator]` (a site inside a
+    subscript), so the guard is the field the match lands in: a subscript's value."""
+    before = (
+        "a: t.Iterable = x\nb: t.Optional[t.Iterator] = y\nc: t.Sequence = z\n"
+        "d: t.Mapping[str, t.Any] = w\n"
+    )
+    after = (
+        "a: t.Iterable[t.Any] = x\nb: t.Optional[t.Iterator[t.Any]] = y\n"
+        "c: t.Sequence[t.Any] = z\nd: t.Mapping[str, t.Any] = w\n"
+    )
+    result = synthesize([Example(before, after, path="m.py")])
+    held = "e: t.Iterable[t.Any] = v\nf: t.List = u\n"
+    assert result.apply(held)[0] == "e: t.Iterable[t.Any] = v\nf: t.List[t.Any] = u\n"

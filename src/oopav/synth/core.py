@@ -35,7 +35,7 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
-from oopav.synth.precision import closures, nested_guard, rewrapped_field
+from oopav.synth.precision import closures, nested_guard, rewrapped
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -914,9 +914,9 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
     # match lands in: `t.Iterable` -> `t.Iterable[t.Any]` must not give
     # `t.Iterable[t.Any][t.Any]`, yet `t.Optional[t.Iterable]` is a site.
     inner: list[dict[str, Any]] = [{"kind": seed.after_node.kind(), "stopBy": "neighbor"}]
-    field = rewrapped_field(seed.after_node, seed.before_text)
-    if field is not None:
-        inner.append({**inner[0], "field": field})
+    holder = rewrapped(seed.after_node, seed.before_text)
+    if holder is not None:
+        inner.append({"kind": holder[0], "field": holder[1], "stopBy": "neighbor"})
     for guard in inner:
         guarded = conjoin(choice.rule, {"not": {"inside": guard}})
         g = Rule(

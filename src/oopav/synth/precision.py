@@ -246,14 +246,22 @@ def nested_guard(rule: dict[str, Any], fix: str, positives: list[SgNode]) -> dic
     return conjoin(rule, guard)
 
 
-def rewrapped_field(after: SgNode, before_text: str) -> str | None:
-    """The field of ``after`` (what a site became) that holds the site's old text whole: where
-    the rule would match its own output again (``value`` of ``t.Iterable[t.Any]``)."""
-    for child in after.children():
-        if child.text() == before_text:
-            r = child.range()
-            for name in _FIELDS:
-                f = after.field(name)
-                if f is not None and f.range() == r:
-                    return name
+def rewrapped(after: SgNode, before_text: str) -> tuple[str, str] | None:
+    """The node of ``after`` (what a site became; it or one a few levels down) that holds
+    the site's old text whole in a field, as (kind, field): where the rule would match its
+    own output again (the ``value`` of the ``subscript`` ``t.Iterable[t.Any]``, inside an
+    annotation's ``type``)."""
+    level = [after]
+    for _ in range(3):
+        below: list[SgNode] = []
+        for node in level:
+            for child in node.children():
+                if child.text() == before_text:
+                    r = child.range()
+                    for name in _FIELDS:
+                        f = node.field(name)
+                        if f is not None and f.range() == r:
+                            return node.kind(), name
+                below.append(child)
+        level = below
     return None
