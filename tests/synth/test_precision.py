@@ -4,8 +4,12 @@ real commit's precision loss (see docs/synth.md § Constraints and negatives).""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 from ast_grep_py import SgRoot
 
+from oopav.sandbox.astgrep import find_cli
 from oopav.synth import Example, SynthRule, synthesize
 from oopav.synth.precision import closures
 
@@ -246,3 +250,65 @@ def test_a_rule_that_wraps_its_match_keeps_off_code_already_in_the_new_form() ->
     result = synthesize([Example(before, after, path="m.py")])
     held = "e: t.Iterable[t.Any] = v\nf: t.List = u\n"
     assert result.apply(held)[0] == "e: t.Iterable[t.Any] = v\nf: t.List[t.Any] = u\n"
+
+
+def test_the_narrowed_rules_run_the_same_in_the_ast_grep_cli(tmp_path: Path) -> None:
+    """The closures, the nested-layout guard and the idempotence field guard are plain
+    ast-grep rule objects: the CLI applies them as the in-process rewriter does."""
+    ky = (
+        "test('a', async t => {\n\tconst x = await ky.get(url, {\n\t\tfoo: true\n\t});\n"
+        "\tconst y = {a: 1};\n\tt.is(x, y);\n});\n"
+    )
+    ty = (
+        "a: t.Iterable = x\nb: t.Optional[t.Iterator] = y\nc: t.Sequence = z\n"
+        "d: t.Mapping[str, t.Any] = w\n"
+    )
+    go = 'package m\n\nfunc f() {\n\tcW(&buf, bRed, "panic")\n}\n'
+    cases = [
+        (
+            Example(ky, ky.replace("\t\tfoo: true\n", "\t\tfoo: true,\n"), path="t.ts"),
+            "t.ts",
+            "x(() => {\n\tconst e = ky.create({\n\t\th: {\n\t\t\tr: 'r'\n\t\t}\n\t});\n"
+            "\tconst z = await ky.get(url, {\n\t\tbar: 1\n\t});\n});\n",
+        ),
+        (
+            Example(
+                ty,
+                ty.replace("t.Iterable =", "t.Iterable[t.Any] =")
+                .replace("t.Iterator]", "t.Iterator[t.Any]]")
+                .replace("t.Sequence =", "t.Sequence[t.Any] ="),
+                path="m.py",
+            ),
+            "m.py",
+            "e: t.Iterable[t.Any] = v\nf: t.List = u\n",
+        ),
+        (
+            Example(go, go.replace("&buf", "buf"), path="r.go"),
+            "r.go",
+            "package m\n\nfunc g() *W {\n\tcW(&out, x)\n\treturn &bw\n}\n",
+        ),
+    ]
+    for n, (example, name, held) in enumerate(cases):
+        result = synthesize([example])
+        (tmp_path / f"rule{n}.yml").write_text(result.to_yaml())
+        tree = tmp_path / f"tree{n}"
+        tree.mkdir()
+        (tree / name).write_text(held)
+        proc = subprocess.run(
+            [
+                find_cli(),
+                "scan",
+                "--rule",
+                str(tmp_path / f"rule{n}.yml"),
+                "--update-all",
+                str(tree),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        want = result.apply(held)[0]
+        assert want != held
+        assert (tree / name).read_text() == want
