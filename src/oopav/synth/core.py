@@ -1175,7 +1175,7 @@ def _search(
                     if transform is None:
                         ranked: list[list[tuple[dict[str, Any], dict[str, Any] | None]]]
                         ranked = [[], [], []]
-                        for value in value_constraints(names, pos, neg, False):
+                        for value in value_constraints(names, pos, neg, own=True):
                             options = _closed_first(rule, value, closed, where)
                             if not any("not" in c for c in value.values()):
                                 ranked[1] += options

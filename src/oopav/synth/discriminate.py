@@ -280,7 +280,7 @@ def conjoin(rule: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def value_constraints(
-    names: list[str], pos: list[SgNode], neg: list[SgNode], closed: bool = True
+    names: list[str], pos: list[SgNode], neg: list[SgNode], own: bool = False
 ) -> list[dict[str, Any]]:
     """Metavariable constraints that keep the positives' values and exclude every negative's:
     koa's `404 == err.status`, `'string' == typeof body` changed to `===` where
@@ -290,8 +290,8 @@ def value_constraints(
     matches (``pos``/``neg`` must come from a rule that binds ``names``).
 
     Texts: a list of the kept ones says nothing about values the examples never show; where
-    the sites show fewer values than the kept code (``closed`` false: the caller ranks the
-    lists, see :func:`closure`), the sites' own texts are offered too (precision first: ky's
+    the sites show fewer values than the kept code (and ``own``: the caller ranks the lists,
+    see :func:`closure`), the sites' own texts are offered too (precision first: ky's
     ``import {type HttpMethod}`` with nine values such as ``Ky`` kept is not ``type
     chromium`` elsewhere; koa's two changed call heads against two kept ones stay a list of
     the kept)."""
@@ -311,7 +311,7 @@ def value_constraints(
         nt = {v.text() for v in nv if v is not None}
         if not pt & nt and all("\n" not in t for t in nt):
             words = "|".join(re.escape(t) for t in sorted(nt))
-            if not closed and len(pt) < len(nt) and all("\n" not in t for t in pt):
+            if own and len(pt) < len(nt) and all("\n" not in t for t in pt):
                 shown = "|".join(re.escape(t) for t in sorted(pt))
                 out.append({name: {"regex": f"^(?:{shown})$"}})
             out.append({name: {"not": {"regex": f"^(?:{words})$"}}})
