@@ -10,11 +10,20 @@ serde's ``use error::Error`` -> ``use crate::error::Error`` on the path of a ``u
 ``fn error(…)`` or ``self.error``).
 
 So such a rule is closed by what every example site shares: the parent's kind (and field,
-when every site sits in the same one), and each metavariable's kind where every site binds
-the same kind (``&$A`` with ``A: {kind: identifier}``). Texts are never pinned (with one site
-every text is shared: the rule would be literal). The closed rule must rewrite exactly the
-sites the open one did, else the open one stays. A rule that names something (a call head,
-a property, a constant) is left as it is: the name is the evidence of where it applies.
+when every site sits in the same one); with two sites or more, each metavariable's kind
+where every site binds the same kind (``() => $A`` with ``A: {kind: call_expression}``), or
+where they bind different kinds and the rule has that one metavariable, the heads of what
+they bind (serde's ``use $A;`` on ``lib::*`` and ``io``: ``A: ^(?:io|lib)\b``). Whole texts
+are never pinned (with one site every text is shared: the rule would be literal). An
+operator or keyword replaced in place (``$A == $B`` -> ``$A === $B``) is what the rule is
+about and is not narrowed. The closed rule must rewrite exactly the sites the open one did,
+else the open one stays. A rule that names something (a call head, a property, a constant)
+is left as it is: the name is the evidence of where it applies.
+
+Also here: a Python rename whose every site is an attribute's name stays in the member
+namespace (:func:`member_rename`), a layout-pinned rule leaves an outer node it cannot finish
+(:func:`nested_guard`), and the field where a wrapping rule would match its own output
+(:func:`rewrapped`, for ``core._idempotent``).
 """
 
 from __future__ import annotations
