@@ -1024,7 +1024,7 @@ def _closed_first(
     rule: dict[str, Any],
     cons: dict[str, Any] | None,
     closed: dict[str, Any],
-    where: dict[str, Any] | None,
+    parent: dict[str, Any] | None,
 ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """A narrowed candidate (``rule``, ``cons``) closed by what every positive shares — its
     metavariables' values (:func:`discriminate.closure`) and its parent's kind
@@ -1032,10 +1032,10 @@ def _closed_first(
     (precision first: the closed one is tried first)."""
     merged = merge_constraints(cons, closed)
     narrowed = rule
-    if where is not None and json.dumps(where, sort_keys=True) not in json.dumps(
+    if parent is not None and json.dumps(parent, sort_keys=True) not in json.dumps(
         rule, sort_keys=True
     ):
-        narrowed = conjoin(rule, where)
+        narrowed = conjoin(rule, parent)
     if (narrowed, merged) == (rule, cons):
         return [(rule, cons)]
     return [(narrowed, merged), (rule, cons)]
@@ -1159,11 +1159,11 @@ def _search(
                     )
                     # Closed by what every positive binds (precision first, see closure).
                     closed = closure(names, pos, neg)
-                    where = context_closure(pos, neg)
+                    shared_parent = context_closure(pos, neg)
                     for extra in discriminating(node, pos, neg):
                         tier = 2 if _names_fragment(extra) else 1
                         for r, cons in _closed_first(
-                            conjoin(rule, extra), constraints, closed, where
+                            conjoin(rule, extra), constraints, closed, shared_parent
                         ):
                             deferred.append(
                                 (tier, len(deferred), (r, fix, key, level, cons, transform))
@@ -1176,7 +1176,7 @@ def _search(
                         ranked: list[list[tuple[dict[str, Any], dict[str, Any] | None]]]
                         ranked = [[], [], []]
                         for value in value_constraints(names, pos, neg, own=True):
-                            options = _closed_first(rule, value, closed, where)
+                            options = _closed_first(rule, value, closed, shared_parent)
                             if not any("not" in c for c in value.values()):
                                 ranked[1] += options
                             else:
