@@ -26,9 +26,16 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
-from oopav.synth.discriminate import conjoin, value_constraints
+from oopav.synth.discriminate import (
+    closure,
+    conjoin,
+    context_closure,
+    merge_constraints,
+    value_constraints,
+)
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
+from oopav.synth.precision import closures, nested_guard, rewrapped
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -676,6 +683,7 @@ def synthesize(
                 (c for c in choices if len(c.covered) == best), key=lambda c: c.order
             )
             chosen = _same_layout(_idempotent(top_choices[0], seed, exs, lang), exs, lang)
+            chosen = _closed(chosen, exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
             wider = [
                 c
@@ -751,6 +759,7 @@ def synthesize(
             best = max(len(c.covered) for c in choices)
             top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
             chosen = _same_layout(_idempotent(top[0], seed, cur, lang), cur, lang)
+            chosen = _closed(chosen, cur, lang)
             step = [
                 SynthRule(
                     id="s",
@@ -901,20 +910,29 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
         return choice
     if seed.after_node is None:
         return choice
-    guarded = conjoin(
-        choice.rule, {"not": {"inside": {"kind": seed.after_node.kind(), "stopBy": "neighbor"}}}
-    )
-    g = Rule(id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints)
-    try:
-        covered = _evaluate(g, exs)
-        ok = all(rewrite_source(ex.after, g)[0] == ex.after for ex in exs)
-    except RuleError:
-        return choice
-    if covered is None or covered != choice.covered or not ok:
-        return choice
-    return _Choice(
-        guarded, choice.fix, covered, choice.order, choice.key, choice.level, choice.constraints
-    )
+    # Not inside that kind at all; else (precision first, wave 3d) not in the very field the
+    # match lands in: `t.Iterable` -> `t.Iterable[t.Any]` must not give
+    # `t.Iterable[t.Any][t.Any]`, yet `t.Optional[t.Iterable]` is a site.
+    inner: list[dict[str, Any]] = [{"kind": seed.after_node.kind(), "stopBy": "neighbor"}]
+    holder = rewrapped(seed.after_node, seed.before_text)
+    if holder is not None:
+        inner.append({"kind": holder[0], "field": holder[1], "stopBy": "neighbor"})
+    for guard in inner:
+        guarded = conjoin(choice.rule, {"not": {"inside": guard}})
+        g = Rule(
+            id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints
+        )
+        try:
+            covered = _evaluate(g, exs)
+            ok = all(rewrite_source(ex.after, g)[0] == ex.after for ex in exs)
+        except RuleError:
+            continue
+        if covered is None or covered != choice.covered or not ok:
+            continue
+        return _Choice(
+            guarded, choice.fix, covered, choice.order, choice.key, choice.level, choice.constraints
+        )
+    return choice
 
 
 _METAVAR = re.compile(r"\$\$\$[A-Z_][A-Z0-9_]*|\$[A-Z_][A-Z0-9_]*")
@@ -1000,6 +1018,53 @@ def _same_layout(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     if covered is None or covered != choice.covered:
         return choice
     return replace(choice, rule=guarded)
+
+
+def _closed_first(
+    rule: dict[str, Any],
+    cons: dict[str, Any] | None,
+    closed: dict[str, Any],
+    parent: dict[str, Any] | None,
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """A narrowed candidate (``rule``, ``cons``) closed by what every positive shares — its
+    metavariables' values (:func:`discriminate.closure`) and its parent's kind
+    (:func:`discriminate.context_closure`) — and, should that cover fewer sites, as it was
+    (precision first: the closed one is tried first)."""
+    merged = merge_constraints(cons, closed)
+    narrowed = rule
+    if parent is not None and json.dumps(parent, sort_keys=True) not in json.dumps(
+        rule, sort_keys=True
+    ):
+        narrowed = conjoin(rule, parent)
+    if (narrowed, merged) == (rule, cons):
+        return [(rule, cons)]
+    return [(narrowed, merged), (rule, cons)]
+
+
+def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
+    """The choice closed by what its sites share when its pattern names nothing (see
+    ``synth/precision.py``), if the closed rule rewrites exactly the same sites."""
+    if choice.expand_start or choice.expand_end or choice.transform:
+        return choice
+    rule = Rule(
+        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
+    )
+    split = _classify(rule, exs)
+    if split is None or not split[0]:
+        return choice
+    tries = closures(choice.rule, choice.fix, choice.constraints, split[0])
+    outer = nested_guard(choice.rule, choice.fix, split[0])
+    if outer is not None:
+        tries.insert(0, (outer, choice.constraints))
+    for narrowed, cons in tries:
+        g = Rule(id="c", language=lang, rule=narrowed, fix=choice.fix, constraints=cons)
+        try:
+            covered = _evaluate(g, exs)
+        except RuleError:
+            continue
+        if covered == choice.covered:
+            return replace(choice, rule=narrowed, constraints=cons)
+    return choice
 
 
 def _is_list(cons: dict[str, Any]) -> bool:
@@ -1089,18 +1154,36 @@ def _search(
                         guarded = conjoin(rule, {"regex": rx})
                         consider(guarded, fix, key, level, None, constraints, transform, False)
                 if node is not None:
-                    for extra in discriminating(node, pos, neg):
-                        tier = 2 if _names_fragment(extra) else 1
-                        args = (conjoin(rule, extra), fix, key, level, constraints, transform)
-                        deferred.append((tier, len(deferred), args))
-                    # Which values, not where: the kept code differs from the sites in
-                    # what a metavariable binds (`null == x` kept, `404 == x` changed).
                     names = sorted(
                         set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", key.split("\0")[0]))
                     )
+                    # Closed by what every positive binds (precision first, see closure).
+                    closed = closure(names, pos, neg)
+                    shared_parent = context_closure(pos, neg)
+                    for extra in discriminating(node, pos, neg):
+                        tier = 2 if _names_fragment(extra) else 1
+                        for r, cons in _closed_first(
+                            conjoin(rule, extra), constraints, closed, shared_parent
+                        ):
+                            deferred.append(
+                                (tier, len(deferred), (r, fix, key, level, cons, transform))
+                            )
+                    # Which values, not where: the kept code differs from the sites in
+                    # what a metavariable binds (`null == x` kept, `404 == x` changed).
+                    # Precision first: kept values excluded with the rule closed by what the
+                    # sites share, then the sites' own values, then kept values excluded.
                     if transform is None:
-                        for cons in value_constraints(names, pos, neg):
-                            deferred.append((1, len(deferred), (rule, fix, key, level, cons, None)))
+                        ranked: list[list[tuple[dict[str, Any], dict[str, Any] | None]]]
+                        ranked = [[], [], []]
+                        for value in value_constraints(names, pos, neg, own=True):
+                            options = _closed_first(rule, value, closed, shared_parent)
+                            if not any("not" in c for c in value.values()):
+                                ranked[1] += options
+                            else:
+                                ranked[0] += options[:-1]
+                                ranked[2].append(options[-1])
+                        for r, cons in (o for tier in ranked for o in tier):
+                            deferred.append((1, len(deferred), (r, fix, key, level, cons, None)))
         if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
             # Names that share a shape (`pager`, `_nullpager`) at once, also listed; names

@@ -215,13 +215,26 @@ def constraints(
     # The enclosing definitions' names (innermost kinds first): where the positives are, or
     # where the negatives are — whichever the examples show fewer of (a commit that changed
     # a few classes, or one that changed all but a few places).
+    # Precision first: the kept side is named only when the examples changed clearly more
+    # than they kept (at least twice as many sites; the seed is among the positives once).
     named = [_def_names(pos, negatives, False), _def_names(negatives, pos, True)]
-    if len(negatives) < len(pos):
+    if len(_distinct(negatives)) * 2 <= len(_distinct(pos)):
         named.reverse()
     for by_name in named:
         if by_name is not None:
             add(by_name)
     return out[:MAX_CONSTRAINTS]
+
+
+def _distinct(nodes: list[SgNode]) -> list[SgNode]:
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for n in nodes:
+        r = n.range()
+        if (r.start.index, r.end.index) not in seen:
+            seen.add((r.start.index, r.end.index))
+            out.append(n)
+    return out
 
 
 def _position(node: SgNode, reverse: bool) -> int:
@@ -267,14 +280,21 @@ def conjoin(rule: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def value_constraints(
-    names: list[str], pos: list[SgNode], neg: list[SgNode]
+    names: list[str], pos: list[SgNode], neg: list[SgNode], own: bool = False
 ) -> list[dict[str, Any]]:
     """Metavariable constraints that keep the positives' values and exclude every negative's:
     koa's `404 == err.status`, `'string' == typeof body` changed to `===` where
     `null == body` is kept gives ``$A == $B`` with ``A: {not: {kind: null}}`` — one rule for
     every operand the examples do not keep, not one per operand shape. By kind first (any
     other kind of value, the wider), then by text. Each constraint is checked here on the
-    matches (``pos``/``neg`` must come from a rule that binds ``names``)."""
+    matches (``pos``/``neg`` must come from a rule that binds ``names``).
+
+    Texts: a list of the kept ones says nothing about values the examples never show; where
+    the sites show fewer values than the kept code (and ``own``: the caller ranks the lists,
+    see :func:`closure`), the sites' own texts are offered too (precision first: ky's
+    ``import {type HttpMethod}`` with nine values such as ``Ky`` kept is not ``type
+    chromium`` elsewhere; koa's two changed call heads against two kept ones stay a list of
+    the kept)."""
     out: list[dict[str, Any]] = []
     for name in names:
         pv = [n.get_match(name) for n in pos]
@@ -291,5 +311,76 @@ def value_constraints(
         nt = {v.text() for v in nv if v is not None}
         if not pt & nt and all("\n" not in t for t in nt):
             words = "|".join(re.escape(t) for t in sorted(nt))
+            if own and len(pt) < len(nt) and all("\n" not in t for t in pt):
+                shown = "|".join(re.escape(t) for t in sorted(pt))
+                out.append({name: {"regex": f"^(?:{shown})$"}})
             out.append({name: {"not": {"regex": f"^(?:{words})$"}}})
     return out[:MAX_CONSTRAINTS]
+
+
+def closure(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> dict[str, Any]:
+    """Constraints every positive meets and some negative does not, to conjoin with a rule
+    that a *negative* fact narrowed (``not`` a context, ``not`` a list of texts): such a
+    fact says where the rule must not apply among the code the examples show, and nothing
+    about code they do not show. The positives' shared facts close it (precision first:
+    pluggy's ``$A = $B`` -> ``$A: "Final" = $B`` made on ``self.x = …`` in ``__init__`` and
+    kept on other assignments: ``A`` binds an ``attribute`` at every site, so a module-level
+    ``_T = TypeVar("_T")`` of another file is not rewritten; serde's ``$A::$B`` ->
+    ``$A::$B<'$A>`` made on ``de::Deserializer``: ``A`` is ``de`` at every site, so
+    ``fmt::Display`` stays). Per metavariable: the one text all positives bind (at least two
+    distinct positives, else every metavariable would be literal), else the one kind."""
+    ps = _distinct(pos)
+    if len(ps) < 2 or not neg:
+        return {}
+    out: dict[str, Any] = {}
+    for name in names:
+        pv = [n.get_match(name) for n in ps]
+        nv = [n.get_match(name) for n in neg]
+        if any(v is None for v in pv + nv):
+            continue
+        texts = {v.text() for v in pv if v is not None}
+        if len(texts) == 1 and "\n" not in next(iter(texts)):
+            text = next(iter(texts))
+            if any(v is not None and v.text() != text for v in nv):
+                out[name] = {"regex": "^" + _rx_literal(text) + "$"}
+                continue
+        kinds = {v.kind() for v in pv if v is not None}
+        if len(kinds) == 1:
+            kind = next(iter(kinds))
+            if any(v is not None and v.kind() != kind for v in nv):
+                out[name] = {"kind": kind}
+    return out
+
+
+def context_closure(pos: list[SgNode], neg: list[SgNode]) -> dict[str, Any] | None:
+    """The parent kind every positive sits in and some negative does not, as a fragment to
+    conjoin with a rule a negative fact narrowed (see :func:`closure`): serde's
+    ``de::Deserializer`` -> ``de::Deserializer<'de>`` made in ``where`` bounds, with
+    ``de::Error`` kept there, is narrowed by ``not`` the kept names; every site sits in a
+    ``trait_bounds``, so ``impl de::Deserializer for X`` (which the examples never show
+    changed) is not rewritten. At least two distinct positives."""
+    ps = _distinct(pos)
+    if len(ps) < 2 or not neg:
+        return None
+    kinds = {_kind_at(p, 1) for p in ps}
+    kind = next(iter(kinds))
+    if len(kinds) != 1 or kind is None:
+        return None
+    if not any(_kind_at(n, 1) != kind for n in neg):
+        return None
+    return _at_depth(1, {"kind": kind})
+
+
+def _rx_literal(text: str) -> str:
+    """``text`` as a literal in ast-grep's (Rust) regex syntax."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
+
+
+def merge_constraints(base: dict[str, Any] | None, extra: dict[str, Any]) -> dict[str, Any] | None:
+    """``base`` and ``extra`` both, per metavariable (keys merged, else under ``all``)."""
+    if not extra:
+        return base
+    out = dict(base or {})
+    for name, rule in extra.items():
+        out[name] = conjoin(out[name], rule) if name in out else rule
+    return out

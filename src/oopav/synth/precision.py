@@ -1,0 +1,276 @@
+"""Precision first for rules that name nothing (issue 26, wave 3d).
+
+A pattern made of metavariables, punctuation and keywords only — ``&$A`` -> ``$A``,
+``() => $A`` -> ``$A``, ``$A = $B`` — or a single token rewritten into something else
+(``error`` -> ``crate::error``, ``200`` -> ``http.StatusOK``) matches wherever the shape
+occurs: the examples' sites say nothing about where it applies beyond the shape, and their
+unchanged code often holds no such shape to object. Real commits make such a change in one
+kind of place (chi's ``cW(&buf, …)`` -> ``cW(buf, …)`` in arguments, never ``return &bw``;
+serde's ``use error::Error`` -> ``use crate::error::Error`` on the path of a ``use``, never
+``fn error(…)`` or ``self.error``).
+
+So such a rule is closed by what every example site shares: the parent's kind (and field,
+when every site sits in the same one); with two sites or more, each metavariable's kind
+where every site binds the same kind (``() => $A`` with ``A: {kind: call_expression}``), or
+where they bind different kinds and the rule has that one metavariable, the heads of what
+they bind (serde's ``use $A;`` on ``lib::*`` and ``io``: ``A: ^(?:io|lib)\b``). Whole texts
+are never pinned (with one site every text is shared: the rule would be literal). An
+operator or keyword replaced in place (``$A == $B`` -> ``$A === $B``) is what the rule is
+about and is not narrowed. The closed rule must rewrite exactly the sites the open one did,
+else the open one stays. A rule that names something (a call head, a property, a constant)
+is left as it is: the name is the evidence of where it applies.
+
+Also here: a Python rename whose every site is an attribute's name stays in the member
+namespace (:func:`member_rename`), a layout-pinned rule leaves an outer node it cannot finish
+(:func:`nested_guard`), and the field where a wrapping rule would match its own output
+(:func:`rewrapped`, for ``core._idempotent``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ast_grep_py import SgNode
+
+from oopav.synth.discriminate import FIELDS, conjoin
+
+_METAVAR = re.compile(r"\$\$?\$?([A-Z][A-Z0-9_]*)")
+_SINGLE = re.compile(r"(?<!\$)\$([A-Z][A-Z0-9_]*)")
+_TOKEN = re.compile(r"^[A-Za-z_]\w*$")
+
+
+def _distinct(nodes: list[SgNode]) -> list[SgNode]:
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for n in nodes:
+        r = n.range()
+        key = (r.start.index, r.end.index)
+        if key not in seen:
+            seen.add(key)
+            out.append(n)
+    return out
+
+
+def _pattern_text(rule: dict[str, Any]) -> str | None:
+    pattern = rule.get("pattern")
+    if isinstance(pattern, str):
+        return pattern
+    if isinstance(pattern, dict):
+        context = pattern.get("context")
+        return context if isinstance(context, str) else None
+    return None
+
+
+def _bound(node: SgNode, names: set[str]) -> list[tuple[int, int]]:
+    """The ranges the metavariables ``names`` bind in the match ``node``."""
+    out = []
+    for name in names:
+        single = node.get_match(name)
+        nodes = [single] if single is not None else node.get_multiple_matches(name)
+        for n in nodes:
+            r = n.range()
+            out.append((r.start.index, r.end.index))
+    return out
+
+
+def _names_something(node: SgNode, bound: list[tuple[int, int]]) -> bool:
+    """A named leaf (an identifier, a literal) of ``node`` outside every bound range: the
+    rule holds a name of its own."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        r = n.range()
+        if any(s <= r.start.index and r.end.index <= e for s, e in bound):
+            continue
+        kids = n.children()
+        if not kids and n.is_named():
+            return True
+        stack.extend(kids)
+    return False
+
+
+def weak(
+    rule: dict[str, Any],
+    fix: str,
+    positives: list[SgNode],
+    constraints: dict[str, Any] | None = None,
+) -> bool:
+    """The rule names nothing: no named leaf outside its metavariables at any site, or a
+    single token rewritten into more than a token (not a rename) — and nothing else says
+    where it applies (a metavariable's constraint, a positive context)."""
+    text = _pattern_text(rule)
+    if text is None or not positives or constraints:
+        return False
+    if any(k in rule for k in ("kind", "regex", "inside", "has", "follows", "precedes", "all")):
+        return False
+    names = set(_METAVAR.findall(text))
+    node = positives[0]
+    if not names:
+        # One token rewritten into something else (a rename keeps to a token).
+        return not node.children() and not _TOKEN.match(fix.strip())
+    if _substitution(text, fix):
+        return False
+    return not any(_names_something(p, _bound(p, names)) for p in positives)
+
+
+_SPLIT = re.compile(r"\$\$?\$?[A-Z][A-Z0-9_]*")
+_TOKENS = re.compile(r"\w+|[^\w\s]+")
+
+
+def _substitution(pattern: str, fix: str) -> bool:
+    """The fix replaces the pattern's literal tokens one for one, metavariables in place
+    (`$A == $B` -> `$A === $B`, `var $$$A;` -> `let $$$A;`): the changed token is what the
+    rule is about, as a name would be."""
+    if _SPLIT.findall(pattern) != _SPLIT.findall(fix):
+        return False
+    for a, b in zip(_SPLIT.split(pattern), _SPLIT.split(fix), strict=True):
+        ta, tb = _TOKENS.findall(a), _TOKENS.findall(b)
+        if ta != tb and (len(ta) != len(tb) or not ta):
+            return False
+    return True
+
+
+# The fields a site may sit in: discriminate's, and a path's head (Rust `error` in
+# `error::Error`, which is the `path` of a scoped name; `super::error` has it as `name`).
+_FIELDS = (*FIELDS, "path", "scope")
+
+
+def _field(node: SgNode) -> str | None:
+    parent = node.parent()
+    if parent is None:
+        return None
+    r = node.range()
+    for name in _FIELDS:
+        f = parent.field(name)
+        if f is not None and f.range() == r:
+            return name
+    return None
+
+
+def _parent_kind(node: SgNode) -> str | None:
+    parent = node.parent()
+    return parent.kind() if parent is not None else None
+
+
+def _head(node: SgNode) -> str | None:
+    """The first token of ``node`` when it is a name (``lib`` of ``lib::*``), else None."""
+    n = node
+    while n.children():
+        n = n.children()[0]
+    text = n.text()
+    return text if _TOKEN.match(text) else None
+
+
+def closures(
+    rule: dict[str, Any],
+    fix: str,
+    constraints: dict[str, Any] | None,
+    positives: list[SgNode],
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Narrower forms of a weak rule (see the module doc), most closed first: (rule,
+    constraints) pairs for the caller to verify; empty when the rule names something."""
+    ps = _distinct(positives)
+    if set(rule) == {"kind", "regex"} and rule["kind"] == "identifier":
+        member = member_rename(rule["regex"], ps)
+        return [(member, constraints)] if member is not None else []
+    if not weak(rule, fix, ps, constraints):
+        return []
+    where: dict[str, Any] | None = None
+    parents = {_parent_kind(p) for p in ps}
+    parent = next(iter(parents))
+    if len(parents) == 1 and parent is not None and "inside" not in rule:
+        fields = {_field(p) for p in ps}
+        field = next(iter(fields))
+        inner: dict[str, Any] = {"kind": parent, "stopBy": "neighbor"}
+        if len(fields) == 1 and field is not None:
+            inner["field"] = field
+        where = {"inside": inner}
+    kinds: dict[str, Any] = {}
+    text = _pattern_text(rule) or ""
+    if len(ps) < 2:
+        # One site: every kind is shared; only where it sits is kept.
+        return [(conjoin(rule, where), constraints)] if where is not None else []
+    for name in sorted(set(_SINGLE.findall(text))):
+        if constraints and name in constraints:
+            continue
+        bound = [p.get_match(name) for p in ps]
+        if any(b is None for b in bound):
+            continue
+        found = {b.kind() for b in bound if b is not None}
+        if len(found) == 1:
+            kinds[name] = {"kind": found.pop()}
+            continue
+        # Kinds differ (serde's `use $A;` on `lib::*` and `io`): the heads of what the
+        # sites bind are all the evidence there is (`A: ^(?:io|lib)\b`).
+        heads = {_head(b) for b in bound if b is not None}
+        if None not in heads and len(set(_SINGLE.findall(text))) == 1:
+            words = "|".join(sorted(h for h in heads if h))
+            kinds[name] = {"regex": f"^(?:{words})\\b"}
+    merged = {**(constraints or {}), **kinds} if kinds else constraints
+    out: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    if where is not None and kinds:
+        out.append((conjoin(rule, where), merged))
+    if where is not None:
+        out.append((conjoin(rule, where), constraints))
+    if kinds:
+        out.append((rule, merged))
+    return out
+
+
+def member_rename(regex: str, nodes: list[SgNode]) -> dict[str, Any] | None:
+    """A rename whose every site is a member name (the ``attribute`` of a Python
+    ``x.attr``: an ``identifier`` like any variable there) stays in the member namespace:
+    structlog's ``o.calls`` -> ``o.call_args_list`` renamed a local ``calls = …`` too."""
+    if not nodes:
+        return None
+    for node in nodes:
+        parent = node.parent()
+        if node.kind() != "identifier" or parent is None or parent.kind() != "attribute":
+            return None
+        attr = parent.field("attribute")
+        if attr is None or attr.range() != node.range():
+            return None
+    return {
+        "kind": "identifier",
+        "regex": regex,
+        "inside": {"kind": "attribute", "field": "attribute", "stopBy": "neighbor"},
+    }
+
+
+def nested_guard(rule: dict[str, Any], fix: str, positives: list[SgNode]) -> dict[str, Any] | None:
+    """A rule kept to its sites' layout (a ``regex`` with a line break, see
+    ``core._same_layout``) whose fix writes line breaks rewrites an outer multi-line node but
+    not one nested in it (one pass; the nested one sits at another depth, which the pinned
+    layout excludes): ky's trailing commas gave `},` on the outer object and left the inner
+    `rainbow: 'rainbow'` without its comma — half an edit. The guard: not a node that holds
+    a multi-line node of the same kind (its sites hold none)."""
+    layout = str(rule.get("regex", ""))
+    if "\n" not in fix or not positives or ("\n" not in layout and "\\n" not in layout):
+        return None
+    kinds = {p.kind() for p in positives}
+    if len(kinds) != 1:
+        return None
+    guard = {"not": {"has": {"kind": kinds.pop(), "regex": "\\n", "stopBy": "end"}}}
+    return conjoin(rule, guard)
+
+
+def rewrapped(after: SgNode, before_text: str) -> tuple[str, str] | None:
+    """The node of ``after`` (what a site became; it or one a few levels down) that holds
+    the site's old text whole in a field, as (kind, field): where the rule would match its
+    own output again (the ``value`` of the ``subscript`` ``t.Iterable[t.Any]``, inside an
+    annotation's ``type``)."""
+    level = [after]
+    for _ in range(3):
+        below: list[SgNode] = []
+        for node in level:
+            for child in node.children():
+                if child.text() == before_text:
+                    r = child.range()
+                    for name in _FIELDS:
+                        f = node.field(name)
+                        if f is not None and f.range() == r:
+                            return node.kind(), name
+                below.append(child)
+        level = below
+    return None
