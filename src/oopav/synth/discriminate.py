@@ -76,6 +76,9 @@ NAMED_DEFINITIONS = (
     "type_declaration",
 )
 MAX_CONSTRAINTS = 5
+# How far up (levels, characters) an enclosing node is searched for what it holds.
+HOLDING_LEVELS = 6
+HOLDING_CHARS = 4000
 
 
 def _field(node: SgNode) -> str | None:
@@ -212,6 +215,11 @@ def constraints(
         negative.append({"not": {"inside": {**_kinds(cover), "stopBy": "end"}}})
     for fragment in negative:
         add(fragment)
+    # What an enclosing node holds (wave 3d): pluggy's `@hookimpl` gained `(wrapper=True)`
+    # on the generator functions only — the decorated definition `has` a `yield`.
+    holds = _holding(seed, pos, negatives)
+    if holds is not None:
+        add(holds)
     # The enclosing definitions' names (innermost kinds first): where the positives are, or
     # where the negatives are — whichever the examples show fewer of (a commit that changed
     # a few classes, or one that changed all but a few places).
@@ -221,7 +229,72 @@ def constraints(
     for by_name in named:
         if by_name is not None:
             add(by_name)
-    return out[:MAX_CONSTRAINTS]
+    kept = out[:MAX_CONSTRAINTS]
+    if holds is not None and holds not in kept:
+        kept[-1] = holds  # what the definition holds is worth more than its name
+    return kept
+
+
+def _descendant_kinds(node: SgNode) -> dict[str, int]:
+    """The named kinds below ``node`` (not itself), each with the fewest named children a
+    node of that kind has there (an atomic marker such as `yield` has none)."""
+    out: dict[str, int] = {}
+    stack = list(node.children())
+    while stack:
+        n = stack.pop()
+        kids = n.children()
+        if n.is_named():
+            k = n.kind()
+            named = sum(1 for c in kids if c.is_named())
+            out[k] = min(out.get(k, named), named)
+        stack.extend(kids)
+    return out
+
+
+def _holding(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
+    """``inside`` the enclosing node a few levels up (at most the definition the site is
+    in), at the same depth for every positive, when at every positive it holds a kind that
+    it never holds at a negative (a negative with another kind there is excluded anyway):
+    ``inside: {kind: decorated_definition, has: {kind: yield, stopBy: end}}`` two levels
+    up. Among several such kinds the most atomic (fewest named children: `yield`, not the
+    parentheses around it), then by name. The exact depth, not ``stopBy: end``: a kept
+    method's decorator sits inside a test function that holds a `yield` elsewhere."""
+    for depth, anc in enumerate(seed.ancestors(), 1):
+        if depth > HOLDING_LEVELS or anc.kind() in ROOTS:
+            return None
+        kind = anc.kind()
+        if anc.range().end.index - anc.range().start.index > HOLDING_CHARS:
+            return None
+        encl = [_up(p, depth) for p in pos]
+        common: dict[str, int] | None = None
+        for e in encl:
+            if e is None or e.kind() != kind:
+                common = None
+                break
+            kinds = _descendant_kinds(e)
+            common = (
+                kinds
+                if common is None
+                else {k: min(v, kinds[k]) for k, v in common.items() if k in kinds}
+            )
+        for n in negatives:
+            if not common:
+                break
+            e = _up(n, depth)
+            if e is not None and e.kind() == kind:
+                seen = _descendant_kinds(e)
+                common = {k: v for k, v in common.items() if k not in seen}
+        if common:
+            fewest = common
+            marker = min(sorted(fewest), key=lambda k: fewest[k])
+            return _at_depth(depth, {"kind": kind, "has": {"kind": marker, "stopBy": "end"}})
+        parent = anc.parent()
+        if kind == "decorated_definition" or (
+            kind in NAMED_DEFINITIONS
+            and (parent is None or parent.kind() != "decorated_definition")
+        ):
+            return None  # no further than the definition the site is in
+    return None
 
 
 def _position(node: SgNode, reverse: bool) -> int:
