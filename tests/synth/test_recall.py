@@ -7,9 +7,7 @@ from __future__ import annotations
 from oopav.synth import Example, synthesize
 
 
-def test_a_decorator_changed_on_generators_only_is_narrowed_by_what_the_definition_holds() -> (
-    None
-):
+def test_a_decorator_changed_on_generators_only_is_narrowed_by_what_the_definition_holds() -> None:
     """pluggy's `@hookimpl` -> `@hookimpl(wrapper=True)` on the generator functions, kept on
     the others: the decorated definition `has` a `yield` — not the literal `def wrapper`
     (which no held-out generator is called)."""
@@ -27,3 +25,71 @@ def test_a_decorator_changed_on_generators_only_is_narrowed_by_what_the_definiti
     )
     want = held.replace("@hookimpl\n    def m1", "@hookimpl(wrapper=True)\n    def m1")
     assert result.apply(held)[0] == want
+
+
+def test_a_receiver_kept_literal_gives_way_to_the_abstract_call_in_its_context() -> None:
+    """log's `self.0.visit(&mut visitor)?` -> `….map_err(|_| fmt::Error)?` with
+    `record.key_values().visit(&mut visitor).unwrap()` kept: `$A.visit($$$B)` rewrites
+    the kept call too, and the plain candidate that fits was the literal receiver
+    `self.0.visit($$$A)`, which no held-out `self.visit(…)?` matches. The abstract call
+    narrowed by where it sits (inside the `?`) is preferred to the literal receiver."""
+    before = (
+        "use std::fmt;\n\nfn a(&self, f: &mut fmt::Formatter) -> fmt::Result {\n"
+        "    self.0.visit(&mut v)?;\n    Ok(())\n}\n\n"
+        "fn b() {\n    record.key_values().visit(&mut v).unwrap();\n}\n"
+    )
+    after = before.replace("(&mut v)?", "(&mut v).map_err(|_| fmt::Error)?")
+    result = synthesize([Example(before, after, path="lib.rs")])
+    held = (
+        "use std::fmt;\n\nfn c(&self, f: &mut fmt::Formatter) -> fmt::Result {\n"
+        "    self.visit(&mut FmtVisitor(f))?;\n    Ok(())\n}\n\n"
+        "fn d() {\n    source.visit(&mut w).unwrap();\n}\n"
+    )
+    want = held.replace("(&mut FmtVisitor(f))?", "(&mut FmtVisitor(f)).map_err(|_| fmt::Error)?")
+    assert result.apply(held)[0] == want
+
+
+def test_a_literal_value_wrapped_whole_is_learned_where_it_sits() -> None:
+    """ky's `t.throws(fn, 'message')` -> `t.throws(fn, {message: 'message'})`: one example
+    site, and the literal string was a rule that fits it (and no other message). The value
+    is carried whole into the wrap, so the search looks above it: the call, with the
+    metavariable that binds the value kept to its kind (an argument that already is an
+    object is not wrapped again)."""
+    before = (
+        "test('x', t => {\n\tt.is(a, 'rainbow');\n\tt.throws(() => {\n\t\tf();\n"
+        "\t}, 'must not be empty');\n});\n"
+    )
+    after = before.replace(
+        "}, 'must not be empty');", "}, {\n\t\tmessage: 'must not be empty'\n\t});"
+    )
+    result = synthesize([Example(before, after, path="test/a.js")])
+    [rule] = result.rules
+    assert "must not be empty" not in rule.rule["pattern"]
+    held = (
+        "test('y', t => {\n\tt.is(b, 'zebra');\n\tt.throws(() => {\n\t\tg();\n"
+        "\t}, 'Request cannot have body');\n\tt.throws(() => {\n\t\th();\n"
+        "\t}, {\n\t\tinstanceOf: TypeError\n\t});\n});\n"
+    )
+    want = held.replace(
+        "}, 'Request cannot have body');",
+        "}, {\n\t\tmessage: 'Request cannot have body'\n\t});",
+    )
+    assert result.apply(held)[0] == want
+
+
+def test_a_doc_comment_changed_along_with_the_code_is_left_out_not_fatal() -> None:
+    """ky's `prefixUrl` -> `prefix`: the commit also changed one of two `prefixUrl` in a doc
+    comment's code sample, which no single substitution describes. The comment is left out
+    with a note and the code's rename is learned (before: no rule at all)."""
+    before = (
+        "/**\nExample:\n\tconst api = ky.create({prefixUrl: 'x'});\n"
+        "\tconst u = api.extend((o) => ({prefixUrl: `${o.prefixUrl}/u`}));\n*/\n"
+        "export const a = {prefixUrl: 'y'};\n"
+    )
+    after = before.replace("({prefixUrl: 'x'})", "({prefix: 'x'})").replace(
+        "{prefixUrl: 'y'}", "{prefix: 'y'}"
+    )
+    result = synthesize([Example(before, after, path="source/types/ky.ts")])
+    assert any("a comment no single substitution describes" in n for n in result.notes)
+    held = "export interface Options {\n\tprefixUrl?: string;\n}\n"
+    assert result.apply(held)[0] == held.replace("prefixUrl", "prefix")

@@ -48,6 +48,8 @@ MAX_LEVELS = 4
 MAX_DISCRIMINATIONS = 8
 # Sites larger than this (characters) are abstracted by their own and not lifted further.
 MAX_PATTERN_CHARS = 4000
+# How far above a literal value wrapped whole the search looks for where it sits (wave 3d).
+MAX_WRAP_LEVELS = 2
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
@@ -647,12 +649,23 @@ def synthesize(
             seed = remaining[0][0]
             choices = _search(seed, remaining, exs, lang, lists)
             if not choices and seed.node.kind() in COMMENT_KINDS:
-                raise SynthesisError(
-                    f"example {seed.example} changes a comment in a way no single substitution "
-                    f"describes ({seed.before_text[:40]!r} -> {seed.after_text[:40]!r}); a rule "
-                    "rewrites comments only by one word or phrase replaced throughout",
-                    seed.example,
+                # A comment changed along with the code (a doc comment's example, a
+                # `@default` list): left out with a note, so the code's change is still
+                # learned (wave 3d); only comments and nothing learned is an error.
+                skipped.append(
+                    (
+                        seed,
+                        SynthesisError(
+                            f"example {seed.example} changes a comment in a way no single "
+                            f"substitution describes ({seed.before_text[:40]!r} -> "
+                            f"{seed.after_text[:40]!r}); a rule rewrites comments only by one "
+                            "word or phrase replaced throughout",
+                            seed.example,
+                        ),
+                    )
                 )
+                remaining = remaining[1:]
+                continue
             if not choices:
                 error = SynthesisError(
                     f"example {seed.example}: no rule rewrites {seed.before_text[:60]!r} into "
@@ -714,10 +727,14 @@ def synthesize(
         left_out = {id(s) for s, _ in skipped}
         for seed, _ in skipped[:3]:
             line = exs_by_index[seed.example].before.count("\n", 0, seed.start) + 1
+            why = (
+                "a comment no single substitution describes (change it by hand)"
+                if seed.node.kind() in COMMENT_KINDS
+                else "no rule tells it apart from the same code the examples keep unchanged"
+            )
             notes.append(
                 f"example {seed.example} line {line}: {seed.before_text[:40]!r} -> "
-                f"{seed.after_text[:40]!r} left out: no rule tells it apart from the same code "
-                "the examples keep unchanged"
+                f"{seed.after_text[:40]!r} left out: {why}"
             )
         if len(skipped) > 3:
             notes.append(f"... and {len(skipped) - 3} more site(s) left out")
@@ -1133,6 +1150,34 @@ def _search(
                 break
         deferred.clear()
 
+    def run_upgrades() -> None:
+        """Wave 3d (recall): when the plain winner keeps literal what a deferred candidate
+        abstracts (rust's `self.0.visit($$$A)` against `$A.visit($$$B)`, which also matched
+        a kept `x.visit(..).unwrap()`), the abstract pattern narrowed by a context (a kind,
+        not a list of names: tier 1) is preferred — a context says where, a literal receiver
+        only which text the one example happened to have."""
+        if not choices or not deferred:
+            return
+        best = max(len(c.covered) for c in choices)
+        top = min((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
+        plain = top.key.split("\0")[0]
+        ups = [
+            d
+            for d in deferred
+            if d[0] == 1
+            and d[2][3] == top.level
+            and d[2][4] is None  # a constraint on a value is no context
+            and _positive(d[2][0])
+            and _generalises(d[2][2].split("\0")[0], plain)
+        ]
+        for _tier, _seq, (rule, fix, key, level, cons, transform) in ups:
+            start = len(choices)
+            consider(rule, fix, key, level, None, cons, transform, discriminate=False)
+            for c in choices[start:]:
+                if len(c.covered) >= best and top.covered <= c.covered:
+                    c.order = top.order - 1
+                    return
+
     if seed.insert is not None:
         for rule, fix in _insert_candidates(seed, remaining, lang):
             consider(rule, fix, fix)
@@ -1259,15 +1304,122 @@ def _search(
             # `$A == $B` with `A` not `null`, not the function body holding both sites).
             run_deferred()
         if choices and max(len(c.covered) for c in choices) == len(remaining):
+            if level < MAX_WRAP_LEVELS and _literal_wrap(seed, choices, len(remaining)):
+                continue  # a literal value wrapped: look above for where it sits (wave 3d)
             break
+    _prefer_abstract_wraps(seed, choices, len(remaining), exs, lang)
     # The changed list alone (parameters, arguments) — when every rule found so far that
     # covers the most sites carries a multi-line fix: the body's layout, re-indented at each
     # site, is what such a rule gets wrong on held-out code (tabs, other depths).
     best = max((len(c.covered) for c in choices), default=0)
     if lists and all("\n" in c.fix for c in choices if len(c.covered) == best):
         _list_candidates(seed, remaining, exs, lang, choices)
+    run_upgrades()
     run_deferred()
     return choices
+
+
+def _generalises(general: str, specific: str) -> bool:
+    """``specific`` (a pattern) is an instance of ``general``: the same text where
+    ``general`` is literal, anything where it has a metavariable — but not a name that
+    call heads, members and definitions keep (a metavariable for ``FindRoute`` in
+    ``$A.FindRoute(``, ``HTTPError`` in ``ky.HTTPError``, ``load`` in ``def load(``: what
+    the change is about, not where it is)."""
+    if general == specific or "$" not in general:
+        return False
+    parts = re.split(r"(\$\$\$[A-Z][A-Z0-9_]*|\$[A-Z][A-Z0-9_]*)", general)
+    rx = "".join(
+        ("(.*?)" if p.startswith("$$$") else "(.+?)") if i % 2 else re.escape(p)
+        for i, p in enumerate(parts)
+    )
+    m = re.fullmatch(rx, specific, re.DOTALL)
+    if m is None:
+        return False
+    for k in range(1, len(parts) // 2 + 1):
+        span = m.group(k)
+        before, after = specific[: m.start(k)], specific[m.end(k) :]
+        if after.lstrip().startswith("(") or (
+            _IDENT.match(span) and before.endswith((".", "::", "->"))
+        ):
+            return False
+    return True
+
+
+def _positive(rule: dict[str, Any]) -> bool:
+    """``rule`` holds no ``not`` (a context where the examples keep code says nothing about
+    where else the rule applies)."""
+    return "'not'" not in repr(rule)
+
+
+def _literal_wrap(seed: Site, choices: list[_Choice], n: int) -> bool:
+    """Every choice that covers the ``n`` sites is literal (no metavariable) and the seed
+    is a value carried whole into a larger after text (ky's `'msg'` ->
+    `{message: 'msg'}`): the value itself is not what the rule is about, where it sits is."""
+    if seed.insert is not None or seed.delete is not None or "\n" in seed.before_text:
+        return False
+    if seed.before_text not in seed.after_text or seed.before_text == seed.after_text:
+        return False
+    full = [c for c in choices if len(c.covered) == n]
+    # Plain literal choices only: one a context narrowed already says where it sits.
+    return bool(full) and all(_vars(c.key) == 0 and c.order < 1_000_000 for c in full)
+
+
+def _prefer_abstract_wraps(
+    seed: Site, choices: list[_Choice], n: int, exs: list[_Ex], lang: str
+) -> None:
+    """After :func:`_literal_wrap` lifted the search: the lowest abstract candidate that
+    covers every site (``t.throws($A, $B)`` -> ``t.throws($A, {message: $B})``) ranks
+    before the literal value."""
+    if not _literal_wrap(seed, [c for c in choices if c.level <= 0], n):
+        return
+    wraps = [c for c in choices if len(c.covered) == n and c.level > 0 and _vars(c.key) > 0]
+    low = min((c.order for c in choices), default=0)
+    for c in sorted(wraps, key=lambda c: (c.level, c.order)):
+        # The metavariable that binds the value keeps to the value's kind (a string stays
+        # a string: an argument that already is `{message: …}` is not wrapped again).
+        bound = _binding_of(c, seed)
+        if bound is None or (c.constraints and bound in c.constraints):
+            continue
+        narrowed = {**(c.constraints or {}), bound: {"kind": seed.node.kind()}}
+        candidate = Rule(
+            id="c",
+            language=lang,
+            rule=c.rule,
+            fix=c.fix,
+            constraints=narrowed,
+            transform=c.transform,
+        )
+        try:
+            covered = _evaluate(candidate, exs)
+        except RuleError:
+            continue
+        if covered is not None and c.covered <= covered:
+            c.constraints = narrowed
+            c.order = low - 1
+            return
+
+
+def _binding_of(choice: _Choice, seed: Site) -> str | None:
+    """The metavariable of ``choice``'s pattern that binds ``seed``'s node at the seed."""
+    root = seed.node.get_root().root()
+    config: dict[str, Any] = {"rule": choice.rule}
+    if choice.constraints:
+        config["constraints"] = choice.constraints
+    try:
+        matches = root.find_all(config)  # type: ignore[arg-type]  # a rule config dict
+    except Exception:
+        return None
+    want = seed.node.range()
+    for m in matches:
+        if not _holds(m, seed):
+            continue
+        for name in sorted(
+            set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", choice.key.split("\0")[0]))
+        ):
+            got = m.get_match(name)
+            if got is not None and got.range() == want:
+                return name
+    return None
 
 
 _FIELDS = (

@@ -79,6 +79,25 @@ MAX_CONSTRAINTS = 5
 # How far up (levels, characters) an enclosing node is searched for what it holds.
 HOLDING_LEVELS = 6
 HOLDING_CHARS = 4000
+# What a definition holds says what it does (a generator has a `yield`); what a smaller node
+# holds (a parameter list's `attribute`) is mostly chance.
+HOLDERS = frozenset(
+    {
+        *DEFINITION_KINDS,
+        "decorated_definition",
+        "function_expression",
+        "arrow_function",
+        "generator_function",
+        "generator_function_declaration",
+        "method_declaration",
+        "func_literal",
+        "closure_expression",
+        "impl_item",
+        "lambda",
+    }
+)
+# Kinds that say nothing about what a definition does (a stray `;`, a comment).
+NO_MARKERS = frozenset({"empty_statement", "comment", "line_comment", "block_comment", "ERROR"})
 
 
 def _field(node: SgNode) -> str | None:
@@ -215,11 +234,6 @@ def constraints(
         negative.append({"not": {"inside": {**_kinds(cover), "stopBy": "end"}}})
     for fragment in negative:
         add(fragment)
-    # What an enclosing node holds (wave 3d): pluggy's `@hookimpl` gained `(wrapper=True)`
-    # on the generator functions only — the decorated definition `has` a `yield`.
-    holds = _holding(seed, pos, negatives)
-    if holds is not None:
-        add(holds)
     # The enclosing definitions' names (innermost kinds first): where the positives are, or
     # where the negatives are — whichever the examples show fewer of (a commit that changed
     # a few classes, or one that changed all but a few places).
@@ -230,8 +244,12 @@ def constraints(
         if by_name is not None:
             add(by_name)
     kept = out[:MAX_CONSTRAINTS]
+    # What an enclosing node holds (wave 3d), last: pluggy's `@hookimpl` gained
+    # `(wrapper=True)` on the generator functions only — the decorated definition `has` a
+    # `yield`, which no name of a definition says.
+    holds = _holding(seed, pos, negatives)
     if holds is not None and holds not in kept:
-        kept[-1] = holds  # what the definition holds is worth more than its name
+        kept.append(holds)
     return kept
 
 
@@ -243,7 +261,7 @@ def _descendant_kinds(node: SgNode) -> dict[str, int]:
     while stack:
         n = stack.pop()
         kids = n.children()
-        if n.is_named():
+        if n.is_named() and n.kind() not in NO_MARKERS:
             k = n.kind()
             named = sum(1 for c in kids if c.is_named())
             out[k] = min(out.get(k, named), named)
@@ -265,6 +283,8 @@ def _holding(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[s
         kind = anc.kind()
         if anc.range().end.index - anc.range().start.index > HOLDING_CHARS:
             return None
+        if kind not in HOLDERS:
+            continue  # what a parameter list or an expression holds is no reason
         encl = [_up(p, depth) for p in pos]
         common: dict[str, int] | None = None
         for e in encl:
