@@ -93,3 +93,34 @@ def test_a_doc_comment_changed_along_with_the_code_is_left_out_not_fatal() -> No
     assert any("a comment no single substitution describes" in n for n in result.notes)
     held = "export interface Options {\n\tprefixUrl?: string;\n}\n"
     assert result.apply(held)[0] == held.replace("prefixUrl", "prefix")
+
+
+def test_a_statement_inserted_in_tab_indented_code_keeps_the_tab() -> None:
+    """ky's `await server.close();` added after a blank line at the end of a test: ast-grep
+    re-indents a fix by the spaces before the match only, so in tab-indented code the
+    inserted line came out at column 0 and no candidate reproduced the example (no rule).
+    The fix writes the anchor's tab out."""
+    before = (
+        "test('a', async t => {\n\tconst server = await createServer();\n"
+        "\tt.is(await get(server.url), 'x');\n});\n"
+    )
+    after = before.replace("'x');\n});", "'x');\n\n\tawait server.close();\n});")
+    result = synthesize([Example(before, after, path="test/a.ts")])
+    assert result.apply(before)[0] == after
+    held = (
+        "test('b', async t => {\n\tconst server = await createServer();\n"
+        "\tconst r = await get(server.url);\n\tt.true(r.ok);\n});\n"
+    )
+    want = held.replace("t.true(r.ok);\n});", "t.true(r.ok);\n\n\tawait server.close();\n});")
+    assert result.apply(held)[0] == want
+
+
+def test_a_property_of_the_global_object_renamed_renames_the_global() -> None:
+    """ky's `global.window = {…}` -> `global.self = {…}` in a test set-up: `window` there is
+    a member name, but a property of the global object is the global variable, so
+    `new window.Headers()` elsewhere follows (before: only `x.window` members)."""
+    before = "import fetch from 'node-fetch';\n\nglobal.window = {\n\tfetch\n};\n"
+    after = before.replace("global.window", "global.self")
+    result = synthesize([Example(before, after, path="test/_require.js")])
+    held = "const h = new window.Headers(o);\nreturn window.fetch(u);\n"
+    assert result.apply(held)[0] == held.replace("window.", "self.")

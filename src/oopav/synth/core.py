@@ -336,10 +336,14 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
     return covered
 
 
-def _rewrites(rule: Rule, ex: _Ex) -> list[tuple[int, int, SgNode, str]] | None:
+def _rewrites(
+    rule: Rule, ex: _Ex, nested: bool = False
+) -> list[tuple[int, int, SgNode, str]] | None:
     """What ``rule`` does to ``ex.before``: (start, end, node, replacement) of each outermost
     match whose replacement differs from its text, as ast-grep applies them (an overlapped
-    match skipped); None when the rule cannot run or expand its fix."""
+    match skipped; kept when ``nested``: a statement inserted after the last one of a
+    block, where the block's own statement also matches, wave 3d); None when the rule
+    cannot run or expand its fix."""
     template = parse_template(rule.fix or "", (rule.transform or {}).keys())
     try:
         nodes = ex.root.find_all(rule.config())
@@ -352,9 +356,9 @@ def _rewrites(rule: Rule, ex: _Ex) -> list[tuple[int, int, SgNode, str]] | None:
     out: list[tuple[int, int, SgNode, str]] = []
     pos = 0
     for start, end, node in spans:
-        if start < pos:
+        if start < pos and not nested:
             continue
-        pos = end
+        pos = max(pos, end)
         try:
             replacement = expand_fix(node, template, ex.before)
         except Exception:
@@ -366,14 +370,16 @@ def _rewrites(rule: Rule, ex: _Ex) -> list[tuple[int, int, SgNode, str]] | None:
     return out
 
 
-def _classify(rule: Rule, exs: list[_Ex]) -> tuple[list[SgNode], list[SgNode]] | None:
+def _classify(
+    rule: Rule, exs: list[_Ex], nested: bool = False
+) -> tuple[list[SgNode], list[SgNode]] | None:
     """The nodes ``rule`` rewrites as the examples do (positives) and those it rewrites
-    wrongly (negatives: mostly code the examples keep), as :func:`_evaluate` sees them; None
-    when the rule cannot run."""
+    wrongly (negatives: mostly code the examples keep), as :func:`_evaluate` sees them (with
+    the matches inside another one too when ``nested``); None when the rule cannot run."""
     pos: list[SgNode] = []
     neg: list[SgNode] = []
     for ex in exs:
-        rewrites = _rewrites(rule, ex)
+        rewrites = _rewrites(rule, ex, nested)
         if rewrites is None:
             return None
         for start, end, node, replacement in rewrites:
@@ -474,6 +480,27 @@ def _field_key(node: SgNode) -> bool:
     return keyed is not None and keyed.kind() == "keyed_element" and keyed.child(0) == parent
 
 
+_GLOBAL_OBJECTS = frozenset({"global", "globalThis", "window"})
+
+
+def _global_member(node: SgNode, language: str) -> bool:
+    """``node`` is a property of JavaScript's global object (``global.window = …``): the
+    same name as the global variable (``new window.Headers()``), so a rename reaches the
+    value names too (ky's `window` -> `self`, wave 3d)."""
+    if language not in ("javascript", "typescript", "tsx"):
+        return False
+    parent = node.parent()
+    if parent is None or parent.kind() != "member_expression":
+        return False
+    obj, prop = parent.field("object"), parent.field("property")
+    return (
+        obj is not None
+        and obj.text() in _GLOBAL_OBJECTS
+        and prop is not None
+        and prop.range() == node.range()
+    )
+
+
 def _rename_candidates(
     seed: Site, remaining: list[tuple[Site, _Ex]], language: str
 ) -> list[dict[str, Any]]:
@@ -485,7 +512,7 @@ def _rename_candidates(
     space = _VALUE_KINDS if seed.node.kind() in _VALUE_KINDS else _MEMBER_KINDS
     every = [k for k in space if k in valid]
     first: list[dict[str, Any]] = []
-    if _field_key(seed.node):
+    if _field_key(seed.node) or _global_member(seed.node, language):
         # A field's name written as a composite literal's key (Go's `C{SkipPathes: n}`, an
         # `identifier` there) is the same name as the field's declaration and its selectors
         # (`field_identifier`): the rename reaches both spaces; narrowed by the examples'
@@ -1053,6 +1080,7 @@ def _search(
     # (tier, sequence, candidate): over-matching candidates narrowed by a context or a list
     # of names, evaluated only when the plain candidates leave sites uncovered.
     deferred: list[tuple[int, int, tuple[Any, ...]]] = []
+    where: set[int] = set()  # deferred rules narrowed by a positive context (wave 3d)
 
     def consider(
         rule: dict[str, Any],
@@ -1093,7 +1121,10 @@ def _search(
             # the code it rewrites wrongly (the examples' unchanged code of the same shape).
             # Tried after every plain candidate (see ``deferred``).
             budget[0] -= 1
-            split = _classify(candidate, exs)
+            # An inserted statement's anchor is often inside another statement that
+            # matches too (a test's last statement, in the test call's statement).
+            anchored = "$ANCHOR" in fix
+            split = _classify(candidate, exs, anchored)
             if split is not None:
                 pos, neg = split
                 node = next((p for p in pos if _holds(p, seed)), None)
@@ -1106,10 +1137,12 @@ def _search(
                         guarded = conjoin(rule, {"regex": rx})
                         consider(guarded, fix, key, level, None, constraints, transform, False)
                 if node is not None:
-                    for extra in discriminating(node, pos, neg):
+                    for extra in discriminating(node, pos, neg, fix if anchored else ""):
                         tier = 2 if _names_fragment(extra) else 1
                         args = (conjoin(rule, extra), fix, key, level, constraints, transform)
                         deferred.append((tier, len(deferred), args))
+                        if "'not'" not in repr(extra):
+                            where.add(id(args[0]))  # says where it applies (run_upgrades)
                     # Which values, not where: the kept code differs from the sites in
                     # what a metavariable binds (`null == x` kept, `404 == x` changed).
                     names = sorted(
@@ -1167,7 +1200,7 @@ def _search(
             if d[0] == 1
             and d[2][3] == top.level
             and d[2][4] is None  # a constraint on a value is no context
-            and _positive(d[2][0])
+            and id(d[2][0]) in where
             and _generalises(d[2][2].split("\0")[0], plain)
         ]
         for _tier, _seq, (rule, fix, key, level, cons, transform) in ups:
@@ -1181,6 +1214,7 @@ def _search(
     if seed.insert is not None:
         for rule, fix in _insert_candidates(seed, remaining, lang):
             consider(rule, fix, fix)
+        run_upgrades()
         run_deferred()
         return choices
     if seed.delete is not None:
@@ -1343,12 +1377,6 @@ def _generalises(general: str, specific: str) -> bool:
         ):
             return False
     return True
-
-
-def _positive(rule: dict[str, Any]) -> bool:
-    """``rule`` holds no ``not`` (a context where the examples keep code says nothing about
-    where else the rule applies)."""
-    return "'not'" not in repr(rule)
 
 
 def _literal_wrap(seed: Site, choices: list[_Choice], n: int) -> bool:
@@ -1619,6 +1647,7 @@ def _insert_candidates(
     kind = node.kind()
     guard = {"not": {"inside": {"has": {"pattern": first}}}}
     after = seed.insert == "after"
+    new = _tab_indented(seed, new)
     fix = "$ANCHOR\n" + new if after else new + "\n$ANCHOR"
     edge = (
         {"not": {"precedes": {"kind": kind, "stopBy": "end"}}}
@@ -1650,6 +1679,19 @@ def _insert_candidates(
         )
     )
     return out
+
+
+def _tab_indented(seed: Site, new: str) -> str:
+    """``new`` with the anchor's indentation written out when that is tabs: ast-grep
+    re-indents a fix by the spaces before the match only (none on a tab-indented line), so
+    ky's `await server.close();` after a test's last statement came out at column 0 (wave
+    3d). Spaces are left to the re-indent."""
+    text = seed.node.get_root().root().text()
+    line = text[text.rfind("\n", 0, seed.start) + 1 : seed.start]
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    if "\t" not in indent or line.strip():
+        return new
+    return "\n".join(indent + ln if ln.strip() else ln for ln in new.split("\n"))
 
 
 def _statements(text: str, lang: str) -> list[str]:

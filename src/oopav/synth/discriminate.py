@@ -79,6 +79,7 @@ MAX_CONSTRAINTS = 5
 # How far up (levels, characters) an enclosing node is searched for what it holds.
 HOLDING_LEVELS = 6
 HOLDING_CHARS = 4000
+NAME_RANK = 1000  # a name used there ranks after every kind
 # What a definition holds says what it does (a generator has a `yield`); what a smaller node
 # holds (a parameter list's `attribute`) is mostly chance.
 HOLDERS = frozenset(
@@ -96,8 +97,29 @@ HOLDERS = frozenset(
         "lambda",
     }
 )
-# Kinds that say nothing about what a definition does (a stray `;`, a comment).
-NO_MARKERS = frozenset({"empty_statement", "comment", "line_comment", "block_comment", "ERROR"})
+# What a definition holds that says what it does: a generator yields, an async function
+# awaits, a function raises, guards, defers. Other kinds a definition happens to hold (a
+# subscript, a parameter's attribute) are chance: never a context.
+MARKERS = frozenset(
+    {
+        "yield",
+        "yield_expression",
+        "yield_statement",
+        "await",
+        "await_expression",
+        "raise_statement",
+        "throw_statement",
+        "try_statement",
+        "try_expression",
+        "with_statement",
+        "defer_statement",
+        "go_statement",
+        "unsafe_block",
+        "assert_statement",
+        "global_statement",
+        "nonlocal_statement",
+    }
+)
 
 
 def _field(node: SgNode) -> str | None:
@@ -169,7 +191,7 @@ def _cover(negs: list[set[str]], banned: set[str]) -> list[str] | None:
 
 
 def constraints(
-    seed: SgNode, positives: list[SgNode], negatives: list[SgNode]
+    seed: SgNode, positives: list[SgNode], negatives: list[SgNode], hint: str = ""
 ) -> list[dict[str, Any]]:
     """Rule fragments (to conjoin with the rule) that hold for ``seed`` and every positive and
     for no negative, most local and most specific first (see the module doc)."""
@@ -247,36 +269,44 @@ def constraints(
     # What an enclosing node holds (wave 3d), last: pluggy's `@hookimpl` gained
     # `(wrapper=True)` on the generator functions only — the decorated definition `has` a
     # `yield`, which no name of a definition says.
-    holds = _holding(seed, pos, negatives)
+    holds = _holding(seed, pos, negatives, hint)
     if holds is not None and holds not in kept:
         kept.append(holds)
     return kept
 
 
-def _descendant_kinds(node: SgNode) -> dict[str, int]:
-    """The named kinds below ``node`` (not itself), each with the fewest named children a
-    node of that kind has there (an atomic marker such as `yield` has none)."""
+def _descendant_kinds(node: SgNode, names: frozenset[str] = frozenset()) -> dict[str, int]:
+    """The :data:`MARKERS` below ``node`` (not itself), each with the fewest named children
+    a node of that kind has there (an atomic marker such as `yield` has none); and the
+    names of ``names`` used there, as ``kind=name`` ranked after every kind."""
     out: dict[str, int] = {}
     stack = list(node.children())
     while stack:
         n = stack.pop()
         kids = n.children()
-        if n.is_named() and n.kind() not in NO_MARKERS:
+        if n.is_named() and n.kind() in MARKERS:
             k = n.kind()
             named = sum(1 for c in kids if c.is_named())
             out[k] = min(out.get(k, named), named)
+        elif not kids and n.kind().endswith("identifier") and n.text() in names:
+            out[f"{n.kind()}={n.text()}"] = NAME_RANK
         stack.extend(kids)
     return out
 
 
-def _holding(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
+def _holding(
+    seed: SgNode, pos: list[SgNode], negatives: list[SgNode], hint: str = ""
+) -> dict[str, Any] | None:
     """``inside`` the enclosing node a few levels up (at most the definition the site is
     in), at the same depth for every positive, when at every positive it holds a kind that
     it never holds at a negative (a negative with another kind there is excluded anyway):
     ``inside: {kind: decorated_definition, has: {kind: yield, stopBy: end}}`` two levels
     up. Among several such kinds the most atomic (fewest named children: `yield`, not the
     parentheses around it), then by name. The exact depth, not ``stopBy: end``: a kept
-    method's decorator sits inside a test function that holds a `yield` elsewhere."""
+    method's decorator sits inside a test function that holds a `yield` elsewhere. A name the
+    rule's output uses (``hint``: the fix) counts too, after the kinds: ky's `await
+    server.close();` added at the end of the tests that have a `server`."""
+    names = frozenset(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", hint))
     for depth, anc in enumerate(seed.ancestors(), 1):
         if depth > HOLDING_LEVELS or anc.kind() in ROOTS:
             return None
@@ -291,7 +321,7 @@ def _holding(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[s
             if e is None or e.kind() != kind:
                 common = None
                 break
-            kinds = _descendant_kinds(e)
+            kinds = _descendant_kinds(e, names)
             common = (
                 kinds
                 if common is None
@@ -302,12 +332,16 @@ def _holding(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[s
                 break
             e = _up(n, depth)
             if e is not None and e.kind() == kind:
-                seen = _descendant_kinds(e)
+                seen = _descendant_kinds(e, names)
                 common = {k: v for k, v in common.items() if k not in seen}
         if common:
             fewest = common
             marker = min(sorted(fewest), key=lambda k: fewest[k])
-            return _at_depth(depth, {"kind": kind, "has": {"kind": marker, "stopBy": "end"}})
+            mkind, _, name = marker.partition("=")
+            has: dict[str, Any] = {"kind": mkind, "stopBy": "end"}
+            if name:
+                has["regex"] = "^" + re.escape(name) + "$"
+            return _at_depth(depth, {"kind": kind, "has": has})
         parent = anc.parent()
         if kind == "decorated_definition" or (
             kind in NAMED_DEFINITIONS
