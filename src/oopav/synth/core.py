@@ -1405,7 +1405,7 @@ def _prefer_abstract_wraps(
     for c in sorted(wraps, key=lambda c: (c.level, c.order)):
         # The metavariable that binds the value keeps to the value's kind (a string stays
         # a string: an argument that already is `{message: …}` is not wrapped again).
-        bound = _binding_of(c, seed)
+        bound = _binding_of(c, seed, lang)
         if bound is None or (c.constraints and bound in c.constraints):
             continue
         narrowed = {**(c.constraints or {}), bound: {"kind": seed.node.kind()}}
@@ -1427,14 +1427,14 @@ def _prefer_abstract_wraps(
             return
 
 
-def _binding_of(choice: _Choice, seed: Site) -> str | None:
+def _binding_of(choice: _Choice, seed: Site, lang: str) -> str | None:
     """The metavariable of ``choice``'s pattern that binds ``seed``'s node at the seed."""
     root = seed.node.get_root().root()
-    config: dict[str, Any] = {"rule": choice.rule}
-    if choice.constraints:
-        config["constraints"] = choice.constraints
+    rule = Rule(
+        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
+    )
     try:
-        matches = root.find_all(config)  # type: ignore[arg-type]  # a rule config dict
+        matches = root.find_all(rule.config())
     except Exception:
         return None
     want = seed.node.range()
