@@ -124,3 +124,28 @@ def test_a_property_of_the_global_object_renamed_renames_the_global() -> None:
     result = synthesize([Example(before, after, path="test/_require.js")])
     held = "const h = new window.Headers(o);\nreturn window.fetch(u);\n"
     assert result.apply(held)[0] == held.replace("window.", "self.")
+
+
+def test_a_rust_rewrite_reaches_macro_arguments_unless_the_examples_keep_them() -> None:
+    """serde's `to_value(&v)` -> `to_value(v)`: ast-grep sees a macro's arguments
+    (`tri!(to_value(&value))`) as a flat token tree, so the rule learned on plain code never
+    reached them. A follow-up rewrites the same tokens inside the outermost token tree — and
+    is left out when the examples keep the code inside a macro (serde's own commit kept
+    `assert_eq!(…, to_value(&value).unwrap())`)."""
+    before = (
+        "fn f(x: &X) -> Value {\n    let r = other(&x.other);\n"
+        "    let v = to_value(&x.inner);\n    let w = to_value(&y);\n    v\n}\n"
+    )
+    after = before.replace("to_value(&", "to_value(")
+    result = synthesize([Example(before, after, path="src/a.rs")])
+    assert result.rules[0].rule == {"pattern": "to_value(&$A)"}
+    assert [r.follow_up for r in result.rules] == [None, "macro"]
+    held = (
+        "fn g() {\n    m.insert(k, tri!(to_value(&value)));\n    let w = to_value(&self.key);\n}\n"
+    )
+    assert result.apply(held)[0] == held.replace("to_value(&", "to_value(")
+    kept = before + "\nfn t() {\n    assert_eq!(j, to_value(&z).unwrap());\n}\n"
+    kept_after = kept.replace("to_value(&x", "to_value(x").replace("(&y)", "(y)")
+    result = synthesize([Example(kept, kept_after, path="src/a.rs")])
+    assert result.rules[0].rule == {"pattern": "to_value(&$A)"}
+    assert all(r.follow_up != "macro" for r in result.rules)

@@ -862,6 +862,10 @@ def synthesize(
         except RuleError:
             return False
 
+    # Rust: the same rewrite inside macro arguments (token trees), wave 3d.
+    from oopav.synth.macros import add_macro_rules
+
+    notes += add_macro_rules(result, reproduces)
     notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
     rules = result.rules
     # Follow-ups (imports) and deletion companions serve a change; they are not changes.
