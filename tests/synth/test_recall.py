@@ -149,3 +149,14 @@ def test_a_rust_rewrite_reaches_macro_arguments_unless_the_examples_keep_them() 
     result = synthesize([Example(kept, kept_after, path="src/a.rs")])
     assert result.rules[0].rule == {"pattern": "to_value(&$A)"}
     assert all(r.follow_up != "macro" for r in result.rules)
+
+
+def test_a_statement_inserted_first_in_tab_indented_code_keeps_the_tab_on_both_lines() -> None:
+    """The same before the first statement: the new statement starts at the match (its
+    line already indented), the anchor moves to a line of its own and needs the tab."""
+    before = "test('a', async t => {\n\tconst r = await get(1);\n\tt.true(r.ok);\n});\n"
+    after = before.replace("{\n\tconst r", "{\n\tawait setup();\n\tconst r")
+    result = synthesize([Example(before, after, path="test/a.ts")])
+    assert result.apply(before)[0] == after
+    held = "test('b', async t => {\n\tconst s = await get(2);\n\tt.false(s.ok);\n});\n"
+    assert result.apply(held)[0] == held.replace("{\n\tconst s", "{\n\tawait setup();\n\tconst s")

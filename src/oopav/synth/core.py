@@ -1651,8 +1651,10 @@ def _insert_candidates(
     kind = node.kind()
     guard = {"not": {"inside": {"has": {"pattern": first}}}}
     after = seed.insert == "after"
-    new = _tab_indented(seed, new)
-    fix = "$ANCHOR\n" + new if after else new + "\n$ANCHOR"
+    tab = _tab_indent(seed)
+    new = _indent_lines(new, tab, after)
+    anchor = tab + "$ANCHOR" if not after else "$ANCHOR"
+    fix = "$ANCHOR\n" + new if after else new + "\n" + anchor
     edge = (
         {"not": {"precedes": {"kind": kind, "stopBy": "end"}}}
         if after
@@ -1679,23 +1681,32 @@ def _insert_candidates(
     out.append(
         (
             {"pattern": literal, "all": [local]},
-            literal + "\n" + new if after else new + "\n" + literal,
+            literal + "\n" + new if after else new + "\n" + tab + literal,
         )
     )
     return out
 
 
-def _tab_indented(seed: Site, new: str) -> str:
-    """``new`` with the anchor's indentation written out when that is tabs: ast-grep
-    re-indents a fix by the spaces before the match only (none on a tab-indented line), so
-    ky's `await server.close();` after a test's last statement came out at column 0 (wave
-    3d). Spaces are left to the re-indent."""
+def _tab_indent(seed: Site) -> str:
+    """The anchor's indentation when it is tabs, else "": ast-grep re-indents a fix by the
+    spaces before the match only (none on a tab-indented line), so ky's `await
+    server.close();` after a test's last statement came out at column 0 (wave 3d); the fix
+    writes the tabs out. Spaces are left to the re-indent."""
     text = seed.node.get_root().root().text()
     line = text[text.rfind("\n", 0, seed.start) + 1 : seed.start]
     indent = line[: len(line) - len(line.lstrip(" \t"))]
-    if "\t" not in indent or line.strip():
-        return new
-    return "\n".join(indent + ln if ln.strip() else ln for ln in new.split("\n"))
+    return indent if "\t" in indent and not line.strip() else ""
+
+
+def _indent_lines(text: str, indent: str, first: bool) -> str:
+    """``text``'s non-blank lines prefixed by ``indent`` (the first one too when ``first``:
+    it starts a line of its own rather than at the match)."""
+    if not indent:
+        return text
+    lines = text.split("\n")
+    return "\n".join(
+        indent + ln if ln.strip() and (i or first) else ln for i, ln in enumerate(lines)
+    )
 
 
 def _statements(text: str, lang: str) -> list[str]:
