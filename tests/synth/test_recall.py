@@ -160,3 +160,24 @@ def test_a_statement_inserted_first_in_tab_indented_code_keeps_the_tab_on_both_l
     assert result.apply(before)[0] == after
     held = "test('b', async t => {\n\tconst s = await get(2);\n\tt.false(s.ok);\n});\n"
     assert result.apply(held)[0] == held.replace("{\n\tconst s", "{\n\tawait setup();\n\tconst s")
+
+
+def test_an_insertion_the_examples_contradict_is_left_out_not_fatal() -> None:
+    """ky's `await server.close();` added after one test's last `t.is(…)` and not after the
+    same statement in another test (the commit's choice, which no context shows): the
+    insertion is left out with a note and the example's other change is still learned
+    (before: no rule at all, as for any insertion)."""
+    before = (
+        "const base = oldName();\n\n"
+        "test('a', async t => {\n\tconst server = await createServer();\n\tt.is(get(server), 1);\n});\n\n"
+        "test('b', async t => {\n\tconst server = await createServer();\n\tt.is(get(server), 1);\n});\n"
+    )
+    after = before.replace(
+        "t.is(get(server), 1);\n});\n\n",
+        "t.is(get(server), 1);\n\n\tawait server.close();\n});\n\n",
+        1,
+    ).replace("oldName", "newName")
+    result = synthesize([Example(before, after, path="test/a.ts")])
+    assert result.apply(before)[0] == before.replace("oldName", "newName")
+    assert result.examples_reproduced == 0
+    assert any("left out" in n and "server.clo" in n for n in result.notes)
