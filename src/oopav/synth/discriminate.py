@@ -18,7 +18,10 @@ up, ask where the positives sit that the negatives do not, or the other way roun
   {kind: import_from_statement, stopBy: end}}``);
 - the names of the enclosing definitions (``inside: {kind: class_declaration, stopBy: end,
   has: {field: name, regex: ^(?:ZodString|ZodNumber)$}}``): the most specific, when the
-  commit changed some functions or classes and kept the others.
+  commit changed some functions or classes and kept the others;
+- what the enclosing definition holds (``inside: {kind: decorated_definition, has: {kind:
+  yield}}``: a decorator changed on generators only; for an inserted statement also a name
+  it uses), wave 3d: only kinds that say what a definition does, never a name list.
 
 Positive contexts (where every positive sits) come before negative ones (where no negative
 sits), at any distance: where the examples cannot decide, a rule that rewrites less is
