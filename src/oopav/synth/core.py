@@ -1202,7 +1202,7 @@ def _search(
             for d in deferred
             if d[0] == 1
             and d[2][3] == top.level
-            and d[2][4] is None  # a constraint on a value is no context
+            and "'not'" not in repr(d[2][4])  # a kept value excluded is no context
             and id(d[2][0]) in where
             and _generalises(d[2][2].split("\0")[0], plain)
         ]
