@@ -1403,7 +1403,15 @@ def _prefer_abstract_wraps(
     before the literal value."""
     if not _literal_wrap(seed, [c for c in choices if c.level <= 0], n):
         return
-    wraps = [c for c in choices if len(c.covered) == n and c.level > 0 and _vars(c.key) > 0]
+    wraps = [
+        c
+        for c in choices
+        if len(c.covered) == n
+        and c.level > 0
+        and _vars(c.key) > 0
+        # A name stays literal (`throws`): `($A, $B)` alone would wrap every such list.
+        and re.search(r"[A-Za-z_]", re.sub(r"\$+[A-Z][A-Z0-9_]*", "", c.key.split("\0")[0]))
+    ]
     low = min((c.order for c in choices), default=0)
     for c in sorted(wraps, key=lambda c: (c.level, c.order)):
         # The metavariable that binds the value keeps to the value's kind (a string stays
