@@ -1364,6 +1364,8 @@ def _generalises(general: str, specific: str) -> bool:
     the change is about, not where it is)."""
     if general == specific or "$" not in general:
         return False
+    if not re.search(r"[A-Za-z_]", re.sub(r"\$+[A-Z][A-Z0-9_]*", "", general)):
+        return False  # a bare `$A` in some context is no rule anyone meant
     parts = re.split(r"(\$\$\$[A-Z][A-Z0-9_]*|\$[A-Z][A-Z0-9_]*)", general)
     rx = "".join(
         ("(.*?)" if p.startswith("$$$") else "(.+?)") if i % 2 else re.escape(p)
