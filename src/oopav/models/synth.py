@@ -175,7 +175,7 @@ class SynthBackend:
         rules = result.loop_rules()
         # A rewrite that needs an import breaks the tests until its follow-up (a later step)
         # adds it: the observer compares at the follow-up, not in between.
-        follow_ups = any(r.follow_up for r in rules)
+        follow_ups = any(r.follow_up == "import" for r in rules)  # code that needs its import
         steps: list[dict[str, Any]] = [
             {
                 "id": i,

@@ -18,7 +18,10 @@ up, ask where the positives sit that the negatives do not, or the other way roun
   {kind: import_from_statement, stopBy: end}}``);
 - the names of the enclosing definitions (``inside: {kind: class_declaration, stopBy: end,
   has: {field: name, regex: ^(?:ZodString|ZodNumber)$}}``): the most specific, when the
-  commit changed some functions or classes and kept the others.
+  commit changed some functions or classes and kept the others;
+- what the enclosing definition holds (``inside: {kind: decorated_definition, has: {kind:
+  yield}}``: a decorator changed on generators only; for an inserted statement also a name
+  it uses), wave 3d: only kinds that say what a definition does, never a name list.
 
 Positive contexts (where every positive sits) come before negative ones (where no negative
 sits), at any distance: where the examples cannot decide, a rule that rewrites less is
@@ -76,6 +79,50 @@ NAMED_DEFINITIONS = (
     "type_declaration",
 )
 MAX_CONSTRAINTS = 5
+# How far up (levels, characters) an enclosing node is searched for what it holds.
+HOLDING_LEVELS = 6
+HOLDING_CHARS = 4000
+NAME_RANK = 1000  # a name used there ranks after every kind
+# What a definition holds says what it does (a generator has a `yield`); what a smaller node
+# holds (a parameter list's `attribute`) is mostly chance.
+HOLDERS = frozenset(
+    {
+        *DEFINITION_KINDS,
+        "decorated_definition",
+        "function_expression",
+        "arrow_function",
+        "generator_function",
+        "generator_function_declaration",
+        "method_declaration",
+        "func_literal",
+        "closure_expression",
+        "impl_item",
+        "lambda",
+    }
+)
+# What a definition holds that says what it does: a generator yields, an async function
+# awaits, a function raises, guards, defers. Other kinds a definition happens to hold (a
+# subscript, a parameter's attribute) are chance: never a context.
+MARKERS = frozenset(
+    {
+        "yield",
+        "yield_expression",
+        "yield_statement",
+        "await",
+        "await_expression",
+        "raise_statement",
+        "throw_statement",
+        "try_statement",
+        "try_expression",
+        "with_statement",
+        "defer_statement",
+        "go_statement",
+        "unsafe_block",
+        "assert_statement",
+        "global_statement",
+        "nonlocal_statement",
+    }
+)
 
 
 def _field(node: SgNode) -> str | None:
@@ -147,7 +194,7 @@ def _cover(negs: list[set[str]], banned: set[str]) -> list[str] | None:
 
 
 def constraints(
-    seed: SgNode, positives: list[SgNode], negatives: list[SgNode]
+    seed: SgNode, positives: list[SgNode], negatives: list[SgNode], hint: str = ""
 ) -> list[dict[str, Any]]:
     """Rule fragments (to conjoin with the rule) that hold for ``seed`` and every positive and
     for no negative, most local and most specific first (see the module doc)."""
@@ -223,7 +270,90 @@ def constraints(
     for by_name in named:
         if by_name is not None:
             add(by_name)
-    return out[:MAX_CONSTRAINTS]
+    kept = out[:MAX_CONSTRAINTS]
+    # What an enclosing node holds (wave 3d), last: pluggy's `@hookimpl` gained
+    # `(wrapper=True)` on the generator functions only — the decorated definition `has` a
+    # `yield`, which no name of a definition says.
+    holds = _holding(seed, pos, negatives, hint)
+    if holds is not None and holds not in kept:
+        kept.append(holds)
+    return kept
+
+
+def _descendant_kinds(node: SgNode, names: frozenset[str] = frozenset()) -> dict[str, int]:
+    """The :data:`MARKERS` below ``node`` (not itself), each with the fewest named children
+    a node of that kind has there (an atomic marker such as `yield` has none); and the
+    names of ``names`` used there, as ``kind=name`` ranked after every kind."""
+    out: dict[str, int] = {}
+    stack = list(node.children())
+    while stack:
+        n = stack.pop()
+        kids = n.children()
+        if n.is_named() and n.kind() in MARKERS:
+            k = n.kind()
+            named = sum(1 for c in kids if c.is_named())
+            out[k] = min(out.get(k, named), named)
+        elif not kids and n.kind().endswith("identifier") and n.text() in names:
+            out[f"{n.kind()}={n.text()}"] = NAME_RANK
+        stack.extend(kids)
+    return out
+
+
+def _holding(
+    seed: SgNode, pos: list[SgNode], negatives: list[SgNode], hint: str = ""
+) -> dict[str, Any] | None:
+    """``inside`` the enclosing node a few levels up (at most the definition the site is
+    in), at the same depth for every positive, when at every positive it holds a kind that
+    it never holds at a negative (a negative with another kind there is excluded anyway):
+    ``inside: {kind: decorated_definition, has: {kind: yield, stopBy: end}}`` two levels
+    up. Among several such kinds the most atomic (fewest named children: `yield`, not the
+    parentheses around it), then by name. The exact depth, not ``stopBy: end``: a kept
+    method's decorator sits inside a test function that holds a `yield` elsewhere. A name the
+    rule's output uses (``hint``: the fix) counts too, after the kinds: ky's `await
+    server.close();` added at the end of the tests that have a `server`."""
+    names = frozenset(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", hint))
+    for depth, anc in enumerate(seed.ancestors(), 1):
+        if depth > HOLDING_LEVELS or anc.kind() in ROOTS:
+            return None
+        kind = anc.kind()
+        if anc.range().end.index - anc.range().start.index > HOLDING_CHARS:
+            return None
+        if kind not in HOLDERS:
+            continue  # what a parameter list or an expression holds is no reason
+        encl = [_up(p, depth) for p in pos]
+        common: dict[str, int] | None = None
+        for e in encl:
+            if e is None or e.kind() != kind:
+                common = None
+                break
+            kinds = _descendant_kinds(e, names)
+            common = (
+                kinds
+                if common is None
+                else {k: min(v, kinds[k]) for k, v in common.items() if k in kinds}
+            )
+        for n in negatives:
+            if not common:
+                break
+            e = _up(n, depth)
+            if e is not None and e.kind() == kind:
+                seen = _descendant_kinds(e, names)
+                common = {k: v for k, v in common.items() if k not in seen}
+        if common:
+            fewest = common
+            marker = min(sorted(fewest), key=lambda k: fewest[k])
+            mkind, _, name = marker.partition("=")
+            has: dict[str, Any] = {"kind": mkind, "stopBy": "end"}
+            if name:
+                has["regex"] = "^" + re.escape(name) + "$"
+            return _at_depth(depth, {"kind": kind, "has": has})
+        parent = anc.parent()
+        if kind == "decorated_definition" or (
+            kind in NAMED_DEFINITIONS
+            and (parent is None or parent.kind() != "decorated_definition")
+        ):
+            return None  # no further than the definition the site is in
+    return None
 
 
 def _distinct(nodes: list[SgNode]) -> list[SgNode]:
