@@ -752,6 +752,10 @@ def synthesize(
             )
             remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
             if chosen.expand_start or chosen.expand_end:
+                gap = _gap_companion(chosen, exs, lang, len(rules))
+                if gap is not None:
+                    rules.insert(len(rules) - 1, gap)
+                    rules[-1] = replace(rules[-1], id=f"synth-{len(rules)}")
                 companion = _companion(chosen, exs, lang, len(rules) + 1)
                 if companion is not None:
                     rules.append(companion)
@@ -817,6 +821,9 @@ def synthesize(
                 )
             ]
             if chosen.expand_start or chosen.expand_end:
+                gap = _gap_companion(chosen, cur, lang, 0)
+                if gap is not None:
+                    step.insert(0, gap)
                 companion = _companion(chosen, cur, lang, 0)
                 if companion is not None:
                     step.append(companion)
@@ -1838,6 +1845,62 @@ def _companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule 
         fix, start, end = "$PREV", {"pattern": "$PREV"}, None
     candidate = Rule(
         id="c",
+        language=lang,
+        rule=rule,
+        fix=fix,
+        constraints=choice.constraints,
+        expand_start=start,
+        expand_end=end,
+    )
+    try:
+        if _evaluate(candidate, exs) is None:
+            return None
+    except RuleError:
+        return None
+    return SynthRule(
+        id=f"synth-{n}",
+        language=lang,
+        rule=rule,
+        fix=fix,
+        constraints=choice.constraints,
+        expand_start=start,
+        expand_end=end,
+        companion=True,
+    )
+
+
+def _gap_companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule | None:
+    """A deleted statement goes with the narrower of the gaps around it: the examples show
+    one side (joining the previous statement), but where they had a blank line on both
+    sides either side reproduces them, and held-out code laid out otherwise (a blank line
+    above, the next statement right below: the first import of a group) lost its blank
+    line. This rule, applied before ``choice``, deletes such a statement with the gap after
+    it instead (the other way round for a rule that joins the next statement). The layout
+    is visible only in text, so the rule is a ``regex`` on the enclosing file over the
+    deleted statements' own texts as the examples show them; other texts keep ``choice``'s
+    layout. Kept only when it rewrites nothing wrongly in the examples."""
+    if choice.fix == "":
+        return None  # an import list's item: its comma, not a line
+    texts = sorted({s.node.text() for ex in exs for s in ex.sites if id(s) in choice.covered})
+    if not texts or any("\n" in t for t in texts) or len(texts) > 8:
+        return None
+    alts = "(?:" + "|".join(_rx_escape(t) for t in texts) + ")"
+    base = {k: v for k, v in choice.rule.items() if k not in ("follows", "precedes")}
+    # Joining the previous statement is wrong where the gap before is the wider one.
+    wide_before = r"\n[ \t]*\n[ \t]*" + alts + r"[ \t]*\n[ \t]*\S"
+    wide_after = r"\S[ \t]*\n[ \t]*" + alts + r"[ \t]*\n[ \t]*\n"
+    root = exs[0].root.kind()
+    rx = wide_before if choice.expand_start else wide_after
+    where = {"inside": {"kind": root, "regex": rx, "stopBy": "end"}}
+    rule = {**base, "all": [*base.get("all", []), where]}
+    if choice.expand_start:
+        rule["precedes"] = {"pattern": "$NEXT", "stopBy": "neighbor"}
+        fix, start, end = "$NEXT", None, {"pattern": "$NEXT"}
+    else:
+        rule["follows"] = {"pattern": "$PREV", "stopBy": "neighbor"}
+        fix, start, end = "$PREV", {"pattern": "$PREV"}, None
+    candidate = Rule(
+        id="g",
         language=lang,
         rule=rule,
         fix=fix,

@@ -1,0 +1,34 @@
+"""Wave 3d of issue 26 (synth-exact): rules that reach the right sites of a real commit but
+wrote the wrong bytes there, or stopped short where the examples do decide — each a small
+self-written reproduction of what the commit did (see docs/synth.md § Exactness)."""
+
+from __future__ import annotations
+
+from oopav.synth import Example, synthesize
+
+
+def test_a_deleted_import_keeps_the_blank_line_before_it_where_code_follows_directly() -> None:
+    """structlog's `from collections import OrderedDict` removed: in the examples it stood
+    alone between blank lines (either blank line may go), in the held-out file it led a
+    group of imports (a blank line above, the next import right below). Joining the
+    previous statement there took the group's blank line with it; the statement's own line
+    goes instead, the wider gap stays."""
+    one = "import abc\n\nfrom collections import OrderedDict\n\nimport pytest\n\nx = 1\n"
+    two = "import threading\n\nfrom collections import OrderedDict\n\nimport attr\n"
+    drop = "from collections import OrderedDict\n\n"
+    result = synthesize(
+        [
+            Example(one, one.replace(drop, ""), path="a.py"),
+            Example(two, two.replace(drop, ""), path="b.py"),
+        ]
+    )
+    held = "import json\n\nfrom collections import OrderedDict\nfrom io import StringIO\n\nx = 2\n"
+    assert result.apply(held)[0] == "import json\n\nfrom io import StringIO\n\nx = 2\n"
+    # The layout of the examples still comes out as before, and a group's last import
+    # (code above, a blank line below) joins the previous statement.
+    assert result.apply(one)[0] == one.replace(drop, "")
+    tail = "import json\nfrom collections import OrderedDict\n\nx = 2\n"
+    assert result.apply(tail)[0] == "import json\n\nx = 2\n"
+    # It is the import's follow-up like the rule it serves: an import still used stays.
+    used = held.replace("x = 2", "x = OrderedDict()")
+    assert result.apply(used)[0] == used
