@@ -32,3 +32,38 @@ def test_a_deleted_import_keeps_the_blank_line_before_it_where_code_follows_dire
     # It is the import's follow-up like the rule it serves: an import still used stays.
     used = held.replace("x = 2", "x = OrderedDict()")
     assert result.apply(used)[0] == used
+
+
+def test_a_go_call_head_reaches_its_unexported_twin() -> None:
+    """chi's `mx.tree.FindRoute(rctx, path)` -> `FindRoute(rctx, method, path)`: the call
+    head stays literal (the example keeps other two-argument calls), but in Go a name that
+    differs only in the case of its first letter is the same operation exported or not —
+    the held-out `n.findRoute(rctx, path)` (the method `FindRoute` wraps) follows; other
+    names stay."""
+    before = (
+        "package chi\n\nfunc (mx *Mux) routeHTTP(w W, r *R) {\n"
+        "\trctx := mx.pool.Get(w, r)\n\ths := mx.tree.FindRoute(rctx, routePath)\n"
+        "\th.ServeHTTP(w, r)\n}\n"
+    )
+    after = before.replace("FindRoute(rctx, routePath)", "FindRoute(rctx, method, routePath)")
+    result = synthesize([Example(before, after, path="mux.go")])
+    held = (
+        "package chi\n\nfunc (n *node) FindRoute(rctx *Context, path string) Handler {\n"
+        "\trn := n.findRoute(rctx, path)\n\treturn n.find(rctx, path)\n}\n"
+    )
+    want = held.replace("findRoute(rctx, path)", "findRoute(rctx, method, path)")
+    assert result.apply(held)[0] == want
+    # An example that keeps a call of the twin says no: the head stays literal.
+    kept = before.replace(
+        "\th.ServeHTTP", "\tx := mx.tree.findRoute(rctx, routePath)\n\th.ServeHTTP"
+    )
+    narrow = synthesize(
+        [
+            Example(
+                kept,
+                kept.replace("FindRoute(rctx, routePath)", "FindRoute(rctx, method, routePath)"),
+                path="mux.go",
+            )
+        ]
+    )
+    assert narrow.apply(held)[0] == held

@@ -723,6 +723,7 @@ def synthesize(
             )
             chosen = _same_layout(_idempotent(top_choices[0], seed, exs, lang), exs, lang)
             chosen = _closed(chosen, exs, lang)
+            chosen = _twin(chosen, exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
             wider = [
                 c
@@ -807,6 +808,7 @@ def synthesize(
             top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
             chosen = _same_layout(_idempotent(top[0], seed, cur, lang), cur, lang)
             chosen = _closed(chosen, cur, lang)
+            chosen = _twin(chosen, cur, lang)
             step = [
                 SynthRule(
                     id="s",
@@ -1093,6 +1095,42 @@ def _closed_first(
     if (narrowed, merged) == (rule, cons):
         return [(rule, cons)]
     return [(narrowed, merged), (rule, cons)]
+
+
+_CALL_HEAD = re.compile(r"(?<=\.)([A-Za-z]\w*)(?=\()")
+
+
+def _twin(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
+    """Go: a method call head kept literal (``$A.FindRoute($B, $C)``) also reaches its
+    exported or unexported twin (``findRoute``), the same operation under the other
+    visibility (Go exports by the first letter's case): a public method and the private
+    one it wraps take the same arguments and change together. The head becomes a
+    metavariable kept to the two spellings, only where the rule still rewrites exactly the
+    same example sites (a kept call of the twin in the examples says no)."""
+    if lang != "go" or choice.transform or choice.expand_start or choice.expand_end:
+        return choice
+    pattern = choice.rule.get("pattern")
+    if not isinstance(pattern, str) or "$HEAD" in pattern:
+        return choice
+    heads = set(_CALL_HEAD.findall(pattern))
+    if len(heads) != 1:
+        return choice
+    name = heads.pop()
+    call = "." + name + "("
+    if choice.fix.count(call) != pattern.count(call) or not choice.fix.count(call):
+        return choice
+    rule = {**choice.rule, "pattern": pattern.replace(call, ".$HEAD(")}
+    fix = choice.fix.replace(call, ".$HEAD(")
+    first = "[" + name[0].upper() + name[0].lower() + "]"
+    constraints = {**(choice.constraints or {}), "HEAD": {"regex": "^" + first + name[1:] + "$"}}
+    candidate = Rule(id="c", language=lang, rule=rule, fix=fix, constraints=constraints)
+    try:
+        covered = _evaluate(candidate, exs)
+    except RuleError:
+        return choice
+    if covered is None or covered != choice.covered:
+        return choice
+    return replace(choice, rule=rule, fix=fix, constraints=constraints)
 
 
 def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
