@@ -67,3 +67,30 @@ def test_a_go_call_head_reaches_its_unexported_twin() -> None:
         ]
     )
     assert narrow.apply(held)[0] == held
+
+
+def test_a_string_prefix_added_next_to_a_sibling_is_learned_with_that_sibling() -> None:
+    """werkzeug's `Response.data is bytes`: `self.assert_equal(response.data, 'Hello')` ->
+    `…, b'Hello')` while the example keeps every other string (`req.url`, `'http://…'`).
+    The prefix is a change of any string (`$S` -> `b$S`, only strings without a prefix);
+    what tells the changed one apart is its sibling: the node it sits in also holds
+    `response.data` — so the held-out `assert response.data == '…'` follows, and a
+    string compared with anything else stays."""
+    before = (
+        "class T(TestCase):\n    def test_a(self):\n        req = Request()\n"
+        "        self.assert_equal(req.url, 'http://example.com/')\n"
+        "        self.assert_equal(req.host, 'example.com')\n"
+        "        response = Response()\n"
+        "        self.assert_equal(response.data, 'Hello World!')\n"
+        "        self.assert_equal(response.status, '200 OK')\n"
+    )
+    after = before.replace("(response.data, 'Hello", "(response.data, b'Hello")
+    result = synthesize([Example(before, after, path="wrappers.py")])
+    held = (
+        "def test_fixer(self):\n    response = Response.from_app(app, env)\n"
+        "    assert response.data == 'PATH_INFO: /foo'\n"
+        "    assert response.status == '200 OK'\n"
+        "    assert response.data == b'already'\n"
+    )
+    want = held.replace("== 'PATH_INFO", "== b'PATH_INFO")
+    assert result.apply(held)[0] == want

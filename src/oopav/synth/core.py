@@ -1430,6 +1430,30 @@ def _search(
                 templates.append((t, group))
                 # A string rewritten by one substitution: the transform first (it is the more
                 # general), then the literal string.
+                prefixed = _string_prefix(t, top, lang)
+                if prefixed is not None and budget[0] > 0:
+                    # Never bare (every string of a file): only narrowed by a positive
+                    # context that tells the examples' changed strings from their kept
+                    # ones, before the literal string (which reaches no other value).
+                    budget[0] -= 1
+                    p_rule, p_fix = prefixed
+                    cand = Rule(id="c", language=lang, rule=p_rule, fix=p_fix)
+                    split = _classify(cand, exs, False)
+                    node = next((x for x in split[0] if _holds(x, seed)), None) if split else None
+                    if split is not None and node is not None:
+                        for extra in discriminating(node, *split):
+                            if "'not'" not in repr(extra):
+                                key = "$STR\0" + p_fix
+                                consider(
+                                    conjoin(p_rule, extra),
+                                    p_fix,
+                                    key,
+                                    level,
+                                    None,
+                                    None,
+                                    None,
+                                    False,
+                                )
                 st = _string_transform(t, top)
                 if st is not None:
                     pattern, fix, cons, transform = st
@@ -1772,6 +1796,26 @@ def _string_transform(
             cons["regex"] = _word_regex(old)  # only strings that hold the word
         return pattern, fix, {"STR1": cons}, transform
     return None
+
+
+_PREFIX = re.compile(r"[bBrRuUfF]{1,2}")
+
+
+def _string_prefix(t: Template, top: Site, lang: str) -> tuple[dict[str, Any], str] | None:
+    """Python: a prefix added to a string literal (``'x'`` -> ``b'x'``, werkzeug's bytes):
+    every string without a prefix of the literal's kind (``$STR`` -> ``b$STR``), the most
+    general candidate; where the examples keep other strings, a context narrows it (a
+    sibling, see synth/discriminate.py). Only a template that is the string itself."""
+    if lang != "python":
+        return None
+    m = _STRING.fullmatch(t.pattern)
+    if m is None or not t.fix.endswith(t.pattern):
+        return None
+    prefix = t.fix[: len(t.fix) - len(t.pattern)]
+    if not _PREFIX.fullmatch(prefix) or "string" not in top.node.kind():
+        return None
+    rule = {"kind": top.node.kind(), "regex": "^[\"']", "pattern": "$STR"}
+    return rule, prefix + "$STR"
 
 
 def _insert_candidates(
