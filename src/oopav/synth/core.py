@@ -723,6 +723,7 @@ def synthesize(
             )
             chosen = _same_layout(_idempotent(top_choices[0], seed, exs, lang), exs, lang)
             chosen = _closed(chosen, exs, lang)
+            chosen = _twin(chosen, exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
             wider = [
                 c
@@ -752,6 +753,10 @@ def synthesize(
             )
             remaining = [(s, ex) for s, ex in remaining if id(s) not in chosen.covered]
             if chosen.expand_start or chosen.expand_end:
+                gap = _gap_companion(chosen, exs, lang, len(rules))
+                if gap is not None:
+                    rules.insert(len(rules) - 1, gap)
+                    rules[-1] = replace(rules[-1], id=f"synth-{len(rules)}")
                 companion = _companion(chosen, exs, lang, len(rules) + 1)
                 if companion is not None:
                     rules.append(companion)
@@ -803,6 +808,7 @@ def synthesize(
             top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
             chosen = _same_layout(_idempotent(top[0], seed, cur, lang), cur, lang)
             chosen = _closed(chosen, cur, lang)
+            chosen = _twin(chosen, cur, lang)
             step = [
                 SynthRule(
                     id="s",
@@ -817,6 +823,9 @@ def synthesize(
                 )
             ]
             if chosen.expand_start or chosen.expand_end:
+                gap = _gap_companion(chosen, cur, lang, 0)
+                if gap is not None:
+                    step.insert(0, gap)
                 companion = _companion(chosen, cur, lang, 0)
                 if companion is not None:
                     step.append(companion)
@@ -1086,6 +1095,42 @@ def _closed_first(
     if (narrowed, merged) == (rule, cons):
         return [(rule, cons)]
     return [(narrowed, merged), (rule, cons)]
+
+
+_CALL_HEAD = re.compile(r"(?<=\.)([A-Za-z]\w*)(?=\()")
+
+
+def _twin(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
+    """Go: a method call head kept literal (``$A.FindRoute($B, $C)``) also reaches its
+    exported or unexported twin (``findRoute``), the same operation under the other
+    visibility (Go exports by the first letter's case): a public method and the private
+    one it wraps take the same arguments and change together. The head becomes a
+    metavariable kept to the two spellings, only where the rule still rewrites exactly the
+    same example sites (a kept call of the twin in the examples says no)."""
+    if lang != "go" or choice.transform or choice.expand_start or choice.expand_end:
+        return choice
+    pattern = choice.rule.get("pattern")
+    if not isinstance(pattern, str) or "$HEAD" in pattern:
+        return choice
+    heads = set(_CALL_HEAD.findall(pattern))
+    if len(heads) != 1:
+        return choice
+    name = heads.pop()
+    call = "." + name + "("
+    if choice.fix.count(call) != pattern.count(call) or not choice.fix.count(call):
+        return choice
+    rule = {**choice.rule, "pattern": pattern.replace(call, ".$HEAD(")}
+    fix = choice.fix.replace(call, ".$HEAD(")
+    first = "[" + name[0].upper() + name[0].lower() + "]"
+    constraints = {**(choice.constraints or {}), "HEAD": {"regex": "^" + first + name[1:] + "$"}}
+    candidate = Rule(id="c", language=lang, rule=rule, fix=fix, constraints=constraints)
+    try:
+        covered = _evaluate(candidate, exs)
+    except RuleError:
+        return choice
+    if covered is None or covered != choice.covered:
+        return choice
+    return replace(choice, rule=rule, fix=fix, constraints=constraints)
 
 
 def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
@@ -1385,6 +1430,30 @@ def _search(
                 templates.append((t, group))
                 # A string rewritten by one substitution: the transform first (it is the more
                 # general), then the literal string.
+                prefixed = _string_prefix(t, top, lang)
+                if prefixed is not None and budget[0] > 0:
+                    # Never bare (every string of a file): only narrowed by a positive
+                    # context that tells the examples' changed strings from their kept
+                    # ones, before the literal string (which reaches no other value).
+                    budget[0] -= 1
+                    p_rule, p_fix = prefixed
+                    cand = Rule(id="c", language=lang, rule=p_rule, fix=p_fix)
+                    split = _classify(cand, exs, False)
+                    node = next((x for x in split[0] if _holds(x, seed)), None) if split else None
+                    if split is not None and node is not None:
+                        for extra in discriminating(node, *split):
+                            if "'not'" not in repr(extra):
+                                key = "$STR\0" + p_fix
+                                consider(
+                                    conjoin(p_rule, extra),
+                                    p_fix,
+                                    key,
+                                    level,
+                                    None,
+                                    None,
+                                    None,
+                                    False,
+                                )
                 st = _string_transform(t, top)
                 if st is not None:
                     pattern, fix, cons, transform = st
@@ -1729,6 +1798,26 @@ def _string_transform(
     return None
 
 
+_PREFIX = re.compile(r"[bBrRuUfF]{1,2}")
+
+
+def _string_prefix(t: Template, top: Site, lang: str) -> tuple[dict[str, Any], str] | None:
+    """Python: a prefix added to a string literal (``'x'`` -> ``b'x'``, werkzeug's bytes):
+    every string without a prefix of the literal's kind (``$STR`` -> ``b$STR``), the most
+    general candidate; where the examples keep other strings, a context narrows it (a
+    sibling, see synth/discriminate.py). Only a template that is the string itself."""
+    if lang != "python":
+        return None
+    m = _STRING.fullmatch(t.pattern)
+    if m is None or not t.fix.endswith(t.pattern):
+        return None
+    prefix = t.fix[: len(t.fix) - len(t.pattern)]
+    if not _PREFIX.fullmatch(prefix) or "string" not in top.node.kind():
+        return None
+    rule = {"kind": top.node.kind(), "regex": "^[\"']", "pattern": "$STR"}
+    return rule, prefix + "$STR"
+
+
 def _insert_candidates(
     seed: Site, remaining: list[tuple[Site, _Ex]], lang: str
 ) -> list[tuple[dict[str, Any], str]]:
@@ -1838,6 +1927,62 @@ def _companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule 
         fix, start, end = "$PREV", {"pattern": "$PREV"}, None
     candidate = Rule(
         id="c",
+        language=lang,
+        rule=rule,
+        fix=fix,
+        constraints=choice.constraints,
+        expand_start=start,
+        expand_end=end,
+    )
+    try:
+        if _evaluate(candidate, exs) is None:
+            return None
+    except RuleError:
+        return None
+    return SynthRule(
+        id=f"synth-{n}",
+        language=lang,
+        rule=rule,
+        fix=fix,
+        constraints=choice.constraints,
+        expand_start=start,
+        expand_end=end,
+        companion=True,
+    )
+
+
+def _gap_companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule | None:
+    """A deleted statement goes with the narrower of the gaps around it: the examples show
+    one side (joining the previous statement), but where they had a blank line on both
+    sides either side reproduces them, and held-out code laid out otherwise (a blank line
+    above, the next statement right below: the first import of a group) lost its blank
+    line. This rule, applied before ``choice``, deletes such a statement with the gap after
+    it instead (the other way round for a rule that joins the next statement). The layout
+    is visible only in text, so the rule is a ``regex`` on the enclosing file over the
+    deleted statements' own texts as the examples show them; other texts keep ``choice``'s
+    layout. Kept only when it rewrites nothing wrongly in the examples."""
+    if choice.fix == "":
+        return None  # an import list's item: its comma, not a line
+    texts = sorted({s.node.text() for ex in exs for s in ex.sites if id(s) in choice.covered})
+    if not texts or any("\n" in t for t in texts) or len(texts) > 8:
+        return None
+    alts = "(?:" + "|".join(_rx_escape(t) for t in texts) + ")"
+    base = {k: v for k, v in choice.rule.items() if k not in ("follows", "precedes")}
+    # Joining the previous statement is wrong where the gap before is the wider one.
+    wide_before = r"\n[ \t]*\n[ \t]*" + alts + r"[ \t]*\n[ \t]*\S"
+    wide_after = r"\S[ \t]*\n[ \t]*" + alts + r"[ \t]*\n[ \t]*\n"
+    root = exs[0].root.kind()
+    rx = wide_before if choice.expand_start else wide_after
+    where = {"inside": {"kind": root, "regex": rx, "stopBy": "end"}}
+    rule = {**base, "all": [*base.get("all", []), where]}
+    if choice.expand_start:
+        rule["precedes"] = {"pattern": "$NEXT", "stopBy": "neighbor"}
+        fix, start, end = "$NEXT", None, {"pattern": "$NEXT"}
+    else:
+        rule["follows"] = {"pattern": "$PREV", "stopBy": "neighbor"}
+        fix, start, end = "$PREV", {"pattern": "$PREV"}, None
+    candidate = Rule(
+        id="g",
         language=lang,
         rule=rule,
         fix=fix,

@@ -277,7 +277,53 @@ def constraints(
     holds = _holding(seed, pos, negatives, hint)
     if holds is not None and holds not in kept:
         kept.append(holds)
+    # A sibling (wave 3d, synth-exact), last: werkzeug's strings made `b'…'` only where
+    # they are compared with `response.data` — the node every positive sits in also holds
+    # a child of that exact text, no negative's does.
+    beside = _sibling(seed, pos, negatives)
+    if beside is not None and beside not in kept:
+        kept.append(beside)
     return kept
+
+
+def _sibling(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
+    """``inside`` the parent, which ``has`` a named child of the same kind and exact text at
+    every positive and at no negative (the first such sibling of the seed's that is a name
+    or a dotted name)."""
+
+    def siblings(node: SgNode) -> set[tuple[str, str]]:
+        parent = node.parent()
+        if parent is None or parent.kind() in ROOTS:
+            return set()
+        r = node.range()
+        return {
+            (c.kind(), c.text())
+            for c in parent.children()
+            if c.is_named()
+            and c.range() != r
+            and c.kind() not in _COMMENTS
+            and len(c.text()) <= SIBLING_CHARS
+        }
+
+    common = siblings(seed)
+    for p in pos:
+        common &= siblings(p)
+        if not common:
+            return None
+    for kind, text in sorted(common):
+        if not _NAMED_REF.match(text) or any((kind, text) in siblings(n) for n in negatives):
+            continue
+        has = {"kind": kind, "regex": "^" + _escape(text) + "$"}
+        return {"inside": {"has": has, "stopBy": "neighbor"}}
+    return None
+
+
+# A sibling that is a context names something (`response.data`, `self.x`); a literal
+# value beside the site (`{retries: 2}`) is which value, not where.
+_NAMED_REF = re.compile(r"^[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)*$")
+# A sibling longer than this is code, not a context.
+SIBLING_CHARS = 80
+_COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 
 
 def _descendant_kinds(node: SgNode, names: frozenset[str] = frozenset()) -> dict[str, int]:

@@ -415,7 +415,21 @@ def manage_imports(
     inserted_names: set[str] = set()
     deleted_texts: set[str] = set()
     last_guard: dict[str, Any] | None = None
-    for r in result.rules:
+    # A deletion's layout companion comes before its rule (synth-exact, wave 3d: the same
+    # statement with the wider gap before it); it takes the guard its rule gets.
+    gap: SynthRule | None = None
+    for i, r in enumerate(result.rules):
+        nxt = result.rules[i + 1] if i + 1 < len(result.rules) else None
+        if (
+            r.companion
+            and gap is None
+            and nxt is not None
+            and not nxt.companion
+            and (nxt.expand_start or nxt.expand_end)
+            and (r.expand_start is None) != (nxt.expand_start is None)
+        ):
+            gap = r
+            continue
         new = _inserted(r)
         if new is not None:
             names = bound_names(new, lang)
@@ -447,10 +461,18 @@ def manage_imports(
                 if guard is not None:
                     last_guard = guard
                     deleted_texts |= {n.text() for n in nodes}
+                    if gap is not None:
+                        deletes.append(
+                            replace(gap, rule=_with(gap.rule, guard), follow_up="import")
+                        )
+                        gap = None
                     deletes.append(replace(r, rule=_with(r.rule, guard), follow_up="import"))
                     if not r.companion:
                         notes.append(f"{r.id}: deletes an import only where it is no longer used")
                     continue
+        if gap is not None:
+            rewrites.append(gap)
+            gap = None
         rewrites.append(r)
     # Imports a rewrite needs or leaves unused that no example inserts or deletes itself.
     added_for: list[SynthRule] = []
