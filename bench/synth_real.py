@@ -1158,6 +1158,19 @@ def main() -> None:
             seen.add(case.commit)
             try:
                 fg.append(from_git(case))
+                g = fg[-1]
+                print(
+                    f"  --from-git {case.repo} {case.commit[:10]}: {g['learned']} of "
+                    f"{g.get('groups', g.get('hunks', 0))} learned; largest group "
+                    f"{g['reproduced']}/{g['sites']}"
+                    + (
+                        f"; all groups {g['all_reproduced']}/{g['all_sites']}"
+                        if "all_sites" in g
+                        else ""
+                    )
+                    + f"; {g['s']:.1f} s",
+                    flush=True,
+                )
             except Exception as exc:
                 print(f"  --from-git {case.repo} {case.commit[:10]}: {exc}")
     if fg:
@@ -1171,6 +1184,13 @@ def main() -> None:
             f"(target >= 70%) {verdict(rep >= 0.7 * sites)}; "
             f"median {statistics.median(g['s'] for g in fg):.1f} s a commit"
         )
+        if "all_sites" in fg[0]:
+            a_sites = sum(g["all_sites"] for g in fg)
+            a_rep = sum(g["all_reproduced"] for g in fg)
+            print(
+                f"--from-git over all groups: {a_rep}/{a_sites} sites reproduced by their "
+                f"group's rule ({a_rep / max(1, a_sites):.0%})"
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

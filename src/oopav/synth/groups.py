@@ -3,10 +3,13 @@ their change, one rule per group, learned from the group's files together (issue
 
 Learning each hunk on its own leaves the other sites of the same change in its file unchanged,
 so they act as counter-examples and the rule comes out literal. Here every hunk of the commit
-is split into token-level changes (changes a few tokens apart on one line are one change);
-changes with the same tokens — string and number literals abstracted, unless only literals
-change — form a group. For each group, the expected file is the parent with only the group's
-changes applied; the rule is learned from the file with the fewest sites (two files when that
+is split into token-level changes (changes a few tokens apart on one line are one change; an
+insertion or deletion the matcher placed a few equal tokens late is slid back onto the change
+before it); changes with the same tokens — string and number literals abstracted, unless only
+literals change — form a group. For each group, each file's base is the commit's version but
+for the group's changes (the parent with the commit's other changes applied) and the expected
+file is the commit's version, so a site the commit rewrote within a larger change is no
+counter-example; the rule is learned from the file with the fewest sites (two files when that
 one has a single site), and while it gets another of the group's files wrong, that file is
 added as a further example (at most :data:`MAX_EXAMPLES`). The report says, per group: sites,
 files, the rule, the sites the rule reproduces and whether that is the whole group.
@@ -104,12 +107,15 @@ def changes_of(old: str, new: str, lang: str) -> list[Change]:
             ops += [(i1 + k, i1 + k + 1, j1 + k, j1 + k + 1) for k in range(i2 - i1)]
         else:
             ops.append((i1, i2, j1, j2))
+    ops = _slide(ops, at, bt)
     merged: list[list[int]] = []
     for i1, i2, j1, j2 in ops:
         if merged:
             p = merged[-1]
             gap_start = a[p[1] - 1][1] if p[1] else 0
-            gap_end = a[i1][0] if i1 < len(a) else len(old)
+            # An insertion after the hunk's last token: the gap ends with that token, not with
+            # the hunk's final newline (`resp.data)` -> `resp.get_data())` is one change).
+            gap_end = a[i1][0] if i1 < len(a) else a[-1][1] if a else len(old)
             if i1 - p[1] <= MERGE_GAP and "\n" not in old[gap_start:gap_end]:
                 p[1], p[3] = i2, j2
                 continue
@@ -128,12 +134,62 @@ def changes_of(old: str, new: str, lang: str) -> list[Change]:
     return out
 
 
+def _slide(
+    ops: list[tuple[int, int, int, int]], at: list[str], bt: list[str]
+) -> list[tuple[int, int, int, int]]:
+    """Slide a pure insertion or deletion left onto the change before it when the tokens it
+    passes are the same ones: the matcher aligns `data )` with `get_data ( ) )` as `data` ->
+    `get_data (` plus `)` inserted after the old `)`, which is one change, `data` ->
+    `get_data ( )`, written one token later. Without the slide the `)` alone forms a group of
+    its own (a fragment no rule states) and the real change is split over two keys."""
+    out: list[tuple[int, int, int, int]] = []
+    for i1, i2, j1, j2 in ops:
+        if out and (i1 == i2) != (j1 == j2):
+            p_i2, p_j2 = out[-1][1], out[-1][3]
+            k = 0
+            # Insertion: bt[j1:j2] at i1 may move left while the token before it (old side,
+            # equal on both sides) equals its last token; deletion likewise on the old side.
+            while i1 - k > p_i2 and j1 - k > p_j2:
+                if i1 == i2 and bt[j2 - 1 - k] != bt[j1 - 1 - k]:
+                    break
+                if j1 == j2 and at[i2 - 1 - k] != at[i1 - 1 - k]:
+                    break
+                k += 1
+            if i1 - k == p_i2 and j1 - k == p_j2:
+                i1, i2, j1, j2 = i1 - k, i2 - k, j1 - k, j2 - k
+                pi1, _, pj1, _ = out.pop()
+                out.append((pi1, i2, pj1, j2))
+                continue
+        out.append((i1, i2, j1, j2))
+    return out
+
+
 def _apply(before: str, changes: list[Change]) -> str:
     out, pos = [], 0
-    for c in sorted(changes, key=lambda c: c.start):
+    for c in sorted(changes, key=lambda c: (c.start, c.end)):
         out += [before[pos : c.start], c.text]
         pos = c.end
     return "".join(out) + before[pos:]
+
+
+def _without(parent: str, every: list[Change], group: list[Change]) -> tuple[str, list[Change]]:
+    """The file as the commit leaves it but for ``group``'s changes — the parent with the
+    commit's other changes applied — and ``group``'s changes moved to its offsets.
+
+    A group is learned and scored from this base, not from the parent: where another change of
+    the commit rewrote the place of a site in a larger edit (a function deleted, a `(env)`
+    dropped in a hunk that also inserts lines, so the matcher keys it otherwise), the parent
+    still has the old shape there and, against a parent-only expectation, looks like a site the
+    commit kept — a counter-example that narrows the group's rule to a list of names."""
+    ids = {id(c) for c in group}
+    others = [c for c in every if id(c) not in ids]
+    moved = []
+    for c in group:
+        shift = sum(
+            len(o.text) - (o.end - o.start) for o in others if (o.start, o.end) < (c.start, c.end)
+        )
+        moved.append(Change(c.key, c.start + shift, c.end + shift, c.text))
+    return _apply(parent, others), moved
 
 
 def _line_hunks(before: str, after: str) -> set[tuple[int, int, tuple[str, ...]]]:
@@ -150,6 +206,7 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
     names = [n for n in _git(repo, "diff", "--name-only", parent, rev).splitlines() if n]
     by_key: dict[tuple[str, tuple[Any, ...]], dict[str, list[Change]]] = {}
     parents: dict[str, str] = {}
+    every: dict[str, list[Change]] = {}  # all the changes of each file, of every group
     for path in names[:MAX_FILES]:
         lang = _lang(path)
         before, after = _show(repo, parent, path), _show(repo, rev, path)
@@ -165,6 +222,7 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
             for c in changes_of("".join(a[i1:i2]), "".join(b[j1:j2]), lang):
                 moved = Change(c.key, base + c.start, base + c.end, c.text)
                 by_key.setdefault((lang, c.key), {}).setdefault(path, []).append(moved)
+                every.setdefault(path, []).append(moved)
     groups = sorted(
         by_key.items(), key=lambda kv: (-sum(len(v) for v in kv[1].values()), str(kv[0]))
     )
@@ -173,11 +231,16 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
         sites = sum(len(v) for v in files.values())
         if sites < min_sites:
             continue
-        expected = {p: _apply(parents[p], cs) for p, cs in files.items()}
+        bases: dict[str, str] = {}
+        shifted: dict[str, list[Change]] = {}
+        expected: dict[str, str] = {}
+        for p, cs in files.items():
+            bases[p], shifted[p] = _without(parents[p], every[p], cs)
+            expected[p] = _apply(parents[p], every[p])
         change = f"{' '.join(key[0])} -> {' '.join(key[1])}".strip()
         g = GroupResult(change=change, files=sorted(files), sites=sites)
         results.append(g)
-        _learn_group(g, files, parents, expected, lang)
+        _learn_group(g, shifted, bases, expected, lang)
     return results
 
 

@@ -1,0 +1,155 @@
+"""`oopav synth --from-git` grouping (issue 26, class 8): what a group is and what its rule is
+learned and scored against, on small self-written commits."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from oopav.sandbox.astgrep import find_cli
+from oopav.synth.groups import changes_of, learn_groups
+
+pytestmark = pytest.mark.skipif(find_cli() is None, reason="needs the ast-grep CLI")
+
+
+def _commit_repo(tmp_path: Path, files: dict[str, tuple[str, str]]) -> Path:
+    """A git repository whose HEAD commit turns each file's before into its after."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@x.invalid", *args],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+
+    git("init", "-q", "-b", "main")
+    for name, (before, _) in files.items():
+        (repo / name).write_text(before)
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    for name, (_, after) in files.items():
+        (repo / name).write_text(after)
+    git("commit", "-qam", "two")
+    return repo
+
+
+def test_a_call_added_before_a_closing_bracket_is_one_change_not_a_lone_bracket() -> None:
+    """`resp.data)` -> `resp.get_data())`: the matcher aligns the old `)` with the new call's
+    `)` and inserts the outer one after it. That is the same change as `resp.data,` ->
+    `resp.get_data(),`, not `data` -> `get_data (` plus a lone `)` (werkzeug 9f51dda96e: a
+    20-site `-> )` group no rule states)."""
+    a = changes_of("    f(1, resp.data)\n", "    f(1, resp.get_data())\n", "python")
+    b = changes_of("    f(resp.data, 1)\n", "    f(resp.get_data(), 1)\n", "python")
+    assert [c.key for c in a] == [c.key for c in b] == [(("data",), ("get_data", "(", ")"))]
+    # A change at the end of a line joins the change a few tokens before it on that line.
+    [c] = changes_of("    assert r.data == 1\n", "    eq(r.get_data(), 1)\n", "python")
+    assert c.text == "    eq(r.get_data(), 1)\n"
+
+
+WZ_A = """def test_one(resp):
+    assert_in(b"x", resp.data)
+    assert_in(b"y", resp.data)
+
+
+def test_two(resp):
+    assert_equal(resp.data, b"z")
+"""
+WZ_B = """def test_three(resp):
+    lines = resp.data.split(b"\\n")
+    check(resp.data)
+    check(other.data, 1)
+"""
+
+
+def test_a_method_call_replacing_an_attribute_is_one_group_whatever_follows_it(
+    tmp_path: Path,
+) -> None:
+    files = {
+        "a.py": (WZ_A, WZ_A.replace(".data", ".get_data()")),
+        "b.py": (WZ_B, WZ_B.replace(".data", ".get_data()")),
+    }
+    groups = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    [group] = groups
+    assert group.sites == 6 and group.files == ["a.py", "b.py"]
+    assert group.whole, group.to_json()
+
+
+JJ_A = """env = None
+
+
+def test_a(env):
+    return env.x
+
+
+def test_b(env):
+    return env.y
+"""
+JJ_A_AFTER = """env = None
+
+
+def test_a():
+    return env.x
+
+
+def test_b():
+    return env.y
+"""
+JJ_B = """import conftest
+
+
+def test_c(env):
+    return env.z
+
+
+def test_d(env):
+    return env.w
+
+
+def test_e(env):
+    return env.v
+
+
+def test_f(env):
+    return env.u
+"""
+JJ_B_AFTER = """env = make(loader=Loader({
+    'a': 1,
+}))
+
+
+def test_c():
+    return env.z
+
+
+def test_e():
+    return env.v
+
+
+def test_f():
+    return env.u
+"""
+
+
+def test_sites_the_commit_rewrote_in_a_larger_change_are_no_counter_examples(
+    tmp_path: Path,
+) -> None:
+    """jinja 42979eb9ff: `(env)` dropped from 130 test functions, but in some files the commit
+    also deleted a function that had `(env)`, or rewrote the lines around a site so that the
+    site's change is keyed with the larger one. Scored against the parent with only the
+    group's changes, those places look like sites the commit kept: the file is 'wrong' and is
+    added as a further example whose kept `(env)` is a counter-example (on jinja, with several
+    such files, the rule narrowed to a list of function names: 13/130). Learned and scored on
+    the commit's file but for the group's own changes, the first example's rule is right in
+    both files."""
+    files = {"a.py": (JJ_A, JJ_A_AFTER), "b.py": (JJ_B, JJ_B_AFTER)}
+    groups = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    [group] = [g for g in groups if g.change == "env ->"]
+    assert group.whole, group.to_json()
+    assert group.examples == ["a.py"]
+    assert "test_" not in str(group.rules)  # no list of function names
