@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from oopav.sandbox.astgrep import find_cli
-from oopav.synth.groups import changes_of, learn_groups
+from oopav.synth.groups import changes_of, format_groups, learn_groups
 
 pytestmark = pytest.mark.skipif(find_cli() is None, reason="needs the ast-grep CLI")
 
@@ -153,3 +153,53 @@ def test_sites_the_commit_rewrote_in_a_larger_change_are_no_counter_examples(
     assert group.whole, group.to_json()
     assert group.examples == ["a.py"]
     assert "test_" not in str(group.rules)  # no list of function names
+
+
+MV_A = """import sys
+import os
+
+
+def one(x):
+    return f(x)
+"""
+MV_B = """import json
+import os
+import re
+
+
+def two(y):
+    return f(y) + f(y + 1)
+"""
+
+
+def test_a_re_sorted_import_is_reported_as_a_reordering_not_a_group_without_rule(
+    tmp_path: Path,
+) -> None:
+    """pluggy 33ca1a9456, rich 1f1664b28d: imports re-sorted by the commit. Each move is a
+    deletion and an insertion of the same tokens in one file; grouped by shape they formed an
+    `import os ->` group whose base has the line twice (no rule deletes one 'without changing
+    something else') and an `-> import os` group. They are the commit's reorderings, reported
+    apart, and the real change is the only group."""
+    files = {
+        "a.py": (
+            MV_A,
+            MV_A.replace("import sys\nimport os\n", "import os\nimport sys\n").replace(
+                "f(x)", "f(x, 0)"
+            ),
+        ),
+        "b.py": (
+            MV_B,
+            MV_B.replace("import json\nimport os\n", "import os\nimport json\n")
+            .replace("f(y)", "f(y, 0)")
+            .replace("f(y + 1)", "f(y + 1, 0)"),
+        ),
+    }
+    groups = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    [moved] = [g for g in groups if g.reordering]
+    assert moved.sites == 4 and moved.files == ["a.py", "b.py"] and not moved.rules
+    [group] = [g for g in groups if not g.reordering]
+    assert group.change == "-> , <num>" and group.sites == 3
+    assert group.whole, group.to_json()
+    text = format_groups(groups)
+    assert "(reordering): 4 change(s) in 2 file(s)" in text
+    assert text.endswith("1 group(s), 1 reproduced whole by their rule; 3 of 3 sites reproduced")

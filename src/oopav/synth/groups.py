@@ -53,6 +53,8 @@ class GroupResult:
     reproduced: int = 0  # the group's sites the rule reproduces
     extra: int = 0  # rewrites it makes in the group's files that the commit does not make
     reason: str = ""
+    # The commit's moves (see :func:`_moves`): reported, not learned, and no group of sites.
+    reordering: bool = False
 
     @property
     def whole(self) -> bool:
@@ -69,6 +71,7 @@ class GroupResult:
             "extra": self.extra,
             "whole": self.whole,
             "reason": self.reason,
+            "reordering": self.reordering,
         }
 
 
@@ -221,8 +224,16 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
             base = offsets[i1]
             for c in changes_of("".join(a[i1:i2]), "".join(b[j1:j2]), lang):
                 moved = Change(c.key, base + c.start, base + c.end, c.text)
-                by_key.setdefault((lang, c.key), {}).setdefault(path, []).append(moved)
                 every.setdefault(path, []).append(moved)
+    reordered: dict[str, list[Change]] = {}
+    for path, cs in every.items():
+        lang = _lang(path) or ""
+        moves = _moves(parents[path], cs)
+        if moves:
+            reordered[path] = [c for c in cs if id(c) in moves]
+        for c in cs:
+            if id(c) not in moves:
+                by_key.setdefault((lang, c.key), {}).setdefault(path, []).append(c)
     groups = sorted(
         by_key.items(), key=lambda kv: (-sum(len(v) for v in kv[1].values()), str(kv[0]))
     )
@@ -241,7 +252,49 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
         g = GroupResult(change=change, files=sorted(files), sites=sites)
         results.append(g)
         _learn_group(g, shifted, bases, expected, lang)
+    if reordered:
+        n = sum(len(v) for v in reordered.values())
+        results.append(
+            GroupResult(
+                change="(reordering)",
+                files=sorted(reordered),
+                sites=n,
+                reason=f"{n} change(s) move code within its file (the same tokens removed in one "
+                "place and added in another): a reordering, which no rewrite rule states",
+                reordering=True,
+            )
+        )
     return results
+
+
+def _moves(parent: str, changes: list[Change]) -> set[int]:
+    """The ids of the changes of one file that pair up as moves: a deletion and an insertion of
+    the same tokens (a list item's separating comma aside) — an import re-sorted, a name moved
+    within an import list. Each is a reordering, not a change of shape: grouped with the real
+    deletions or insertions of those tokens it reads as a removal the rule cannot make 'without
+    changing something else' (the moved line is there twice in the group's base)."""
+
+    def toks(text: str) -> tuple[str, ...]:
+        t = _TOKEN.findall(text)
+        while t and t[0] == ",":
+            t = t[1:]
+        while t and t[-1] == ",":
+            t = t[:-1]
+        return tuple(t)
+
+    dels: dict[tuple[str, ...], list[Change]] = {}
+    for c in changes:
+        if c.text.strip() == "" and parent[c.start : c.end].strip():
+            t = toks(parent[c.start : c.end])
+            if any(x[0].isalpha() or x[0] == "_" for x in t):
+                dels.setdefault(t, []).append(c)
+    out: set[int] = set()
+    for c in changes:
+        if parent[c.start : c.end].strip() == "" and c.text.strip():
+            pending = dels.get(toks(c.text))
+            if pending:
+                out |= {id(c), id(pending.pop())}
+    return out
 
 
 def _learn_group(
@@ -290,6 +343,10 @@ def _learn_group(
 
 def format_groups(results: list[GroupResult]) -> str:
     lines = []
+    moves = [g for g in results if g.reordering]
+    results = [g for g in results if not g.reordering]
+    for g in moves:
+        lines.append(f"(reordering): {g.sites} change(s) in {len(g.files)} file(s) — {g.reason}")
     for g in results:
         status = "whole group" if g.whole else ("partly" if g.rules else "no rule")
         lines.append(
