@@ -203,3 +203,42 @@ def test_a_re_sorted_import_is_reported_as_a_reordering_not_a_group_without_rule
     text = format_groups(groups)
     assert "(reordering): 4 change(s) in 2 file(s)" in text
     assert text.endswith("1 group(s), 1 reproduced whole by their rule; 3 of 3 sites reproduced")
+
+
+DOC = '''def get{n}(log):
+    """
+    Log it.
+
+    >>> log.msg("hello {n}")
+    """
+    return {n}
+'''
+CODE = """def put(log):
+    log.msg("a")
+    log.msg("b", y=2)
+    return 1
+"""
+
+
+def test_the_same_tokens_changed_in_a_docstring_are_a_group_of_their_own(tmp_path: Path) -> None:
+    """structlog b579ffaf9e: `msg` -> `info` in code (`log.msg(`) and in docstrings' doctest
+    lines, one group: the files with the fewest sites were docstring files, so the examples
+    (at most 4) were all docstrings, each learned as a literal rule, and the code sites were
+    left (7/13). A change inside a multi-line string literal is keyed `(in a string) ...`: the
+    code group learns its own rule from code."""
+    files = {
+        f"d{n}.py": (DOC.format(n=n), DOC.format(n=n).replace(".msg(", ".info(")) for n in range(5)
+    }
+    files["e.py"] = (CODE, CODE.replace(".msg(", ".info("))
+    files["f.py"] = (
+        CODE + CODE.replace("put", "put2"),
+        (CODE + CODE.replace("put", "put2")).replace(".msg(", ".info("),
+    )
+    groups = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    by_change = {g.change: g for g in groups}
+    assert set(by_change) == {"msg -> info", "(in a string) msg -> info"}
+    code = by_change["msg -> info"]
+    assert code.sites == 6 and code.files == ["e.py", "f.py"]
+    assert code.whole, code.to_json()
+    assert "hello" not in str(code.rules)  # not a docstring kept literally
+    assert by_change["(in a string) msg -> info"].sites == 5

@@ -28,6 +28,7 @@ from oopav.synth.gitlearn import _git, _hunks, _lang, _show
 
 MAX_EXAMPLES = 4
 MAX_FILES = 60  # a commit touching more files is a mass edit: its first 60 are read
+IN_TEXT = "(in a string)"  # marks the key of a change inside a multi-line string literal
 MERGE_GAP = 3  # equal tokens between two changes of one line that still make them one change
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
@@ -231,9 +232,16 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
         moves = _moves(parents[path], cs)
         if moves:
             reordered[path] = [c for c in cs if id(c) in moves]
+        texts = _text_spans(parents[path], lang)
         for c in cs:
-            if id(c) not in moves:
-                by_key.setdefault((lang, c.key), {}).setdefault(path, []).append(c)
+            if id(c) in moves:
+                continue
+            key = c.key
+            if any(s < c.start and c.end < e for s, e in texts):
+                # The same tokens changed in a docstring's prose are not the code change: no
+                # rule states both (`log.msg(` in code, `>>> log.msg(` in a docstring).
+                key = ((IN_TEXT, *key[0]), key[1])
+            by_key.setdefault((lang, key), {}).setdefault(path, []).append(c)
     groups = sorted(
         by_key.items(), key=lambda kv: (-sum(len(v) for v in kv[1].values()), str(kv[0]))
     )
@@ -265,6 +273,18 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
             )
         )
     return results
+
+
+def _text_spans(text: str, lang: str) -> list[tuple[int, int]]:
+    """The spans of the file's multi-line string literals (Python docstrings, JavaScript
+    template literals), found in the whole file: a hunk that starts inside one reads its prose
+    as code tokens."""
+    blanked = _blank_comments(text, lang)
+    return [
+        (m.start(), m.end())
+        for m in _TOKEN.finditer(blanked)
+        if m.group(0)[0] in "\"'`" and "\n" in m.group(0)
+    ]
 
 
 def _moves(parent: str, changes: list[Change]) -> set[int]:
