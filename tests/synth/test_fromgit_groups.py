@@ -242,3 +242,27 @@ def test_the_same_tokens_changed_in_a_docstring_are_a_group_of_their_own(tmp_pat
     assert code.whole, code.to_json()
     assert "hello" not in str(code.rules)  # not a docstring kept literally
     assert by_change["(in a string) msg -> info"].sites == 5
+
+
+IMP_A = "from .protocol import is_renderable\nfrom .segment import Segment\n\nif TYPE_CHECKING:\n    pass\n\nx = is_renderable\n"
+IMP_B = "from typing import (\n    Any,\n)\n\nfrom .segment import Segment\nfrom .style import Style\n\nx = Style\n"
+IMP_C = "import os\nfrom .segment import Segment\nfrom .text import Text\n\ny = Text(os)\n"
+
+
+def test_an_example_no_one_rule_states_with_the_others_is_refused_not_the_whole_group(
+    tmp_path: Path,
+) -> None:
+    """rich 1f1664b28d: an unused `from .segment import Segment` removed from several files.
+    Each file's deletion is learnable alone, but two of them, anchored differently, are no one
+    rule: the first pair of examples failed and the group had no rule at all (0/3), and a
+    further example that failed threw away the rule learned so far. Now that file is refused
+    as an example (the next wrong file, if any, is tried), the rule of the others stays, and
+    the report names the refused file."""
+    files = {
+        n: (t, t.replace("from .segment import Segment\n", ""))
+        for n, t in [("a.py", IMP_A), ("b.py", IMP_B), ("c.py", IMP_C)]
+    }
+    [group] = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    assert group.rules and group.reproduced >= 2, group.to_json()
+    assert group.examples == ["a.py"] and group.reproduced == 2  # a.py and c.py
+    assert "no one rule with b.py as a further example" in group.reason

@@ -326,18 +326,33 @@ def _learn_group(
 ) -> None:
     order = sorted(files, key=lambda p: (len(files[p]), p))
     examples = order[: 2 if len(files[order[0]]) == 1 and len(order) > 2 else 1]
-    while True:
-        g.examples = list(examples)
+    # The last rule that was learned, and the files refused as examples: a further example
+    # whose change no one rule states together with the others' (two clean import deletions,
+    # each learnable alone, anchored differently) is left out and the next wrong file is
+    # tried, instead of losing the rule learned so far.
+    kept: tuple[list[str], list[dict[str, Any]], int, int, list[str]] | None = None
+    refused: list[str] = []
+    for _ in range(2 * MAX_EXAMPLES):
         try:
             result = synthesize(
                 [Example(parents[p], expected[p], language=lang, path=p) for p in examples]
             )
         except SynthesisError as exc:
-            g.rules, g.reproduced, g.extra = [], 0, 0
+            if len(examples) > 1:
+                refused.append(examples.pop())
+                if kept is None:
+                    continue  # the first pair: learn from the first file alone
+                examples = list(kept[0])
+                nxt = [p for p in kept[4] if p not in refused]
+                if not nxt:
+                    break
+                examples.append(nxt[0])
+                continue
+            g.examples, g.rules, g.reproduced, g.extra = list(examples), [], 0, 0
             g.reason = exc.reason
             return
-        g.rules = [r.to_dict() for r in result.rules]
-        g.reproduced = g.extra = 0
+        rules = [r.to_dict() for r in result.rules]
+        reproduced = extra = 0
         wrong: list[str] = []
         for p in order:
             got, _ = result.apply(parents[p])
@@ -345,20 +360,28 @@ def _learn_group(
             # Sites: the group's changes whose line hunk the rule made exactly.
             hit = made & want
             if got == expected[p]:
-                g.reproduced += len(files[p])
+                reproduced += len(files[p])
             else:
                 for c in files[p]:
                     gap = parents[p][c.start : c.end]
                     at = c.start + len(gap) - len(gap.lstrip())
                     line = parents[p].count("\n", 0, at)
-                    g.reproduced += any(h[0] <= line < max(h[1], h[0] + 1) for h in hit)
-            g.extra += len(made - want)
+                    reproduced += any(h[0] <= line < max(h[1], h[0] + 1) for h in hit)
+            extra += len(made - want)
             if got != expected[p]:
                 wrong.append(p)
-        if not wrong or len(examples) >= MAX_EXAMPLES:
-            g.reason = "" if not wrong else f"still wrong in {len(wrong)} file(s)"
-            return
-        examples.append(wrong[0])
+        kept = (list(examples), rules, reproduced, extra, wrong)
+        nxt = [p for p in wrong if p not in refused]
+        if not nxt or len(examples) >= MAX_EXAMPLES:
+            break
+        examples.append(nxt[0])
+    assert kept is not None  # every path that learned nothing has returned
+    g.examples, g.rules, g.reproduced, g.extra, wrong = kept
+    g.reason = "" if not wrong else f"still wrong in {len(wrong)} file(s)"
+    if refused:
+        g.reason += (", " if g.reason else "") + (
+            f"no one rule with {', '.join(refused)} as a further example"
+        )
 
 
 def format_groups(results: list[GroupResult]) -> str:
