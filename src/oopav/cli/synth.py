@@ -226,7 +226,7 @@ def _from_git_groups(repo: Path, rev: str, as_json: bool) -> None:
         data = {
             "groups": [g.to_json() for g in results],
             "whole": sum(1 for g in results if g.whole),
-            "sites": sum(g.sites for g in results),
+            "sites": sum(g.sites for g in results if not g.reordering),
             "reproduced": sum(g.reproduced for g in results),
         }
         click.echo(json.dumps(data, indent=2))

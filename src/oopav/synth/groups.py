@@ -3,10 +3,13 @@ their change, one rule per group, learned from the group's files together (issue
 
 Learning each hunk on its own leaves the other sites of the same change in its file unchanged,
 so they act as counter-examples and the rule comes out literal. Here every hunk of the commit
-is split into token-level changes (changes a few tokens apart on one line are one change);
-changes with the same tokens — string and number literals abstracted, unless only literals
-change — form a group. For each group, the expected file is the parent with only the group's
-changes applied; the rule is learned from the file with the fewest sites (two files when that
+is split into token-level changes (changes a few tokens apart on one line are one change; an
+insertion or deletion the matcher placed a few equal tokens late is slid back onto the change
+before it); changes with the same tokens — string and number literals abstracted, unless only
+literals change — form a group. For each group, each file's base is the commit's version but
+for the group's changes (the parent with the commit's other changes applied) and the expected
+file is the commit's version, so a site the commit rewrote within a larger change is no
+counter-example; the rule is learned from the file with the fewest sites (two files when that
 one has a single site), and while it gets another of the group's files wrong, that file is
 added as a further example (at most :data:`MAX_EXAMPLES`). The report says, per group: sites,
 files, the rule, the sites the rule reproduces and whether that is the whole group.
@@ -25,6 +28,7 @@ from oopav.synth.gitlearn import _git, _hunks, _lang, _show
 
 MAX_EXAMPLES = 4
 MAX_FILES = 60  # a commit touching more files is a mass edit: its first 60 are read
+IN_TEXT = "(in a string)"  # marks the key of a change inside a multi-line string literal
 MERGE_GAP = 3  # equal tokens between two changes of one line that still make them one change
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
@@ -50,6 +54,8 @@ class GroupResult:
     reproduced: int = 0  # the group's sites the rule reproduces
     extra: int = 0  # rewrites it makes in the group's files that the commit does not make
     reason: str = ""
+    # The commit's moves (see :func:`_moves`): reported, not learned, and no group of sites.
+    reordering: bool = False
 
     @property
     def whole(self) -> bool:
@@ -66,6 +72,7 @@ class GroupResult:
             "extra": self.extra,
             "whole": self.whole,
             "reason": self.reason,
+            "reordering": self.reordering,
         }
 
 
@@ -104,12 +111,15 @@ def changes_of(old: str, new: str, lang: str) -> list[Change]:
             ops += [(i1 + k, i1 + k + 1, j1 + k, j1 + k + 1) for k in range(i2 - i1)]
         else:
             ops.append((i1, i2, j1, j2))
+    ops = _slide(ops, at, bt)
     merged: list[list[int]] = []
     for i1, i2, j1, j2 in ops:
         if merged:
             p = merged[-1]
             gap_start = a[p[1] - 1][1] if p[1] else 0
-            gap_end = a[i1][0] if i1 < len(a) else len(old)
+            # An insertion after the hunk's last token: the gap ends with that token, not with
+            # the hunk's final newline (`resp.data)` -> `resp.get_data())` is one change).
+            gap_end = a[i1][0] if i1 < len(a) else a[-1][1] if a else len(old)
             if i1 - p[1] <= MERGE_GAP and "\n" not in old[gap_start:gap_end]:
                 p[1], p[3] = i2, j2
                 continue
@@ -128,12 +138,62 @@ def changes_of(old: str, new: str, lang: str) -> list[Change]:
     return out
 
 
+def _slide(
+    ops: list[tuple[int, int, int, int]], at: list[str], bt: list[str]
+) -> list[tuple[int, int, int, int]]:
+    """Slide a pure insertion or deletion left onto the change before it when the tokens it
+    passes are the same ones: the matcher aligns `data )` with `get_data ( ) )` as `data` ->
+    `get_data (` plus `)` inserted after the old `)`, which is one change, `data` ->
+    `get_data ( )`, written one token later. Without the slide the `)` alone forms a group of
+    its own (a fragment no rule states) and the real change is split over two keys."""
+    out: list[tuple[int, int, int, int]] = []
+    for i1, i2, j1, j2 in ops:
+        if out and (i1 == i2) != (j1 == j2):
+            p_i2, p_j2 = out[-1][1], out[-1][3]
+            k = 0
+            # Insertion: bt[j1:j2] at i1 may move left while the token before it (old side,
+            # equal on both sides) equals its last token; deletion likewise on the old side.
+            while i1 - k > p_i2 and j1 - k > p_j2:
+                if i1 == i2 and bt[j2 - 1 - k] != bt[j1 - 1 - k]:
+                    break
+                if j1 == j2 and at[i2 - 1 - k] != at[i1 - 1 - k]:
+                    break
+                k += 1
+            if i1 - k == p_i2 and j1 - k == p_j2:
+                i1, i2, j1, j2 = i1 - k, i2 - k, j1 - k, j2 - k
+                pi1, _, pj1, _ = out.pop()
+                out.append((pi1, i2, pj1, j2))
+                continue
+        out.append((i1, i2, j1, j2))
+    return out
+
+
 def _apply(before: str, changes: list[Change]) -> str:
     out, pos = [], 0
-    for c in sorted(changes, key=lambda c: c.start):
+    for c in sorted(changes, key=lambda c: (c.start, c.end)):
         out += [before[pos : c.start], c.text]
         pos = c.end
     return "".join(out) + before[pos:]
+
+
+def _without(parent: str, every: list[Change], group: list[Change]) -> tuple[str, list[Change]]:
+    """The file as the commit leaves it but for ``group``'s changes — the parent with the
+    commit's other changes applied — and ``group``'s changes moved to its offsets.
+
+    A group is learned and scored from this base, not from the parent: where another change of
+    the commit rewrote the place of a site in a larger edit (a function deleted, a `(env)`
+    dropped in a hunk that also inserts lines, so the matcher keys it otherwise), the parent
+    still has the old shape there and, against a parent-only expectation, looks like a site the
+    commit kept — a counter-example that narrows the group's rule to a list of names."""
+    ids = {id(c) for c in group}
+    others = [c for c in every if id(c) not in ids]
+    moved = []
+    for c in group:
+        shift = sum(
+            len(o.text) - (o.end - o.start) for o in others if (o.start, o.end) < (c.start, c.end)
+        )
+        moved.append(Change(c.key, c.start + shift, c.end + shift, c.text))
+    return _apply(parent, others), moved
 
 
 def _line_hunks(before: str, after: str) -> set[tuple[int, int, tuple[str, ...]]]:
@@ -150,6 +210,7 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
     names = [n for n in _git(repo, "diff", "--name-only", parent, rev).splitlines() if n]
     by_key: dict[tuple[str, tuple[Any, ...]], dict[str, list[Change]]] = {}
     parents: dict[str, str] = {}
+    every: dict[str, list[Change]] = {}  # all the changes of each file, of every group
     for path in names[:MAX_FILES]:
         lang = _lang(path)
         before, after = _show(repo, parent, path), _show(repo, rev, path)
@@ -164,7 +225,23 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
             base = offsets[i1]
             for c in changes_of("".join(a[i1:i2]), "".join(b[j1:j2]), lang):
                 moved = Change(c.key, base + c.start, base + c.end, c.text)
-                by_key.setdefault((lang, c.key), {}).setdefault(path, []).append(moved)
+                every.setdefault(path, []).append(moved)
+    reordered: dict[str, list[Change]] = {}
+    for path, cs in every.items():
+        lang = _lang(path) or ""
+        moves = _moves(parents[path], cs)
+        if moves:
+            reordered[path] = [c for c in cs if id(c) in moves]
+        texts = _text_spans(parents[path], lang)
+        for c in cs:
+            if id(c) in moves:
+                continue
+            key = c.key
+            if any(s < c.start and c.end < e for s, e in texts):
+                # The same tokens changed in a docstring's prose are not the code change: no
+                # rule states both (`log.msg(` in code, `>>> log.msg(` in a docstring).
+                key = ((IN_TEXT, *key[0]), key[1])
+            by_key.setdefault((lang, key), {}).setdefault(path, []).append(c)
     groups = sorted(
         by_key.items(), key=lambda kv: (-sum(len(v) for v in kv[1].values()), str(kv[0]))
     )
@@ -173,12 +250,71 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
         sites = sum(len(v) for v in files.values())
         if sites < min_sites:
             continue
-        expected = {p: _apply(parents[p], cs) for p, cs in files.items()}
+        bases: dict[str, str] = {}
+        shifted: dict[str, list[Change]] = {}
+        expected: dict[str, str] = {}
+        for p, cs in files.items():
+            bases[p], shifted[p] = _without(parents[p], every[p], cs)
+            expected[p] = _apply(parents[p], every[p])
         change = f"{' '.join(key[0])} -> {' '.join(key[1])}".strip()
         g = GroupResult(change=change, files=sorted(files), sites=sites)
         results.append(g)
-        _learn_group(g, files, parents, expected, lang)
+        _learn_group(g, shifted, bases, expected, lang)
+    if reordered:
+        n = sum(len(v) for v in reordered.values())
+        results.append(
+            GroupResult(
+                change="(reordering)",
+                files=sorted(reordered),
+                sites=n,
+                reason=f"{n} change(s) move code within its file (the same tokens removed in one "
+                "place and added in another): a reordering, which no rewrite rule states",
+                reordering=True,
+            )
+        )
     return results
+
+
+def _text_spans(text: str, lang: str) -> list[tuple[int, int]]:
+    """The spans of the file's multi-line string literals (Python docstrings, JavaScript
+    template literals), found in the whole file: a hunk that starts inside one reads its prose
+    as code tokens."""
+    blanked = _blank_comments(text, lang)
+    return [
+        (m.start(), m.end())
+        for m in _TOKEN.finditer(blanked)
+        if m.group(0)[0] in "\"'`" and "\n" in m.group(0)
+    ]
+
+
+def _moves(parent: str, changes: list[Change]) -> set[int]:
+    """The ids of the changes of one file that pair up as moves: a deletion and an insertion of
+    the same tokens (a list item's separating comma aside) — an import re-sorted, a name moved
+    within an import list. Each is a reordering, not a change of shape: grouped with the real
+    deletions or insertions of those tokens it reads as a removal the rule cannot make 'without
+    changing something else' (the moved line is there twice in the group's base)."""
+
+    def toks(text: str) -> tuple[str, ...]:
+        t = _TOKEN.findall(text)
+        while t and t[0] == ",":
+            t = t[1:]
+        while t and t[-1] == ",":
+            t = t[:-1]
+        return tuple(t)
+
+    dels: dict[tuple[str, ...], list[Change]] = {}
+    for c in changes:
+        if c.text.strip() == "" and parent[c.start : c.end].strip():
+            t = toks(parent[c.start : c.end])
+            if any(x[0].isalpha() or x[0] == "_" for x in t):
+                dels.setdefault(t, []).append(c)
+    out: set[int] = set()
+    for c in changes:
+        if parent[c.start : c.end].strip() == "" and c.text.strip():
+            pending = dels.get(toks(c.text))
+            if pending:
+                out |= {id(c), id(pending.pop())}
+    return out
 
 
 def _learn_group(
@@ -190,18 +326,33 @@ def _learn_group(
 ) -> None:
     order = sorted(files, key=lambda p: (len(files[p]), p))
     examples = order[: 2 if len(files[order[0]]) == 1 and len(order) > 2 else 1]
-    while True:
-        g.examples = list(examples)
+    # The last rule that was learned, and the files refused as examples: a further example
+    # whose change no one rule states together with the others' (two clean import deletions,
+    # each learnable alone, anchored differently) is left out and the next wrong file is
+    # tried, instead of losing the rule learned so far.
+    kept: tuple[list[str], list[dict[str, Any]], int, int, list[str]] | None = None
+    refused: list[str] = []
+    for _ in range(2 * MAX_EXAMPLES):
         try:
             result = synthesize(
                 [Example(parents[p], expected[p], language=lang, path=p) for p in examples]
             )
         except SynthesisError as exc:
-            g.rules, g.reproduced, g.extra = [], 0, 0
+            if len(examples) > 1:
+                refused.append(examples.pop())
+                if kept is None:
+                    continue  # the first pair: learn from the first file alone
+                examples = list(kept[0])
+                nxt = [p for p in kept[4] if p not in refused]
+                if not nxt:
+                    break
+                examples.append(nxt[0])
+                continue
+            g.examples, g.rules, g.reproduced, g.extra = list(examples), [], 0, 0
             g.reason = exc.reason
             return
-        g.rules = [r.to_dict() for r in result.rules]
-        g.reproduced = g.extra = 0
+        rules = [r.to_dict() for r in result.rules]
+        reproduced = extra = 0
         wrong: list[str] = []
         for p in order:
             got, _ = result.apply(parents[p])
@@ -209,24 +360,36 @@ def _learn_group(
             # Sites: the group's changes whose line hunk the rule made exactly.
             hit = made & want
             if got == expected[p]:
-                g.reproduced += len(files[p])
+                reproduced += len(files[p])
             else:
                 for c in files[p]:
                     gap = parents[p][c.start : c.end]
                     at = c.start + len(gap) - len(gap.lstrip())
                     line = parents[p].count("\n", 0, at)
-                    g.reproduced += any(h[0] <= line < max(h[1], h[0] + 1) for h in hit)
-            g.extra += len(made - want)
+                    reproduced += any(h[0] <= line < max(h[1], h[0] + 1) for h in hit)
+            extra += len(made - want)
             if got != expected[p]:
                 wrong.append(p)
-        if not wrong or len(examples) >= MAX_EXAMPLES:
-            g.reason = "" if not wrong else f"still wrong in {len(wrong)} file(s)"
-            return
-        examples.append(wrong[0])
+        kept = (list(examples), rules, reproduced, extra, wrong)
+        nxt = [p for p in wrong if p not in refused]
+        if not nxt or len(examples) >= MAX_EXAMPLES:
+            break
+        examples.append(nxt[0])
+    assert kept is not None  # every path that learned nothing has returned
+    g.examples, g.rules, g.reproduced, g.extra, wrong = kept
+    g.reason = "" if not wrong else f"still wrong in {len(wrong)} file(s)"
+    if refused:
+        g.reason += (", " if g.reason else "") + (
+            f"no one rule with {', '.join(refused)} as a further example"
+        )
 
 
 def format_groups(results: list[GroupResult]) -> str:
     lines = []
+    moves = [g for g in results if g.reordering]
+    results = [g for g in results if not g.reordering]
+    for g in moves:
+        lines.append(f"(reordering): {g.sites} change(s) in {len(g.files)} file(s) — {g.reason}")
     for g in results:
         status = "whole group" if g.whole else ("partly" if g.rules else "no rule")
         lines.append(
