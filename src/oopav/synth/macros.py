@@ -30,8 +30,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from oopav.synth.core import SynthResult, SynthRule
+if TYPE_CHECKING:  # core calls this module: no import back at run time (tests/test_layers.py)
+    from oopav.synth.core import SynthResult, SynthRule
 
 _TOKEN = re.compile(r"\$\$\$[A-Z][A-Z0-9_]*|\$[A-Z][A-Z0-9_]*|\w+|\S")
 # What a metavariable stands for in a token tree: names, paths, fields, lifetimes, numbers
@@ -103,7 +105,7 @@ def macro_rule(rule: SynthRule, n: int) -> SynthRule | None:
     find, capture, by = _token_regex(pattern, False), _token_regex(pattern, True), _by(rule.fix)
     if find is None or capture is None or by is None or not re.search(r"\w", pattern):
         return None
-    return SynthRule(
+    return type(rule)(
         id=f"synth-{n}",
         language="rust",
         rule={
