@@ -290,6 +290,27 @@ async def test_permission_request_waits_for_a_grant(
     await assert_replays(nats_url, sid)
 
 
+async def test_an_unattended_run_refuses_an_ungranted_scope_instead_of_waiting(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    """With ``policy.escalation: abort`` nobody grants anything: an action whose scope needs a
+    grant is refused at once (the model hears why) instead of a wait only the phase's wall
+    budget ends (seen in the flywheel bench: a policy's `run_command` stalled its session)."""
+    command = action_answer(
+        {"type": "run_command", "argv": ["python", "-c", "print(6 * 7)"]}, "run"
+    )
+    script = {"planner": [plan_answer()], "actor": [command, rename_all(), finish()]}
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, policy={"escalation": "abort"}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    assert not of(events, "permission_requested")
+    (refused,) = of(events, "action_rejected")
+    assert refused.reason == "permission_denied" and "unattended" in refused.message
+    assert refused.details["scope"].startswith("exec:python")
+    await assert_replays(nats_url, sid)
+
+
 async def test_replay_detects_a_tampered_model_response(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:

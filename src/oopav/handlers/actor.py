@@ -271,6 +271,23 @@ class Actor:
             return
         decision = self._check(plan.scopes, state, policy, out)
         if decision.outcome == "ask":
+            from oopav.decide.policy import decision_policy
+
+            if decision_policy(state).escalation == "abort":
+                # An unattended run: nobody will grant the scope, so the request would only
+                # end at the phase's wall budget. Refused like a denial instead: the model
+                # hears why and may take another way within its budgets.
+                out.emit(
+                    ev.ActionRejected,
+                    action_id=action_id,
+                    reason="permission_denied",
+                    message=(
+                        f"{action.type} needs {decision.scope}, which nobody can grant in an "
+                        "unattended run (policy.escalation: abort); do it another way"
+                    ),
+                    details={"scope": decision.scope, "unattended": True},
+                )
+                return
             if not (resumed and decision.scope in state.pending_permissions):
                 out.emit(
                     ev.PermissionRequested,
