@@ -41,11 +41,21 @@ from pathlib import Path
 from typing import Any
 
 FAMILIES = ("rename_call", "rename_method", "rename_attr")
-CHECK = """import ast, pathlib, sys
-got = pathlib.Path("mod.py").read_text()
-want = {post!r}
-sys.exit(0 if ast.dump(ast.parse(got)) == ast.dump(ast.parse(want)) else 1)
+# The test compares a digest of the file's AST with the expected one, never the expected code
+# itself: the loop's compact prompt shows the first file where a name of the instruction
+# occurs, and a test that spelled out the expected code (the earlier form) was that file for
+# some tasks — the answer's new name in the prompt, and a snippet that was not the code.
+CHECK = """import ast, hashlib, pathlib, sys
+got = ast.dump(ast.parse(pathlib.Path("mod.py").read_text()))
+sys.exit(0 if hashlib.sha256(got.encode()).hexdigest() == {digest!r} else 1)
 """
+
+
+def check_script(post: str) -> str:
+    import ast
+    import hashlib
+
+    return CHECK.format(digest=hashlib.sha256(ast.dump(ast.parse(post)).encode()).hexdigest())
 
 
 def rate(k: int, n: int) -> str:
@@ -67,7 +77,7 @@ def make_repo(root: Path, task: Any) -> Path:
     repo = root / task.id[:12]
     repo.mkdir(parents=True, exist_ok=True)
     (repo / "mod.py").write_text(task.pre)
-    (repo / "check_mod.py").write_text(CHECK.format(post=task.post))
+    (repo / "check_mod.py").write_text(check_script(task.post))
     return repo
 
 
@@ -227,15 +237,23 @@ SHAPES = {
 }
 
 
-def build(out: Path, dataset: Path, shape: str, seed: int, pretok: str = "gpt2") -> str:
+def build(
+    out: Path,
+    dataset: Path,
+    shape: str,
+    seed: int,
+    pretok: str = "gpt2",
+    augment: int = 0,
+    parts: str = "all",
+) -> str:
     """A fresh policy whose tokenizer is trained on generation 0's training records only
-    (prompts and answers of the tasks it is trained on: no held-out text)."""
-    from oopav.trainer.datasets import read_records
+    (prompts and answers of the tasks it is trained on: no held-out text) and, with
+    ``augment``, their name-permuted copies (the recipe's: made-up names split into generic
+    pieces, as an unseen task's names will)."""
     from oopav.trainer.policy import PolicyShape, build_policy
+    from oopav.trainer.sft import corpus_texts
 
-    texts = [
-        r["prompt"][0]["content"] + r["completion"][0]["content"] for r in read_records(dataset)
-    ]
+    texts = corpus_texts(recipe(out, dataset, 1, "new", 0.0, seed, augment=augment, parts=parts))
     return str(
         build_policy(
             out, texts, shape=PolicyShape(**SHAPES[shape]), seed=seed, pre_tokenizer=pretok
@@ -243,7 +261,7 @@ def build(out: Path, dataset: Path, shape: str, seed: int, pretok: str = "gpt2")
     )
 
 
-def train(
+def recipe(
     out: Path,
     dataset: Path,
     steps: int,
@@ -251,10 +269,12 @@ def train(
     lr: float,
     seed: int = 0,
     prompt_loss: bool = False,
-) -> str:
-    from oopav.trainer.sft import SFTRecipe, train_sft
+    augment: int = 0,
+    parts: str = "all",
+) -> Any:
+    from oopav.trainer.sft import SFTRecipe
 
-    cfg = SFTRecipe(
+    return SFTRecipe(
         output_dir=str(out),
         model=model,
         dataset=str(dataset),
@@ -267,7 +287,26 @@ def train(
         seed=seed,
         logging_steps=max(1, steps // 5),
         prompt_loss=prompt_loss,
+        augment="names" if augment else "",
+        augment_copies=augment,
+        augment_parts=parts,
     )
+
+
+def train(
+    out: Path,
+    dataset: Path,
+    steps: int,
+    model: str,
+    lr: float,
+    seed: int = 0,
+    prompt_loss: bool = False,
+    augment: int = 0,
+    parts: str = "all",
+) -> str:
+    from oopav.trainer.sft import train_sft
+
+    cfg = recipe(out, dataset, steps, model, lr, seed, prompt_loss, augment, parts)
     return str(train_sft(cfg, lambda *_: None)["checkpoint"])
 
 
@@ -347,6 +386,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "steps": args.steps,
         "pre_tokenizer": args.pretok,
         "prompt_loss": args.prompt_loss,
+        "augment": args.augment,
+        "augment_parts": args.augment_parts,
         "tasks": {
             "gen0": len(train_tasks),
             "pool": len(pool),
@@ -357,7 +398,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     print(
         f"tasks: gen0 {len(train_tasks)}  pool {len(pool)}  held-out {len(held_a)} + "
         f"{len(held_b)} (no file in both)  families {','.join(families)}  policy {args.shape} "
-        f"(pre-tokenizer {args.pretok}, prompt loss {args.prompt_loss})  work {work}",
+        f"(pre-tokenizer {args.pretok}, prompt loss {args.prompt_loss}, augment names x"
+        f"{args.augment} {args.augment_parts})  work {work}",
         flush=True,
     )
     server = EmbeddedServer(work / "nats", write_info=False)
@@ -374,9 +416,25 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         f["gen0"]["records"] = count
         print(f"gen0     compact SFT records: {count}", flush=True)
         t0 = time.perf_counter()
-        base = build(work / "gen1-base", gen0_data, args.shape, args.seed, args.pretok)
+        base = build(
+            work / "gen1-base",
+            gen0_data,
+            args.shape,
+            args.seed,
+            args.pretok,
+            args.augment,
+            args.augment_parts,
+        )
         ck1 = train(
-            work / "gen1", gen0_data, args.steps, base, args.lr, args.seed, args.prompt_loss
+            work / "gen1",
+            gen0_data,
+            args.steps,
+            base,
+            args.lr,
+            args.seed,
+            args.prompt_loss,
+            args.augment,
+            args.augment_parts,
         )
         f["gen1_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
         print(f"gen1     trained {args.steps} steps in {time.perf_counter() - t0:.0f} s")
@@ -399,10 +457,26 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             )
             t0 = time.perf_counter()
             ck2 = train(
-                work / "gen2", mixed, args.steps2, ck1, args.lr2, args.seed, args.prompt_loss
+                work / "gen2",
+                mixed,
+                args.steps2,
+                ck1,
+                args.lr2,
+                args.seed,
+                args.prompt_loss,
+                args.augment,
+                args.augment_parts,
             )
             ckc = train(
-                work / "control", gen0_data, args.steps2, ck1, args.lr2, args.seed, args.prompt_loss
+                work / "control",
+                gen0_data,
+                args.steps2,
+                ck1,
+                args.lr2,
+                args.seed,
+                args.prompt_loss,
+                args.augment,
+                args.augment_parts,
             )
             f["gen2_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
             print(
@@ -455,6 +529,18 @@ def main() -> None:
     )
     ap.add_argument("--pretok", choices=("code", "gpt2"), default="gpt2")
     ap.add_argument("--prompt-loss", action="store_true", help="SFT loss on prompt tokens too")
+    ap.add_argument(
+        "--augment",
+        type=int,
+        default=0,
+        help="name-permuted copies per record (SFT augment: names; 0: none)",
+    )
+    ap.add_argument(
+        "--augment-parts",
+        choices=("all", "shared"),
+        default="all",
+        help="which parts of a copied name are made up (all, or the stem names share)",
+    )
     ap.add_argument("--gen2", action="store_true")
     ap.add_argument(
         "--heldout-b",

@@ -87,12 +87,29 @@ def test_case_shape_is_kept_and_made_up_names_never_collide() -> None:
         assert len(set(m.values())) == 4 and not set(m.values()) & set(m)
 
 
+def test_shared_parts_keep_the_suffix_only_the_new_name_has() -> None:
+    got = augment_record(_messages(PROMPT), ANSWER, random.Random(3), parts="shared")
+    assert got is not None
+    stem = got.mapping["clear"]
+    assert got.mapping["clear_safe"] == stem + "_safe" and stem != "clear"
+    assert f"regex: ^{stem}$\\nfix: {stem}_safe\\n" in got.completion
+    # Names that share nothing are made up whole, as with "all".
+    other = augment_record(
+        _messages("Rename `foo` to `bar`."), "foo bar", random.Random(3), "shared"
+    )
+    assert other is not None and set(other.mapping) == {"foo", "bar"}
+    assert "foo" not in other.completion and "bar" not in other.completion
+    with pytest.raises(ValueError, match="augment_parts must be one of all, shared"):
+        augment_record(_messages(PROMPT), ANSWER, random.Random(3), parts="some")
+
+
 def test_copies_are_seeded_counted_and_only_for_records_with_names() -> None:
     records = [(_messages(PROMPT), ANSWER), (_messages("Say hi to `f`."), "<action>{}</action>")]
     rows, record = augment_names(records, copies=3, seed=7)
     assert rows[:2] == records and len(rows) == 2 + 3  # the second record copies no name
     assert record == {
         "kind": "names",
+        "parts": "all",
         "copies": 3,
         "seed": 7,
         "records": 2,

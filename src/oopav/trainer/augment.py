@@ -36,6 +36,12 @@ from typing import Any
 
 # Augmentations a recipe can name (``augment:`` in SFTRecipe); "" is none.
 AUGMENTS = ("", "names")
+# Which parts of the copied names are made up (``augment_parts:``): "all", or "shared" — only
+# the parts two or more copied names share (the stem ``clear`` of ``clear`` → ``clear_safe``),
+# every part when they share none. With "shared" a suffix only the new name has stays: the
+# task's own suffixes are a small set, and picking the one the instruction names is a lookup
+# a small policy learns, where copying it is an induction across two occurrences of the stem.
+PARTS = ("all", "shared")
 
 # An identifier that is not part of a longer one, nor an ast-grep metavariable, nor the
 # letter after a JSON escape's backslash (``\nfix`` in an answer is ``\n`` then ``fix``).
@@ -97,10 +103,22 @@ def _fresh_part(part: str, rng: random.Random) -> str:
     return word
 
 
-def name_map(names: Iterable[str], taken: set[str], rng: random.Random) -> dict[str, str]:
+def name_map(
+    names: Iterable[str], taken: set[str], rng: random.Random, which: str = "all"
+) -> dict[str, str]:
     """Each name's replacement: its ``_``-separated parts mapped word for word (one mapping
-    for the whole record), never onto an identifier in ``taken`` or a keyword."""
-    parts: dict[str, str] = {}
+    for the whole record), never onto an identifier in ``taken`` or a keyword; with ``which``
+    "shared" only the parts two or more names share (all when they share none)."""
+    if which not in PARTS:
+        raise ValueError(f"augment_parts must be one of {', '.join(PARTS)}, not {which!r}")
+    names = list(names)
+    counts: dict[str, int] = {}
+    for name in names:
+        for p in {p for p in name.split("_") if p}:
+            counts[p] = counts.get(p, 0) + 1
+    shared = {p for p, c in counts.items() if c > 1}
+    mapped = shared if which == "shared" and shared else set(counts)
+    parts: dict[str, str] = {p: p for p in counts if p not in mapped}
     used = set(taken)
     out: dict[str, str] = {}
     for name in names:
@@ -133,7 +151,7 @@ class Augmented:
 
 
 def augment_record(
-    messages: list[dict[str, Any]], completion: str, rng: random.Random
+    messages: list[dict[str, Any]], completion: str, rng: random.Random, parts: str = "all"
 ) -> Augmented | None:
     """One copy of (prompt messages, answer) with the copied names made up; None when the
     answer copies no name from the prompt (nothing to permute)."""
@@ -142,7 +160,7 @@ def augment_record(
     if not names:
         return None
     taken = {m.group(0) for m in _IDENT.finditer(prompt + "\n" + completion)}
-    mapping = name_map(names, taken, rng)
+    mapping = {k: v for k, v in name_map(names, taken, rng, parts).items() if k != v}
     new_messages = [
         {**m, "content": replace_names(str(m.get("content", "")), mapping)} for m in messages
     ]
@@ -157,7 +175,7 @@ def record_rng(seed: int, index: int, copy: int) -> random.Random:
 
 
 def augment_names(
-    records: list[tuple[list[dict[str, Any]], str]], copies: int, seed: int
+    records: list[tuple[list[dict[str, Any]], str]], copies: int, seed: int, parts: str = "all"
 ) -> tuple[list[tuple[list[dict[str, Any]], str]], dict[str, Any]]:
     """The records followed by ``copies`` name-permuted copies of each record that copies a
     name (records that copy none are not repeated), and the record of what was done for
@@ -170,7 +188,7 @@ def augment_names(
     for i, (messages, completion) in enumerate(records):
         got = None
         for c in range(copies):
-            got = augment_record(messages, completion, record_rng(seed, i, c))
+            got = augment_record(messages, completion, record_rng(seed, i, c), parts)
             if got is None:
                 break
             extra.append((got.messages, got.completion))
@@ -180,6 +198,7 @@ def augment_names(
     out.extend(extra)
     return out, {
         "kind": "names",
+        "parts": parts,
         "copies": copies,
         "seed": seed,
         "records": len(records),

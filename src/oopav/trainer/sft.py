@@ -73,6 +73,8 @@ class SFTRecipe:
     # trained on the copies too. Recorded in ``training_started.data_order["augment"]``.
     augment: str = ""
     augment_copies: int = 4
+    # "all" parts of a copied name, or only the "shared" stem (trainer/augment.py PARTS).
+    augment_parts: str = "all"
 
 
 def demonstrations(
@@ -124,7 +126,7 @@ def augmented(
         return pairs, stages, {}
     if cfg.max_train:
         pairs, stages = pairs[: cfg.max_train], stages[: cfg.max_train]
-    out, record = augment_names(pairs, cfg.augment_copies, cfg.seed)
+    out, record = augment_names(pairs, cfg.augment_copies, cfg.seed, cfg.augment_parts)
     # A copy keeps its source's stage: augment_names lists the copies of record i together,
     # after every original, and only for records that copy a name.
     from oopav.trainer.augment import copied_names
