@@ -89,7 +89,14 @@ def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
         "test_command": ["python", "check_mod.py"],
         # A policy gets one retry (with the refusal as feedback): a failing small policy
         # otherwise spends six model calls per session, most of a CPU bench's time.
-        "budgets": {"retries_per_phase": 2 if examples else 1, "iterations": 6 if examples else 3},
+        # A wait on a grant (``permission_requested``: a policy's action outside the task's
+        # scope) ends at the watchdog's wall budget; escalation: abort does not cover it, and
+        # the default budget held a whole bench phase for ten minutes on one session.
+        "budgets": {
+            "retries_per_phase": 2 if examples else 1,
+            "iterations": 6 if examples else 3,
+            "wall_seconds_per_phase": 120.0,
+        },
         # Nobody answers a bench: where the loop would ask a person the session ends at once
         # (escalation: abort); the deadline and the watchdog stay as a second guard.
         "policy": {"escalation": "abort", "human_deadline_s": 30.0},
