@@ -2,6 +2,7 @@
 
     python bench/flywheel.py [--short] [--tasks 200] [--heldout 100] [--steps 300] [--gen2]
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
+        [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -19,6 +20,10 @@
   data plus its own verified sessions; the control is generation 1 trained as many steps on
   generation 0's data only; both, and generation 1 again, run on a second held-out set
   (``--heldout-b``); the differences carry Newcombe intervals.
+- ``--augment N``: every policy trains with N name-permuted copies of each record (the SFT
+  recipe's ``augment: names``; its tokenizer on the copies too). ``--pool N``: generation 1
+  also attempts N unlabelled tasks of training files; its verified sessions there join
+  generation 2's data (never the control's).
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
