@@ -2,6 +2,7 @@
 
     python bench/flywheel.py [--short] [--tasks 200] [--heldout 100] [--steps 300] [--gen2]
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
+        [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -19,6 +20,10 @@
   data plus its own verified sessions; the control is generation 1 trained as many steps on
   generation 0's data only; both, and generation 1 again, run on a second held-out set
   (``--heldout-b``); the differences carry Newcombe intervals.
+- ``--augment N``: every policy trains with N name-permuted copies of each record (the SFT
+  recipe's ``augment: names``; its tokenizer on the copies too). ``--pool N``: generation 1
+  also attempts N unlabelled tasks of training files; its verified sessions there join
+  generation 2's data (never the control's).
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
@@ -41,11 +46,21 @@ from pathlib import Path
 from typing import Any
 
 FAMILIES = ("rename_call", "rename_method", "rename_attr")
-CHECK = """import ast, pathlib, sys
-got = pathlib.Path("mod.py").read_text()
-want = {post!r}
-sys.exit(0 if ast.dump(ast.parse(got)) == ast.dump(ast.parse(want)) else 1)
+# The test compares a digest of the file's AST with the expected one, never the expected code
+# itself: the loop's compact prompt shows the first file where a name of the instruction
+# occurs, and a test that spelled out the expected code (the earlier form) was that file for
+# some tasks — the answer's new name in the prompt, and a snippet that was not the code.
+CHECK = """import ast, hashlib, pathlib, sys
+got = ast.dump(ast.parse(pathlib.Path("mod.py").read_text()))
+sys.exit(0 if hashlib.sha256(got.encode()).hexdigest() == {digest!r} else 1)
 """
+
+
+def check_script(post: str) -> str:
+    import ast
+    import hashlib
+
+    return CHECK.format(digest=hashlib.sha256(ast.dump(ast.parse(post)).encode()).hexdigest())
 
 
 def rate(k: int, n: int) -> str:
@@ -67,7 +82,7 @@ def make_repo(root: Path, task: Any) -> Path:
     repo = root / task.id[:12]
     repo.mkdir(parents=True, exist_ok=True)
     (repo / "mod.py").write_text(task.pre)
-    (repo / "check_mod.py").write_text(CHECK.format(post=task.post))
+    (repo / "check_mod.py").write_text(check_script(task.post))
     return repo
 
 
@@ -79,7 +94,14 @@ def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
         "test_command": ["python", "check_mod.py"],
         # A policy gets one retry (with the refusal as feedback): a failing small policy
         # otherwise spends six model calls per session, most of a CPU bench's time.
-        "budgets": {"retries_per_phase": 2 if examples else 1, "iterations": 6 if examples else 3},
+        # A wait on a grant (``permission_requested``: a policy's action outside the task's
+        # scope) ends at the watchdog's wall budget; escalation: abort does not cover it, and
+        # the default budget held a whole bench phase for ten minutes on one session.
+        "budgets": {
+            "retries_per_phase": 2 if examples else 1,
+            "iterations": 6 if examples else 3,
+            "wall_seconds_per_phase": 120.0,
+        },
         # Nobody answers a bench: where the loop would ask a person the session ends at once
         # (escalation: abort); the deadline and the watchdog stay as a second guard.
         "policy": {"escalation": "abort", "human_deadline_s": 30.0},
@@ -227,15 +249,23 @@ SHAPES = {
 }
 
 
-def build(out: Path, dataset: Path, shape: str, seed: int, pretok: str = "gpt2") -> str:
+def build(
+    out: Path,
+    dataset: Path,
+    shape: str,
+    seed: int,
+    pretok: str = "gpt2",
+    augment: int = 0,
+    parts: str = "all",
+) -> str:
     """A fresh policy whose tokenizer is trained on generation 0's training records only
-    (prompts and answers of the tasks it is trained on: no held-out text)."""
-    from oopav.trainer.datasets import read_records
+    (prompts and answers of the tasks it is trained on: no held-out text) and, with
+    ``augment``, their name-permuted copies (the recipe's: made-up names split into generic
+    pieces, as an unseen task's names will)."""
     from oopav.trainer.policy import PolicyShape, build_policy
+    from oopav.trainer.sft import corpus_texts
 
-    texts = [
-        r["prompt"][0]["content"] + r["completion"][0]["content"] for r in read_records(dataset)
-    ]
+    texts = corpus_texts(recipe(out, dataset, 1, "new", 0.0, seed, augment=augment, parts=parts))
     return str(
         build_policy(
             out, texts, shape=PolicyShape(**SHAPES[shape]), seed=seed, pre_tokenizer=pretok
@@ -243,7 +273,7 @@ def build(out: Path, dataset: Path, shape: str, seed: int, pretok: str = "gpt2")
     )
 
 
-def train(
+def recipe(
     out: Path,
     dataset: Path,
     steps: int,
@@ -251,10 +281,12 @@ def train(
     lr: float,
     seed: int = 0,
     prompt_loss: bool = False,
-) -> str:
-    from oopav.trainer.sft import SFTRecipe, train_sft
+    augment: int = 0,
+    parts: str = "all",
+) -> Any:
+    from oopav.trainer.sft import SFTRecipe
 
-    cfg = SFTRecipe(
+    return SFTRecipe(
         output_dir=str(out),
         model=model,
         dataset=str(dataset),
@@ -267,7 +299,26 @@ def train(
         seed=seed,
         logging_steps=max(1, steps // 5),
         prompt_loss=prompt_loss,
+        augment="names" if augment else "",
+        augment_copies=augment,
+        augment_parts=parts,
     )
+
+
+def train(
+    out: Path,
+    dataset: Path,
+    steps: int,
+    model: str,
+    lr: float,
+    seed: int = 0,
+    prompt_loss: bool = False,
+    augment: int = 0,
+    parts: str = "all",
+) -> str:
+    from oopav.trainer.sft import train_sft
+
+    cfg = recipe(out, dataset, steps, model, lr, seed, prompt_loss, augment, parts)
     return str(train_sft(cfg, lambda *_: None)["checkpoint"])
 
 
@@ -347,6 +398,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "steps": args.steps,
         "pre_tokenizer": args.pretok,
         "prompt_loss": args.prompt_loss,
+        "augment": args.augment,
+        "augment_parts": args.augment_parts,
         "tasks": {
             "gen0": len(train_tasks),
             "pool": len(pool),
@@ -357,7 +410,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     print(
         f"tasks: gen0 {len(train_tasks)}  pool {len(pool)}  held-out {len(held_a)} + "
         f"{len(held_b)} (no file in both)  families {','.join(families)}  policy {args.shape} "
-        f"(pre-tokenizer {args.pretok}, prompt loss {args.prompt_loss})  work {work}",
+        f"(pre-tokenizer {args.pretok}, prompt loss {args.prompt_loss}, augment names x"
+        f"{args.augment} {args.augment_parts})  work {work}",
         flush=True,
     )
     server = EmbeddedServer(work / "nats", write_info=False)
@@ -374,9 +428,25 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         f["gen0"]["records"] = count
         print(f"gen0     compact SFT records: {count}", flush=True)
         t0 = time.perf_counter()
-        base = build(work / "gen1-base", gen0_data, args.shape, args.seed, args.pretok)
+        base = build(
+            work / "gen1-base",
+            gen0_data,
+            args.shape,
+            args.seed,
+            args.pretok,
+            args.augment,
+            args.augment_parts,
+        )
         ck1 = train(
-            work / "gen1", gen0_data, args.steps, base, args.lr, args.seed, args.prompt_loss
+            work / "gen1",
+            gen0_data,
+            args.steps,
+            base,
+            args.lr,
+            args.seed,
+            args.prompt_loss,
+            args.augment,
+            args.augment_parts,
         )
         f["gen1_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
         print(f"gen1     trained {args.steps} steps in {time.perf_counter() - t0:.0f} s")
@@ -399,10 +469,26 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             )
             t0 = time.perf_counter()
             ck2 = train(
-                work / "gen2", mixed, args.steps2, ck1, args.lr2, args.seed, args.prompt_loss
+                work / "gen2",
+                mixed,
+                args.steps2,
+                ck1,
+                args.lr2,
+                args.seed,
+                args.prompt_loss,
+                args.augment,
+                args.augment_parts,
             )
             ckc = train(
-                work / "control", gen0_data, args.steps2, ck1, args.lr2, args.seed, args.prompt_loss
+                work / "control",
+                gen0_data,
+                args.steps2,
+                ck1,
+                args.lr2,
+                args.seed,
+                args.prompt_loss,
+                args.augment,
+                args.augment_parts,
             )
             f["gen2_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
             print(
@@ -455,6 +541,18 @@ def main() -> None:
     )
     ap.add_argument("--pretok", choices=("code", "gpt2"), default="gpt2")
     ap.add_argument("--prompt-loss", action="store_true", help="SFT loss on prompt tokens too")
+    ap.add_argument(
+        "--augment",
+        type=int,
+        default=0,
+        help="name-permuted copies per record (SFT augment: names; 0: none)",
+    )
+    ap.add_argument(
+        "--augment-parts",
+        choices=("all", "shared"),
+        default="all",
+        help="which parts of a copied name are made up (all, or the stem names share)",
+    )
     ap.add_argument("--gen2", action="store_true")
     ap.add_argument(
         "--heldout-b",

@@ -33,3 +33,29 @@ def test_held_out_b_takes_the_next_tasks_of_other_files() -> None:
     a, b = split_heldout(held, 2, 5)
     assert [t.id for t in a] == ["a1", "a2"]
     assert [t.id for t in b] == ["b2", "b3"]
+
+
+def test_the_check_passes_only_on_the_expected_code_and_does_not_spell_it_out(
+    tmp_path: Path,
+) -> None:
+    """The loop's compact prompt shows the first file where a name of the instruction occurs:
+    a check holding the expected code would put the answer's new name in the prompt."""
+    import subprocess
+
+    from flywheel import check_script
+
+    post = "def f(xs):\n    return xs.clear_safe()\n"
+    script = check_script(post)
+    assert "clear_safe" not in script and "xs" not in script
+    (tmp_path / "check_mod.py").write_text(script)
+
+    def passes(code: str) -> bool:
+        (tmp_path / "mod.py").write_text(code)
+        run = subprocess.run([sys.executable, "check_mod.py"], cwd=tmp_path, timeout=60)
+        return run.returncode == 0
+
+    assert passes(
+        "def f(xs):\n    # formatting and comments do not matter\n    return xs.clear_safe()"
+    )
+    assert not passes("def f(xs):\n    return xs.clear()\n")
+    assert not passes("def f(xs):\n    return xs.clear_fast()\n")

@@ -66,6 +66,77 @@ class SFTRecipe:
     # The tokenizer's pre-tokenizer when ``model: new`` builds a policy (oopav.trainer.policy):
     # "gpt2" (default) or "code" (a name is the same tokens in prompt and answer).
     pre_tokenizer: str = "gpt2"
+    # Name-permutation augmentation (trainer/augment.py, issue 25): "names" adds
+    # ``augment_copies`` copies of every record whose answer copies names from the prompt,
+    # those names replaced consistently in prompt and answer by made-up ones (seeded by
+    # ``seed``), so the answer can only be copied, not recalled. A new policy's tokenizer is
+    # trained on the copies too. Recorded in ``training_started.data_order["augment"]``.
+    augment: str = ""
+    augment_copies: int = 4
+    # "all" parts of a copied name, or only the "shared" stem (trainer/augment.py PARTS).
+    augment_parts: str = "all"
+
+
+def demonstrations(
+    cfg: SFTRecipe,
+) -> tuple[list[tuple[list[dict[str, Any]], str]], list[int | None], str]:
+    """The recipe's demonstrations as (prompt messages, answer), each one's curriculum stage
+    (tasks only; None for dataset records) and the data's path — before augmentation."""
+    from oopav.trainer.curriculum import stage_of
+
+    if bool(cfg.tasks) == bool(cfg.dataset):
+        raise ValueError(
+            "give exactly one of `tasks` (a tasks directory) or `dataset` (an SFT dataset)"
+        )
+    pairs: list[tuple[list[dict[str, Any]], str]] = []
+    stages: list[int | None] = []
+    if cfg.tasks:
+        for t in select(load_tasks(cfg.tasks, "train"), cfg.families, cfg.exclude_families):
+            pairs.append((task_messages(t.instruction, t.pre, t.language), target_text(t.rule)))
+            stages.append(stage_of(t.family, t.rewrites))
+        return pairs, stages, cfg.tasks
+    from oopav.trainer.datasets import read_manifest, read_records
+
+    manifest = read_manifest(cfg.dataset)
+    if manifest["format"] != "sft":
+        raise ValueError(f"{cfg.dataset} is a {manifest['format']} dataset; SFT needs sft")
+    if not manifest.get("count"):
+        raise ValueError(
+            f"no training examples in {cfg.dataset}: the dataset has 0 records "
+            f"(from {len(manifest.get('sessions') or [])} sessions; by default only parsed "
+            "answers whose action was applied and kept are demonstrations)"
+        )
+    for rec in read_records(cfg.dataset):
+        pairs.append((list(rec["prompt"]), str(rec["completion"][-1]["content"])))
+        stages.append(None)
+    return pairs, stages, str(cfg.dataset)
+
+
+def augmented(
+    cfg: SFTRecipe, pairs: list[tuple[list[dict[str, Any]], str]], stages: list[int | None]
+) -> tuple[list[tuple[list[dict[str, Any]], str]], list[int | None], dict[str, Any]]:
+    """``pairs`` with the recipe's augmentation applied (its record; {} for none)."""
+    from oopav.trainer.augment import AUGMENTS, augment_names
+
+    if cfg.augment not in AUGMENTS:
+        raise ValueError(
+            f"augment must be one of {', '.join(repr(a) for a in AUGMENTS)}, not {cfg.augment!r}"
+        )
+    if not cfg.augment:
+        return pairs, stages, {}
+    if cfg.max_train:
+        pairs, stages = pairs[: cfg.max_train], stages[: cfg.max_train]
+    out, record = augment_names(pairs, cfg.augment_copies, cfg.seed, cfg.augment_parts)
+    # A copy keeps its source's stage: augment_names lists the copies of record i together,
+    # after every original, and only for records that copy a name.
+    from oopav.trainer.augment import copied_names
+
+    copy_stages: list[int | None] = []
+    for (messages, completion), stage in zip(pairs, stages, strict=True):
+        prompt = "\n".join(str(m.get("content", "")) for m in messages)
+        if copied_names(prompt, completion):
+            copy_stages.extend([stage] * cfg.augment_copies)
+    return out, [*stages, *copy_stages], record
 
 
 def training_rows(
@@ -73,41 +144,29 @@ def training_rows(
 ) -> tuple[list[dict[str, str]], str, str, list[int]]:
     """(prompt, completion) strings, the data's path, its content hash and each row's
     curriculum stage (trainer/curriculum.py)."""
+    rows, source, digest, stages, _ = training_rows_augmented(cfg, tokenizer)
+    return rows, source, digest, stages
+
+
+def training_rows_augmented(
+    cfg: SFTRecipe, tokenizer: Any
+) -> tuple[list[dict[str, str]], str, str, list[int], dict[str, Any]]:
+    """:func:`training_rows` and the augmentation's record ({} for none)."""
     import hashlib
     import json
 
-    from oopav.trainer.curriculum import stage_of, stages_by_length
+    from oopav.trainer.curriculum import stages_by_length
 
-    if bool(cfg.tasks) == bool(cfg.dataset):
-        raise ValueError(
-            "give exactly one of `tasks` (a tasks directory) or `dataset` (an SFT dataset)"
-        )
+    pairs, raw_stages, source = demonstrations(cfg)
+    pairs, raw_stages, record = augmented(cfg, pairs, raw_stages)
     rows: list[dict[str, str]] = []
     staged: dict[int, int] = {}  # id(row) -> stage: the rows that fit keep theirs
-    if cfg.tasks:
-        for t in select(load_tasks(cfg.tasks, "train"), cfg.families, cfg.exclude_families):
-            rows.append({"prompt": render_prompt(tokenizer, t), "completion": target_text(t.rule)})
-            staged[id(rows[-1])] = stage_of(t.family, t.rewrites)
-        source = cfg.tasks
-    else:
-        from oopav.trainer.datasets import read_manifest, read_records
-
-        manifest = read_manifest(cfg.dataset)
-        if manifest["format"] != "sft":
-            raise ValueError(f"{cfg.dataset} is a {manifest['format']} dataset; SFT needs sft")
-        if not manifest.get("count"):
-            raise ValueError(
-                f"no training examples in {cfg.dataset}: the dataset has 0 records "
-                f"(from {len(manifest.get('sessions') or [])} sessions; by default only parsed "
-                "answers whose action was applied and kept are demonstrations)"
-            )
-        for rec in read_records(cfg.dataset):
-            prompt = tokenizer.apply_chat_template(
-                rec["prompt"], tokenize=False, add_generation_prompt=True
-            )
-            rows.append({"prompt": str(prompt), "completion": rec["completion"][-1]["content"]})
-        source = str(cfg.dataset)
-    if cfg.max_train:
+    for (messages, completion), stage in zip(pairs, raw_stages, strict=True):
+        prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        rows.append({"prompt": str(prompt), "completion": completion})
+        if stage is not None:
+            staged[id(rows[-1])] = stage
+    if cfg.max_train and not record:
         rows = rows[: cfg.max_train]
     if not rows:
         raise ValueError(f"no training examples in {source} (check families / filters)")
@@ -117,7 +176,7 @@ def training_rows(
         stages = [staged[id(r)] for r in rows]
     else:
         stages = stages_by_length([len(r["completion"]) for r in rows])
-    return rows, source, digest, stages
+    return rows, source, digest, stages, record
 
 
 def fitting_rows(
@@ -160,7 +219,13 @@ def render_prompt(tokenizer: Any, t: Task) -> str:
 
 
 def corpus_texts(cfg: SFTRecipe) -> list[str]:
-    """Texts to train a new policy's tokenizer on (train split only: no held-out leakage)."""
+    """Texts to train a new policy's tokenizer on (train split only: no held-out leakage).
+    With an augmentation, its copies too: made-up names then split into generic pieces, as
+    the names of an unseen task will."""
+    if cfg.augment:
+        pairs, stages, _ = demonstrations(cfg)
+        pairs, _, _ = augmented(cfg, pairs, stages)
+        return ["".join(str(m["content"]) for m in msgs) + answer for msgs, answer in pairs]
     if cfg.tasks:
         ts = load_tasks(cfg.tasks, "train")
         return [task_messages(t.instruction, t.pre)[0]["content"] + target_text(t.rule) for t in ts]
@@ -279,8 +344,12 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         cfg.model, cfg.output_dir, lambda: corpus_texts(cfg), cfg.seed, cfg.pre_tokenizer
     )
     tokenizer = AutoTokenizer.from_pretrained(base)
-    rows, source, digest, stages = training_rows(cfg, tokenizer)
+    rows, source, digest, stages, augment = training_rows_augmented(cfg, tokenizer)
     ordered, data_order = ordered_rows(cfg, rows, stages)
+    # The rows are in a recorded order only when ordered_rows chose one.
+    sequential = bool(data_order)
+    if augment:
+        data_order = {**data_order, "augment": augment}
     model, peft_config = start_run(
         base, rows, source, digest, emit, lora=cfg.lora, data_order=data_order
     )
@@ -289,7 +358,7 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         max_steps=cfg.max_steps,
         lr_scheduler="constant" if cfg.lr_scheduler == "time_cosine" else cfg.lr_scheduler,
         warmup_steps=max(0, int(cfg.warmup_ratio * cfg.max_steps)),
-        sequential=bool(data_order),
+        sequential=sequential,
     )
     callback = RunCallback(emit)
     callbacks: list[Any] = [callback]
