@@ -311,6 +311,48 @@ async def test_an_unattended_run_refuses_an_ungranted_scope_instead_of_waiting(
     await assert_replays(nats_url, sid)
 
 
+async def test_a_runaway_path_or_a_failed_write_is_refused_not_a_crash(
+    nc, nats_url: str, data_dir: Path, repo: Path, monkeypatch
+) -> None:
+    """A policy's garbage path (300 bytes in one name: ENAMETOOLONG) and a write the file
+    system refuses after planning (no space left) each end in ``action_rejected`` with the
+    reason, the workspace as it was; the session goes on to succeed. Both crashed the actor
+    before (the flywheel: 13 of 100 held-out sessions dead-lettered)."""
+    import errno
+
+    from oopav.sandbox import apply
+
+    long_name = action_answer(
+        {"type": "write_file", "path": "a" * 300 + ".py", "content": "x = 1\n"}, "write"
+    )
+    real_apply = apply.apply_plan
+    failed: list[int] = []
+
+    def full_disk(root, plan):  # type: ignore[no-untyped-def]
+        if not failed:  # the first file action only
+            failed.append(1)
+            (root / "half_written.py").write_text("partial")
+            raise OSError(errno.ENOSPC, "No space left on device", str(root / "webtool"))
+        return real_apply(root, plan)
+
+    monkeypatch.setattr(apply, "apply_plan", full_disk)
+    script = {
+        "planner": [plan_answer()],
+        "actor": [long_name, rename_all(), rename_all(), finish()],
+    }
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, task(repo, budgets={"retries_per_phase": 3}))
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    rejected = of(events, "action_rejected")
+    assert [r.reason for r in rejected] == ["bad_path", "apply_failed"]
+    assert "more than a file name may have" in rejected[0].message
+    assert "No space left" in rejected[1].message
+    assert not of(events, "session_completed")[0].reason
+    diff = "".join(a.diff for a in of(events, "action_applied"))
+    assert "half_written" not in diff  # the failed write's part was undone
+
+
 async def test_replay_detects_a_tampered_model_response(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:

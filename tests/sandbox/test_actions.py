@@ -115,6 +115,10 @@ def test_already_broken_file_may_be_edited(tmp_path: Path) -> None:
         ("alias.py", "symlink"),
         (".git/hooks/post-commit", "protected_path"),
         (".git", "protected_path"),
+        # A model's runaway paths: refused, not an OSError (ENAMETOOLONG, EEXIST) in the actor.
+        ("a" * 300 + ".py", "bad_path"),
+        ("x/" * 3000 + "y.py", "bad_path"),
+        ("real.py/inner.py", "bad_path"),
     ],
 )
 def test_write_paths_are_checked(tmp_path: Path, path: str, reason: str) -> None:

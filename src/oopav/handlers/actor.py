@@ -393,7 +393,23 @@ class Actor:
             stderr = clip(rec.stderr_tail, limit, rec.artifact or "")
             nbytes = rec.stdout_bytes + rec.stderr_bytes
         else:
-            await asyncio.to_thread(apply_plan, root, plan)
+            try:
+                await asyncio.to_thread(apply_plan, root, plan)
+            except OSError as exc:
+                # The file system refused a write planning could not foresee (no space, a
+                # name it will not hold): undo what part of the plan was written and refuse
+                # the action — the model hears why — instead of a crash and a dead letter.
+                from oopav.sandbox.workspace import rollback
+
+                await asyncio.to_thread(rollback, info)  # to the last checkpoint
+                out.emit(
+                    ev.ActionRejected,
+                    action_id=action_id,
+                    reason="apply_failed",
+                    message=f"the write failed: {exc.strerror or exc} ({exc.filename or ''})",
+                    details={"errno": exc.errno or 0},
+                )
+                return
             # What a file action did, where: the actor's next prompt shows it.
             stdout = await asyncio.to_thread(_sites_report, plan)
         before = await asyncio.to_thread(head_commit, root)

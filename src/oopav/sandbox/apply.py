@@ -151,6 +151,13 @@ def plan_action(
         return Rejection(reason=exc.code, message=exc.message, details={"path": exc.path})
     except ScopeError as exc:
         return Rejection(reason="bad_scope", message=str(exc))
+    except OSError as exc:  # a path the file system refuses (not a directory, a loop, ...)
+        where = str(exc.filename or "")[:200]
+        return Rejection(
+            reason="bad_path",
+            message=f"{exc.strerror or exc}: {where}".rstrip(": "),
+            details={"path": where},
+        )
     return Rejection(reason="unknown_action", message=f"unsupported action {type(action).__name__}")
 
 

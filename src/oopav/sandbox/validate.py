@@ -22,6 +22,11 @@ class PathRejected(ValueError):
         self.path = path
 
 
+# POSIX limits of a path component and of a whole path (Linux: 255 and 4096 bytes).
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
 def resolve_in_workspace(workspace: Path, rel: str) -> tuple[str, Path]:
     """(normalized relative path, absolute path) or PathRejected. Rejects absolute paths,
     ``..``, and any path whose existing part runs through a symlink that leaves the
@@ -42,8 +47,25 @@ def resolve_in_workspace(workspace: Path, rel: str) -> tuple[str, Path]:
         raise PathRejected("path_outside_workspace", f"{rel!r} contains '..'", rel)
     if not parts:
         raise PathRejected("bad_path", f"{rel!r} names the workspace itself, not a file", rel)
+    # A name the file system cannot hold (a model's runaway path): refused like any bad path,
+    # before any call raises ENAMETOOLONG (the actor used to crash on it: a dead letter).
+    longest = max(len(p.encode()) for p in parts)
+    if longest > NAME_MAX or len(rel.encode()) > PATH_MAX:
+        shown = rel if len(rel) <= 80 else rel[:77] + "..."
+        why = (
+            f"a name in it is {longest} bytes, more than a file name may have ({NAME_MAX})"
+            if longest > NAME_MAX
+            else f"it is {len(rel.encode())} bytes, more than a path may have ({PATH_MAX})"
+        )
+        raise PathRejected("bad_path", f"{shown!r}: {why}", rel[:200])
     root = workspace.resolve()
     target = root.joinpath(*parts)
+    for i in range(1, len(parts)):
+        above = root.joinpath(*parts[:i])
+        if above.is_file() and not above.is_symlink():
+            raise PathRejected(
+                "bad_path", f"{rel!r}: {'/'.join(parts[:i])} is a file, not a directory", rel
+            )
     if target.is_symlink():
         raise PathRejected(
             "symlink", f"{rel!r} is a symlink; edit the file it points to instead", rel
