@@ -1925,30 +1925,7 @@ def _companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule 
             "follows": {"pattern": "$PREV", "stopBy": "neighbor"},
         }
         fix, start, end = "$PREV", {"pattern": "$PREV"}, None
-    candidate = Rule(
-        id="c",
-        language=lang,
-        rule=rule,
-        fix=fix,
-        constraints=choice.constraints,
-        expand_start=start,
-        expand_end=end,
-    )
-    try:
-        if _evaluate(candidate, exs) is None:
-            return None
-    except RuleError:
-        return None
-    return SynthRule(
-        id=f"synth-{n}",
-        language=lang,
-        rule=rule,
-        fix=fix,
-        constraints=choice.constraints,
-        expand_start=start,
-        expand_end=end,
-        companion=True,
-    )
+    return _kept_companion(choice, exs, lang, n, rule, fix, start, end)
 
 
 def _gap_companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthRule | None:
@@ -1981,8 +1958,23 @@ def _gap_companion(choice: _Choice, exs: list[_Ex], lang: str, n: int) -> SynthR
     else:
         rule["follows"] = {"pattern": "$PREV", "stopBy": "neighbor"}
         fix, start, end = "$PREV", {"pattern": "$PREV"}, None
+    return _kept_companion(choice, exs, lang, n, rule, fix, start, end)
+
+
+def _kept_companion(
+    choice: _Choice,
+    exs: list[_Ex],
+    lang: str,
+    n: int,
+    rule: dict[str, Any],
+    fix: str,
+    start: dict[str, Any] | None,
+    end: dict[str, Any] | None,
+) -> SynthRule | None:
+    """A deletion companion of ``choice`` (``rule`` with its fix and expansions), kept only
+    when it rewrites nothing wrongly in the examples."""
     candidate = Rule(
-        id="g",
+        id="c",
         language=lang,
         rule=rule,
         fix=fix,
