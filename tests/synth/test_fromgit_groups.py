@@ -3,40 +3,15 @@ learned and scored against, on small self-written commits."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from helpers.git_commits import commit_repo
 from oopav.sandbox.astgrep import find_cli
 from oopav.synth.groups import changes_of, format_groups, learn_groups
 
 pytestmark = pytest.mark.skipif(find_cli() is None, reason="needs the ast-grep CLI")
-
-
-def _commit_repo(tmp_path: Path, files: dict[str, tuple[str, str]]) -> Path:
-    """A git repository whose HEAD commit turns each file's before into its after."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-
-    def git(*args: str) -> None:
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@x.invalid", *args],
-            cwd=repo,
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
-
-    git("init", "-q", "-b", "main")
-    for name, (before, _) in files.items():
-        (repo / name).write_text(before)
-    git("add", "-A")
-    git("commit", "-qm", "one")
-    for name, (_, after) in files.items():
-        (repo / name).write_text(after)
-    git("commit", "-qam", "two")
-    return repo
 
 
 def test_a_call_added_before_a_closing_bracket_is_one_change_not_a_lone_bracket() -> None:
@@ -74,7 +49,7 @@ def test_a_method_call_replacing_an_attribute_is_one_group_whatever_follows_it(
         "a.py": (WZ_A, WZ_A.replace(".data", ".get_data()")),
         "b.py": (WZ_B, WZ_B.replace(".data", ".get_data()")),
     }
-    groups = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    groups = learn_groups(commit_repo(tmp_path, files), "HEAD")
     [group] = groups
     assert group.sites == 6 and group.files == ["a.py", "b.py"]
     assert group.whole, group.to_json()
@@ -148,7 +123,7 @@ def test_sites_the_commit_rewrote_in_a_larger_change_are_no_counter_examples(
     the commit's file but for the group's own changes, the first example's rule is right in
     both files."""
     files = {"a.py": (JJ_A, JJ_A_AFTER), "b.py": (JJ_B, JJ_B_AFTER)}
-    groups = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    groups = learn_groups(commit_repo(tmp_path, files), "HEAD")
     [group] = [g for g in groups if g.change == "env ->"]
     assert group.whole, group.to_json()
     assert group.examples == ["a.py"]
@@ -194,7 +169,7 @@ def test_a_re_sorted_import_is_reported_as_a_reordering_not_a_group_without_rule
             .replace("f(y + 1)", "f(y + 1, 0)"),
         ),
     }
-    groups = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    groups = learn_groups(commit_repo(tmp_path, files), "HEAD")
     [moved] = [g for g in groups if g.reordering]
     assert moved.sites == 4 and moved.files == ["a.py", "b.py"] and not moved.rules
     [group] = [g for g in groups if not g.reordering]
@@ -234,7 +209,7 @@ def test_the_same_tokens_changed_in_a_docstring_are_a_group_of_their_own(tmp_pat
         CODE + CODE.replace("put", "put2"),
         (CODE + CODE.replace("put", "put2")).replace(".msg(", ".info("),
     )
-    groups = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    groups = learn_groups(commit_repo(tmp_path, files), "HEAD")
     by_change = {g.change: g for g in groups}
     assert set(by_change) == {"msg -> info", "(in a string) msg -> info"}
     code = by_change["msg -> info"]
@@ -262,7 +237,7 @@ def test_an_example_no_one_rule_states_with_the_others_is_refused_not_the_whole_
         n: (t, t.replace("from .segment import Segment\n", ""))
         for n, t in [("a.py", IMP_A), ("b.py", IMP_B), ("c.py", IMP_C)]
     }
-    [group] = learn_groups(_commit_repo(tmp_path, files), "HEAD")
+    [group] = learn_groups(commit_repo(tmp_path, files), "HEAD")
     assert group.rules and group.reproduced >= 2, group.to_json()
     # a.py and c.py whole; b.py's site too where the deletion keeps the wider blank-line gap
     # (synth-exact's companion rule), though its file is not byte-identical.

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.git_commits import commit_repo
 from oopav.sandbox.astgrep import find_cli
 from oopav.synth import Example, SynthesisError, synthesize
 
@@ -125,30 +126,6 @@ def test_a_decorator_added_above_a_definition_is_a_rewrite_of_that_definition() 
     assert result.apply("class C(Base):\n    z = 2\n")[0] == "@final\nclass C(Base):\n    z = 2\n"
 
 
-def _commit_repo(tmp_path: Path, files: dict[str, tuple[str, str]]) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-
-    def git(*args: str) -> None:
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@x.invalid", *args],
-            cwd=repo,
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
-
-    git("init", "-q", "-b", "main")
-    for name, (before, _) in files.items():
-        (repo / name).write_text(before)
-    git("add", "-A")
-    git("commit", "-qm", "one")
-    for name, (_, after) in files.items():
-        (repo / name).write_text(after)
-    git("commit", "-qam", "two")
-    return repo
-
-
 GO_A = """package a
 
 func one(c *Cmd, args []string) {
@@ -186,7 +163,7 @@ def test_from_git_groups_a_commits_changes_by_shape_and_learns_one_rule(tmp_path
         ),
         "b.go": (GO_B, GO_B.replace("xs)", "xs...)").replace("ys)", "ys...)")),
     }
-    repo = _commit_repo(tmp_path, files)
+    repo = commit_repo(tmp_path, files)
     groups = learn_groups(repo, "HEAD")
     [group] = groups
     assert group.sites == 5 and group.files == ["a.go", "b.go"]
