@@ -1046,23 +1046,30 @@ def _rx_escape(text: str) -> str:
     return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
 
 
+def _right_sites(choice: _Choice, exs: list[_Ex], lang: str) -> list[Any]:
+    """The example nodes ``choice`` rewrites right (what a post-pass may narrow it to); none
+    for expanding or transforming rules, which the post-passes leave as they are."""
+    if choice.expand_start or choice.expand_end or choice.transform:
+        return []
+    rule = Rule(
+        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
+    )
+    split = _classify(rule, exs)
+    return list(split[0]) if split is not None else []
+
+
 def _same_layout(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     """The choice, kept to the layout class of its sites when its fix hard-codes a line break:
     learned from multi-line sites only (``{\\n\\t$A\\n}`` -> ``{\\n\\t$A,\\n}``, a
     trailing comma), it would also match the one-line nodes of the pattern's shape (ast-grep
     matches modulo layout) and lay them out over several lines. The guard: a ``regex`` on the
     matched text that only the sites' layout meets (see :func:`_layout_regex`)."""
-    if choice.expand_start or choice.expand_end or choice.transform:
-        return choice
     if not _fixes_layout(choice.fix):
         return choice
-    rule = Rule(
-        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
-    )
-    split = _classify(rule, exs)
-    if split is None or not split[0]:
+    sites = _right_sites(choice, exs, lang)
+    if not sites:
         return choice
-    rx = _layout_regex([n.text() for n in split[0]], choice.fix)
+    rx = _layout_regex([n.text() for n in sites], choice.fix)
     if rx is None or rx in _regexes(choice.rule):
         return choice
     guarded = conjoin(choice.rule, {"regex": rx})
@@ -1136,16 +1143,11 @@ def _twin(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
 def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     """The choice closed by what its sites share when its pattern names nothing (see
     ``synth/precision.py``), if the closed rule rewrites exactly the same sites."""
-    if choice.expand_start or choice.expand_end or choice.transform:
+    sites = _right_sites(choice, exs, lang)
+    if not sites:
         return choice
-    rule = Rule(
-        id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
-    )
-    split = _classify(rule, exs)
-    if split is None or not split[0]:
-        return choice
-    tries = closures(choice.rule, choice.fix, choice.constraints, split[0])
-    outer = nested_guard(choice.rule, choice.fix, split[0])
+    tries = closures(choice.rule, choice.fix, choice.constraints, sites)
+    outer = nested_guard(choice.rule, choice.fix, sites)
     if outer is not None:
         tries.insert(0, (outer, choice.constraints))
     for narrowed, cons in tries:
