@@ -127,3 +127,45 @@ def test_shipped_cluster_configs_are_current(tmp_path: Path) -> None:
     for rel in made:
         assert (tmp_path / rel).read_text() == (shipped / rel).read_text(), rel
     assert '"num_replicas": 3' in (shipped / "streams" / "OOPAV_EVENTS.json").read_text()
+
+
+def test_a_port_taken_before_a_node_binds_it_is_chosen_again(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Free ports are chosen, released, then bound by the node: another process (a cluster
+    test beside this one) can take one in between. The cluster re-plans its ports and starts;
+    a fixed plan that collides still fails with the server's own reason."""
+    import socket
+
+    import oopav.bus.cluster as cluster_mod
+
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    taken = holder.getsockname()[1]
+    real_plan = cluster_mod.plan_nodes
+    plans: list[list[Any]] = []
+
+    def plan(base: Path, nodes: int = 3, host: str = "127.0.0.1") -> list[Any]:
+        specs = real_plan(base, nodes, host)
+        if not plans:  # the first plan collides, as if another process took the port
+            specs[1].port = taken
+        plans.append(specs)
+        return specs
+
+    monkeypatch.setattr(cluster_mod, "plan_nodes", plan)
+    try:
+        cluster = LocalCluster(tmp_path / "c", nodes=3)
+        try:
+            urls = cluster.start()
+            assert len(plans) == 2
+            assert f":{taken}" not in ",".join(urls)
+        finally:
+            cluster.stop()
+        fixed = LocalCluster(tmp_path / "d", nodes=1, specs=real_plan(tmp_path / "d", 1))
+        fixed.specs[0].port = taken
+        with pytest.raises(Exception, match="address already in use"):
+            fixed.start(timeout=10)
+        assert not fixed.procs
+    finally:
+        holder.close()

@@ -140,11 +140,23 @@ class LocalCluster:
 
     def start(self, timeout: float = 30.0) -> list[str]:
         self.base_dir = Path(self.base_dir)
-        if not self.specs:
-            self.specs = plan_nodes(self.base_dir, self.nodes)
-        for spec in self.specs:
-            self._spawn(spec)
-        self.wait_ready(timeout)
+        chosen = not self.specs
+        for attempt in range(3):
+            if chosen:
+                self.specs = plan_nodes(self.base_dir, self.nodes)
+            for spec in self.specs:
+                self._spawn(spec)
+            try:
+                self.wait_ready(timeout)
+                break
+            except ServerError as exc:
+                # A free port can be taken by another process (another cluster, a test run
+                # beside this one) before the node binds it: ports we chose are chosen again,
+                # with every node's config rewritten, since each names the others' routes.
+                self.stop()
+                if not chosen or "address already in use" not in str(exc) or attempt == 2:
+                    raise
+                log.warning("cluster_port_taken_retrying", error=str(exc)[-200:])
         (self.base_dir / "cluster.json").write_text(
             json.dumps({"urls": self.urls, "pids": {n: p.pid for n, p in self.procs.items()}})
         )
