@@ -35,6 +35,7 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
+from oopav.synth.narrow import callee_constraints
 from oopav.synth.precision import closures, nested_guard, rewrapped
 from oopav.synth.sites import (
     COMMENT_KINDS,
@@ -60,6 +61,7 @@ MAX_WRAP_LEVELS = 2
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
+    Options(differ=True),
     Options(deep=True),
     Options(constants=True),
     Options(spread=False),
@@ -605,6 +607,23 @@ class _Choice:
     transform: dict[str, Any] | None = None
     expand_start: dict[str, Any] | None = None
     expand_end: dict[str, Any] | None = None
+    # Ranked first on purpose (an abstract candidate preferred over a literal one): the
+    # lift-less preference leaves it alone.
+    pinned: bool = False
+
+
+def _lift_less(top: list[_Choice]) -> _Choice:
+    """The first of ``top`` (the candidates that cover the most sites, in rank order) —
+    unless it is a pattern lifted two or more levels above a candidate that covers the same
+    sites (wave 3e, synth-narrow3). A whole enclosing function or ``impl`` kept as the
+    rule's context (a pattern of 600 characters around serde's `where D: de::Deserializer`)
+    reaches no held-out code, where the site narrowed by a kind or constraint does; a
+    narrowed candidate still ranks after the plain ones of its level and the level above."""
+    chosen = top[0]
+    if chosen.pinned or chosen.level < 2:
+        return chosen
+    lower = [c for c in top if 0 <= c.level <= chosen.level - 2]
+    return min(lower, key=lambda c: c.order) if lower else chosen
 
 
 def synthesize(
@@ -721,7 +740,7 @@ def synthesize(
             top_choices = sorted(
                 (c for c in choices if len(c.covered) == best), key=lambda c: c.order
             )
-            chosen = _same_layout(_idempotent(top_choices[0], seed, exs, lang), exs, lang)
+            chosen = _same_layout(_idempotent(_lift_less(top_choices), seed, exs, lang), exs, lang)
             chosen = _closed(chosen, exs, lang)
             chosen = _twin(chosen, exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
@@ -806,7 +825,7 @@ def synthesize(
                 raise SynthesisError("no rule", seed.example)
             best = max(len(c.covered) for c in choices)
             top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
-            chosen = _same_layout(_idempotent(top[0], seed, cur, lang), cur, lang)
+            chosen = _same_layout(_idempotent(_lift_less(top), seed, cur, lang), cur, lang)
             chosen = _closed(chosen, cur, lang)
             chosen = _twin(chosen, cur, lang)
             step = [
@@ -1275,6 +1294,9 @@ def _search(
                     if transform is None:
                         ranked: list[list[tuple[dict[str, Any], dict[str, Any] | None]]]
                         ranked = [[], [], []]
+                        # The names the sites call, before any list of texts (wave 3e).
+                        for value in callee_constraints(names, pos, neg):
+                            ranked[0] += _closed_first(rule, value, closed, shared_parent)
                         for value in value_constraints(names, pos, neg, own=True):
                             options = _closed_first(rule, value, closed, shared_parent)
                             if not any("not" in c for c in value.values()):
@@ -1342,6 +1364,7 @@ def _search(
             for c in choices[start:]:
                 if len(c.covered) >= best and top.covered <= c.covered:
                     c.order = top.order - 1
+                    c.pinned = True
                     return
 
     if seed.insert is not None:
@@ -1591,6 +1614,7 @@ def _prefer_abstract_wraps(
         if covered is not None and c.covered <= covered:
             c.constraints = narrowed
             c.order = low - 1
+            c.pinned = True
             return
 
 
