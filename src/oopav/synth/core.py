@@ -35,7 +35,7 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
-from oopav.synth.narrow import callee_constraints
+from oopav.synth.narrow import callee_constraints, deleted_call
 from oopav.synth.precision import closures, nested_guard, rewrapped
 from oopav.synth.sites import (
     COMMENT_KINDS,
@@ -2062,6 +2062,12 @@ def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str)
             for v, t in values.items()
         }
         bases += [(r, seen) for r in _pattern_rules(Template(pattern, "", {}), lang, kind)]
+    # Calls of one callee deleted with arguments that differ at every site (debug prints:
+    # zod's `console.log(`SUM: ${…}`);`, `console.log(`caught …`);`): the callee is what
+    # the deletion is about, not the arguments (wave 3e).
+    called = deleted_call(node, peers)
+    if called is not None:
+        bases += [(r, None) for r in _pattern_rules(Template(called, "", {}), lang, kind)]
     if kind not in COMMENT_KINDS:
         bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
     bases.append(({"kind": kind, "regex": "^" + re.escape(node.text()) + "$"}, None))

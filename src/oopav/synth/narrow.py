@@ -12,6 +12,14 @@ to have. Here, what the other modules lack for it:
   kept code binds calls of other names (or no call), the rule keeps to the names the sites
   call: `A: {kind: call_expression, has: {field: function, regex: \\b(?:parse|safeParse)$}}`
   (zod's `await schema.safeParse(…)` follows once an example shows one).
+- **A deleted call statement keeps its callee only** (:func:`deleted_call`). Deleted
+  statements are anti-unified token by token with each metavariable kept to the texts
+  seen (`var $A = require($B);`: which imports went is what the change is about); debug
+  prints deleted with different messages (`console.log(`SUM: ${v}`);`,
+  `console.log(`caught …`);`) differ in their token shapes and were deleted one literal
+  rule each, reaching no other message. Where two or more deleted expression statements
+  call the same callee, `console.log($$$ARGS);` is a candidate too (the examples' kept code
+  still narrows it: a kept `console.log` makes it too general).
 """
 
 from __future__ import annotations
@@ -67,3 +75,25 @@ def callee_constraints(
             }
         )
     return out
+
+
+def deleted_call(node: SgNode, peers: list[SgNode]) -> str | None:
+    """``callee($$$ARGS)`` (with the statement's own ``;``) when ``node``, a deleted
+    expression statement, is a call and some peer (another deleted statement of the same
+    kind, of another text) calls the same callee; else None."""
+    callee = _statement_callee(node)
+    if callee is None or not any(_statement_callee(p) == callee for p in peers):
+        return None
+    return callee + "($$$ARGS)" + (";" if node.text().rstrip().endswith(";") else "")
+
+
+def _statement_callee(node: SgNode) -> str | None:
+    if node.kind() != "expression_statement":
+        return None
+    named = [c for c in node.children() if c.is_named()]
+    if len(named) != 1 or named[0].kind() not in CALL_KINDS:
+        return None
+    fn = named[0].field("function")
+    if fn is None or "\n" in fn.text() or "(" in fn.text():
+        return None  # a callee that is itself a call or spans lines: no name to keep
+    return fn.text()
