@@ -49,10 +49,6 @@ class Options:
     heads: bool = False  # abstract call heads too
     literal: bool = False  # abstract nothing
     deep: bool = False  # look inside carried compound nodes instead of abstracting them whole
-    # Look inside carried compound nodes the sites disagree on (wave 3e): `await
-    # x.parse(…)` and `await s.safeParse(…)` give `await $A.$B($$$C)` (a name the sites
-    # differ in, which a name constraint can then keep to `parse|safeParse`), not `await $A`.
-    differ: bool = False
 
 
 @dataclass
@@ -226,18 +222,10 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
         # The sites disagree here: a variable if every side carries it, else look inside; a
         # part that differs and is dropped (``timeout=5`` / ``timeout=30`` removed) is a
         # variable the fix does not use.
-        if leafish:
+        if all_carried or leafish:
             mark(col)
             return True
         saved = [len(x) for x in spans]
-        if all_carried and opts.differ:
-            if walk(col, head=is_head):
-                return True
-            for x, n in zip(spans, saved, strict=True):
-                del x[n:]
-        if all_carried:
-            mark(col)
-            return True
         if walk(col, head=is_head):
             return True
         for x, n in zip(spans, saved, strict=True):

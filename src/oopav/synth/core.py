@@ -61,7 +61,6 @@ MAX_WRAP_LEVELS = 2
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
-    Options(differ=True),
     Options(deep=True),
     Options(constants=True),
     Options(spread=False),
