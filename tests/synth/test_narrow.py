@@ -129,3 +129,29 @@ def test_a_narrowed_site_beats_a_whole_enclosing_function_on_a_tie() -> None:
     assert all(len(str(r.rule)) < 300 for r in result.rules), result.to_yaml()
     held = "fn seq<S>(s: S) -> u8\nwhere\n    S: de::SeqAccess,\n{\n    s.next()\n}\n"
     assert result.apply(held)[0] == held.replace("de::SeqAccess,", "de::SeqAccess<'de>,")
+
+
+def test_a_change_inside_a_parameter_is_learned_as_that_parameter() -> None:
+    """werkzeug's `endpoint: str` -> `endpoint: t.Any` in two `__init__`s, with other
+    `str` parameters kept: a parameter parses only inside a parameter list, so there was no
+    pattern between the changed type (every `str`) and the whole function — the enclosing
+    `def __init__` (or its name) was the rule, and no held-out method of another name
+    followed. The parameter alone (`def _f(endpoint: str): pass`, selected) is tried too."""
+    before = (
+        "class A:\n    def __init__(self, values: dict, endpoint: str) -> None:\n"
+        "        self.values = values\n\n    def get(self, key: str) -> None:\n"
+        "        return None\n\n\nclass B:\n    def __init__(\n        self,\n"
+        "        endpoint: str,\n        method: str | None,\n    ) -> None:\n"
+        "        self.method = method\n\n\ndef name(x: str) -> str:\n    return x\n"
+    )
+    result = synthesize(
+        [Example(before, before.replace("endpoint: str", "endpoint: t.Any"), path="exc.py")]
+    )
+    [rule] = result.rules
+    assert rule.rule["pattern"]["selector"] == "typed_parameter"
+    held = (
+        "class M:\n    def build(self, endpoint: str, values: dict) -> str:\n"
+        "        return self.x\n\n    def is_expecting(self, endpoint: str, *arguments: str)"
+        " -> bool:\n        return False\n"
+    )
+    assert result.apply(held)[0] == held.replace("endpoint: str", "endpoint: t.Any")

@@ -58,6 +58,10 @@ MAX_DISCRIMINATIONS = 8
 MAX_PATTERN_CHARS = 4000
 # How far above a literal value wrapped whole the search looks for where it sits (wave 3d).
 MAX_WRAP_LEVELS = 2
+# Rank of a parameter alone (tried after every other candidate): after the plain
+# candidates, before the ones a context narrowed (1_000_000 on).
+LATE = 900_000
+DEFERRED = 1_000_000
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
@@ -587,11 +591,39 @@ def _binder(node: SgNode) -> str | None:
     return None
 
 
+# A parameter parses only in a parameter list (wave 3e): without this, a change inside
+# one (`endpoint: str` -> `endpoint: t.Any`) had no pattern between the changed type
+# (`str`, every `str` of the file) and the whole function around it. Per language, the
+# parameter kinds and the definition they are put in.
+_PARAM_WRAPPERS: dict[str, tuple[frozenset[str], str]] = {
+    "python": (
+        frozenset({"typed_parameter", "typed_default_parameter", "default_parameter"}),
+        "def _f({}): pass",
+    ),
+    "javascript": (frozenset({"assignment_pattern"}), "function _f({}) {{}}"),
+    "typescript": (
+        frozenset({"required_parameter", "optional_parameter"}),
+        "function _f({}) {{}}",
+    ),
+    "tsx": (frozenset({"required_parameter", "optional_parameter"}), "function _f({}) {{}}"),
+    "go": (frozenset({"parameter_declaration"}), "func _f({}) {{}}"),
+    "rust": (frozenset({"parameter"}), "fn _f({}) {{}}"),
+}
+
+
 def _pattern_rules(t: Template, language: str, kind: str) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = [{"pattern": t.pattern}]
     for w in _WRAPPERS.get(language, ()):
         rules.append({"pattern": {"context": w.format(t.pattern), "selector": kind}})
     return rules
+
+
+def _param_rule(t: Template, language: str, kind: str) -> dict[str, Any] | None:
+    """``t``'s pattern as a parameter (see ``_PARAM_WRAPPERS``), or None for other kinds."""
+    kinds, wrapper = _PARAM_WRAPPERS.get(language, (frozenset(), ""))
+    if kind not in kinds:
+        return None
+    return {"pattern": {"context": wrapper.format(t.pattern), "selector": kind}}
 
 
 @dataclass
@@ -621,7 +653,7 @@ def _lift_less(top: list[_Choice]) -> _Choice:
     chosen = top[0]
     if chosen.pinned or chosen.level < 2:
         return chosen
-    lower = [c for c in top if 0 <= c.level <= chosen.level - 2]
+    lower = [c for c in top if 0 <= c.level <= chosen.level - 2 and not LATE <= c.order < DEFERRED]
     return min(lower, key=lambda c: c.order) if lower else chosen
 
 
@@ -1314,14 +1346,16 @@ def _search(
             family = any(not _is_list(c) for c in found)
             shaped = False  # the names' shape fits the examples (it kept no such name)
             for cons in found:
-                if family and (not _is_list(cons) or shaped):
+                if family and (not _is_list(cons) or shaped or not _def_names(rule, cons)):
                     start = len(choices)
                     consider(rule, fix, key, level, None, cons)
                     shaped = shaped or (not _is_list(cons) and len(choices) > start)
                 else:
-                    # Wave 3e: names whose shape the examples also keep (`test_layout(env)`
-                    # kept among thirteen `test_*(env)` changed) are a list of names like
-                    # any other, tried after the contexts that may tell them apart.
+                    # Wave 3e: definitions' names whose shape the examples also keep
+                    # (`test_layout(env)` kept among thirteen `test_*(env)` changed) are
+                    # a list of names like any other, tried after the contexts that may
+                    # tell them apart. Call heads stay listed at once: there the names
+                    # are what the change is about (`_nullpager`, `_pipepager`).
                     deferred.append((2, len(deferred), (rule, fix, key, level, cons, None)))
 
     def run_deferred() -> None:
@@ -1535,6 +1569,32 @@ def _search(
         _list_candidates(seed, remaining, exs, lang, choices)
     run_upgrades()
     run_deferred()
+    # A parameter alone (wave 3e), tried last, ranked after the plain candidates and before
+    # the narrowed ones (it is the more local context): chosen where it covers more sites
+    # than the plain ones (werkzeug's `endpoint: str` -> `endpoint: t.Any` in two functions
+    # of other names), not where the enclosing definition's name is the context that fits
+    # (rich's `max_width: int` -> `options: …` made in `__rich_measure__` only).
+    start = len(choices)
+    for level, top in enumerate(lifted[id(seed)]):
+        if _param_rule(Template("", "", {}), lang, top.node.kind()) is None:
+            continue
+        peers = [
+            lifted[id(s)][level]
+            for s, _ in remaining[1:]
+            if id(s) in lifted
+            and len(lifted[id(s)]) > level
+            and lifted[id(s)][level].node.kind() == top.node.kind()
+        ]
+        for opts in _OPTIONS:
+            for group in [[top, *peers], [top]] if peers else [[top]]:
+                t = abstract_sites(group, opts)
+                param = _param_rule(t, lang, top.node.kind()) if t is not None else None
+                if t is not None and param is not None:
+                    key = t.pattern + "\0" + t.fix
+                    consider(param, t.fix, key, level, group, discriminate=False)
+        break  # the innermost parameter only
+    for c in choices[start:]:
+        c.order += LATE
     return choices
 
 
@@ -1741,6 +1801,16 @@ def _name_constraints(
         for v, t in varying.items()
     }
     return [c for c in (shape, exact) if c]
+
+
+_DEF_NAME = r"\b(?:def|function|fn|func|class|struct|interface|trait|impl)\s+\${}\b"
+
+
+def _def_names(rule: dict[str, Any], cons: dict[str, Any]) -> bool:
+    """Every metavariable ``cons`` constrains is a definition's name in ``rule``'s pattern
+    (``def $A(…)``): names of where the change is, not of what it changes."""
+    pattern = rule.get("pattern")
+    return isinstance(pattern, str) and all(re.search(_DEF_NAME.format(v), pattern) for v in cons)
 
 
 def _shape_regex(names: set[str]) -> str:
