@@ -155,3 +155,35 @@ def test_a_change_inside_a_parameter_is_learned_as_that_parameter() -> None:
         " -> bool:\n        return False\n"
     )
     assert result.apply(held)[0] == held.replace("endpoint: str", "endpoint: t.Any")
+
+
+def test_an_import_made_type_only_keeps_to_names_the_file_uses_only_as_types() -> None:
+    """ky's `import {HttpMethod}` -> `import {type HttpMethod}` (and `Mutable`), with `stop`
+    and `Ky` imported as values and kept, and `import type {Expect}` already type-only: no
+    syntax of the import tells them apart, the rest of the file does. The rule asks it with
+    the metavariable shared into a relational rule (no identifier of the same text outside
+    the imports), and keeps off an `import type` (its own output one level up); before, it
+    was a list of the two names, reaching no held-out `Page`."""
+    a = (
+        "import type {Expect} from 'utils';\nimport {HttpMethod} from './options.js';\n"
+        "import {stop} from './stop.js';\n\nexport const m: HttpMethod = 'get';\n"
+        "export type T = Expect<true>;\nstop();\n"
+    )
+    a2 = (
+        "import {Ky} from './Ky.js';\nimport {Mutable} from './types.js';\n\n"
+        "const k = new Ky() as Mutable<Ky>;\n"
+    )
+    result = synthesize(
+        [
+            Example(a, a.replace("{HttpMethod}", "{type HttpMethod}"), path="constants.ts"),
+            Example(a2, a2.replace("{Mutable}", "{type Mutable}"), path="index.ts"),
+        ]
+    )
+    [rule] = result.rules
+    assert "constraints" not in rule.to_dict()
+    held = (
+        "import {chromium, Page} from 'playwright';\nimport type {Run, Other} from 'ava';\n\n"
+        "const run = async (page: Page, r: Run, o: Other) => chromium.launch();\n"
+    )
+    want = held.replace("{chromium, Page}", "{chromium, type Page}")
+    assert result.apply(held)[0] == want

@@ -35,7 +35,7 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
-from oopav.synth.narrow import callee_constraints, deleted_call
+from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.precision import closures, nested_guard, rewrapped
 from oopav.synth.sites import (
     COMMENT_KINDS,
@@ -1308,8 +1308,13 @@ def _search(
                     # Closed by what every positive binds (precision first, see closure).
                     closed = closure(names, pos, neg)
                     shared_parent = context_closure(pos, neg)
-                    for extra in discriminating(node, pos, neg, fix if anchored else ""):
-                        tier = 2 if _names_fragment(extra) else 1
+                    # How the bound name is used elsewhere in its file (wave 3e): an
+                    # imported name used only as a type, where the kept ones are values.
+                    usage = [(1, x) for x in usage_fragments(names, pos, neg, fix)]
+                    fragments = discriminating(node, pos, neg, fix if anchored else "")
+                    for tier, extra in usage + [
+                        (2 if _names_fragment(x) else 1, x) for x in fragments
+                    ]:
                         for r, cons in _closed_first(
                             conjoin(rule, extra), constraints, closed, shared_parent
                         ):

@@ -20,6 +20,13 @@ to have. Here, what the other modules lack for it:
   rule each, reaching no other message. Where two or more deleted expression statements
   call the same callee, `console.log($$$ARGS);` is a candidate too (the examples' kept code
   still narrows it: a kept `console.log` makes it too general).
+- **An imported name used only as a type** (:func:`usage_fragments`). ky's `import
+  {HttpMethod}` -> `import {type HttpMethod}` on the names a file uses only in type
+  positions, with `Ky`, `stop`, `validateAndMerge` imported as values and kept: what tells
+  them apart is not the import but the rest of the file, which ast-grep can ask with the
+  metavariable shared into a relational rule: `not: {inside: {kind: program, stopBy: end,
+  has: {kind: identifier, pattern: $A, stopBy: end, not: {inside: {kind:
+  import_statement, stopBy: end}}}}}` — no identifier of the same text outside the imports.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from ast_grep_py import SgNode
 # Call nodes per grammar whose callee is their ``function`` field.
 CALL_KINDS = frozenset({"call_expression", "call"})
 _LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)$")
+_WORD = re.compile(r"^[A-Za-z_]\w*$")
 
 
 def _callee(node: SgNode) -> str | None:
@@ -97,3 +105,82 @@ def _statement_callee(node: SgNode) -> str | None:
     if fn is None or "\n" in fn.text() or "(" in fn.text():
         return None  # a callee that is itself a call or spans lines: no name to keep
     return fn.text()
+
+
+# Statements that import names, per grammar.
+IMPORT_KINDS = frozenset(
+    {"import_statement", "import_from_statement", "import_declaration", "use_declaration"}
+)
+
+
+def _import_of(node: SgNode) -> str | None:
+    """The kind of the import statement ``node`` sits in, or None."""
+    for anc in node.ancestors():
+        if anc.kind() in IMPORT_KINDS:
+            return anc.kind()
+    return None
+
+
+# Where an ``identifier`` names a type all the same (TypeScript's `typeof x` in a type).
+_TYPE_USES = frozenset({"type_query"})
+
+
+def _value_used(node: SgNode, imports: str) -> bool:
+    """An ``identifier`` of ``node``'s text occurs in its file outside ``imports`` nodes
+    (and outside a type query)."""
+    root = node.get_root().root()
+    rx = "^" + re.escape(node.text()) + "$"
+    return any(
+        not any(a.kind() == imports or a.kind() in _TYPE_USES for a in n.ancestors())
+        for n in root.find_all(kind="identifier", regex=rx)
+    )
+
+
+def usage_fragments(
+    names: list[str], pos: list[SgNode], neg: list[SgNode], fix: str = ""
+) -> list[dict[str, Any]]:
+    """Rule fragments that keep a metavariable binding an imported name to the names its
+    file never uses as a value (an ``identifier`` outside the imports), where every positive
+    is such a name and every negative is used as a value (see the module doc) — or sits in
+    an import that already has the word the fix writes before the name (`import type
+    {Options}`: the rule's own output, one level up)."""
+    out: list[dict[str, Any]] = []
+    for name in names:
+        pv = [n.get_match(name) for n in pos]
+        nv = [n.get_match(name) for n in neg]
+        if not pv or not nv or any(v is None for v in pv + nv):
+            continue
+        kinds = {_import_of(v) for v in pv if v is not None}
+        if len(kinds) != 1 or None in kinds:
+            continue
+        imports = next(iter(kinds))
+        assert imports is not None
+        if any(v is not None and (v.children() or _value_used(v, imports)) for v in pv):
+            continue
+        word = fix.replace("$" + name, "").strip()
+        done = re.compile(r"^\w+\s+" + re.escape(word) + r"\b") if _WORD.match(word) else None
+        marked = []  # the kept names already in such an import
+        for v in nv:
+            if v is None or _value_used(v, imports):
+                continue
+            top = next((a for a in v.ancestors() if a.kind() == imports), None)
+            if done is None or top is None or not done.match(top.text()):
+                break
+            marked.append(v)
+        else:
+            outside = [{"kind": k} for k in (imports, *sorted(_TYPE_USES))]
+            use = {
+                "kind": "identifier",
+                "pattern": "$" + name,
+                "stopBy": "end",
+                "not": {"inside": {"any": outside, "stopBy": "end"}},
+            }
+            root = pv[0].get_root().root().kind() if pv[0] is not None else None
+            if root is None:
+                continue
+            frag: dict[str, Any] = {"not": {"inside": {"kind": root, "stopBy": "end", "has": use}}}
+            if marked and done is not None:
+                own = {"kind": imports, "regex": done.pattern, "stopBy": "end"}
+                frag = {"all": [frag, {"not": {"inside": own}}]}
+            out.append(frag)
+    return out
