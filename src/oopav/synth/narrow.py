@@ -182,5 +182,9 @@ def usage_fragments(
             if marked and done is not None:
                 own = {"kind": imports, "regex": done.pattern, "stopBy": "end"}
                 frag = {"all": [frag, {"not": {"inside": own}}]}
+            if all(p.range() == v.range() for p, v in zip(pos, pv, strict=True) if v):
+                # The match is the name itself (`pattern: $A`): the ast-grep CLI wants a
+                # kind it can tell from the rule.
+                frag = {"kind": "identifier", **frag}
             out.append(frag)
     return out
