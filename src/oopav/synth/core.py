@@ -35,6 +35,7 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
+from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.precision import closures, nested_guard, rewrapped
 from oopav.synth.sites import (
     COMMENT_KINDS,
@@ -57,6 +58,10 @@ MAX_DISCRIMINATIONS = 8
 MAX_PATTERN_CHARS = 4000
 # How far above a literal value wrapped whole the search looks for where it sits (wave 3d).
 MAX_WRAP_LEVELS = 2
+# Rank of a parameter alone (tried after every other candidate): after the plain
+# candidates, before the ones a context narrowed (1_000_000 on).
+LATE = 900_000
+DEFERRED = 1_000_000
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
@@ -586,11 +591,39 @@ def _binder(node: SgNode) -> str | None:
     return None
 
 
+# A parameter parses only in a parameter list (wave 3e): without this, a change inside
+# one (`endpoint: str` -> `endpoint: t.Any`) had no pattern between the changed type
+# (`str`, every `str` of the file) and the whole function around it. Per language, the
+# parameter kinds and the definition they are put in.
+_PARAM_WRAPPERS: dict[str, tuple[frozenset[str], str]] = {
+    "python": (
+        frozenset({"typed_parameter", "typed_default_parameter", "default_parameter"}),
+        "def _f({}): pass",
+    ),
+    "javascript": (frozenset({"assignment_pattern"}), "function _f({}) {{}}"),
+    "typescript": (
+        frozenset({"required_parameter", "optional_parameter"}),
+        "function _f({}) {{}}",
+    ),
+    "tsx": (frozenset({"required_parameter", "optional_parameter"}), "function _f({}) {{}}"),
+    "go": (frozenset({"parameter_declaration"}), "func _f({}) {{}}"),
+    "rust": (frozenset({"parameter"}), "fn _f({}) {{}}"),
+}
+
+
 def _pattern_rules(t: Template, language: str, kind: str) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = [{"pattern": t.pattern}]
     for w in _WRAPPERS.get(language, ()):
         rules.append({"pattern": {"context": w.format(t.pattern), "selector": kind}})
     return rules
+
+
+def _param_rule(t: Template, language: str, kind: str) -> dict[str, Any] | None:
+    """``t``'s pattern as a parameter (see ``_PARAM_WRAPPERS``), or None for other kinds."""
+    kinds, wrapper = _PARAM_WRAPPERS.get(language, (frozenset(), ""))
+    if kind not in kinds:
+        return None
+    return {"pattern": {"context": wrapper.format(t.pattern), "selector": kind}}
 
 
 @dataclass
@@ -605,6 +638,23 @@ class _Choice:
     transform: dict[str, Any] | None = None
     expand_start: dict[str, Any] | None = None
     expand_end: dict[str, Any] | None = None
+    # Ranked first on purpose (an abstract candidate preferred over a literal one): the
+    # lift-less preference leaves it alone.
+    pinned: bool = False
+
+
+def _lift_less(top: list[_Choice]) -> _Choice:
+    """The first of ``top`` (the candidates that cover the most sites, in rank order) —
+    unless it is a pattern lifted two or more levels above a candidate that covers the same
+    sites (wave 3e, synth-narrow3). A whole enclosing function or ``impl`` kept as the
+    rule's context (a pattern of 600 characters around serde's `where D: de::Deserializer`)
+    reaches no held-out code, where the site narrowed by a kind or constraint does; a
+    narrowed candidate still ranks after the plain ones of its level and the level above."""
+    chosen = top[0]
+    if chosen.pinned or chosen.level < 2:
+        return chosen
+    lower = [c for c in top if 0 <= c.level <= chosen.level - 2 and not LATE <= c.order < DEFERRED]
+    return min(lower, key=lambda c: c.order) if lower else chosen
 
 
 def synthesize(
@@ -721,7 +771,7 @@ def synthesize(
             top_choices = sorted(
                 (c for c in choices if len(c.covered) == best), key=lambda c: c.order
             )
-            chosen = _same_layout(_idempotent(top_choices[0], seed, exs, lang), exs, lang)
+            chosen = _same_layout(_idempotent(_lift_less(top_choices), seed, exs, lang), exs, lang)
             chosen = _closed(chosen, exs, lang)
             chosen = _twin(chosen, exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
@@ -806,7 +856,7 @@ def synthesize(
                 raise SynthesisError("no rule", seed.example)
             best = max(len(c.covered) for c in choices)
             top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
-            chosen = _same_layout(_idempotent(top[0], seed, cur, lang), cur, lang)
+            chosen = _same_layout(_idempotent(_lift_less(top), seed, cur, lang), cur, lang)
             chosen = _closed(chosen, cur, lang)
             chosen = _twin(chosen, cur, lang)
             step = [
@@ -1258,8 +1308,13 @@ def _search(
                     # Closed by what every positive binds (precision first, see closure).
                     closed = closure(names, pos, neg)
                     shared_parent = context_closure(pos, neg)
-                    for extra in discriminating(node, pos, neg, fix if anchored else ""):
-                        tier = 2 if _names_fragment(extra) else 1
+                    # How the bound name is used elsewhere in its file (wave 3e): an
+                    # imported name used only as a type, where the kept ones are values.
+                    usage = [(1, x) for x in usage_fragments(names, pos, neg, fix)]
+                    fragments = discriminating(node, pos, neg, fix if anchored else "")
+                    for tier, extra in usage + [
+                        (2 if _names_fragment(x) else 1, x) for x in fragments
+                    ]:
                         for r, cons in _closed_first(
                             conjoin(rule, extra), constraints, closed, shared_parent
                         ):
@@ -1275,6 +1330,9 @@ def _search(
                     if transform is None:
                         ranked: list[list[tuple[dict[str, Any], dict[str, Any] | None]]]
                         ranked = [[], [], []]
+                        # The names the sites call, before any list of texts (wave 3e).
+                        for value in callee_constraints(names, pos, neg):
+                            ranked[0] += _closed_first(rule, value, closed, shared_parent)
                         for value in value_constraints(names, pos, neg, own=True):
                             options = _closed_first(rule, value, closed, shared_parent)
                             if not any("not" in c for c in value.values()):
@@ -1291,10 +1349,18 @@ def _search(
             # of unrelated names is no evidence of where the rule applies.
             found = _name_constraints(rule, group, lang)
             family = any(not _is_list(c) for c in found)
+            shaped = False  # the names' shape fits the examples (it kept no such name)
             for cons in found:
-                if family:
+                if family and (not _is_list(cons) or shaped or not _def_names(rule, cons)):
+                    start = len(choices)
                     consider(rule, fix, key, level, None, cons)
+                    shaped = shaped or (not _is_list(cons) and len(choices) > start)
                 else:
+                    # Wave 3e: definitions' names whose shape the examples also keep
+                    # (`test_layout(env)` kept among thirteen `test_*(env)` changed) are
+                    # a list of names like any other, tried after the contexts that may
+                    # tell them apart. Call heads stay listed at once: there the names
+                    # are what the change is about (`_nullpager`, `_pipepager`).
                     deferred.append((2, len(deferred), (rule, fix, key, level, cons, None)))
 
     def run_deferred() -> None:
@@ -1342,6 +1408,7 @@ def _search(
             for c in choices[start:]:
                 if len(c.covered) >= best and top.covered <= c.covered:
                     c.order = top.order - 1
+                    c.pinned = True
                     return
 
     if seed.insert is not None:
@@ -1507,6 +1574,32 @@ def _search(
         _list_candidates(seed, remaining, exs, lang, choices)
     run_upgrades()
     run_deferred()
+    # A parameter alone (wave 3e), tried last, ranked after the plain candidates and before
+    # the narrowed ones (it is the more local context): chosen where it covers more sites
+    # than the plain ones (werkzeug's `endpoint: str` -> `endpoint: t.Any` in two functions
+    # of other names), not where the enclosing definition's name is the context that fits
+    # (rich's `max_width: int` -> `options: …` made in `__rich_measure__` only).
+    start = len(choices)
+    for level, top in enumerate(lifted[id(seed)]):
+        if _param_rule(Template("", "", {}), lang, top.node.kind()) is None:
+            continue
+        peers = [
+            lifted[id(s)][level]
+            for s, _ in remaining[1:]
+            if id(s) in lifted
+            and len(lifted[id(s)]) > level
+            and lifted[id(s)][level].node.kind() == top.node.kind()
+        ]
+        for opts in _OPTIONS:
+            for group in [[top, *peers], [top]] if peers else [[top]]:
+                t = abstract_sites(group, opts)
+                param = _param_rule(t, lang, top.node.kind()) if t is not None else None
+                if t is not None and param is not None:
+                    key = t.pattern + "\0" + t.fix
+                    consider(param, t.fix, key, level, group, discriminate=False)
+        break  # the innermost parameter only
+    for c in choices[start:]:
+        c.order += LATE
     return choices
 
 
@@ -1591,6 +1684,7 @@ def _prefer_abstract_wraps(
         if covered is not None and c.covered <= covered:
             c.constraints = narrowed
             c.order = low - 1
+            c.pinned = True
             return
 
 
@@ -1712,6 +1806,16 @@ def _name_constraints(
         for v, t in varying.items()
     }
     return [c for c in (shape, exact) if c]
+
+
+_DEF_NAME = r"\b(?:def|function|fn|func|class|struct|interface|trait|impl)\s+\${}\b"
+
+
+def _def_names(rule: dict[str, Any], cons: dict[str, Any]) -> bool:
+    """Every metavariable ``cons`` constrains is a definition's name in ``rule``'s pattern
+    (``def $A(…)``): names of where the change is, not of what it changes."""
+    pattern = rule.get("pattern")
+    return isinstance(pattern, str) and all(re.search(_DEF_NAME.format(v), pattern) for v in cons)
 
 
 def _shape_regex(names: set[str]) -> str:
@@ -2032,6 +2136,12 @@ def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str)
             for v, t in values.items()
         }
         bases += [(r, seen) for r in _pattern_rules(Template(pattern, "", {}), lang, kind)]
+    # Calls of one callee deleted with arguments that differ at every site (debug prints:
+    # zod's `console.log(`SUM: ${…}`);`, `console.log(`caught …`);`): the callee is what
+    # the deletion is about, not the arguments (wave 3e).
+    called = deleted_call(node, peers)
+    if called is not None:
+        bases += [(r, None) for r in _pattern_rules(Template(called, "", {}), lang, kind)]
     if kind not in COMMENT_KINDS:
         bases += [(r, None) for r in _pattern_rules(Template(node.text(), "", {}), lang, kind)]
     bases.append(({"kind": kind, "regex": "^" + re.escape(node.text()) + "$"}, None))
