@@ -103,7 +103,7 @@ def test_changed_in_as_many_functions_as_kept_names_the_changed_ones() -> None:
     )
     result = synthesize([Example(before, after, path="test_m.py")])
     [rule] = result.rules
-    assert "not" not in rule.rule
+    assert "inside" not in repr(rule.rule.get("not", {}))  # no kept context named
     assert result.apply(fn("test_other", ""))[0] == fn("test_other", "")
 
 
@@ -250,6 +250,65 @@ def test_a_rule_that_wraps_its_match_keeps_off_code_already_in_the_new_form() ->
     result = synthesize([Example(before, after, path="m.py")])
     held = "e: t.Iterable[t.Any] = v\nf: t.List = u\n"
     assert result.apply(held)[0] == "e: t.Iterable[t.Any] = v\nf: t.List[t.Any] = u\n"
+
+
+def test_an_inserted_statement_goes_only_into_the_container_its_anchors_sit_in() -> None:
+    """zod's debug `console.log(…)` inserted before a function's first `const`: the rule
+    "before the first `const` of its container" also matched the `const` of an `export
+    const` (whose container is the `export_statement`) and wrote `export console.log(…);`,
+    code that no longer parses. The anchors sit in a `statement_block`; so does the rule."""
+    before = "function parse(data) {\n  const x = load(data);\n  return x;\n}\n"
+    after = before.replace("  const x", "  console.log('PARSE');\n  const x")
+    result = synthesize([Example(before, after, path="a.ts")])
+    held = (
+        "export const getType = (d) => {\n  return typeof d;\n};\n\n"
+        "function run(v) {\n  const y = v + 1;\n  return y;\n}\n"
+    )
+    got = result.apply(held)[0]
+    assert "export console" not in got
+    assert got == held.replace("  const y", "  console.log('PARSE');\n  const y")
+
+
+def test_an_appended_argument_never_lands_in_an_empty_list_or_after_a_trailing_comma() -> None:
+    """rich's `Console(…)` -> `Console(…, legacy_windows=False)` learned from one call:
+    `Console($$$A)` -> `Console($$$A, legacy_windows=False)` wrote `Console(,
+    legacy_windows=False)` for `Console()`, a double comma after a trailing one (`$$$A`
+    takes it along) and the keyword twice where a call passes it already — code that no
+    longer runs. Those calls are left alone; the others still get the argument."""
+    before = "def test_screen():\n    console = Console(color_system=None, width=20, height=5)\n"
+    after = before.replace("height=5)", "height=5, legacy_windows=False)")
+    result = synthesize([Example(before, after, path="t.py")])
+    kept = (
+        "def test_a():\n"
+        "    console = Console()\n"
+        "    other = Console(\n        force_terminal=True, _environ={},\n    )\n"
+        "    win = Console(legacy_windows=True)\n"
+    )
+    assert result.apply(kept)[0] == kept
+    held = kept + "    plain = Console(color_system='auto')\n"
+    assert result.apply(held)[0] == kept + (
+        "    plain = Console(color_system='auto', legacy_windows=False)\n"
+    )
+
+
+def test_kept_expressions_give_way_to_the_sites_own_values() -> None:
+    """zod's `core._parse(ZodRealError) as any` -> `core._parse(ZodRealError)` made on six
+    calls and kept on six `_safe…` ones: `$A as any` with `A` not the six kept calls removed
+    every other `as any` of another file (51 wrong hunks). A list of kept *expressions*
+    is instances, not names the change keeps off: the sites' own values come first."""
+    before = (
+        "export const parse = core._parse(ZodError) as any;\n"
+        "export const parseAsync = core._parseAsync(ZodError) as any;\n"
+        "export const safeParse = core._safeParse(ZodError) as any;\n"
+        "export const safeParseAsync = core._safeParseAsync(ZodError) as any;\n"
+    )
+    after = before.replace(
+        "(ZodError) as any;\nexport const parseAsync", "(ZodError);\nexport const parseAsync"
+    )
+    after = after.replace("_parseAsync(ZodError) as any", "_parseAsync(ZodError)")
+    result = synthesize([Example(before, after, path="parse.ts")])
+    held = "inst.brand = () => inst as any;\nconst p = core._parse(ZodError) as any;\n"
+    assert result.apply(held)[0] == held.replace("(ZodError) as any", "(ZodError)")
 
 
 def test_the_narrowed_rules_run_the_same_in_the_ast_grep_cli(tmp_path: Path) -> None:

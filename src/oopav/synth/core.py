@@ -35,7 +35,13 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
-from oopav.synth.precision import closures, nested_guard, rewrapped
+from oopav.synth.precision import (
+    anchor_container,
+    append_guard,
+    closures,
+    nested_guard,
+    rewrapped,
+)
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -1157,7 +1163,19 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
         except RuleError:
             continue
         if covered == choice.covered:
-            return replace(choice, rule=narrowed, constraints=cons)
+            choice = replace(choice, rule=narrowed, constraints=cons)
+            break
+    # Wave 3e: an appended item never lands in an empty list or after a trailing comma.
+    guarded = append_guard(choice.rule, choice.fix)
+    if guarded is not None:
+        g = Rule(
+            id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints
+        )
+        try:
+            if _evaluate(g, exs) == choice.covered:
+                return replace(choice, rule=guarded)
+        except RuleError:
+            pass
     return choice
 
 
@@ -1850,11 +1868,14 @@ def _insert_candidates(
         if after
         else {"not": {"follows": {"pattern": _last_statement(new, lang), "stopBy": "neighbor"}}}
     )
+    peers = [s for s, _ in remaining if s.insert == seed.insert and s.inserted == new]
+    # Precision first (wave 3e): only in the kind of container the anchors sit in.
+    held = anchor_container([seed.node, *(p.node for p in peers)])
+    edge, local = conjoin(edge, held), conjoin(local, held)
     out: list[tuple[dict[str, Any], str]] = [
         ({"kind": kind, "pattern": "$ANCHOR", "all": [edge, guard]}, fix),
         ({"kind": kind, "pattern": "$ANCHOR", "all": [local]}, fix),
     ]
-    peers = [s for s, _ in remaining if s.insert == seed.insert and s.inserted == new]
     names = {n.text() for p in peers if (n := p.node.field("name")) is not None}
     if names and all(_IDENT.match(x) for x in names):
         regex = _shape_regex(names) if len(names) > 1 else "^" + re.escape(names.pop()) + "$"

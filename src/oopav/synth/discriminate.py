@@ -466,7 +466,10 @@ def value_constraints(
     matches (``pos``/``neg`` must come from a rule that binds ``names``).
 
     Texts: a list of the kept ones says nothing about values the examples never show; where
-    the sites show fewer values than the kept code (and ``own``: the caller ranks the lists,
+    the sites show fewer values than the kept code, or the values are expressions rather
+    than names (zod's `core._parse(ZodRealError) as any` -> `core._parse(ZodRealError)`
+    made on six calls and kept on six others; excluding the six kept ones removed every
+    other `as any` of another file, wave 3e) (and ``own``: the caller ranks the lists,
     see :func:`closure`), the sites' own texts are offered too (precision first: ky's
     ``import {type HttpMethod}`` with nine values such as ``Ky`` kept is not ``type
     chromium`` elsewhere; koa's two changed call heads against two kept ones stay a list of
@@ -487,7 +490,10 @@ def value_constraints(
         nt = {v.text() for v in nv if v is not None}
         if not pt & nt and all("\n" not in t for t in nt):
             words = "|".join(re.escape(t) for t in sorted(nt))
-            if own and len(pt) < len(nt) and all("\n" not in t for t in pt):
+            # Wave 3e: so do values that are not names (`core._parse(ZodRealError)`):
+            # a list of kept expressions is instances, not an API the change keeps off.
+            instances = not all(_NAMED_REF.match(t) for t in pt | nt)
+            if own and (len(pt) < len(nt) or instances) and all("\n" not in t for t in pt):
                 shown = "|".join(re.escape(t) for t in sorted(pt))
                 out.append({name: {"regex": f"^(?:{shown})$"}})
             out.append({name: {"not": {"regex": f"^(?:{words})$"}}})

@@ -274,3 +274,58 @@ def rewrapped(after: SgNode, before_text: str) -> tuple[str, str] | None:
                 below.append(child)
         level = below
     return None
+
+
+def anchor_container(anchors: list[SgNode]) -> dict[str, Any]:
+    """Where an inserted statement may go (wave 3e): ``inside`` the kind of node every
+    anchor sits in (a function's ``statement_block``, a ``module``), as a fragment for the
+    insertion rules; empty when the anchors sit in different kinds. A rule that inserts
+    next to "the first ``const`` of its container" also matched the ``const`` of an
+    ``export const`` (its container is the ``export_statement``) and wrote
+    ``export console.log(…);`` — code that no longer parses (zod's debug statements)."""
+    parents = {_parent_kind(a) for a in anchors}
+    if len(parents) != 1:
+        return {}
+    parent = parents.pop()
+    if parent is None:
+        return {}
+    return {"inside": {"kind": parent, "stopBy": "neighbor"}}
+
+
+_CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
+# `$$$X` closing the pattern (`f($$$X)`, `f($A, $$$X)`), and what comes before it.
+_TAIL_LIST = re.compile(r"([(\[{<,])\s*\$\$\$([A-Z][A-Z0-9_]*)\s*([)\]}>])$")
+_KEYWORD = re.compile(r"^\s*([A-Za-z_]\w*)\s*=(?!=)")
+
+
+def append_guard(rule: dict[str, Any], fix: str) -> dict[str, Any] | None:
+    """A rule that appends an item to the list that ends its pattern (rich's
+    ``Console($$$A)`` -> ``Console($$$A, legacy_windows=False)``, issue 26's
+    ``pager($$$A)`` -> ``pager($$$A, color)``) writes broken code where that list is empty
+    (``Console(, legacy_windows=False)``) or ends with a comma (``_environ={},\\n)`` ->
+    ``_environ={},, legacy_windows=False``: ``$$$A`` takes the trailing comma along), and a
+    keyword argument twice where the call already passes it (``Console(legacy_windows=True,
+    legacy_windows=False)``). Wave 3e: such a rule leaves those calls alone — the
+    matched text must not end with an empty list or a comma before the closing bracket,
+    nor pass the keyword already. None when the rule does not append."""
+    text = _pattern_text(rule)
+    if text is None or not isinstance(rule.get("pattern"), str):
+        return None
+    m = _TAIL_LIST.search(text.rstrip())
+    if m is None:
+        return None
+    before, name, close = m.group(1), m.group(2), m.group(3)
+    if before != "," and _CLOSE.get(before) != close:
+        return None
+    # The fix keeps the list and appends after it: `$$$X, item)`.
+    tail = re.search(r"\$\$\$" + name + r"\s*,([^$]*?)\s*" + re.escape(close) + r"\s*$", fix)
+    if tail is None or not tail.group(1).strip():
+        return None
+    opener = "(" if before == "," else before
+    chars = "".join(sorted({"\\" + opener, ","}))
+    guards: list[dict[str, Any]] = [{"regex": f"[{chars}]\\s*\\{close}$"}]
+    kw = _KEYWORD.match(tail.group(1))
+    if kw is not None:
+        guards.append({"regex": f"[{chars}]\\s*{kw.group(1)}\\s*=[^=]"})
+    guard: dict[str, Any] = guards[0] if len(guards) == 1 else {"any": guards}
+    return conjoin(rule, {"not": guard})
