@@ -38,9 +38,13 @@ from oopav.synth.imports import manage_imports
 from oopav.synth.precision import (
     anchor_container,
     append_guard,
+    binds_names,
+    lone_insertion,
+    names_nothing,
     closures,
     nested_guard,
     rewrapped,
+    statement_guard,
 )
 from oopav.synth.sites import (
     COMMENT_KINDS,
@@ -1165,15 +1169,20 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
         if covered == choice.covered:
             choice = replace(choice, rule=narrowed, constraints=cons)
             break
-    # Wave 3e: an appended item never lands in an empty list or after a trailing comma.
-    guarded = append_guard(choice.rule, choice.fix)
-    if guarded is not None:
+    # Wave 3e: an appended item never lands in an empty list or after a trailing comma; an
+    # expression made a statement stays where its sites' statements stand.
+    for guarded in (
+        append_guard(choice.rule, choice.fix),
+        statement_guard(choice.rule, choice.fix, sites),
+    ):
+        if guarded is None:
+            continue
         g = Rule(
             id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints
         )
         try:
             if _evaluate(g, exs) == choice.covered:
-                return replace(choice, rule=guarded)
+                choice = replace(choice, rule=guarded)
         except RuleError:
             pass
     return choice
@@ -1294,7 +1303,14 @@ def _search(
                         ranked: list[list[tuple[dict[str, Any], dict[str, Any] | None]]]
                         ranked = [[], [], []]
                         for value in value_constraints(names, pos, neg, own=True):
-                            options = _closed_first(rule, value, closed, shared_parent)
+                            # Wave 3e: kept *names* excluded from a pattern that names
+                            # nothing close it by the few kinds its sites sit in.
+                            parent = shared_parent or (
+                                context_closure(pos, neg, several=True)
+                                if names_nothing(key) and binds_names(list(value), neg)
+                                else None
+                            )
+                            options = _closed_first(rule, value, closed, parent)
                             if not any("not" in c for c in value.values()):
                                 ranked[1] += options
                             else:
@@ -1868,19 +1884,23 @@ def _insert_candidates(
         if after
         else {"not": {"follows": {"pattern": _last_statement(new, lang), "stopBy": "neighbor"}}}
     )
-    peers = [s for s, _ in remaining if s.insert == seed.insert and s.inserted == new]
-    # Precision first (wave 3e): only in the kind of container the anchors sit in.
+    peers = [s for s, _ in remaining if s.insert == seed.insert and s.inserted == seed.inserted]
+    # Precision first (wave 3e): a statement of the anchor's kind only in the kind of
+    # container the anchors sit in; one lone site inside a function only by its own anchor.
     held = anchor_container([seed.node, *(p.node for p in peers)])
-    edge, local = conjoin(edge, held), conjoin(local, held)
-    out: list[tuple[dict[str, Any], str]] = [
-        ({"kind": kind, "pattern": "$ANCHOR", "all": [edge, guard]}, fix),
-        ({"kind": kind, "pattern": "$ANCHOR", "all": [local]}, fix),
-    ]
+    out: list[tuple[dict[str, Any], str]] = []
+    if not lone_insertion(seed.node, peers):
+        out += [
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(edge, held), guard]}, fix),
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(local, held)]}, fix),
+        ]
     names = {n.text() for p in peers if (n := p.node.field("name")) is not None}
     if names and all(_IDENT.match(x) for x in names):
         regex = _shape_regex(names) if len(names) > 1 else "^" + re.escape(names.pop()) + "$"
         has_name = {"has": {"field": "name", "regex": regex}}
-        out.append(({"kind": kind, "pattern": "$ANCHOR", "all": [has_name, local]}, fix))
+        out.append(
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [has_name, conjoin(local, held)]}, fix)
+        )
     literal = node.text()
     out.append(
         (
