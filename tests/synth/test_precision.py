@@ -448,3 +448,84 @@ def test_the_narrowed_rules_run_the_same_in_the_ast_grep_cli(tmp_path: Path) -> 
         want = result.apply(held)[0]
         assert want != held
         assert (tree / name).read_text() == want
+
+
+def test_the_wave_3e_guards_run_the_same_in_the_ast_grep_cli(tmp_path: Path) -> None:
+    """The append guard (`not: {any: [regex, …]}`), a closure by a few parent kinds
+    (`inside: {any: [kind, …]}`), the statement guard and an import's pinned module are
+    plain ast-grep rule objects: the CLI applies them as the in-process rewriter does."""
+    console = "def test_screen():\n    console = Console(color_system=None, width=20, height=5)\n"
+    typing = (
+        "import typing as t\n\nif t.TYPE_CHECKING:\n    import os\n\n"
+        "_spec: t.Tuple[t.Type, str] = ()\n\n\n"
+        "def test_in(value: t.Any, seq: t.Container) -> bool:\n    return value in seq\n\n\n"
+        "def each(items: t.Iterator) -> t.Any:\n    return items\n"
+    )
+    bench = (
+        "fn bench_a(b: &mut Bencher) {\n    b.iter(|| Value::from(1u8))\n}\n\n"
+        "fn bench_b(b: &mut Bencher) {\n    b.iter(|| Value::from_debug(&1u8))\n}\n"
+    )
+    imports = (
+        "import sys\nfrom collections.abc import Iterable, Sequence\n\nfrom structlog import dev\n"
+    )
+    cases = [
+        (
+            Example(
+                console,
+                console.replace("height=5)", "height=5, legacy_windows=False)"),
+                path="t.py",
+            ),
+            "t.py",
+            "a = Console()\nb = Console(x=1,)\nc = Console(legacy_windows=True)\nd = Console(y=2)\n",
+        ),
+        (
+            Example(
+                typing,
+                typing.replace("t.Type,", "t.Type[t.Any],")
+                .replace("seq: t.Container)", "seq: t.Container[t.Any])")
+                .replace("items: t.Iterator)", "items: t.Iterator[t.Any])"),
+                path="m.py",
+            ),
+            "m.py",
+            "def f(v: t.Iterable) -> int:\n    return t.cast(int, v)\n",
+        ),
+        (
+            Example(bench, bench.replace("1u8))\n", "1u8));\n"), path="b.rs"),
+            "b.rs",
+            "fn level() -> usize {\n    NAMES\n        .iter()\n        .count()\n}\n\n"
+            "fn bench_c(b: &mut Bencher) {\n    b.iter(|| 2)\n}\n",
+        ),
+        (
+            Example(
+                imports,
+                imports.replace("import Iterable", "import Callable, Iterable"),
+                path="i.py",
+            ),
+            "i.py",
+            "from collections.abc import Mapping, Sequence\nfrom twisted.python.log import A, B\n",
+        ),
+    ]
+    for n, (example, name, held) in enumerate(cases):
+        result = synthesize([example])
+        (tmp_path / f"rule{n}.yml").write_text(result.to_yaml())
+        tree = tmp_path / f"tree{n}"
+        tree.mkdir()
+        (tree / name).write_text(held)
+        proc = subprocess.run(
+            [
+                find_cli(),
+                "scan",
+                "--rule",
+                str(tmp_path / f"rule{n}.yml"),
+                "--update-all",
+                str(tree),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        want = result.apply(held)[0]
+        assert want != held
+        assert (tree / name).read_text() == want
