@@ -1889,11 +1889,13 @@ def _insert_candidates(
     # container the anchors sit in; one lone site inside a function only by its own anchor.
     held = anchor_container([seed.node, *(p.node for p in peers)])
     out: list[tuple[dict[str, Any], str]] = []
-    if not lone_insertion(seed.node, peers):
-        out += [
-            ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(edge, held), guard]}, fix),
-            ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(local, held)]}, fix),
-        ]
+    generic = [
+        ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(edge, held), guard]}, fix),
+        ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(local, held)]}, fix),
+    ]
+    lone = lone_insertion(seed.node, peers)
+    if not lone:
+        out += generic
     names = {n.text() for p in peers if (n := p.node.field("name")) is not None}
     if names and all(_IDENT.match(x) for x in names):
         regex = _shape_regex(names) if len(names) > 1 else "^" + re.escape(names.pop()) + "$"
@@ -1908,7 +1910,8 @@ def _insert_candidates(
             literal + "\n" + new if after else new + "\n" + tab + literal,
         )
     )
-    return out
+    # A lone site whose own anchor yields no rule still gets the general one, last.
+    return out + generic if lone else out
 
 
 def _tab_indent(seed: Site) -> str:

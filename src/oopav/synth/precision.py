@@ -401,7 +401,8 @@ def lone_insertion(anchor: SgNode, peers: list[Any]) -> bool:
     first (last, every) statement of the anchor's kind" would put it into every block of
     every file (zod's debug `console.log('ASYNCPARSE');`, inserted once, went into 14
     function bodies of another file). Wave 3e: one such site is learned by its own anchor
-    (its text or its name); two sites or more, or imports at the top, generalise as before."""
+    (its name or its text) first, the general rules only when those fail; two sites or more,
+    or imports at the top, generalise as before."""
     if len(peers) > 1:
         return False
     parent = _parent_kind(anchor)
