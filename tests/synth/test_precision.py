@@ -103,7 +103,7 @@ def test_changed_in_as_many_functions_as_kept_names_the_changed_ones() -> None:
     )
     result = synthesize([Example(before, after, path="test_m.py")])
     [rule] = result.rules
-    assert "not" not in rule.rule
+    assert "inside" not in repr(rule.rule.get("not", {}))  # no kept context named
     assert result.apply(fn("test_other", ""))[0] == fn("test_other", "")
 
 
@@ -252,6 +252,142 @@ def test_a_rule_that_wraps_its_match_keeps_off_code_already_in_the_new_form() ->
     assert result.apply(held)[0] == "e: t.Iterable[t.Any] = v\nf: t.List[t.Any] = u\n"
 
 
+def test_an_inserted_statement_goes_only_into_the_container_its_anchors_sit_in() -> None:
+    """A statement inserted before the first `const` of two functions: the rule "before the
+    first `const` of its container" also matched the `const` of an `export const` (whose
+    container is the `export_statement`) and wrote `export console.log(…);`, code that no
+    longer parses (zod). The anchors sit in a `statement_block`; so does the rule."""
+    before = (
+        "function parse(data) {\n  const x = load(data);\n  return x;\n}\n\n"
+        "function check(data) {\n  const ok = test(data);\n  return ok;\n}\n"
+    )
+    after = before.replace("  const ", "  console.log('PARSE');\n  const ")
+    result = synthesize([Example(before, after, path="a.ts")])
+    held = (
+        "export const getType = (d) => {\n  return typeof d;\n};\n\n"
+        "function run(v) {\n  const y = v + 1;\n  return y;\n}\n"
+    )
+    got = result.apply(held)[0]
+    assert "export console" not in got
+    assert got == held.replace("  const y", "  console.log('PARSE');\n  const y")
+
+
+def test_one_statement_inserted_in_a_function_is_learned_by_its_own_anchor() -> None:
+    """zod's debug `console.log('ASYNCPARSE');` inserted once, before a function's first
+    `const`: "before the first `const` of every block" put it into 14 function bodies of
+    another file. One site inside a function says nothing about other functions: the rule
+    keeps to its anchor."""
+    before = "function parseAsync(data) {\n  const x = load(data);\n  return x;\n}\n"
+    after = before.replace("  const x", "  console.log('ASYNCPARSE');\n  const x")
+    result = synthesize([Example(before, after, path="a.ts")])
+    held = "function run(v) {\n  const y = v + 1;\n  return y;\n}\n"
+    assert result.apply(held)[0] == held
+    assert result.apply(before)[0] == after
+
+
+def test_an_appended_argument_never_lands_in_an_empty_list_or_after_a_trailing_comma() -> None:
+    """rich's `Console(…)` -> `Console(…, legacy_windows=False)` learned from one call:
+    `Console($$$A)` -> `Console($$$A, legacy_windows=False)` wrote `Console(,
+    legacy_windows=False)` for `Console()`, a double comma after a trailing one (`$$$A`
+    takes it along) and the keyword twice where a call passes it already — code that no
+    longer runs. Those calls are left alone; the others still get the argument."""
+    before = "def test_screen():\n    console = Console(color_system=None, width=20, height=5)\n"
+    after = before.replace("height=5)", "height=5, legacy_windows=False)")
+    result = synthesize([Example(before, after, path="t.py")])
+    kept = (
+        "def test_a():\n"
+        "    console = Console()\n"
+        "    other = Console(\n        force_terminal=True, _environ={},\n    )\n"
+        "    win = Console(legacy_windows=True)\n"
+    )
+    assert result.apply(kept)[0] == kept
+    held = kept + "    plain = Console(color_system='auto')\n"
+    assert result.apply(held)[0] == kept + (
+        "    plain = Console(color_system='auto', legacy_windows=False)\n"
+    )
+
+
+def test_kept_expressions_give_way_to_the_sites_own_values() -> None:
+    """zod's `core._parse(ZodRealError) as any` -> `core._parse(ZodRealError)` made on six
+    calls and kept on six `_safe…` ones: `$A as any` with `A` not the six kept calls removed
+    every other `as any` of another file (51 wrong hunks). A list of kept *expressions*
+    is instances, not names the change keeps off: the sites' own values come first."""
+    before = (
+        "export const parse = core._parse(ZodError) as any;\n"
+        "export const parseAsync = core._parseAsync(ZodError) as any;\n"
+        "export const safeParse = core._safeParse(ZodError) as any;\n"
+        "export const safeParseAsync = core._safeParseAsync(ZodError) as any;\n"
+    )
+    after = before.replace(
+        "(ZodError) as any;\nexport const parseAsync", "(ZodError);\nexport const parseAsync"
+    )
+    after = after.replace("_parseAsync(ZodError) as any", "_parseAsync(ZodError)")
+    result = synthesize([Example(before, after, path="parse.ts")])
+    held = "inst.brand = () => inst as any;\nconst p = core._parse(ZodError) as any;\n"
+    assert result.apply(held)[0] == held.replace("(ZodError) as any", "(ZodError)")
+
+
+def test_a_rule_narrowed_by_kept_names_keeps_to_the_few_kinds_its_sites_sit_in() -> None:
+    """jinja's `t.Type` -> `t.Type[t.Any]` made in a subscript and in parameters' types, with
+    `t.Any` and `t.TYPE_CHECKING` kept: `$A.$B` with `B` not the kept names also wrote
+    `t.cast[t.Any](int, v)` and `class G(t.NamedTuple[t.Any])` in another file. Every site
+    sits in a `subscript` or a `type`; so does the rule (wave 3e: a few kinds, not one)."""
+    before = (
+        "import typing as t\n\n"
+        "if t.TYPE_CHECKING:\n    import os\n\n"
+        "_spec: t.Tuple[t.Type, str] = ()\n\n\n"
+        "def test_in(value: t.Any, seq: t.Container) -> bool:\n    return value in seq\n\n\n"
+        "def each(items: t.Iterator) -> t.Any:\n    return items\n"
+    )
+    after = (
+        before.replace("t.Type,", "t.Type[t.Any],")
+        .replace("seq: t.Container)", "seq: t.Container[t.Any])")
+        .replace("items: t.Iterator)", "items: t.Iterator[t.Any])")
+    )
+    result = synthesize([Example(before, after, path="m.py")])
+    held = (
+        "import typing as t\n\n\ndef f(v: t.Iterable) -> int:\n    return t.cast(int, v)\n\n\n"
+        "class G(t.NamedTuple):\n    a: int\n"
+    )
+    assert result.apply(held)[0] == held.replace("v: t.Iterable)", "v: t.Iterable[t.Any])")
+
+
+def test_a_name_added_to_an_import_keeps_to_the_module_it_comes_from() -> None:
+    """structlog's `from collections.abc import Iterable, Sequence` gaining `Callable`:
+    `from $A.$B import $C, $D` -> `from $A.$B import Callable, $C, $D` put `Callable` into
+    every two-name import of a dotted module (`from twisted.python.log import …` even lost
+    its `.log`). The module is what the import is about: it stays that module."""
+    before = (
+        "import sys\nfrom collections.abc import Iterable, Sequence\n\nfrom structlog import dev\n"
+        "\n\ndef f(x: Sequence) -> Iterable:\n    return x\n"
+    )
+    after = before.replace("import Iterable, Sequence", "import Callable, Iterable, Sequence")
+    result = synthesize([Example(before, after, path="m.py")])
+    held = (
+        "from collections.abc import Mapping, Sequence\n"
+        "from twisted.python.log import ILogObserver, textFromEventDict\n"
+    )
+    assert result.apply(held)[0] == held.replace("import Mapping", "import Callable, Mapping")
+
+
+def test_an_expression_made_a_statement_stays_where_its_sites_statements_stand() -> None:
+    """log's `b.iter(|| …)` -> `b.iter(|| …);` (a block's last expression made a statement):
+    `$A.iter($$$B)` -> `$A.iter($$$B);` also matched `LOG_LEVEL_NAMES.iter()` in the middle
+    of a method chain and wrote a `;` there. The sites sit in a `block`; so does the rule."""
+    before = (
+        "fn bench_a(b: &mut Bencher) {\n    b.iter(|| Value::from(1u8))\n}\n\n"
+        "fn bench_b(b: &mut Bencher) {\n    b.iter(|| Value::from_debug(&1u8))\n}\n"
+    )
+    after = before.replace("1u8))\n", "1u8));\n")
+    result = synthesize([Example(before, after, path="b.rs")])
+    chain = (
+        "fn level(s: &str) -> Option<usize> {\n    LOG_LEVEL_NAMES\n        .iter()\n"
+        "        .position(|&n| n == s)\n}\n"
+    )
+    held = chain + "\nfn bench_c(b: &mut Bencher) {\n    b.iter(|| Value::from(2u8))\n}\n"
+    assert result.apply(held)[0] == held.replace("(2u8))\n", "(2u8));\n")
+
+
 def test_the_narrowed_rules_run_the_same_in_the_ast_grep_cli(tmp_path: Path) -> None:
     """The closures, the nested-layout guard and the idempotence field guard are plain
     ast-grep rule objects: the CLI applies them as the in-process rewriter does."""
@@ -286,6 +422,87 @@ def test_the_narrowed_rules_run_the_same_in_the_ast_grep_cli(tmp_path: Path) -> 
             Example(go, go.replace("&buf", "buf"), path="r.go"),
             "r.go",
             "package m\n\nfunc g() *W {\n\tcW(&out, x)\n\treturn &bw\n}\n",
+        ),
+    ]
+    for n, (example, name, held) in enumerate(cases):
+        result = synthesize([example])
+        (tmp_path / f"rule{n}.yml").write_text(result.to_yaml())
+        tree = tmp_path / f"tree{n}"
+        tree.mkdir()
+        (tree / name).write_text(held)
+        proc = subprocess.run(
+            [
+                find_cli(),
+                "scan",
+                "--rule",
+                str(tmp_path / f"rule{n}.yml"),
+                "--update-all",
+                str(tree),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        want = result.apply(held)[0]
+        assert want != held
+        assert (tree / name).read_text() == want
+
+
+def test_the_wave_3e_guards_run_the_same_in_the_ast_grep_cli(tmp_path: Path) -> None:
+    """The append guard (`not: {any: [regex, …]}`), a closure by a few parent kinds
+    (`inside: {any: [kind, …]}`), the statement guard and an import's pinned module are
+    plain ast-grep rule objects: the CLI applies them as the in-process rewriter does."""
+    console = "def test_screen():\n    console = Console(color_system=None, width=20, height=5)\n"
+    typing = (
+        "import typing as t\n\nif t.TYPE_CHECKING:\n    import os\n\n"
+        "_spec: t.Tuple[t.Type, str] = ()\n\n\n"
+        "def test_in(value: t.Any, seq: t.Container) -> bool:\n    return value in seq\n\n\n"
+        "def each(items: t.Iterator) -> t.Any:\n    return items\n"
+    )
+    bench = (
+        "fn bench_a(b: &mut Bencher) {\n    b.iter(|| Value::from(1u8))\n}\n\n"
+        "fn bench_b(b: &mut Bencher) {\n    b.iter(|| Value::from_debug(&1u8))\n}\n"
+    )
+    imports = (
+        "import sys\nfrom collections.abc import Iterable, Sequence\n\nfrom structlog import dev\n"
+    )
+    cases = [
+        (
+            Example(
+                console,
+                console.replace("height=5)", "height=5, legacy_windows=False)"),
+                path="t.py",
+            ),
+            "t.py",
+            "a = Console()\nb = Console(x=1,)\nc = Console(legacy_windows=True)\nd = Console(y=2)\n",
+        ),
+        (
+            Example(
+                typing,
+                typing.replace("t.Type,", "t.Type[t.Any],")
+                .replace("seq: t.Container)", "seq: t.Container[t.Any])")
+                .replace("items: t.Iterator)", "items: t.Iterator[t.Any])"),
+                path="m.py",
+            ),
+            "m.py",
+            "def f(v: t.Iterable) -> int:\n    return t.cast(int, v)\n",
+        ),
+        (
+            Example(bench, bench.replace("1u8))\n", "1u8));\n"), path="b.rs"),
+            "b.rs",
+            "fn level() -> usize {\n    NAMES\n        .iter()\n        .count()\n}\n\n"
+            "fn bench_c(b: &mut Bencher) {\n    b.iter(|| 2)\n}\n",
+        ),
+        (
+            Example(
+                imports,
+                imports.replace("import Iterable", "import Callable, Iterable"),
+                path="i.py",
+            ),
+            "i.py",
+            "from collections.abc import Mapping, Sequence\nfrom twisted.python.log import A, B\n",
         ),
     ]
     for n, (example, name, held) in enumerate(cases):

@@ -100,11 +100,17 @@ def test_a_statement_inserted_in_tab_indented_code_keeps_the_tab() -> None:
     re-indents a fix by the spaces before the match only, so in tab-indented code the
     inserted line came out at column 0 and no candidate reproduced the example (no rule).
     The fix writes the anchor's tab out."""
+    # Two tests (wave 3e: one statement inserted in one function is learned by its own
+    # anchor; two sites generalise).
     before = (
         "test('a', async t => {\n\tconst server = await createServer();\n"
-        "\tt.is(await get(server.url), 'x');\n});\n"
+        "\tt.is(await get(server.url), 'x');\n});\n\n"
+        "test('c', async t => {\n\tconst server = await createServer();\n"
+        "\tt.is(await post(server.url), 'y');\n});\n"
     )
-    after = before.replace("'x');\n});", "'x');\n\n\tawait server.close();\n});")
+    after = before.replace("'x');\n});", "'x');\n\n\tawait server.close();\n});").replace(
+        "'y');\n});", "'y');\n\n\tawait server.close();\n});"
+    )
     result = synthesize([Example(before, after, path="test/a.ts")])
     assert result.apply(before)[0] == after
     held = (
@@ -154,8 +160,13 @@ def test_a_rust_rewrite_reaches_macro_arguments_unless_the_examples_keep_them() 
 def test_a_statement_inserted_first_in_tab_indented_code_keeps_the_tab_on_both_lines() -> None:
     """The same before the first statement: the new statement starts at the match (its
     line already indented), the anchor moves to a line of its own and needs the tab."""
-    before = "test('a', async t => {\n\tconst r = await get(1);\n\tt.true(r.ok);\n});\n"
-    after = before.replace("{\n\tconst r", "{\n\tawait setup();\n\tconst r")
+    before = (
+        "test('a', async t => {\n\tconst r = await get(1);\n\tt.true(r.ok);\n});\n\n"
+        "test('c', async t => {\n\tconst q = await get(3);\n\tt.true(q.ok);\n});\n"
+    )
+    after = before.replace("{\n\tconst r", "{\n\tawait setup();\n\tconst r").replace(
+        "{\n\tconst q", "{\n\tawait setup();\n\tconst q"
+    )
     result = synthesize([Example(before, after, path="test/a.ts")])
     assert result.apply(before)[0] == after
     held = "test('b', async t => {\n\tconst s = await get(2);\n\tt.false(s.ok);\n});\n"

@@ -66,7 +66,21 @@ def learn(before: str, after: str, lang: str) -> list[tuple[dict, str]]:
             "r = get(u)\n",
             "r = get(u, timeout=5)\n",
             "python",
-            [({"pattern": "get($$$A)"}, "get($$$A, timeout=5)")],
+            # The append guard (wave 3e): not `get()` nor a call passing `timeout` already.
+            [
+                (
+                    {
+                        "pattern": "get($$$A)",
+                        "not": {
+                            "any": [
+                                {"regex": r"[,\(]\s*\)$"},
+                                {"regex": r"[,\(]\s*timeout\s*=[^=]"},
+                            ]
+                        },
+                    },
+                    "get($$$A, timeout=5)",
+                )
+            ],
         ),
         (
             "r = get(u, timeout=5)\n",

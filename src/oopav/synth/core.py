@@ -36,7 +36,17 @@ from oopav.synth.discriminate import (
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
-from oopav.synth.precision import closures, nested_guard, rewrapped
+from oopav.synth.precision import (
+    anchor_container,
+    append_guard,
+    binds_names,
+    closures,
+    lone_insertion,
+    names_nothing,
+    nested_guard,
+    rewrapped,
+    statement_guard,
+)
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -1207,7 +1217,24 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
         except RuleError:
             continue
         if covered == choice.covered:
-            return replace(choice, rule=narrowed, constraints=cons)
+            choice = replace(choice, rule=narrowed, constraints=cons)
+            break
+    # Wave 3e: an appended item never lands in an empty list or after a trailing comma; an
+    # expression made a statement stays where its sites' statements stand.
+    for guarded in (
+        append_guard(choice.rule, choice.fix),
+        statement_guard(choice.rule, choice.fix, sites),
+    ):
+        if guarded is None:
+            continue
+        g = Rule(
+            id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints
+        )
+        try:
+            if _evaluate(g, exs) == choice.covered:
+                choice = replace(choice, rule=guarded)
+        except RuleError:
+            pass
     return choice
 
 
@@ -1334,7 +1361,14 @@ def _search(
                         for value in callee_constraints(names, pos, neg):
                             ranked[0] += _closed_first(rule, value, closed, shared_parent)
                         for value in value_constraints(names, pos, neg, own=True):
-                            options = _closed_first(rule, value, closed, shared_parent)
+                            # Wave 3e: kept *names* excluded from a pattern that names
+                            # nothing close it by the few kinds its sites sit in.
+                            parent = shared_parent or (
+                                context_closure(pos, neg, several=True)
+                                if names_nothing(key) and binds_names(list(value), neg)
+                                else None
+                            )
+                            options = _closed_first(rule, value, closed, parent)
                             if not any("not" in c for c in value.values()):
                                 ranked[1] += options
                             else:
@@ -1954,16 +1988,25 @@ def _insert_candidates(
         if after
         else {"not": {"follows": {"pattern": _last_statement(new, lang), "stopBy": "neighbor"}}}
     )
-    out: list[tuple[dict[str, Any], str]] = [
-        ({"kind": kind, "pattern": "$ANCHOR", "all": [edge, guard]}, fix),
-        ({"kind": kind, "pattern": "$ANCHOR", "all": [local]}, fix),
+    peers = [s for s, _ in remaining if s.insert == seed.insert and s.inserted == seed.inserted]
+    # Precision first (wave 3e): a statement of the anchor's kind only in the kind of
+    # container the anchors sit in; one lone site inside a function only by its own anchor.
+    held = anchor_container([seed.node, *(p.node for p in peers)])
+    out: list[tuple[dict[str, Any], str]] = []
+    generic = [
+        ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(edge, held), guard]}, fix),
+        ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(local, held)]}, fix),
     ]
-    peers = [s for s, _ in remaining if s.insert == seed.insert and s.inserted == new]
+    lone = lone_insertion(seed.node, peers)
+    if not lone:
+        out += generic
     names = {n.text() for p in peers if (n := p.node.field("name")) is not None}
     if names and all(_IDENT.match(x) for x in names):
         regex = _shape_regex(names) if len(names) > 1 else "^" + re.escape(names.pop()) + "$"
         has_name = {"has": {"field": "name", "regex": regex}}
-        out.append(({"kind": kind, "pattern": "$ANCHOR", "all": [has_name, local]}, fix))
+        out.append(
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [has_name, conjoin(local, held)]}, fix)
+        )
     literal = node.text()
     out.append(
         (
@@ -1971,7 +2014,8 @@ def _insert_candidates(
             literal + "\n" + new if after else new + "\n" + tab + literal,
         )
     )
-    return out
+    # A lone site whose own anchor yields no rule still gets the general one, last.
+    return out + generic if lone else out
 
 
 def _tab_indent(seed: Site) -> str:

@@ -79,6 +79,8 @@ NAMED_DEFINITIONS = (
     "type_declaration",
 )
 MAX_CONSTRAINTS = 5
+# A rule narrowed by kept code is closed by the parent kinds its sites sit in: at most so many.
+MAX_CLOSURE_KINDS = 3
 # How far up (levels, characters) an enclosing node is searched for what it holds.
 HOLDING_LEVELS = 6
 HOLDING_CHARS = 4000
@@ -466,7 +468,10 @@ def value_constraints(
     matches (``pos``/``neg`` must come from a rule that binds ``names``).
 
     Texts: a list of the kept ones says nothing about values the examples never show; where
-    the sites show fewer values than the kept code (and ``own``: the caller ranks the lists,
+    the sites show fewer values than the kept code, or the kept values are calls rather
+    than names (zod's `core._parse(ZodRealError) as any` -> `core._parse(ZodRealError)`
+    made on six calls and kept on six others; excluding the six kept ones removed every
+    other `as any` of another file, wave 3e) (and ``own``: the caller ranks the lists,
     see :func:`closure`), the sites' own texts are offered too (precision first: ky's
     ``import {type HttpMethod}`` with nine values such as ``Ky`` kept is not ``type
     chromium`` elsewhere; koa's two changed call heads against two kept ones stay a list of
@@ -487,7 +492,11 @@ def value_constraints(
         nt = {v.text() for v in nv if v is not None}
         if not pt & nt and all("\n" not in t for t in nt):
             words = "|".join(re.escape(t) for t in sorted(nt))
-            if own and len(pt) < len(nt) and all("\n" not in t for t in pt):
+            # Wave 3e: so do kept values that are calls (`core._safeParse(E)`): a list of
+            # kept calls with their arguments is instances, not an API the change keeps
+            # off (a kept call head, `ctx.type.should.equal`, is one).
+            instances = all("(" in t for t in nt)
+            if own and (len(pt) < len(nt) or instances) and all("\n" not in t for t in pt):
                 shown = "|".join(re.escape(t) for t in sorted(pt))
                 out.append({name: {"regex": f"^(?:{shown})$"}})
             out.append({name: {"not": {"regex": f"^(?:{words})$"}}})
@@ -528,7 +537,9 @@ def closure(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> dict[str,
     return out
 
 
-def context_closure(pos: list[SgNode], neg: list[SgNode]) -> dict[str, Any] | None:
+def context_closure(
+    pos: list[SgNode], neg: list[SgNode], several: bool = False
+) -> dict[str, Any] | None:
     """The parent kind every positive sits in and some negative does not, as a fragment to
     conjoin with a rule a negative fact narrowed (see :func:`closure`): serde's
     ``de::Deserializer`` -> ``de::Deserializer<'de>`` made in ``where`` bounds, with
@@ -539,12 +550,15 @@ def context_closure(pos: list[SgNode], neg: list[SgNode]) -> dict[str, Any] | No
     if len(ps) < 2 or not neg:
         return None
     kinds = {_kind_at(p, 1) for p in ps}
-    kind = next(iter(kinds))
-    if len(kinds) != 1 or kind is None:
+    if None in kinds or len(kinds) > (MAX_CLOSURE_KINDS if several else 1):
         return None
-    if not any(_kind_at(n, 1) != kind for n in neg):
+    if not any(_kind_at(n, 1) not in kinds for n in neg):
         return None
-    return _at_depth(1, {"kind": kind})
+    # Wave 3e, ``several`` (a pattern that names nothing, `$A.$B`): the few kinds the sites
+    # sit in (jinja's `t.Type` -> `t.Type[t.Any]` made in a `subscript` and in a parameter's
+    # `type`, while `t.cast(…)` of another file is a call's function: `t.cast[t.Any](…)`
+    # was written there). A name (a rename's) says where by itself.
+    return _at_depth(1, _kinds(sorted(k for k in kinds if k is not None)))
 
 
 def _rx_literal(text: str) -> str:

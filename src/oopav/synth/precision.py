@@ -33,7 +33,7 @@ from typing import Any
 
 from ast_grep_py import SgNode
 
-from oopav.synth.discriminate import FIELDS, conjoin
+from oopav.synth.discriminate import FIELDS, ROOTS, conjoin
 
 _METAVAR = re.compile(r"\$\$?\$?([A-Z][A-Z0-9_]*)")
 _SINGLE = re.compile(r"(?<!\$)\$([A-Z][A-Z0-9_]*)")
@@ -188,6 +188,14 @@ def closures(
         where = {"inside": inner}
     kinds: dict[str, Any] = {}
     text = _pattern_text(rule) or ""
+    module = import_module(text, ps)
+    if module:
+        # Wave 3e: what an import is about is the module it names (structlog's `from
+        # collections.abc import Sequence` gaining `Callable` is no reason to put
+        # `Callable` into `from structlog.typing import …`), at one site as at many.
+        pinned = {**(constraints or {}), **module}
+        out0 = [(conjoin(rule, where), pinned)] if where is not None else []
+        return [*out0, (rule, pinned)]
     if len(ps) < 2:
         # One site: every kind is shared; only where it sits is kept.
         return [(conjoin(rule, where), constraints)] if where is not None else []
@@ -274,3 +282,150 @@ def rewrapped(after: SgNode, before_text: str) -> tuple[str, str] | None:
                 below.append(child)
         level = below
     return None
+
+
+def anchor_container(anchors: list[SgNode]) -> dict[str, Any]:
+    """Where an inserted statement may go (wave 3e): ``inside`` the kind of node every
+    anchor sits in (a function's ``statement_block``, a ``module``), as a fragment for the
+    insertion rules; empty when the anchors sit in different kinds. A rule that inserts
+    next to "the first ``const`` of its container" also matched the ``const`` of an
+    ``export const`` (its container is the ``export_statement``) and wrote
+    ``export console.log(…);`` — code that no longer parses (zod's debug statements)."""
+    parents = {_parent_kind(a) for a in anchors}
+    if len(parents) != 1:
+        return {}
+    parent = parents.pop()
+    if parent is None:
+        return {}
+    return {"inside": {"kind": parent, "stopBy": "neighbor"}}
+
+
+_CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
+# `$$$X` closing the pattern (`f($$$X)`, `f($A, $$$X)`), and what comes before it.
+_TAIL_LIST = re.compile(r"([(\[{<,])\s*\$\$\$([A-Z][A-Z0-9_]*)\s*([)\]}>])$")
+_KEYWORD = re.compile(r"^\s*([A-Za-z_]\w*)\s*=(?!=)")
+
+
+def append_guard(rule: dict[str, Any], fix: str) -> dict[str, Any] | None:
+    """A rule that appends an item to the list that ends its pattern (rich's
+    ``Console($$$A)`` -> ``Console($$$A, legacy_windows=False)``, issue 26's
+    ``pager($$$A)`` -> ``pager($$$A, color)``) writes broken code where that list is empty
+    (``Console(, legacy_windows=False)``) or ends with a comma (``_environ={},\\n)`` ->
+    ``_environ={},, legacy_windows=False``: ``$$$A`` takes the trailing comma along), and a
+    keyword argument twice where the call already passes it (``Console(legacy_windows=True,
+    legacy_windows=False)``). Wave 3e: such a rule leaves those calls alone — the
+    matched text must not end with an empty list or a comma before the closing bracket,
+    nor pass the keyword already. None when the rule does not append."""
+    text = _pattern_text(rule)
+    if text is None or not isinstance(rule.get("pattern"), str):
+        return None
+    m = _TAIL_LIST.search(text.rstrip())
+    if m is None:
+        return None
+    before, name, close = m.group(1), m.group(2), m.group(3)
+    if before != "," and _CLOSE.get(before) != close:
+        return None
+    # The fix keeps the list and appends after it: `$$$X, item)`.
+    tail = re.search(r"\$\$\$" + name + r"\s*,([^$]*?)\s*" + re.escape(close) + r"\s*$", fix)
+    if tail is None or not tail.group(1).strip():
+        return None
+    opener = "(" if before == "," else before
+    chars = "".join(sorted({"\\" + opener, ","}))
+    guards: list[dict[str, Any]] = [{"regex": f"[{chars}]\\s*\\{close}$"}]
+    kw = _KEYWORD.match(tail.group(1))
+    if kw is not None:
+        guards.append({"regex": f"[{chars}]\\s*{kw.group(1)}\\s*=[^=]"})
+    guard: dict[str, Any] = guards[0] if len(guards) == 1 else {"any": guards}
+    return conjoin(rule, {"not": guard})
+
+
+# Imports whose module is a field of their own (Python `from M import …`, JS/TS `import … from
+# 'm'`): the field that names the module.
+_IMPORT_MODULE = {"import_from_statement": "module_name", "import_statement": "source"}
+
+
+def import_module(text: str, sites: list[SgNode]) -> dict[str, Any]:
+    """Constraints that keep the metavariables of an import's module to the one text every
+    site binds there (``{A: {regex: ^collections$}, B: {regex: ^abc$}}`` for ``from $A.$B
+    import …``); empty when the sites are no such imports or name different modules."""
+    modules = []
+    for site in sites:
+        field = _IMPORT_MODULE.get(site.kind())
+        mod = site.field(field) if field is not None else None
+        if mod is None:
+            return {}
+        modules.append(mod.range())
+    out: dict[str, Any] = {}
+    for name in sorted(set(_SINGLE.findall(text))):
+        texts: set[str] = set()
+        for site, m in zip(sites, modules, strict=True):
+            bound = site.get_match(name)
+            if bound is None:
+                break
+            b = bound.range()
+            if not (m.start.index <= b.start.index and b.end.index <= m.end.index):
+                break
+            texts.add(bound.text())
+        else:
+            if len(texts) != 1:
+                return {}  # the sites name different modules: the module is what varies
+            out[name] = {"regex": "^" + _rx_literal(texts.pop()) + "$"}
+    return out
+
+
+def _rx_literal(text: str) -> str:
+    """``text`` as a literal in ast-grep's (Rust) regex syntax."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
+
+
+def statement_guard(rule: dict[str, Any], fix: str, sites: list[SgNode]) -> dict[str, Any] | None:
+    """A fix that ends its match with a `;` (log's `b.iter(…)` -> `b.iter(…);`, the last
+    expression of a block made a statement) turns an expression into a statement, which only
+    stands where a statement may: ``inside`` the kinds of node its sites sit in (a
+    ``block``). Without it, `LOG_LEVEL_NAMES.iter()` in the middle of a method chain became
+    `LOG_LEVEL_NAMES.iter();` followed by `.position(…)` (wave 3e). None otherwise."""
+    text = _pattern_text(rule)
+    if text is None or not sites or "inside" in rule:
+        return None
+    if not fix.rstrip().endswith(";") or text.rstrip().endswith(";"):
+        return None
+    parents = sorted({k for s in sites if (k := _parent_kind(s)) is not None})
+    if not parents or len(parents) > 3:
+        return None
+    inner = {"kind": parents[0]} if len(parents) == 1 else {"any": [{"kind": k} for k in parents]}
+    return conjoin(rule, {"inside": {**inner, "stopBy": "neighbor"}})
+
+
+def lone_insertion(anchor: SgNode, peers: list[Any]) -> bool:
+    """One inserted statement inside a function (not at a file's top level): "next to the
+    first (last, every) statement of the anchor's kind" would put it into every block of
+    every file (zod's debug `console.log('ASYNCPARSE');`, inserted once, went into 14
+    function bodies of another file). Wave 3e: one such site is learned by its own anchor
+    (its name or its text) first, the general rules only when those fail; two sites or more,
+    or imports at the top, generalise as before."""
+    if len(peers) > 1:
+        return False
+    parent = _parent_kind(anchor)
+    return parent is not None and parent not in ROOTS
+
+
+def names_nothing(key: str) -> bool:
+    """A candidate's pattern (``key``: pattern NUL fix) holds no name outside its
+    metavariables (``$A.$B``, ``$A == $B``): only punctuation and operators say what it is."""
+    pattern = key.split("\0")[0]
+    return "$" in pattern and not re.search(r"[A-Za-z_]", _METAVAR.sub("", pattern))
+
+
+_NAME = re.compile(r"^[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)*$")
+
+
+def binds_names(names: list[str], nodes: list[SgNode]) -> bool:
+    """Every one of ``nodes`` binds a name (``Any``, ``t``, ``self.x``) to each of the
+    metavariables ``names``: kept code told apart by which names it uses, not by values
+    (gin's kept strings, `"/v1/login/"`, are values: no wider closure from them)."""
+    for node in nodes:
+        for name in names:
+            bound = node.get_match(name)
+            if bound is None or not _NAME.match(bound.text()):
+                return False
+    return True
