@@ -1,0 +1,102 @@
+"""Learned rules in the shape the ast-grep CLI accepts (applied where a rule is rendered).
+
+The CLI (0.51) refuses a rule whose top level names no AST kind it can tell from the rule
+alone ("Rule must specify a set of AST kinds to match. Try adding `kind` rule"): a pattern
+that is a bare metavariable (``pattern: $STR1``), a ``regex``, ``inside``/``has``/``not`` with
+no ``kind``, an ``any`` one of whose branches names none. ast-grep-py, which the synthesiser and
+the loop's sandbox use, accepts the same rule and matches any node there; so the rule learned
+and verified in process could not be run by a user with ``ast-grep scan``.
+
+:func:`cli_rule` adds the kind where it already is in the rule, so that what the rule matches
+does not change: a bare ``pattern: $X`` whose constraint on ``$X`` names kinds (a string
+transform's ``STR1: {kind: string, regex: …}``) matches exactly the nodes of those kinds, and
+says so at the top (``kind: string``). :func:`potential_kinds` follows ast-grep's own rule
+(``potential_kinds`` in ast-grep-core): ``pattern`` (unless a bare metavariable) and ``kind``
+name kinds, ``all`` / a mapping of several keys names the kinds one of its parts names, ``any``
+only when every branch does; ``regex``, ``nthChild``, relational rules and ``not`` name none.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_BARE = re.compile(r"^\s*\$\$?([A-Z_][A-Z0-9_]*)\s*$")
+# Every kind (None: "any kind", the CLI refuses it at the top of a rule).
+Kinds = frozenset[str] | None
+
+
+def bare_metavariable(pattern: Any) -> str | None:
+    """``X`` for a pattern that is one metavariable (``$X`` / ``$$X``), else None."""
+    if isinstance(pattern, str):
+        m = _BARE.match(pattern)
+        return m.group(1) if m else None
+    return None
+
+
+def potential_kinds(rule: Any, utils: dict[str, Any] | None = None) -> Kinds:
+    """The kinds a rule can match, as far as the rule alone tells (None: any kind)."""
+    if not isinstance(rule, dict):
+        return None
+    parts: list[Kinds] = []
+    for key, value in rule.items():
+        if key == "kind" and isinstance(value, str):
+            parts.append(frozenset({value}))
+        elif key == "pattern":
+            if isinstance(value, dict):
+                sel = value.get("selector")
+                if isinstance(sel, str):
+                    parts.append(frozenset({sel}))
+                elif bare_metavariable(value.get("context")) is None:
+                    parts.append(frozenset({"(pattern)"}))
+            elif bare_metavariable(value) is None:
+                parts.append(frozenset({"(pattern)"}))
+        elif key == "all" and isinstance(value, list):
+            parts.extend(potential_kinds(v, utils) for v in value)
+        elif key == "any" and isinstance(value, list):
+            subs = [potential_kinds(v, utils) for v in value]
+            if subs and all(s is not None for s in subs):
+                parts.append(frozenset().union(*[s for s in subs if s is not None]))
+        elif key == "matches" and isinstance(value, str) and utils and value in utils:
+            parts.append(potential_kinds(utils[value], utils))
+    known = [p for p in parts if p is not None]
+    if not known:
+        return None
+    out = known[0]
+    for p in known[1:]:
+        out = out & p if "(pattern)" not in out and "(pattern)" not in p else out | p
+    return out
+
+
+def _constraint_kinds(constraint: Any) -> list[str] | None:
+    """The kinds a constraint names, when it names them as kinds (not through a pattern)."""
+    kinds = potential_kinds(constraint)
+    if kinds is None or "(pattern)" in kinds or not kinds:
+        return None
+    return sorted(kinds)
+
+
+def cli_rule(rule: dict[str, Any], constraints: dict[str, Any] | None) -> dict[str, Any]:
+    """``rule`` with the kind the CLI needs at its top, where the rule already implies it
+    (the rule matches exactly what it matched); unchanged when it names kinds or when its
+    kinds cannot be told from it."""
+    if potential_kinds(rule) is not None:
+        return rule
+    name = bare_metavariable(rule.get("pattern"))
+    if name is None or not constraints or name not in constraints:
+        return rule
+    kinds = _constraint_kinds(constraints[name])
+    if kinds is None:
+        return rule
+    out: dict[str, Any] = {}
+    for key, value in rule.items():
+        out[key] = value
+        if key == "pattern" and len(kinds) == 1:
+            out["kind"] = kinds[0]  # next to the pattern it qualifies
+    if len(kinds) > 1:
+        alts = [{"kind": k} for k in kinds]
+        if "any" not in out:
+            out["any"] = alts
+        else:
+            out["all"] = [*out.get("all", []), {"any": alts}]
+    return out
