@@ -21,8 +21,8 @@ from ast_grep_py import SgRoot
 from oopav.sandbox.astgrep import Rule, find_cli, rewrite_source
 from oopav.synth import Example, synthesize
 from oopav.synth.clicheck import check_file, check_rules, same_modulo_padding
-from oopav.synth.clishape import cli_rule, potential_kinds
-from oopav.synth.core import SynthRule
+from oopav.synth.clishape import cli_rule, kinds_from_sites, potential_kinds
+from oopav.synth.core import SynthResult, SynthRule
 from oopav.synth.evaluate import cases_in, load_case
 
 CASES = cases_in(Path(__file__).parent / "cases")
@@ -192,3 +192,43 @@ def test_the_checker_reports_a_rule_the_cli_refuses() -> None:
 def test_only_a_padded_blank_line_is_forgiven() -> None:
     assert same_modulo_padding("a\n\nb\n", "a\n    \nb\n")
     assert not same_modulo_padding("a\nb\n", "a\n b\n")
+
+
+# --- a bare metavariable that nothing in the rule gives a kind --------------------------------
+
+KY_BEFORE = (
+    "import {Page, HttpServerOptions, run} from './helpers';\n"
+    "export function go(page: Page, options: HttpServerOptions) {\n  return run(page, options);\n}\n"
+)
+KY_AFTER = KY_BEFORE.replace("{Page, HttpServerOptions,", "{type Page, type HttpServerOptions,")
+
+
+def _ky_rule() -> SynthRule:
+    return SynthRule(
+        id="ky",
+        language="typescript",
+        rule={"pattern": "$A", "inside": {"kind": "import_specifier", "stopBy": "neighbor"}},
+        fix="type $A",
+        constraints={"A": {"regex": "^(?:HttpServerOptions|Page)$"}},
+    )
+
+
+def test_a_names_rule_gets_the_kind_of_the_nodes_it_matched_in_the_examples() -> None:
+    """ky's names-list rule (`pattern: $A` inside an import specifier, a names regex): the
+    CLI refuses it; the kinds of what it matched in the examples make it one the CLI runs,
+    rewriting what it rewrote."""
+    rule = _ky_rule()
+    (refused,) = check_rules([rule], [("a.ts", KY_BEFORE)], "typescript")
+    assert refused.kind == "rejected"
+    result = SynthResult([rule], "typescript", 1)
+    assert kinds_from_sites(result, [KY_BEFORE], lambda r: r.apply(KY_BEFORE)[0] == KY_AFTER) == []
+    (fixed,) = result.rules
+    assert fixed.rule["kind"] == "identifier"
+    assert fixed.apply(KY_BEFORE)[0] == KY_AFTER
+    assert not check_rules(result.rules, [("a.ts", KY_BEFORE)], "typescript")
+
+
+def test_kinds_from_the_examples_are_dropped_when_the_examples_are_no_longer_reproduced() -> None:
+    result = SynthResult([_ky_rule()], "typescript", 1)
+    kinds_from_sites(result, [KY_BEFORE], lambda r: False)
+    assert result.rules == [_ky_rule()]

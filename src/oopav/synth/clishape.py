@@ -19,7 +19,14 @@ only when every branch does; ``regex``, ``nthChild``, relational rules and ``not
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ast_grep_py import SgRoot
+
+if TYPE_CHECKING:  # core imports this module to render rules
+    from oopav.synth.core import SynthResult
 
 _BARE = re.compile(r"^\s*\$\$?([A-Z_][A-Z0-9_]*)\s*$")
 # Every kind (None: "any kind", the CLI refuses it at the top of a rule).
@@ -88,11 +95,20 @@ def cli_rule(rule: dict[str, Any], constraints: dict[str, Any] | None) -> dict[s
     kinds = _constraint_kinds(constraints[name])
     if kinds is None:
         return rule
+    return with_kinds(rule, kinds)
+
+
+def with_kinds(rule: dict[str, Any], kinds: list[str]) -> dict[str, Any]:
+    """``rule`` restricted to ``kinds``: ``kind`` next to its pattern, or ``any`` of them."""
     out: dict[str, Any] = {}
     for key, value in rule.items():
-        out[key] = value
         if key == "pattern" and len(kinds) == 1:
+            out[key] = value
             out["kind"] = kinds[0]  # next to the pattern it qualifies
+        else:
+            out[key] = value
+    if len(kinds) == 1 and "kind" not in out:
+        out = {"kind": kinds[0], **out}
     if len(kinds) > 1:
         alts = [{"kind": k} for k in kinds]
         if "any" not in out:
@@ -100,3 +116,36 @@ def cli_rule(rule: dict[str, Any], constraints: dict[str, Any] | None) -> dict[s
         else:
             out["all"] = [*out.get("all", []), {"any": alts}]
     return out
+
+
+def kinds_from_sites(
+    result: SynthResult, befores: list[str], reproduces: Callable[[SynthResult], bool]
+) -> list[str]:
+    """A rule the rule alone cannot give a kind (``pattern: $A`` inside an import specifier,
+    with a names regex: ky's ``import {…}`` made ``import {type …}``) gets the kinds of the
+    nodes it matches in the examples, where it was learned; kept only when the rule set still
+    reproduces the examples. The rule is then narrower only on code of a kind the examples
+    never show it matching. Returns notes (none: the CLI reason is in the docs)."""
+    texts = list(befores)
+    rules = list(result.rules)
+    changed = False
+    for i, rule in enumerate(rules):
+        if potential_kinds(rule.cli_rule()) is None:
+            config = rule.as_rule().config()
+            kinds = sorted(
+                {
+                    n.kind()
+                    for t in texts
+                    for n in SgRoot(t, result.language).root().find_all(config)
+                }
+            )
+            if kinds:
+                rules[i] = replace(rule, rule=with_kinds(rule.rule, kinds))
+                changed = True
+        texts = [rules[i].apply(t)[0] for t in texts]
+    if changed:
+        old = result.rules
+        result.rules = rules
+        if not reproduces(result):
+            result.rules = old
+    return []

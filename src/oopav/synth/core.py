@@ -26,7 +26,7 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
-from oopav.synth.clishape import cli_rule
+from oopav.synth.clishape import cli_rule, kinds_from_sites
 from oopav.synth.discriminate import (
     closure,
     conjoin,
@@ -940,6 +940,8 @@ def synthesize(
 
     notes += add_macro_rules(result, reproduces)
     notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
+    # A rule the ast-grep CLI would refuse for want of a kind gets the kinds it matched.
+    notes += kinds_from_sites(result, [ex.before for ex in exs], reproduces)
     rules = result.rules
     # Follow-ups (imports) and deletion companions serve a change; they are not changes.
     changes = sum(1 for r in rules if not r.follow_up and not r.companion)
