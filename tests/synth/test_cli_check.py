@@ -123,6 +123,8 @@ SHAPES: list[tuple[dict[str, Any], bool]] = [
     ({"not": {"kind": "call"}, "regex": "^foo$"}, False),
     ({"kind": "identifier", "not": {"regex": "^x$"}}, True),
     ({"pattern": {"context": "foo($A)", "selector": "call"}}, True),
+    # A pattern that does not parse on its own (structlog's `elif` learned as it stands).
+    ({"pattern": "elif $A == 1:\n    $$$B"}, False),
 ]
 
 
@@ -130,7 +132,7 @@ SHAPES: list[tuple[dict[str, Any], bool]] = [
 def test_potential_kinds_says_what_the_cli_accepts(
     rule: dict[str, Any], accepted: bool, tmp_path: Path
 ) -> None:
-    (tmp_path / "t.py").write_text("foo(1)\nx = foo\n")
+    (tmp_path / "t.py").write_text("foo(1)\nx = foo\nif x:\n    pass\nelif x == 1:\n    pass\n")
     doc = {"id": "r", "language": "python", "rule": rule, "fix": "bar"}
     (tmp_path / "r.yml").write_text(yaml.safe_dump(doc))
     proc = subprocess.run(
@@ -143,7 +145,7 @@ def test_potential_kinds_says_what_the_cli_accepts(
     )
     refused = "Rule must specify a set of AST kinds" in proc.stderr
     assert refused == (not accepted), proc.stderr
-    assert (potential_kinds(rule) is not None) == accepted
+    assert (potential_kinds(rule, language="python") is not None) == accepted
 
 
 # --- a deletion whose range reaches over a block holding another deletion --------------------
@@ -232,3 +234,23 @@ def test_kinds_from_the_examples_are_dropped_when_the_examples_are_no_longer_rep
     result = SynthResult([_ky_rule()], "typescript", 1)
     kinds_from_sites(result, [KY_BEFORE], lambda r: False)
     assert result.rules == [_ky_rule()]
+
+
+def test_an_error_rooted_pattern_gets_the_kind_it_matched() -> None:
+    """structlog's `elif $A == "__email__": …` -> `if …` and log's Rust `: $A` bound: learned
+    where they stand, they do not parse alone; ast-grep-py matches them, the CLI refuses
+    them for want of a kind. The kind they matched in the examples makes them runnable."""
+    before = 'def f(a):\n    if a == 1:\n        pass\n    elif a == "x":\n        pass\n'
+    after = before.replace("    elif a", "    if a")
+    rule = SynthRule(
+        id="elif",
+        language="python",
+        rule={"pattern": 'elif $A == "x":\n        $$$B'},
+        fix='if $A == "x":\n    $$$B',
+    )
+    assert rule.apply(before)[0] == after
+    assert check_rules([rule], [("m.py", before)], "python")[0].kind == "rejected"
+    result = SynthResult([rule], "python", 1)
+    kinds_from_sites(result, [before], lambda r: r.apply(before)[0] == after)
+    assert result.rules[0].rule["kind"] == "elif_clause"
+    assert not check_rules(result.rules, [("m.py", before)], "python")

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from ast_grep_py import SgRoot
 
+from oopav.sandbox.astgrep import pattern_problem
+
 if TYPE_CHECKING:  # core imports this module to render rules
     from oopav.synth.core import SynthResult
 
@@ -41,7 +43,18 @@ def bare_metavariable(pattern: Any) -> str | None:
     return None
 
 
-def potential_kinds(rule: Any, utils: dict[str, Any] | None = None) -> Kinds:
+def _names_kind(pattern: Any, language: str | None) -> bool:
+    """A pattern names its root's kind unless it is a bare metavariable or (``language``
+    given) does not parse: the CLI takes an error-rooted pattern (a Python ``elif …`` clause,
+    a Rust ``: $A`` bound, learned as they stand in their parent) for one of no kind."""
+    if not isinstance(pattern, str) or bare_metavariable(pattern) is not None:
+        return False
+    return language is None or pattern_problem(pattern, language) is None
+
+
+def potential_kinds(
+    rule: Any, utils: dict[str, Any] | None = None, language: str | None = None
+) -> Kinds:
     """The kinds a rule can match, as far as the rule alone tells (None: any kind)."""
     if not isinstance(rule, dict):
         return None
@@ -54,18 +67,18 @@ def potential_kinds(rule: Any, utils: dict[str, Any] | None = None) -> Kinds:
                 sel = value.get("selector")
                 if isinstance(sel, str):
                     parts.append(frozenset({sel}))
-                elif bare_metavariable(value.get("context")) is None:
+                elif _names_kind(value.get("context"), language):
                     parts.append(frozenset({"(pattern)"}))
-            elif bare_metavariable(value) is None:
+            elif _names_kind(value, language):
                 parts.append(frozenset({"(pattern)"}))
         elif key == "all" and isinstance(value, list):
-            parts.extend(potential_kinds(v, utils) for v in value)
+            parts.extend(potential_kinds(v, utils, language) for v in value)
         elif key == "any" and isinstance(value, list):
-            subs = [potential_kinds(v, utils) for v in value]
+            subs = [potential_kinds(v, utils, language) for v in value]
             if subs and all(s is not None for s in subs):
                 parts.append(frozenset().union(*[s for s in subs if s is not None]))
         elif key == "matches" and isinstance(value, str) and utils and value in utils:
-            parts.append(potential_kinds(utils[value], utils))
+            parts.append(potential_kinds(utils[value], utils, language))
     known = [p for p in parts if p is not None]
     if not known:
         return None
@@ -130,7 +143,7 @@ def kinds_from_sites(
     rules = list(result.rules)
     changed = False
     for i, rule in enumerate(rules):
-        if potential_kinds(rule.cli_rule()) is None:
+        if potential_kinds(rule.cli_rule(), language=result.language) is None:
             config = rule.as_rule().config()
             kinds = sorted(
                 {
