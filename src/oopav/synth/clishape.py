@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from ast_grep_py import SgRoot
 
-from oopav.sandbox.astgrep import pattern_problem
-
 if TYPE_CHECKING:  # core imports this module to render rules
     from oopav.synth.core import SynthResult
 
@@ -43,13 +41,36 @@ def bare_metavariable(pattern: Any) -> str | None:
     return None
 
 
+# The character ast-grep puts for `$` in a pattern of languages whose identifiers cannot hold
+# `$` (its `expando_char`); JavaScript and TypeScript keep `$`.
+_EXPANDO = {"python": "µ", "rust": "µ", "go": "µ", "c": "µ", "cpp": "µ", "csharp": "µ"}
+
+
+def pattern_root_kind(pattern: str, language: str) -> str | None:
+    """The kind of the node a pattern stands for, as ast-grep finds it: from the parsed
+    pattern's root down while a node has one child (a zero-width MISSING node, the `;` a Rust
+    expression lacks, does not count). ``ERROR`` for a pattern that does not parse as one
+    node; None when the language is unknown to ast-grep-py."""
+    code = pattern.replace("$", _EXPANDO.get(language, "$"))
+    try:
+        node = SgRoot(code, language).root()
+    except Exception:  # ast-grep-py raises a bare Exception for an unknown language
+        return None
+    while True:
+        children = [c for c in node.children() if c.text()]
+        if len(children) != 1:
+            return node.kind()
+        node = children[0]
+
+
 def _names_kind(pattern: Any, language: str | None) -> bool:
     """A pattern names its root's kind unless it is a bare metavariable or (``language``
-    given) does not parse: the CLI takes an error-rooted pattern (a Python ``elif …`` clause,
-    a Rust ``: $A`` bound, learned as they stand in their parent) for one of no kind."""
+    given) its root is an ``ERROR`` node: the CLI takes such a pattern (a Python ``elif …``
+    clause, a Rust ``: $A`` bound, learned as they stand in their parent) for one of no kind,
+    where ast-grep-py still matches it."""
     if not isinstance(pattern, str) or bare_metavariable(pattern) is not None:
         return False
-    return language is None or pattern_problem(pattern, language) is None
+    return language is None or pattern_root_kind(pattern, language) != "ERROR"
 
 
 def potential_kinds(
