@@ -254,3 +254,17 @@ def test_an_error_rooted_pattern_gets_the_kind_it_matched() -> None:
     kinds_from_sites(result, [before], lambda r: r.apply(before)[0] == after)
     assert result.rules[0].rule["kind"] == "elif_clause"
     assert not check_rules(result.rules, [("m.py", before)], "python")
+
+
+def test_the_checker_names_the_cli_reason_and_a_rule_neither_rewriter_takes() -> None:
+    """A constraint on a metavariable the rule never binds: ast-grep-py refuses it too
+    (synth verifies every rule in process, so it never hands one out)."""
+    rule = SynthRule(
+        id="undef",
+        language="python",
+        rule={"pattern": "foo($A)"},
+        fix="baz($A)",
+        constraints={"B": {"regex": "x"}},
+    )
+    (found,) = check_rules([rule], [("m.py", "foo(1)\n")], "python")
+    assert found.kind == "invalid" and "Undefined meta var `B`" in found.detail

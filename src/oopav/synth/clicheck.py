@@ -8,6 +8,7 @@ every file with both and compares the results byte for byte:
 
 - ``rejected``: the CLI refused the rule file (its first error line is the detail);
 - ``differs``: the CLI rewrote a file otherwise than one in-process pass of the rule;
+- ``invalid``: ast-grep-py refused it too (synth never hands out such a rule);
 - ``passes``: a deletion rule whose in-process result (``SynthRule.apply``, repeated until
   nothing changes: adjacent deleted statements overlap) needs the CLI run more than once.
 
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from oopav.sandbox.astgrep import LANG_EXTENSIONS, find_cli, rewrite_source
+from oopav.sandbox.astgrep import LANG_EXTENSIONS, RuleError, find_cli, rewrite_source
 from oopav.synth.core import SynthRule
 
 MAX_CLI_PASSES = 8  # as synth's own apply (core.MAX_PASSES)
@@ -40,7 +41,7 @@ class CliFinding:
 
     rule: int
     rule_id: str
-    kind: str  # rejected | differs | passes | file
+    kind: str  # rejected | differs | passes | file | invalid
     path: str = ""
     detail: str = ""
 
@@ -60,9 +61,11 @@ def same_modulo_padding(ours: str, cli: str) -> bool:
 
 
 def _first_error(text: str) -> str:
+    """The CLI's reason: the lines after "Caused by" (one, or a summary and the cause)."""
     lines = [ln.strip(" ╰▻✖") for ln in text.splitlines() if ln.strip()]
-    caused = [ln for i, ln in enumerate(lines) if i and "Caused by" in lines[i - 1]]
-    return (caused or lines or ["(no output)"])[0][:200]
+    at = next((i for i, ln in enumerate(lines) if "Caused by" in ln), None)
+    reason = lines[at + 1 :] if at is not None else lines
+    return (" ".join(reason) or "(no output)")[:200]
 
 
 def _first_diff(a: str, b: str) -> str:
@@ -121,8 +124,12 @@ def check_rules(
         tree = _Tree(Path(tmp), language, texts)
         for i, rule in enumerate(rules):
             as_rule = rule.as_rule()
-            once = [rewrite_source(t, as_rule)[0] for t in texts]
-            full = [rule.apply(t)[0] for t in texts]
+            try:
+                once = [rewrite_source(t, as_rule)[0] for t in texts]
+                full = [rule.apply(t)[0] for t in texts]
+            except RuleError as exc:  # not a rule synth hands out: it verifies them in process
+                findings.append(CliFinding(i, rule.id, "invalid", detail=exc.message[:200]))
+                continue
             tree.write(texts)
             error = tree.scan(rule.to_yaml(), timeout)
             if error is not None:
@@ -169,8 +176,11 @@ def check_file(
         return []
     texts = [t for _, t in files]
     want = list(texts)
-    for rule in rules:
-        want = [rule.apply(t)[0] for t in want]
+    try:
+        for rule in rules:
+            want = [rule.apply(t)[0] for t in want]
+    except RuleError as exc:
+        return [CliFinding(0, "(file)", "invalid", detail=exc.message[:200])]
     with tempfile.TemporaryDirectory(prefix="oopav-clicheck-") as tmp:
         tree = _Tree(Path(tmp), language, texts)
         error = tree.scan("---\n".join(r.to_yaml() for r in rules), timeout)
