@@ -11,6 +11,7 @@ expanded range reaches over a block holding another deleted statement (zod's `co
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +269,20 @@ def test_the_checker_names_the_cli_reason_and_a_rule_neither_rewriter_takes() ->
     )
     (found,) = check_rules([rule], [("m.py", "foo(1)\n")], "python")
     assert found.kind == "invalid" and "Undefined meta var `B`" in found.detail
+
+
+def test_a_companion_that_matches_nothing_takes_the_kinds_of_its_rule() -> None:
+    """A deletion's companion (the same pattern, first in its block) may match nothing in the
+    examples; one refused document makes the CLI refuse the whole file, so it takes the kinds
+    of the rule of the same pattern."""
+    before = 'def f(a):\n    if a == 1:\n        pass\n    elif a == "x":\n        pass\n'
+    after = before.replace("    elif a", "    if a")
+    pattern = {"pattern": 'elif $A == "x":\n        $$$B'}
+    main = SynthRule(id="m", language="python", rule=pattern, fix='if $A == "x":\n    $$$B')
+    companion = replace(main, id="c", rule={**pattern, "nthChild": 1})
+    result = SynthResult([main, companion], "python", 1)
+    assert result.apply(before)[0] == after
+    kinds_from_sites(result, [before], lambda r: r.apply(before)[0] == after)
+    assert [r.rule.get("kind") for r in result.rules] == ["elif_clause", "elif_clause"]
+    assert not check_rules(result.rules, [("m.py", before)], "python")
+    assert not check_file(result.rules, [("m.py", before)], "python")

@@ -163,6 +163,8 @@ def kinds_from_sites(
     texts = list(befores)
     rules = list(result.rules)
     changed = False
+    found: dict[int, list[str]] = {}
+    missing: list[int] = []
     for i, rule in enumerate(rules):
         if potential_kinds(rule.cli_rule(), language=result.language) is None:
             config = rule.as_rule().config()
@@ -174,9 +176,25 @@ def kinds_from_sites(
                 }
             )
             if kinds:
+                found[i] = kinds
                 rules[i] = replace(rule, rule=with_kinds(rule.rule, kinds))
                 changed = True
+            else:
+                missing.append(i)
         texts = [rules[i].apply(t)[0] for t in texts]
+    # A rule that matches nothing in the examples (a deletion's companion, for the statement
+    # first in its block) takes the kinds of a rule of the same pattern and constraints: one
+    # refused document makes the CLI refuse the whole rule file.
+    for i in missing:
+        rule = rules[i]
+        for j, kinds in found.items():
+            other = result.rules[j]
+            if (other.rule.get("pattern"), other.constraints) == (
+                rule.rule.get("pattern"),
+                rule.constraints,
+            ):
+                rules[i] = replace(rule, rule=with_kinds(rule.rule, kinds))
+                break
     if changed:
         old = result.rules
         result.rules = rules
