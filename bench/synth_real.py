@@ -3,7 +3,7 @@
     python bench/synth_real.py GITDIR [GITDIR ...] [--seed 26] [--per-language 9]
                                [--max-commits 3000] [--cli 12] [--from-git] [--json OUT]
                                [--why] [--only N,M] [--cache FILE] [--diff-against CACHE]
-                               [--commits-of CACHE]
+                               [--commits-of CACHE] [--cli-check]
 
 Each GITDIR is a (bare) git directory of a public repository, e.g. the mirrors the ``fetch`` tool
 makes under /work/.mirror/OWNER+NAME/repo. Nothing fetched is committed: the cases are mined,
@@ -48,6 +48,13 @@ learned (a rule set was synthesised), exact (every held-out file byte-identical)
 (files) and example sites used. Timings: median ``synthesize`` time in process, and the median
 wall time of ``oopav synth EXAMPLES.json`` per call on --cli cases. With --from-git: the
 commit's --from-git report (groups when the synthesiser has ``learn_groups``, hunks otherwise).
+
+``--cli-check`` runs every learned rule set (one-shot and incremental) with the real ast-grep
+CLI too (``oopav.synth.clicheck``): each rule through ``ast-grep scan --rule FILE
+--update-all`` over the examples and held-out files, byte for byte against the in-process
+rewriter, then the whole rule file at once; it prints each finding under its case and a
+``cli-check:`` summary (rules rejected, applied otherwise, deletions needing several runs,
+rule files read otherwise at once).
 
 ``--why`` prints, for each miss, the first held-out hunk where the produced file differs from
 the expected one (``-`` before, ``+`` expected, ``>`` produced) and the learned rules;
