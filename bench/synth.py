@@ -72,6 +72,11 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=25)
     ap.add_argument("--real", type=Path, help="renames on the real Python files under DIR")
     ap.add_argument("--files", type=int, default=200)
+    ap.add_argument(
+        "--cli-check",
+        action="store_true",
+        help="also run every case's learned rules with the real ast-grep CLI (synth/clicheck)",
+    )
     args = ap.parse_args()
     rows: dict[str, list[tuple[CaseScore, int | None, bool]]] = defaultdict(list)
     for path in cases_in(args.cases):
@@ -125,10 +130,46 @@ def main() -> None:
         ("median synthesis < 100 ms", median < 100, f"{median:.1f} ms"),
     ):
         print(f"{'PASS' if ok else 'MISS'}  {label}: {figure}")
+    if args.cli_check:
+        cli_check(args.cases)
     if args.git is not None:
         history(args.git, args.commits)
     if args.real is not None:
         real_renames(args.real, args.files)
+
+
+def cli_check(root: Path) -> None:
+    """Every case's rules (learned from <= 2 examples) run by ``ast-grep scan --update-all``
+    over its training and held-out files, compared byte for byte with the in-process rewriter
+    (rule by rule, then the whole rule file at once)."""
+    from collections import Counter
+
+    from oopav.synth import Example, SynthesisError, synthesize
+    from oopav.synth.clicheck import check_file, check_rules
+
+    kinds: Counter[str] = Counter()
+    rules = 0
+    for path in cases_in(root):
+        case = load_case(path)
+        lang = case["language"]
+        train = case["train"][:2]
+        try:
+            result = synthesize([Example(e["before"], e["after"], language=lang) for e in train])
+        except SynthesisError:
+            continue
+        files = [(f"train{i}", e["before"]) for i, e in enumerate(train)]
+        files += [(f"held{i}", h["before"]) for i, h in enumerate(case["heldout"])]
+        rules += len(result.rules)
+        for f in check_rules(result.rules, files, lang) + check_file(result.rules, files, lang):
+            kinds[f.kind] += 1
+            print(f"cli-check {case['name']}: {f.line()}")
+    bad = kinds["rejected"] + kinds["differs"]
+    print(
+        f"{'PASS' if not bad else 'MISS'}  cli-check: {rules} rules of the cases run by the "
+        f"ast-grep CLI: {kinds['rejected']} rejected, {kinds['differs']} applied otherwise, "
+        f"{kinds['passes']} deletions needing several runs, {kinds['file']} files read "
+        "otherwise at once"
+    )
 
 
 def real_renames(root: Path, limit: int) -> None:

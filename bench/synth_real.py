@@ -3,7 +3,7 @@
     python bench/synth_real.py GITDIR [GITDIR ...] [--seed 26] [--per-language 9]
                                [--max-commits 3000] [--cli 12] [--from-git] [--json OUT]
                                [--why] [--only N,M] [--cache FILE] [--diff-against CACHE]
-                               [--commits-of CACHE]
+                               [--commits-of CACHE] [--cli-check]
 
 Each GITDIR is a (bare) git directory of a public repository, e.g. the mirrors the ``fetch`` tool
 makes under /work/.mirror/OWNER+NAME/repo. Nothing fetched is committed: the cases are mined,
@@ -48,6 +48,13 @@ learned (a rule set was synthesised), exact (every held-out file byte-identical)
 (files) and example sites used. Timings: median ``synthesize`` time in process, and the median
 wall time of ``oopav synth EXAMPLES.json`` per call on --cli cases. With --from-git: the
 commit's --from-git report (groups when the synthesiser has ``learn_groups``, hunks otherwise).
+
+``--cli-check`` runs every learned rule set (one-shot and incremental) with the real ast-grep
+CLI too (``oopav.synth.clicheck``): each rule through ``ast-grep scan --rule FILE
+--update-all`` over the examples and held-out files, byte for byte against the in-process
+rewriter, then the whole rule file at once; it prints each finding under its case and a
+``cli-check:`` summary (rules rejected, applied otherwise, deletions needing several runs,
+rule files read otherwise at once).
 
 ``--why`` prints, for each miss, the first held-out hunk where the produced file differs from
 the expected one (``-`` before, ``+`` expected, ``>`` produced) and the learned rules;
@@ -701,6 +708,14 @@ class Score:
     # Per held-out path: line ranges rewritten where the commit changed nothing there.
     over: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     miss_class: str = ""
+    # --cli-check: the learned rules checked with the ast-grep CLI (synth/clicheck.py), and
+    # one line per rule it refuses or applies otherwise than the in-process rewriter.
+    cli_rules: int = 0
+    cli_findings: list[str] = field(default_factory=list)
+
+
+# Set by --cli-check: every learned rule set is run by the real ast-grep CLI too.
+CLI_CHECK = False
 
 
 def _layout_free(line: str) -> str:
@@ -806,6 +821,14 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
     s.learned = True
     s.rules = len(result.rules)
     s.rule_text = result.to_yaml()
+    if CLI_CHECK:
+        from oopav.synth.clicheck import check_file, check_rules
+
+        files = [(f.path, f.before) for f in [*examples, *heldout]]
+        s.cli_rules = len(result.rules)
+        found = check_rules(result.rules, files, result.language)
+        found += check_file(result.rules, files, result.language)
+        s.cli_findings = [f"{f.kind}\t{f.line()}" for f in found]
     exact = True
     for f in heldout:
         try:
@@ -989,6 +1012,36 @@ def miss_table(misses: list[tuple[int, Score, Score]]) -> list[str]:
     return out
 
 
+def cli_summary(scores: list[Score]) -> list[str]:
+    """--cli-check: rule sets checked (one-shot and incremental, the same set counted once),
+    rules, and the rules the CLI refuses or applies otherwise, by kind."""
+    seen: dict[str, Score] = {}
+    for s in scores:
+        if s.learned:
+            seen.setdefault(s.rule_text, s)
+    rules = sum(s.cli_rules for s in seen.values())
+    kinds: Counter[str] = Counter()
+    for s in seen.values():
+        # A rule with several differing files counts once per kind.
+        kinds.update({(f.split("\t", 1)[0], f.split(" ", 2)[1]) for f in s.cli_findings})
+    by_kind = Counter(k for k, _ in kinds.elements())
+    bad = sum(by_kind[k] for k in ("rejected", "differs"))
+    return [
+        f"cli-check: {len(seen)} distinct rule sets, {rules} rules run by `ast-grep scan "
+        f"--update-all` ({find_cli_version()}): {by_kind['rejected']} rejected, "
+        f"{by_kind['differs']} applied otherwise, {by_kind['passes']} deletions needing "
+        f"several runs; rule files read otherwise at once: {by_kind['file']} "
+        f"{'PASS' if not bad else 'MISS'} (target: 0 rejected, 0 applied otherwise)"
+    ]
+
+
+def find_cli_version() -> str:
+    from oopav.sandbox.astgrep import find_cli
+
+    out = subprocess.run([find_cli(), "--version"], capture_output=True, text=True, check=False)
+    return out.stdout.strip()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("gitdirs", nargs="+", type=Path)
@@ -1017,8 +1070,16 @@ def main() -> None:
         metavar="CACHE",
         help="score the commits another miner's cache drew (as this miner builds them)",
     )
+    ap.add_argument(
+        "--cli-check",
+        action="store_true",
+        help="run every learned rule with the real ast-grep CLI too and report the rules it "
+        "refuses or applies otherwise than the in-process rewriter",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
+    global CLI_CHECK
+    CLI_CHECK = args.cli_check
 
     t0 = time.perf_counter()
     mined: list[Case] = []
@@ -1079,6 +1140,9 @@ def main() -> None:
             f"{one.ms:.0f} ms {one.error}",
             flush=True,
         )
+        if args.cli_check:
+            for line in dict.fromkeys(one.cli_findings + inc.cli_findings):
+                print("    cli-check: " + line.split("\t", 1)[1][:220])
         if args.why and not one.exact:
             print(one.why or f"      {one.error}")
             if one.rule_text:
@@ -1155,6 +1219,8 @@ def main() -> None:
         f"site precision: one-shot {one_p:.3f}, incremental {inc_p:.3f} (target >= 0.98) "
         f"{verdict(min(one_p, inc_p) >= 0.98)}"
     )
+    if args.cli_check:
+        print("\n".join(cli_summary([s for rs in rows.values() for pair in rs for s in pair])))
     if args.from_git:
         seen = set()
         for case in cases:

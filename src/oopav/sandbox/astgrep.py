@@ -502,11 +502,15 @@ def match_span(
 def _splice_spans(
     source: str, spans: list[tuple[int, int, SgNode]], expand: Expander
 ) -> tuple[str, int]:
-    """As :func:`_splice`, over matches whose replaced range was expanded (by start, longest
-    first; a range overlapping one already replaced is skipped, as the CLI skips it)."""
+    """As :func:`_splice`, over matches whose replaced range was expanded. The CLI takes them
+    in the order of the matched nodes (pre-order: by the node's own start, longest first), not
+    of the expanded ranges, and skips a range that starts before the end of one it replaced:
+    where a deleted statement's range reaches back over a block holding another deleted
+    statement, the one inside the block goes first (ordered by expanded start, the block's
+    statement won and a user's ``ast-grep scan`` deleted the other one)."""
     out: list[str] = []
     pos = count = 0
-    for start, end, node in sorted(spans, key=lambda t: (t[0], -t[1])):
+    for start, end, node in sorted(spans, key=lambda t: _node_key(t[2])):
         if start < pos:
             continue
         out.append(source[pos:start])
@@ -519,6 +523,11 @@ def _splice_spans(
         count += 1
     out.append(source[pos:])
     return "".join(out), count
+
+
+def _node_key(node: SgNode) -> tuple[int, int]:
+    r = node.range()
+    return r.start.index, -r.end.index
 
 
 def _span_key(node: SgNode) -> tuple[int, int]:

@@ -26,6 +26,7 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
+from oopav.synth.clishape import cli_rule, kinds_from_sites
 from oopav.synth.discriminate import (
     closure,
     conjoin,
@@ -143,8 +144,13 @@ class SynthRule:
     # nothing in a file or repository that needs no import change, which is not a refusal.
     follow_up: str | None = None
 
+    def cli_rule(self) -> dict[str, Any]:
+        """The rule as rendered: with the kind the ast-grep CLI needs where the rule implies
+        it (synth/clishape.py); what it matches is unchanged, in process and in the CLI."""
+        return cli_rule(self.rule, self.constraints)
+
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.rule}
+        data: dict[str, Any] = {"id": self.id, "language": self.language, "rule": self.cli_rule()}
         if self.follow_up:
             # ast-grep's own free-form key: the CLI accepts the file; the loop reads it.
             data["metadata"] = {"optional": True, "follow_up": self.follow_up}
@@ -166,7 +172,7 @@ class SynthRule:
         return Rule(
             id=self.id,
             language=self.language,
-            rule=self.rule,
+            rule=self.cli_rule(),
             fix=self.fix,
             constraints=self.constraints,
             transform=self.transform,
@@ -944,6 +950,8 @@ def synthesize(
 
     notes += add_macro_rules(result, reproduces)
     notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
+    # A rule the ast-grep CLI would refuse for want of a kind gets the kinds it matched.
+    notes += kinds_from_sites(result, [ex.before for ex in exs], reproduces)
     rules = result.rules
     # Follow-ups (imports) and deletion companions serve a change; they are not changes.
     changes = sum(1 for r in rules if not r.follow_up and not r.companion)
