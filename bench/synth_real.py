@@ -23,7 +23,7 @@ A case's files are the group's files; the expected result of each is its parent 
 the group's hunks applied (the commit's other changes are left out). Examples: the 1-2 files with
 the fewest sites (hunks), at most all but one; held out: the others.
 
-What "only this edit" needs (miner v6-v7; each rule's count is printed with the mining summary):
+What "only this edit" needs (miner v6-v8; each rule's count is printed with the mining summary):
 whole inserted lines keep their own line; one change repeated a few tokens apart is that change
 each time; a change opening a bracket it does not close takes in the changes after it until the
 brackets balance (or is a fragment, left out); an insertion or deletion does not cut a
@@ -32,8 +32,12 @@ the commit changed this edit's own tokens by another change (an import renamed a
 name renamed two ways, `(object)` -> `(metaclass=...)`, an insertion inside a larger rewrite) is
 repaired when that change is only a reordering once the edit is applied, and left out otherwise;
 an edit left with < 3 hunks or < 2 files, or one that alone leaves a file unparseable, gives way to
-the commit's next largest edit. ``--diff-against OLD_CACHE`` prints what changed against another
-miner's cases.
+the commit's next largest edit. Miner v8: a Rust lifetime (`'v`) is a token, not the start of a
+character literal; and a line of a kept file that the commit changed by this edit alone (its
+commit version has the tokens of the parent line with the edit applied) is in the expected
+file even when the hunk's token diff keyed it as another change. ``--diff-against OLD_CACHE``
+prints what changed against another miner's cases; ``--commits-of OLD_CACHE`` scores the
+commits another miner drew (a new candidate list reshuffles the seeded draw).
 
 Site precision and recall compare line hunks modulo layout (tokens, not whitespace): a hunk that
 only re-lays code out is not a site, and a site written in another layout is still that site
@@ -635,9 +639,12 @@ def _agreeing_lines(
     occurrence of the edit's old tokens replaced by its new ones (one mapping each), so the
     commit wrote exactly this edit there; a rule that writes that line is right, and the
     expected file must have it. Until v7 such a line was left out when the hunk's token diff
-    keyed it as another change (a Rust lifetime read as a character literal: `impl<'v>
-    self::serde::Serialize for Value<'v>`). Lines are paired only inside hunks that keep the
-    line count (a reflow is another change); the line is taken with the commit's bytes."""
+    keyed it as another change: `t.Optional[t.BinaryIO]` -> `t.Optional[t.IO[bytes]]`, whose
+    new `]` aligns with the kept one and leaves a bracket fragment (werkzeug 770ac299b8);
+    `total: float` -> `total: Optional[float]` whose bracket merged with the docstring line
+    below (rich 052b157858). Lines are paired only inside hunks that keep the line count (a
+    reflow is another change); the line is taken with the commit's bytes. Python lines inside
+    triple-quoted strings are not edits."""
     mapping: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)
     for _, _, u in members:
         if u.olds:
