@@ -23,7 +23,7 @@ A case's files are the group's files; the expected result of each is its parent 
 the group's hunks applied (the commit's other changes are left out). Examples: the 1-2 files with
 the fewest sites (hunks), at most all but one; held out: the others.
 
-What "only this edit" needs (miner v6-v7; each rule's count is printed with the mining summary):
+What "only this edit" needs (miner v6-v8; each rule's count is printed with the mining summary):
 whole inserted lines keep their own line; one change repeated a few tokens apart is that change
 each time; a change opening a bracket it does not close takes in the changes after it until the
 brackets balance (or is a fragment, left out); an insertion or deletion does not cut a
@@ -32,8 +32,12 @@ the commit changed this edit's own tokens by another change (an import renamed a
 name renamed two ways, `(object)` -> `(metaclass=...)`, an insertion inside a larger rewrite) is
 repaired when that change is only a reordering once the edit is applied, and left out otherwise;
 an edit left with < 3 hunks or < 2 files, or one that alone leaves a file unparseable, gives way to
-the commit's next largest edit. ``--diff-against OLD_CACHE`` prints what changed against another
-miner's cases.
+the commit's next largest edit. Miner v8: a Rust lifetime (`'v`) is a token, not the start of a
+character literal; and a line of a kept file that the commit changed by this edit alone (its
+commit version has the tokens of the parent line with the edit applied) is in the expected
+file even when the hunk's token diff keyed it as another change. ``--diff-against OLD_CACHE``
+prints what changed against another miner's cases; ``--commits-of OLD_CACHE`` scores the
+commits another miner drew (a new candidate list reshuffles the seeded draw).
 
 Site precision and recall compare line hunks modulo layout (tokens, not whitespace): a hunk that
 only re-lays code out is not a site, and a site written in another layout is still that site
@@ -102,11 +106,21 @@ EXT = {
 LANGS = ("python", "javascript", "typescript", "go", "rust")
 SKIP_PATH = re.compile(r"(^|/)(dist|vendor|node_modules|build|\.yarn)/|\.min\.js$|\.d\.ts$")
 MAX_FILE_LINES = 4000
-MINER_VERSION = "7"  # bump when mining changes (invalidates --cache)
+MINER_VERSION = "8"  # bump when mining changes (invalidates --cache)
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
     r"|`(?:[^`\\]|\\.)*`|\d[\w.]*|\w+|\S"
 )
+# Rust (miner v8): a lifetime (`'v`, `'static`) is one token, and a character literal holds one
+# character or escape. The generic string alternative read `'v> self::serde::Serialize for
+# Value<'` as one literal, so the edit on that line was keyed as another (literal) change and
+# left out of the expected file although the commit made exactly this edit there.
+_RUST_TOKEN = re.compile(
+    r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F_]*\}|.))\''
+    r"|'[A-Za-z_]\w*|\d[\w.]*|\w+|\S"
+)
+TRIPLE_QUOTES = ('"""', "'''")
+_LIFETIME = re.compile(r"'[A-Za-z_]\w*$")  # a Rust lifetime is a name, not a literal
 _VERSION = re.compile(r"^[\"'`]?v?\d+(\.\d+)+[\w.-]*[\"'`]?$")
 
 
@@ -179,7 +193,8 @@ def _strip_comments(text: str, lang: str) -> str:
 
 
 def _spans(text: str, lang: str) -> list[tuple[int, int, str]]:
-    return [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(_strip_comments(text, lang))]
+    pattern = _RUST_TOKEN if lang == "rust" else _TOKEN
+    return [(m.start(), m.end(), m.group(0)) for m in pattern.finditer(_strip_comments(text, lang))]
 
 
 def _tokens(text: str, lang: str) -> list[str]:
@@ -187,7 +202,7 @@ def _tokens(text: str, lang: str) -> list[str]:
 
 
 def _abstract(tok: str) -> str:
-    if tok[0] in "\"'`":
+    if tok[0] in "\"'`" and not _LIFETIME.match(tok):
         return "<str>"
     if tok[0].isdigit():
         return "<num>"
@@ -424,6 +439,7 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
     lang = langs.pop()
     groups: dict[tuple, list[tuple[str, int, Unit]]] = defaultdict(list)
     texts: dict[str, str] = {}
+    afters: dict[str, str] = {}  # the commit's version of each file
     in_file: dict[str, list[Unit]] = defaultdict(list)  # every change, every key
     added: dict[str, list[list[str]]] = defaultdict(list)  # the commit's new lines
     fragments: dict[tuple, set[tuple[str, int]]] = defaultdict(set)
@@ -433,6 +449,7 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
             continue
         a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
         texts[path] = before
+        afters[path] = after
         # Triple-quoted strings, found in the whole file (a hunk may hold only one quote).
         prose = [
             (ds, de)
@@ -465,7 +482,7 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
     for key in sorted(groups, key=lambda k: -len(groups[k])):
         if not _systematic(groups[key]):
             continue
-        built = _build(key, groups[key], texts, in_file, added, lang, indexed)
+        built = _build(key, groups[key], texts, in_file, added, lang, indexed, afters)
         if isinstance(built, str):
             first_reason = first_reason or built
             built = None
@@ -527,6 +544,7 @@ def _build(
     added: dict[str, list[list[str]]],
     lang: str,
     indexed: dict[str, tuple[list[tuple[int, int, str]], dict[str, list[int]]]],
+    afters: dict[str, str] | None = None,
 ) -> tuple[tuple, list[FileCase], set[str]] | str:
     """The case of one edit: each file's parent with only this edit applied, and notes on
     what was repaired; or why there is none.
@@ -539,6 +557,7 @@ def _build(
     commit inserted this edit's tokens inside a larger change. Then the edit must still span
     >= 3 hunks in >= 2 files, and leave every file parseable."""
     notes: set[str] = set()
+    afters = afters or {}
     by_file: dict[str, list[Unit]] = defaultdict(list)
     hunks: dict[str, set[int]] = defaultdict(set)
     for path, n, u in members:
@@ -596,6 +615,11 @@ def _build(
         ):
             notes.add("file left out: this insertion is inside a larger change there")
             continue
+        if path in afters and olds:
+            agreeing = _agreeing_lines(key, before, afters[path], us, members, lang)
+            if agreeing:
+                notes.add("v8: a line the commit changed by this edit alone added (no unit had it)")
+                us = us + agreeing
         out, pos = [], 0
         for u in sorted(us, key=lambda u: u.start):
             out += [before[pos : u.start], u.text]
@@ -607,6 +631,69 @@ def _build(
     if not all(_still_parses(f.before, f.after, lang) for f in files):
         return "alone it leaves a file unparseable"  # part of a larger change
     return key, files, notes
+
+
+def _agreeing_lines(
+    key: tuple,
+    before: str,
+    after: str,
+    units: list[Unit],
+    members: list[tuple[str, int, Unit]],
+    lang: str,
+) -> list[Unit]:
+    """Lines the commit changed by this edit alone that none of the edit's units reached
+    (miner v8): the commit's version of the line has the tokens of the parent line with every
+    occurrence of the edit's old tokens replaced by its new ones (one mapping each), so the
+    commit wrote exactly this edit there; a rule that writes that line is right, and the
+    expected file must have it. Until v7 such a line was left out when the hunk's token diff
+    keyed it as another change: `t.Optional[t.BinaryIO]` -> `t.Optional[t.IO[bytes]]`, whose
+    new `]` aligns with the kept one and leaves a bracket fragment (werkzeug 770ac299b8);
+    `total: float` -> `total: Optional[float]` whose bracket merged with the docstring line
+    below (rich 052b157858). Lines are paired only inside hunks that keep the line count (a
+    reflow is another change); the line is taken with the commit's bytes. Python lines inside
+    triple-quoted strings are not edits."""
+    mapping: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)
+    for _, _, u in members:
+        if u.olds:
+            mapping[u.olds].add(u.news)
+    seqs = sorted((o for o, ns in mapping.items() if len(ns) == 1), key=len, reverse=True)
+    if not seqs:
+        return []
+    prose = (
+        [(s, e) for s, e, t in _spans(before, lang) if t.startswith(TRIPLE_QUOTES)]
+        if lang == "python"
+        else []
+    )
+    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    offsets = [0]
+    for line in a:
+        offsets.append(offsets[-1] + len(line))
+    out: list[Unit] = []
+    for i1, i2, j1, j2 in _hunks(a, b):
+        if i2 - i1 != j2 - j1:
+            continue
+        for k in range(i2 - i1):
+            s = offsets[i1 + k]
+            e = s + len(a[i1 + k].rstrip("\r\n"))
+            if any(
+                (u.start < e and s < u.end) or (u.start == u.end and s < u.start < e) for u in units
+            ) or any(ds < e and s < de for ds, de in prose):
+                continue  # a unit of the edit has this line, or it is inside a docstring
+            toks = _tokens(before[s:e], lang)
+            applied: list[str] = []
+            n = 0
+            while n < len(toks):
+                seq = next((q for q in seqs if tuple(toks[n : n + len(q)]) == q), None)
+                if seq is None:
+                    applied.append(toks[n])
+                    n += 1
+                else:
+                    applied += next(iter(mapping[seq]))
+                    n += len(seq)
+            new_line = b[j1 + k].rstrip("\r\n")
+            if applied != toks and applied == _tokens(new_line, lang):
+                out.append(Unit(key, s, e, new_line, repaired="commit-agrees"))
+    return out
 
 
 def _count(tokens: tuple[str, ...], seq: tuple[str, ...]) -> int:

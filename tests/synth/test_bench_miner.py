@@ -204,3 +204,45 @@ def test_a_change_inside_a_docstring_is_not_mined_even_from_its_opening_line(
     before = {f"m{i}.py": doc.format(i) for i in range(3)}
     after = {f"m{i}.py": f'"""Module.\n"""\nx = {i}\n' for i in range(3)}
     assert mined(tmp_path, before, after) is None
+
+
+def test_a_rust_lifetime_is_no_character_literal(tmp_path: Path) -> None:
+    """`impl<'v> self::serde::Serialize for Value<'v>` -> without `self::` (log 31b683d49f):
+    v7 read `'v> self::serde::Serialize for Value<'` as one character literal, keyed the
+    line's change as another (literal) edit and left it out of the expected file, so a rule
+    that wrote exactly the commit's line was scored wrong there."""
+    before = {
+        "a.rs": "fn f<T>()\nwhere\n    T: self::serde::Serialize,\n{\n}\n",
+        "b.rs": (
+            "fn g<T>()\nwhere\n    T: self::serde::Serialize,\n{\n}\n\n"
+            "impl<'v> self::serde::Serialize for Value<'v> {\n}\n"
+        ),
+    }
+    after = {p: t.replace("self::serde", "serde") for p, t in before.items()}
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert case.signature == "self : : -> "
+    assert expected(case) == after
+    assert synth_real._tokens("impl<'v> X<'v> { 'a' }", "rust") == [
+        *("impl", "<", "'v", ">", "X", "<", "'v", ">", "{", "'a'", "}"),
+    ]
+
+
+def test_a_line_the_commit_changed_by_this_edit_alone_is_expected(tmp_path: Path) -> None:
+    """`t.Optional[t.BinaryIO]` -> `t.Optional[t.IO[bytes]]` (werkzeug 770ac299b8): the token
+    diff aligns the new `]` with the kept one, so that line's change is a bracket fragment,
+    not this edit, and v7 left the line out of the expected file although the commit's line
+    is exactly the parent line with this edit applied. v8 takes the commit's line."""
+    before = {
+        "a.py": "x: t.BinaryIO = 1\ny = 2\nz: t.BinaryIO = 3\n",
+        "b.py": "s: t.Optional[t.BinaryIO]\nw = 0\nv: t.BinaryIO = 4\n",
+    }
+    after = {p: t.replace("BinaryIO", "IO[bytes]") for p, t in before.items()}
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert case.signature == "BinaryIO -> IO [ bytes ]"
+    assert expected(case) == after
+    assert (
+        synth_real.STATS["v8: a line the commit changed by this edit alone added (no unit had it)"]
+        >= 1
+    )
