@@ -52,3 +52,30 @@ async def test_an_hf_policy_reaches_the_actor_with_compact_prompts(
         assert c.prompt_tokens <= COMPACT_BUDGET  # the policy tokenizer's own count
         parse_role_answer("actor", c.response, finish_reason=c.finish_reason)
     assert of(events, "action_proposed")
+
+
+@pytest.mark.timeout(600)
+async def test_retry_temperature_samples_the_later_attempts(
+    nc, nats_url: str, data_dir: Path, repo: Path, policy: Path
+) -> None:
+    """policy.retry_temperature: the session's first actor call is greedy, every later one
+    samples at that temperature with its own seed (task seed + earlier actor calls), so a
+    retry is a new try rather than the failed answer again; the requests are recorded, so a
+    replay sends the same ones."""
+    body = task(
+        repo,
+        model=f"hf:{policy}",
+        budgets={"iterations": 2, "retries_per_phase": 1},
+        policy={"ask_unknown": False, "retry_temperature": 0.9},
+    )
+    async with loop(nats_url) as bus:
+        sid = await start(bus, body)
+        _state, events = await finish_session(bus, sid, timeout=600)
+    assert of(events, "session_completed")
+    calls = [c for c in of(events, "model_called") if c.role == "actor"]
+    assert len(calls) >= 2  # the random policy's first answer does not stand
+    first, *later = calls
+    assert first.request["sampling"]["temperature"] == 0.0
+    for i, c in enumerate(later, start=1):
+        assert c.request["sampling"]["temperature"] == 0.9
+        assert c.request["seed"] == i

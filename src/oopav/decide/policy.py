@@ -152,6 +152,17 @@ class LoopPolicy(BaseModel):
     plan_candidates: int = Field(
         1, ge=1, le=8, description="competing plans sampled and graded per planning (1: off)"
     )
+    # A greedy policy answers a retry with the same action it just saw fail (a compact prompt
+    # differs by one feedback line it was never trained on), so a session's later attempts add
+    # nothing; sampled, the session's attempts become independent tries the verifier judges.
+    retry_temperature: float | None = Field(
+        None,
+        gt=0,
+        le=2,
+        description="the actor's calls after its first in a session (retries, later "
+        "iterations, candidates after the first) sample at this temperature, each with its "
+        "own seed (the task's seed + the number of earlier actor calls); None: as the first",
+    )
     # How the actor's prompt is rendered (models/profiles.py); None: by backend (hf: compact).
     prompt_profile: Literal["full", "compact"] | None = None
     model_capabilities: ModelCapabilitiesPolicy | None = Field(
