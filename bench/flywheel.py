@@ -94,6 +94,7 @@ def body(
     retry_temperature: float | None = None,
     iterations: int = 3,
     retries: int = 1,
+    candidates: int = 1,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "instruction": task.instruction,
@@ -120,6 +121,10 @@ def body(
         # The policy's later attempts in a session sample (its first stays greedy): a greedy
         # retry repeats the answer that just failed (policy.retry_temperature, issue 25).
         out["policy"]["retry_temperature"] = retry_temperature
+    if candidates > 1:
+        # Competing candidates per step, each tried on a copy and graded by the task's test
+        # (handlers/support/candidates.py); with retry_temperature the later ones sample.
+        out["policy"]["candidates"] = candidates
     return out
 
 
@@ -379,6 +384,7 @@ async def evaluate(
             "retry_temperature": args.retry_temperature,
             "iterations": args.policy_iterations,
             "retries": args.policy_retries,
+            "candidates": args.candidates,
         }
     bodies = [body(t, make_repo(repos, t), f"hf:{checkpoint}", False, **opts) for t in tasks]
     t0 = time.perf_counter()
@@ -620,6 +626,12 @@ def main() -> None:
     )
     ap.add_argument(
         "--policy-retries", type=int, default=1, help="policy sessions' retries per phase"
+    )
+    ap.add_argument(
+        "--candidates",
+        type=int,
+        default=1,
+        help="policy sessions: competing actions per step graded by the test (policy.candidates)",
     )
     ap.add_argument(
         "--star",
