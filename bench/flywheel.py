@@ -95,6 +95,7 @@ def body(
     iterations: int = 3,
     retries: int = 1,
     candidates: int = 1,
+    feedback: bool = True,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "instruction": task.instruction,
@@ -121,6 +122,9 @@ def body(
         # The policy's later attempts in a session sample (its first stays greedy): a greedy
         # retry repeats the answer that just failed (policy.retry_temperature, issue 25).
         out["policy"]["retry_temperature"] = retry_temperature
+    if not feedback:
+        # A retry asks the first prompt again (sampled): the policy never saw a feedback line.
+        out["policy"]["compact_feedback"] = False
     if candidates > 1:
         # Competing candidates per step, each tried on a copy and graded by the task's test
         # (handlers/support/candidates.py); with retry_temperature the later ones sample.
@@ -258,11 +262,11 @@ def write_records(out: Path, recs: list[dict[str, Any]]) -> int:
     return len(recs)
 
 
-def star(src: Path, out: Path, weight: int) -> dict[str, int]:
+def star(src: Path, out: Path, weight: int, retried: set[str]) -> dict[str, int]:
     from oopav.trainer.datasets import read_records
     from oopav.trainer.star import star_records
 
-    recs, counts = star_records(read_records(src), weight)
+    recs, counts = star_records(read_records(src), weight, retried)
     write_records(out, recs)
     return counts
 
@@ -385,6 +389,7 @@ async def evaluate(
             "iterations": args.policy_iterations,
             "retries": args.policy_retries,
             "candidates": args.candidates,
+            "feedback": not args.no_feedback,
         }
     bodies = [body(t, make_repo(repos, t), f"hf:{checkpoint}", False, **opts) for t in tasks]
     t0 = time.perf_counter()
@@ -409,6 +414,11 @@ async def evaluate(
         "success_after_retry": later,
         "actor_calls": sum(len(c) for c in calls),
         "sids": [s.session_id for s in states if s.outcome == "success"],
+        "retried_sids": [
+            s.session_id
+            for s, c in zip(states, calls, strict=True)
+            if s.outcome == "success" and len(c) > 1
+        ],
     }
     res["replay"] = await verify(url, [s.session_id for s in states][:replays])
     print(
@@ -509,16 +519,18 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         f["gen1"] = r1
         if args.gen2:
             own_sids = set(r1["sids"])
+            retried = set(r1["retried_sids"])
             if pool:
                 rp = await evaluate(url, work, "gen1-pool", pool, ck1, 0, args)
                 f["gen1_pool"] = {k: v for k, v in rp.items() if k != "sids"}
                 own_sids |= set(rp["sids"])
+                retried |= set(rp["retried_sids"])
             own = work / "data-gen1"
             f["gen1_own_records"] = await export_compact(url, own, own_sids)
             if args.star:
                 # Expert iteration: each verified answer from its session's first-attempt
                 # prompt, the ones that needed a retry repeated (trainer/star.py).
-                f["star"] = star(own, work / "data-gen1-star", args.star)
+                f["star"] = star(own, work / "data-gen1-star", args.star, retried)
                 own = work / "data-gen1-star"
                 print(f"gen2     expert iteration: {f['star']}", flush=True)
             mixed = work / "data-gen2"
@@ -626,6 +638,12 @@ def main() -> None:
     )
     ap.add_argument(
         "--policy-retries", type=int, default=1, help="policy sessions' retries per phase"
+    )
+    ap.add_argument(
+        "--no-feedback",
+        action="store_true",
+        help="policy sessions: a retry sends the first prompt again (policy.compact_feedback: "
+        "false), not the refusal as a feedback line the policy never trained on",
     )
     ap.add_argument(
         "--candidates",

@@ -48,3 +48,13 @@ def test_star_records_repeat_the_retried_and_skip_records_without_state() -> Non
     assert all("Last attempt" not in r["prompt"][0]["content"] for r in out)
     with pytest.raises(ValueError, match="weight must be at least 1"):
         star_records(recs, weight=0)
+
+
+def test_a_session_that_needed_a_retry_counts_when_its_prompt_had_no_feedback() -> None:
+    """Under policy.compact_feedback: false the retry's prompt is the first prompt: the
+    session, not the prompt, says that the answer needed a retry."""
+    a, b = record(""), record("")
+    a["session_id"], b["session_id"] = "s-retried", "s-first"
+    out, counts = star_records([a, b], weight=2, retried_sessions={"s-retried"})
+    assert counts == {"records": 2, "kept": 2, "retried": 1, "rows": 3}
+    assert [r["session_id"] for r in out] == ["s-retried", "s-retried", "s-first"]

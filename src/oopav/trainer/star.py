@@ -41,10 +41,12 @@ def first_attempt(rec: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def star_records(
-    records: list[dict[str, Any]], weight: int = 1
+    records: list[dict[str, Any]], weight: int = 1, retried_sessions: set[str] | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Every record from its first-attempt prompt, a retried one ``weight`` times; with counts
-    (records in, kept, retried, rows out)."""
+    (records in, kept, retried, rows out). A record is retried when its prompt had feedback or
+    its session is in ``retried_sessions`` (under ``policy.compact_feedback: false`` a retry's
+    prompt is the first prompt, so only the session says that it needed a retry)."""
     if weight < 1:
         raise ValueError(f"weight must be at least 1, got {weight}")
     out: list[dict[str, Any]] = []
@@ -54,6 +56,7 @@ def star_records(
         if first is None:
             continue
         kept += 1
+        first["retried"] = first["retried"] or rec.get("session_id") in (retried_sessions or ())
         copies = weight if first["retried"] else 1
         retried += first["retried"]
         out += [first] * copies

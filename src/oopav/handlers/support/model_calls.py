@@ -261,6 +261,9 @@ async def ask_model(
         record: dict[str, Any] = {}
         if role == "actor":
             pstate = await asyncio.to_thread(prompt_state, state, role, extra_feedback=refusal)
+            if profile == "compact" and not decision_policy(state).compact_feedback:
+                # The state recorded is the state sent: export renders the same prompt.
+                pstate = msgspec.structs.replace(pstate, feedback="")
             record = {"profile": profile, "prompt_state": to_builtins(pstate)}
         call_sampling, call_seed = attempt_sampling(state, role, attempts, sampling, seed)
         if profile == "compact":
