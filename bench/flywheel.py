@@ -86,7 +86,17 @@ def make_repo(root: Path, task: Any) -> Path:
     return repo
 
 
-def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
+def body(
+    task: Any,
+    repo: Path,
+    model: str,
+    examples: bool,
+    retry_temperature: float | None = None,
+    iterations: int = 3,
+    retries: int = 1,
+    candidates: int = 1,
+    feedback: bool = True,
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "instruction": task.instruction,
         "repo": str(repo),
@@ -98,8 +108,8 @@ def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
         # scope) ends at the watchdog's wall budget; escalation: abort does not cover it, and
         # the default budget held a whole bench phase for ten minutes on one session.
         "budgets": {
-            "retries_per_phase": 2 if examples else 1,
-            "iterations": 6 if examples else 3,
+            "retries_per_phase": 2 if examples else retries,
+            "iterations": 6 if examples else iterations,
             "wall_seconds_per_phase": 120.0,
         },
         # Nobody answers a bench: where the loop would ask a person the session ends at once
@@ -108,6 +118,17 @@ def body(task: Any, repo: Path, model: str, examples: bool) -> dict[str, Any]:
     }
     if examples:
         out["examples"] = [{"path": "mod.py", "before": task.pre, "after": task.post}]
+    if retry_temperature:
+        # The policy's later attempts in a session sample (its first stays greedy): a greedy
+        # retry repeats the answer that just failed (policy.retry_temperature, issue 25).
+        out["policy"]["retry_temperature"] = retry_temperature
+    if not feedback:
+        # A retry asks the first prompt again (sampled): the policy never saw a feedback line.
+        out["policy"]["compact_feedback"] = False
+    if candidates > 1:
+        # Competing candidates per step, each tried on a copy and graded by the task's test
+        # (handlers/support/candidates.py); with retry_temperature the later ones sample.
+        out["policy"]["candidates"] = candidates
     return out
 
 
@@ -156,7 +177,8 @@ async def run_sessions(
         return states
 
 
-async def first_answers(url: str, sids: list[str]) -> list[str]:
+async def actor_answers(url: str, sids: list[str]) -> list[list[str]]:
+    """Every actor answer of each session, in order (the first is the first attempt)."""
     from oopav.bus.store import EventStore, connect
 
     nc = await connect(url, name="bench-flywheel-read")
@@ -169,7 +191,7 @@ async def first_answers(url: str, sids: list[str]) -> list[str]:
                 for _, e in await store.read("session", sid)
                 if e.type == "model_called" and e.role == "actor"
             ]
-            out.append(calls[0].response if calls else "")
+            out.append([c.response for c in calls])
         return out
     finally:
         await nc.close()
@@ -212,9 +234,14 @@ async def export_compact(url: str, out: Path, sids: set[str] | None = None) -> i
 
 
 def merge(out: Path, *dirs: Path) -> int:
-    from oopav.trainer.datasets import encode_jsonl, read_records
+    from oopav.trainer.datasets import read_records
 
-    recs = [r for d in dirs for r in read_records(d)]
+    return write_records(out, [r for d in dirs for r in read_records(d)])
+
+
+def write_records(out: Path, recs: list[dict[str, Any]]) -> int:
+    from oopav.trainer.datasets import encode_jsonl
+
     out.mkdir(parents=True, exist_ok=True)
     data = encode_jsonl(recs)
     (out / "sft-00000.jsonl").write_bytes(data)
@@ -233,6 +260,15 @@ def merge(out: Path, *dirs: Path) -> int:
     }
     (out / "manifest.json").write_text(json.dumps(manifest))
     return len(recs)
+
+
+def star(src: Path, out: Path, weight: int, retried: set[str]) -> dict[str, int]:
+    from oopav.trainer.datasets import read_records
+    from oopav.trainer.star import star_records
+
+    recs, counts = star_records(read_records(src), weight, retried)
+    write_records(out, recs)
+    return counts
 
 
 SHAPES = {
@@ -335,16 +371,37 @@ async def verify(url: str, sids: list[str]) -> dict[str, int]:
 
 
 async def evaluate(
-    url: str, work: Path, name: str, tasks: list[Any], checkpoint: str, replays: int
+    url: str,
+    work: Path,
+    name: str,
+    tasks: list[Any],
+    checkpoint: str,
+    replays: int,
+    args: argparse.Namespace | None = None,
 ) -> dict[str, Any]:
     from oopav.trainer.rewards import score_env
 
     repos = work / f"repos-{name}"
-    bodies = [body(t, make_repo(repos, t), f"hf:{checkpoint}", False) for t in tasks]
+    opts: dict[str, Any] = {}
+    if args is not None:
+        opts = {
+            "retry_temperature": args.retry_temperature,
+            "iterations": args.policy_iterations,
+            "retries": args.policy_retries,
+            "candidates": args.candidates,
+            "feedback": not args.no_feedback,
+        }
+    bodies = [body(t, make_repo(repos, t), f"hf:{checkpoint}", False, **opts) for t in tasks]
     t0 = time.perf_counter()
     states = await run_sessions(url, work / "data", bodies)
-    answers = await first_answers(url, [s.session_id for s in states])
+    calls = await actor_answers(url, [s.session_id for s in states])
+    answers = [c[0] if c else "" for c in calls]
     scores = [score_env(a, t.pre, t.post) for a, t in zip(answers, tasks, strict=True)]
+    # Sessions that succeeded only after a failed first attempt: what the session's later
+    # (sampled) attempts add over the first answer.
+    later = sum(
+        s.outcome == "success" and not sc.exact for s, sc in zip(states, scores, strict=True)
+    )
     n = len(tasks)
     res: dict[str, Any] = {
         "n": n,
@@ -354,12 +411,20 @@ async def evaluate(
         "seconds": time.perf_counter() - t0,
         "load": load(),
         "outcomes": dict(Counter(f"{s.outcome}:{s.end_reason}" for s in states)),
+        "success_after_retry": later,
+        "actor_calls": sum(len(c) for c in calls),
         "sids": [s.session_id for s in states if s.outcome == "success"],
+        "retried_sids": [
+            s.session_id
+            for s, c in zip(states, calls, strict=True)
+            if s.outcome == "success" and len(c) > 1
+        ],
     }
     res["replay"] = await verify(url, [s.session_id for s in states][:replays])
     print(
         f"{name:8} success {rate(res['success'], n)}  valid {rate(res['valid'], n)}  "
         f"exact {rate(res['exact'], n)}  {res['seconds']:.0f} s (load {res['load']}); "
+        f"success after a failed first answer {later}; actor calls {res['actor_calls']}; "
         f"replay --verify {res['replay']['verified']}/{res['replay']['of']}; "
         f"outcomes {res['outcomes']}",
         flush=True,
@@ -450,16 +515,24 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         )
         f["gen1_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
         print(f"gen1     trained {args.steps} steps in {time.perf_counter() - t0:.0f} s")
-        r1 = await evaluate(url, work, "gen1", held_a, ck1, args.verify)
+        r1 = await evaluate(url, work, "gen1", held_a, ck1, args.verify, args)
         f["gen1"] = r1
         if args.gen2:
             own_sids = set(r1["sids"])
+            retried = set(r1["retried_sids"])
             if pool:
-                rp = await evaluate(url, work, "gen1-pool", pool, ck1, 0)
+                rp = await evaluate(url, work, "gen1-pool", pool, ck1, 0, args)
                 f["gen1_pool"] = {k: v for k, v in rp.items() if k != "sids"}
                 own_sids |= set(rp["sids"])
+                retried |= set(rp["retried_sids"])
             own = work / "data-gen1"
             f["gen1_own_records"] = await export_compact(url, own, own_sids)
+            if args.star:
+                # Expert iteration: each verified answer from its session's first-attempt
+                # prompt, the ones that needed a retry repeated (trainer/star.py).
+                f["star"] = star(own, work / "data-gen1-star", args.star, retried)
+                own = work / "data-gen1-star"
+                print(f"gen2     expert iteration: {f['star']}", flush=True)
             mixed = work / "data-gen2"
             f["gen2_records"] = merge(mixed, gen0_data, own)
             print(
@@ -496,9 +569,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f"{time.perf_counter() - t0:.0f} s",
                 flush=True,
             )
-            base_b = await evaluate(url, work, "gen1-B", held_b, ck1, args.verify)
-            r2 = await evaluate(url, work, "gen2", held_b, ck2, args.verify)
-            rc = await evaluate(url, work, "control", held_b, ckc, args.verify)
+            base_b = await evaluate(url, work, "gen1-B", held_b, ck1, args.verify, args)
+            r2 = await evaluate(url, work, "gen2", held_b, ck2, args.verify, args)
+            rc = await evaluate(url, work, "control", held_b, ckc, args.verify, args)
             f |= {"gen1_b": base_b, "gen2": r2, "control": rc}
             n = base_b["n"]
             d2 = 100 * (r2["success"] - base_b["success"]) / max(1, n)
@@ -552,6 +625,38 @@ def main() -> None:
         choices=("all", "shared"),
         default="all",
         help="which parts of a copied name are made up (all, or the stem names share)",
+    )
+    ap.add_argument(
+        "--retry-temperature",
+        type=float,
+        default=None,
+        help="policy sessions: later attempts sample at this temperature (policy."
+        "retry_temperature; default: greedy, a retry repeats the failed answer)",
+    )
+    ap.add_argument(
+        "--policy-iterations", type=int, default=3, help="policy sessions' iteration budget"
+    )
+    ap.add_argument(
+        "--policy-retries", type=int, default=1, help="policy sessions' retries per phase"
+    )
+    ap.add_argument(
+        "--no-feedback",
+        action="store_true",
+        help="policy sessions: a retry sends the first prompt again (policy.compact_feedback: "
+        "false), not the refusal as a feedback line the policy never trained on",
+    )
+    ap.add_argument(
+        "--candidates",
+        type=int,
+        default=1,
+        help="policy sessions: competing actions per step graded by the test (policy.candidates)",
+    )
+    ap.add_argument(
+        "--star",
+        type=int,
+        default=0,
+        help="generation 2 learns its own verified answers from the first-attempt prompt, "
+        "those that needed a retry repeated N times (expert iteration; 0: as recorded)",
     )
     ap.add_argument("--gen2", action="store_true")
     ap.add_argument(

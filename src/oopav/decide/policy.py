@@ -152,6 +152,25 @@ class LoopPolicy(BaseModel):
     plan_candidates: int = Field(
         1, ge=1, le=8, description="competing plans sampled and graded per planning (1: off)"
     )
+    # A greedy policy answers a retry with the same action it just saw fail (a compact prompt
+    # differs by one feedback line it was never trained on), so a session's later attempts add
+    # nothing; sampled, the session's attempts become independent tries the verifier judges.
+    retry_temperature: float | None = Field(
+        None,
+        gt=0,
+        le=2,
+        description="the actor's calls after its first in a session (retries, later "
+        "iterations, candidates after the first) sample at this temperature, each with its "
+        "own seed (the task's seed + the number of earlier actor calls); None: as the first",
+    )
+    # A small policy trained on first attempts never saw a feedback line: on a retry the
+    # unseen line puts its answer out of distribution (measured: garbage rules), so such a
+    # policy is better asked the first prompt again, sampled (retry_temperature).
+    compact_feedback: bool = Field(
+        True,
+        description="the compact prompt carries the last attempt's refusal as a feedback line "
+        "(off: a retry sends the first prompt again; for a policy never trained on feedback)",
+    )
     # How the actor's prompt is rendered (models/profiles.py); None: by backend (hf: compact).
     prompt_profile: Literal["full", "compact"] | None = None
     model_capabilities: ModelCapabilitiesPolicy | None = Field(

@@ -180,6 +180,25 @@ FATAL_MODEL_ERRORS = frozenset(
 )
 
 
+def attempt_sampling(
+    state: SessionState, role: str, attempts: int, sampling: Any, seed: int | None
+) -> tuple[Any, int | None]:
+    """The sampling of an actor call: as the task's (its group's grid point, else greedy) for
+    the session's first actor call; for every later one (a retry, a later iteration, a second
+    candidate) ``policy.retry_temperature`` when set, seeded by the task's seed plus the number
+    of earlier actor calls — a pure function of the session's state, so a replay sends the same
+    request. A group's own sampling is never overridden."""
+    if role != "actor" or sampling is not None:
+        return sampling, seed
+    temperature = decision_policy(state).retry_temperature
+    earlier = state.budgets_used.model_calls_by_role.get("actor", 0) + attempts
+    if temperature is None or earlier == 0:
+        return sampling, seed
+    from oopav.models.base import Sampling
+
+    return Sampling(temperature=temperature), (seed or 0) + earlier
+
+
 async def ask_model(
     out: Emitter,
     state: SessionState,
@@ -242,9 +261,13 @@ async def ask_model(
         record: dict[str, Any] = {}
         if role == "actor":
             pstate = await asyncio.to_thread(prompt_state, state, role, extra_feedback=refusal)
+            if profile == "compact" and not decision_policy(state).compact_feedback:
+                # The state recorded is the state sent: export renders the same prompt.
+                pstate = msgspec.structs.replace(pstate, feedback="")
             record = {"profile": profile, "prompt_state": to_builtins(pstate)}
+        call_sampling, call_seed = attempt_sampling(state, role, attempts, sampling, seed)
         if profile == "compact":
-            request = compact_request(pstate, sampling=sampling, seed=seed)
+            request = compact_request(pstate, sampling=call_sampling, seed=call_seed)
             guidance_step = None
         else:
             request = build_request(
@@ -255,8 +278,8 @@ async def ask_model(
                 state=agent_state,
                 task=task.instruction,
                 extra=extra,
-                sampling=sampling,
-                seed=seed,
+                sampling=call_sampling,
+                seed=call_seed,
             )
         if not constrained:
             request = msgspec.structs.replace(request, schema=None)
