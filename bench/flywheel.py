@@ -3,6 +3,7 @@
     python bench/flywheel.py [--short] [--tasks 200] [--heldout 100] [--steps 300] [--gen2]
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
+        [--minimal-rules]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -23,7 +24,9 @@
 - ``--augment N``: every policy trains with N name-permuted copies of each record (the SFT
   recipe's ``augment: names``; its tokenizer on the copies too). ``--pool N``: generation 1
   also attempts N unlabelled tasks of training files; its verified sessions there join
-  generation 2's data (never the control's).
+  generation 2's data (never the control's). ``--minimal-rules``: generation 0's answers are
+  cut to the shortest rule that rewrites their own task's files byte-identically before any
+  policy trains on them (``oopav.trainer.minrule``).
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
@@ -262,6 +265,23 @@ def write_records(out: Path, recs: list[dict[str, Any]]) -> int:
     return len(recs)
 
 
+def minimal(src: Path, out: Path, tasks_by_sid: dict[str, Any]) -> dict[str, Any]:
+    """Generation 0's records with each answer's rule at its shortest that rewrites its own
+    task's files byte-identically (``--minimal-rules``, trainer/minrule.py): the task's files
+    are its repository's, ``mod.py`` and the test; no held-out task is looked at."""
+    from oopav.trainer.datasets import read_records
+    from oopav.trainer.minrule import minimize_records
+
+    def files_of(sid: str) -> dict[str, str] | None:
+        t = tasks_by_sid.get(sid)
+        return None if t is None else {"mod.py": t.pre, "check_mod.py": check_script(t.post)}
+
+    t0 = time.perf_counter()
+    recs, counts = minimize_records(read_records(src), files_of)
+    write_records(out, recs)
+    return counts | {"seconds": round(time.perf_counter() - t0, 1)}
+
+
 def star(src: Path, out: Path, weight: int, retried: set[str]) -> dict[str, int]:
     from oopav.trainer.datasets import read_records
     from oopav.trainer.star import star_records
@@ -465,6 +485,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "prompt_loss": args.prompt_loss,
         "augment": args.augment,
         "augment_parts": args.augment_parts,
+        "minimal_rules_option": args.minimal_rules,
         "tasks": {
             "gen0": len(train_tasks),
             "pool": len(pool),
@@ -492,6 +513,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         count = await export_compact(url, gen0_data, {s.session_id for s in states})
         f["gen0"]["records"] = count
         print(f"gen0     compact SFT records: {count}", flush=True)
+        if args.minimal_rules:
+            # Every later policy (generation 1, 2, the control) trains on the shortest rules.
+            by_sid = {s.session_id: t for s, t in zip(states, train_tasks, strict=True)}
+            f["minimal_rules"] = minimal(gen0_data, work / "data-gen0-min", by_sid)
+            gen0_data = work / "data-gen0-min"
+            print(f"gen0     minimal rules: {f['minimal_rules']}", flush=True)
         t0 = time.perf_counter()
         base = build(
             work / "gen1-base",
@@ -657,6 +684,12 @@ def main() -> None:
         default=0,
         help="generation 2 learns its own verified answers from the first-attempt prompt, "
         "those that needed a retry repeated N times (expert iteration; 0: as recorded)",
+    )
+    ap.add_argument(
+        "--minimal-rules",
+        action="store_true",
+        help="train on generation 0's answers with each rule cut to the shortest that rewrites "
+        "its own task's files byte-identically (trainer/minrule.py)",
     )
     ap.add_argument("--gen2", action="store_true")
     ap.add_argument(
