@@ -37,6 +37,11 @@ async def _streams(url: str) -> None:
         assert all(line.endswith("created") for line in done), done
         info = await nc.jetstream().stream_info(EVENTS_STREAM)
         assert info.config.num_replicas == 3
+        # Created streams have a leader when ensure_streams returns: a core publish that
+        # reached a leaderless stream would not be stored (a lost `nats pub` submission).
+        intake = await nc.jetstream().stream_info("OOPAV_INTAKE")
+        assert info.cluster is not None and info.cluster.leader
+        assert intake.cluster is not None and intake.cluster.leader
         # The blobs (starting trees, prompts) and the notary's anchors live as long as the
         # events: an R1 bucket on a killed node would stop every session.
         from oopav.history.signing import notary_kv

@@ -121,6 +121,8 @@ async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> l
     done: list[str] = []
     for name, raw in stream_definitions(replicas or 1).items():
         done.append(await _ensure_one(js, name, raw, replicas))
+        if replicas and replicas > 1 and not done[-1].endswith("unchanged"):
+            await _await_leader(js, name)
     # The blob bucket (history/blobs.py) is made here too, where stream creation is allowed
     # (least-privilege handlers may not create streams); it is not listed among the streams.
     from oopav.history.blobs import ensure_bucket
@@ -173,6 +175,28 @@ async def _ensure_one(
 
 
 SETUP_DEADLINE = 30.0
+
+
+async def _await_leader(js: JetStreamContext, name: str) -> None:
+    """Until a replicated stream that was just created or resized has a leader: a core
+    publish (`nats pub oopav.tasks.submit …`) that reaches it before then is not stored, and
+    a submission sent right after `oopav streams --replicas 3` would be lost. Bounded by
+    ``SETUP_DEADLINE``; past it the stream is used as it is (the server elects on its own)."""
+    import asyncio
+
+    import nats.errors
+    from nats.js.errors import ServiceUnavailableError
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETUP_DEADLINE
+    while loop.time() < deadline:
+        try:
+            info = await js.stream_info(name)
+            if info.cluster is None or info.cluster.leader:
+                return
+        except (nats.errors.TimeoutError, TimeoutError, ServiceUnavailableError):
+            pass
+        await asyncio.sleep(0.1)
 
 
 def _differs(have: StreamConfig, want: StreamConfig) -> bool:
