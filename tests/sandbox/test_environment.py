@@ -230,3 +230,26 @@ def test_the_intake_rejects_bad_environments_with_the_field(tmp_path: Path) -> N
     ok = submit({"build": "uv", "packages": ["pytest"], "env": {"A": "1"}})
     assert isinstance(ok, Accepted)
     assert ok.environment == {"build": "uv", "packages": ["pytest"], "env": {"A": "1"}}
+
+
+async def test_an_interpreter_without_a_python_name_still_runs_python(tmp_path: Path) -> None:
+    """A Debian system interpreter: its bin has `python3` only. The task's `python -m pytest`
+    and the baseline probe's `python` must run that interpreter (a shim bound first on PATH),
+    not fail with `execvp python` nor run another `python` found later on PATH."""
+    bindir = tmp_path / "interp" / "bin"
+    bindir.mkdir(parents=True)
+    link = bindir / "python3"
+    link.symlink_to(os.path.realpath(host_interpreter()))
+    assert not (bindir / "python").exists()
+    sandbox = BwrapSandbox(Settings(data_dir=tmp_path / "data"))
+    rec = await sandbox.run(
+        ["python", "-c", "import sys; print('exe', sys.executable)"],
+        workspace=tmp_path,
+        session_id="s",
+        key="k",
+        purpose="t",
+        timeout_s=60,
+        environment={"python": str(link)},
+    )
+    assert rec.exit_code == 0, rec.stderr_tail
+    assert f"exe {link}" in rec.stdout_tail

@@ -76,6 +76,9 @@ TOOLS_DIR = "/tmp/oopav-tools"
 # Where oopav's own pytest plugins (``sandbox/pytest_plugins``: affected tests first) are bound
 # read-only, on the import path only for a command that loads one with ``-p``.
 PLUGINS_DIR = "/tmp/oopav-plugins"
+# Where a `python` shim is bound when the project env's bin has only `python3` (a Debian
+# system interpreter without python-is-python3): `python -m pytest` must run that env.
+SHIM_DIR = "/tmp/oopav-shim"
 PLUGINS_HOST = Path(__file__).resolve().parent / "pytest_plugins"
 PYTEST_PLUGINS = ("oopav_first",)
 # The per-test report (``pytest_plugins/oopav_report.py``) a direct pytest writes instead of
@@ -607,6 +610,34 @@ def tool_tree(name: str) -> str | None:
     return None
 
 
+def python_shim(penv: ProjectEnv) -> Path | None:
+    """A host file ``.../python`` that execs the env's interpreter, when no ``bin_dirs`` entry
+    of the env has a ``python`` (only ``python3``): without it, a test command ``python -m
+    pytest`` and the baseline probe end in ``bwrap: execvp python`` (or run whatever other
+    ``python`` comes later on PATH). A script, not a symlink: bwrap binds a symlink's target,
+    and a venv-less interpreter finds its prefix from its own path either way. Written once per
+    interpreter under the user's temporary directory (rewritten if it differs)."""
+    if any(Path(d, "python").exists() for d in penv.bin_dirs):
+        return None
+    import tempfile
+
+    key = hashlib.sha256(penv.python.encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"oopav-shim-{os.getuid()}" / key
+    shim = folder / "python"
+    quoted = penv.python.replace("'", "'\\''")
+    text = f"#!/bin/sh\nexec '{quoted}' \"$@\"\n"
+    try:
+        if not shim.is_file() or shim.read_text() != text:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".python.{os.getpid()}"
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            os.replace(tmp, shim)
+    except OSError:
+        return None  # no shim: the command runs as before (the probe says what is missing)
+    return shim
+
+
 def sandbox_config_for(
     base: Any,
     penv: ProjectEnv,
@@ -664,11 +695,19 @@ def sandbox_config_for(
         env["PYTEST_ADDOPTS"] = (
             env.get("PYTEST_ADDOPTS", "") + f" {report_opt} -p no:cacheprovider"
         ).strip()
+    bin_dirs = penv.bin_dirs
+    shim = python_shim(penv)
+    if shim is not None:
+        if in_sandbox:
+            binds.append((str(shim), f"{SHIM_DIR}/python", False))
+            bin_dirs = (SHIM_DIR, *bin_dirs)
+        else:
+            bin_dirs = (str(shim.parent), *bin_dirs)
     extra_abs = tuple(p for p in penv.pythonpath if os.path.isabs(p))
     return msgspec.structs.replace(
         base,
         exposed_paths=tuple(dict.fromkeys((*penv.exposed, *extra_abs))),
-        bin_dirs=penv.bin_dirs,
+        bin_dirs=bin_dirs,
         hidden_paths=tuple(dict.fromkeys((*base.hidden_paths, *penv.hidden))),
         env=env,
         binds=tuple(binds),
