@@ -85,6 +85,14 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--write", is_flag=True, help="With --apply: write the rewritten files.")
     @click.option(
+        "--split",
+        "split_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Also write each rule to its own file DIR/NN-ID.yml, to run one `ast-grep scan` "
+        "per file in order (one scan of a multi-rule file applies every rule to the original "
+        "text at once).",
+    )
+    @click.option(
         "--from-git",
         "from_git",
         nargs=2,
@@ -107,6 +115,7 @@ def register(cli: click.Group) -> None:
         write: bool,
         from_git: tuple[str, str] | None,
         by: str,
+        split_dir: Path | None,
     ) -> None:
         """Learn ast-grep rewrite rules from before/after EXAMPLES (JSON or YAML).
 
@@ -134,6 +143,9 @@ def register(cli: click.Group) -> None:
             click.echo(f"oopav synth: {exc}", err=True)
             sys.exit(2)
         report = _apply(result, apply_dir, write) if apply_dir is not None else None
+        if split_dir is not None:
+            written = write_split(result, split_dir)
+            click.echo(_split_hint(written), err=True)
         if as_json:
             data = result.to_json()
             if report is not None:
@@ -145,6 +157,39 @@ def register(cli: click.Group) -> None:
         click.echo(result.to_yaml(), nl=False)
         if report is not None:
             click.echo(_format_apply(report, write), err=True)
+
+
+def write_split(result: Any, folder: Path) -> list[Path]:
+    """One file per rule, numbered in the order they must be applied. Rules learned one after
+    another (each on the text the earlier ones produced, a deletion and its companions) can
+    read otherwise when one `ast-grep scan` applies them all to the original text at once; one
+    scan per file, in order, gives what `oopav synth --apply` gives."""
+    import re
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        stale = sorted(folder.glob("[0-9][0-9]-*.yml"))
+        for old in stale:  # an earlier split's files would run with these
+            old.unlink()
+        written: list[Path] = []
+        for i, rule in enumerate(result.rules, 1):
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", rule.id).strip("-") or "rule"
+            path = folder / f"{i:02d}-{slug}.yml"
+            path.write_text(rule.to_yaml(), encoding="utf-8")
+            written.append(path)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the rules to {folder}: {exc.strerror}") from None
+    return written
+
+
+def _split_hint(written: list[Path]) -> str:
+    folder = written[0].parent if written else Path(".")
+    lines = [f"{len(written)} rule file(s) in {folder}; apply them one at a time, in order:"]
+    lines.append(
+        f'  for f in {folder}/[0-9][0-9]-*.yml; do ast-grep scan --rule "$f" --update-all SRC; done'
+    )
+    lines.append("  (a deletion rule may need its scan run again until nothing changes)")
+    return "\n".join(lines)
 
 
 def _apply(result: Any, root: Path, write: bool) -> dict[str, Any]:
