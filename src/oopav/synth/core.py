@@ -32,6 +32,7 @@ from oopav.synth.discriminate import (
     conjoin,
     context_closure,
     merge_constraints,
+    signature,
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
@@ -1642,7 +1643,135 @@ def _search(
         break  # the innermost parameter only
     for c in choices[start:]:
         c.order += LATE
+    _made_statements(seed, remaining, exs, lang, choices, consider)
     return choices
+
+
+def _made_statement(site: Site) -> bool:
+    """The site's expression is made a statement: the same text with a `;` after it."""
+    return (
+        site.insert is None
+        and site.delete is None
+        and site.after_text == site.before_text + ";"
+        and not site.before_text.rstrip().endswith((";", "}"))
+    )
+
+
+# A Rust item's `#[cfg(…)]`, among the attributes and comments right before it.
+_CFG_ATTRIBUTE: dict[str, Any] = {
+    "kind": "attribute_item",
+    "regex": "^#\\[cfg\\(",
+    "stopBy": {
+        "not": {
+            "any": [{"kind": "attribute_item"}, {"kind": "line_comment"}, {"kind": "block_comment"}]
+        }
+    },
+}
+_ITEM_SKIP = frozenset({"attribute_item", "line_comment", "block_comment"})
+
+
+def _cfgs(node: SgNode) -> set[str]:
+    """The `#[cfg(…)]` attributes some enclosing node of ``node`` follows (what
+    ``inside: {stopBy: end, follows: _CFG_ATTRIBUTE}`` sees)."""
+    out: set[str] = set()
+    for a in node.ancestors():
+        prev = a.prev()
+        while prev is not None and prev.kind() in _ITEM_SKIP:
+            if prev.kind() == "attribute_item" and prev.text().startswith("#[cfg("):
+                out.add(prev.text())
+            prev = prev.prev()
+    return out
+
+
+def _made_statements(
+    seed: Site,
+    remaining: list[tuple[Site, _Ex]],
+    exs: list[_Ex],
+    lang: str,
+    choices: list[_Choice],
+    consider: Any,
+) -> None:
+    """An expression made a statement (wave 3f): `R::discard(self)` -> `R::discard(self);`,
+    Rust's tail expressions of functions that return nothing. The sites' call heads differ
+    (`round_to_native::<F, _>(…)`, `check_round_to_f64(…)`) and are not what the change is
+    about: where the expression sits is. One rule `$A` -> `$A;` over the kinds the sites
+    are, in the kinds of node they stand in (a `block`), narrowed by a context that keeps
+    the examples' other expressions of those kinds (a function's `-> T` result) — a kind or
+    what the enclosing definition's signature declares, never a name. Pinned first when it
+    covers every site the best plain choice does (a literal call head reaches no other
+    call)."""
+    if not _made_statement(seed):
+        return
+    peers = [s for s, _ in remaining if _made_statement(s)]
+    kinds = sorted({s.node.kind() for s in peers})
+    parents = sorted({p.kind() for s in peers if (p := s.node.parent()) is not None})
+    if len(kinds) > 3 or not parents or len(parents) > 3:
+        return
+    base: dict[str, Any] = {
+        **({"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}),
+        "pattern": "$A",
+        "inside": {
+            **(
+                {"kind": parents[0]}
+                if len(parents) == 1
+                else {"any": [{"kind": k} for k in parents]}
+            ),
+            "stopBy": "neighbor",
+        },
+    }
+    # Closed by what every site's function declares (precision first: a tail expression of
+    # a function that returns a value is that value; the examples seldom keep one).
+    shared = signature([s.node for s in peers], [], closing=True)
+    if shared is None:
+        return
+    base = conjoin(base, shared)
+    if lang == "rust":
+        # Code under a `#[cfg(…)]` that no site is under: a change a compiler or linter run
+        # made (clippy here) never saw it — serde kept `R::begin_raw_buffering(self)` under
+        # `#[cfg(feature = "raw_value")]`, log `self.v.set(val)` in a `#[cfg(not(…))]` impl
+        # (while changing a function under `#[cfg(feature = "kv_unstable")]`: that one the
+        # run saw).
+        seen = sorted({c for s in peers for c in _cfgs(s.node)})
+        cfg: dict[str, Any] = dict(_CFG_ATTRIBUTE)
+        if seen:
+            cfg["not"] = {"regex": "^(?:" + "|".join(_rx_escape(c) for c in seen) + ")$"}
+        base = conjoin(base, {"not": {"inside": {"stopBy": "end", "follows": cfg}}})
+    fix = "$A;"
+    key = "$A\0" + fix
+    candidate = Rule(id="c", language=lang, rule=base, fix=fix)
+    try:
+        covered = _evaluate(candidate, exs)
+    except RuleError:
+        return
+    start = len(choices)
+    if covered and id(seed) in covered:
+        consider(base, fix, key, 0, None, None, None, False)
+    elif covered is None:
+        split = _classify(candidate, exs, False)
+        if split is None:
+            return
+        pos, neg = split
+        node = next((p for p in pos if _holds(p, seed)), None)
+        if node is None:
+            return
+        for extra in discriminating(node, pos, neg):
+            text = repr(extra)
+            # A kind says where; the signature's return type says what the function gives
+            # back. A list of names (of definitions, of values) only says which.
+            if "'not'" not in text and "'has'" not in text and "'regex'" not in text:
+                consider(conjoin(base, extra), fix, key, 0, None, None, None, False)
+    new = choices[start:]
+    if not new or len(choices) == len(new):
+        return
+    best = max(len(c.covered) for c in choices[:start])
+    top = min((c for c in choices[:start] if len(c.covered) == best), key=lambda c: c.order)
+    mine = max(new, key=lambda c: (len(c.covered), -c.order))
+    if top.covered <= mine.covered:
+        mine.order = min(c.order for c in choices[:start]) - 1
+        mine.pinned = True
+    else:
+        for c in new:
+            c.order += DEFERRED
 
 
 def _generalises(general: str, specific: str) -> bool:

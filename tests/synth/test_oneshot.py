@@ -1,0 +1,51 @@
+"""Wave 3f of issue 26 (synth-oneshot4): classes of one-shot misses on real edits that
+recur across the seeded draws — each a small self-written reproduction of what the real
+commits did (see docs/synth.md § One shot, wave 3f). Each fails on the branch start
+(main ce49f87)."""
+
+from __future__ import annotations
+
+from oopav.synth import Example, synthesize
+
+
+def test_a_tail_expression_made_a_statement_is_learned_by_the_signature() -> None:
+    """serde's and log's `x.clear()` -> `x.clear();` (clippy's `semicolon_if_nothing_returned`)
+    at the end of functions that return nothing, kept where a `-> T` is declared. The two
+    sites call different heads (`round(…)`, `self.check(…)`): a literal head per site
+    reached no held-out call. One rule `$A` -> `$A;` inside a function that declares no
+    return type (the innermost one: a nested `fn … -> R` keeps its tail), and not under a
+    `#[cfg(…)]` no site is under (the linter's run never compiled it: serde kept
+    `R::begin_raw_buffering(self)` under `#[cfg(feature = "raw_value")]`)."""
+    a = (
+        "fn apply(x: &mut Vec<u8>) {\n    round(x, 1)\n}\n\n"
+        "fn size(x: &Vec<u8>) -> usize {\n    count(x)\n}\n"
+    )
+    b = (
+        "impl T {\n    fn reset(&mut self) {\n        self.check(1, 2)\n    }\n\n"
+        "    fn get(&self) -> u8 {\n        self.value()\n    }\n}\n"
+    )
+    result = synthesize(
+        [
+            Example(a, a.replace("round(x, 1)\n", "round(x, 1);\n"), path="a.rs"),
+            Example(b, b.replace("self.check(1, 2)\n", "self.check(1, 2);\n"), path="b.rs"),
+        ]
+    )
+    [rule] = result.rules
+    assert rule.fix == "$A;"
+    held = (
+        "impl U {\n    fn clear(&mut self) {\n        self.map.clear()\n    }\n\n"
+        "    fn len(&self) -> usize {\n        self.map.len()\n    }\n}\n\n"
+        "fn outer() {\n    struct V;\n    impl W for V {\n        fn visit(&self) -> R {\n"
+        "            Ok(())\n        }\n    }\n    finish(V)\n}\n\n"
+        "fn spawn() {\n    run(|| {\n        compute()\n    })\n}\n\n"
+        '#[cfg(feature = "raw")]\nfn raw(&mut self) {\n    R::raw(self)\n}\n'
+    )
+    want = (
+        held.replace("self.map.clear()\n", "self.map.clear();\n")
+        .replace("finish(V)\n", "finish(V);\n")
+        .replace(
+            "    run(|| {\n        compute()\n    })\n",
+            "    run(|| {\n        compute()\n    });\n",
+        )
+    )
+    assert result.apply(held)[0] == want
