@@ -49,3 +49,62 @@ def test_a_tail_expression_made_a_statement_is_learned_by_the_signature() -> Non
         )
     )
     assert result.apply(held)[0] == want
+
+
+def test_trailing_commas_are_one_rule_at_every_depth() -> None:
+    """zod's and ky's formatter commits: the last item of every multi-line object and array
+    gains a trailing comma, nested ones too. The sites are whole lists whose text gains
+    commas at several depths (before: one literal rule per object, reaching no held-out
+    list). One rule for the last item of a multi-line list of the kinds the examples
+    changed, repeated as nested follow-ups (ast-grep rewrites the outer of two overlapping
+    matches only); a call's multi-line arguments, which no example changed, are left."""
+    before = (
+        "const a = {\n  x: 1,\n  y: [\n    {\n      t: 2\n    }\n  ]\n};\n"
+        "const b = [\n  'p',\n  'q'\n];\n"
+    )
+    after = (
+        "const a = {\n  x: 1,\n  y: [\n    {\n      t: 2,\n    },\n  ],\n};\n"
+        "const b = [\n  'p',\n  'q',\n];\n"
+    )
+    result = synthesize([Example(before, after, path="a.ts")])
+    assert result.rules[0].fix == "$A,"
+    assert all(r.follow_up == "nested" for r in result.rules[1:])
+    held = (
+        "export const c = {\n  k: {\n    m: [\n      {n: 1},\n      {\n        o: f(x)\n"
+        "      }\n    ]\n  },\n  ...rest\n};\n"
+        "call(\n  one,\n  two\n);\n"
+        "const {\n  u,\n  ...others\n} = c;\n"
+        "const d = [1, 2];\n"
+    )
+    want = (
+        "export const c = {\n  k: {\n    m: [\n      {n: 1},\n      {\n        o: f(x),\n"
+        "      },\n    ],\n  },\n  ...rest,\n};\n"
+        "call(\n  one,\n  two\n);\n"
+        "const {\n  u,\n  ...others\n} = c;\n"
+        "const d = [1, 2];\n"
+    )
+    assert result.apply(held)[0] == want
+
+
+def test_a_parameter_list_gaining_a_trailing_comma_means_every_list() -> None:
+    """ky's prettier `trailingComma: all`: the examples show a parameter list and an object
+    gaining the comma; held out, a call's arguments, a type's arguments and an import list
+    gain it too (only object and array literals: ES5's, zod's `es5`)."""
+    before = (
+        "export function f(\n\toptions: Options\n) {\n\treturn g({\n\t\tdevtools: true\n\t});\n}\n"
+    )
+    after = "export function f(\n\toptions: Options,\n) {\n\treturn g({\n\t\tdevtools: true,\n\t});\n}\n"
+    result = synthesize([Example(before, after, path="a.ts")])
+    held = (
+        "import {\n\tA,\n\tB\n} from './b.js';\n"
+        "type T = Expect<\n\tEqual<A, B>\n>;\n"
+        "h(\n\t'/unicorn',\n\t[\n\t\t'x'\n\t]\n);\n"
+        "function k(\n\ta: number,\n\t...rest: string[]\n) {}\n"
+    )
+    want = (
+        "import {\n\tA,\n\tB,\n} from './b.js';\n"
+        "type T = Expect<\n\tEqual<A, B>,\n>;\n"
+        "h(\n\t'/unicorn',\n\t[\n\t\t'x',\n\t],\n);\n"
+        "function k(\n\ta: number,\n\t...rest: string[]\n) {}\n"
+    )
+    assert result.apply(held)[0] == want

@@ -27,6 +27,7 @@ from oopav.sandbox.astgrep import (
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
 from oopav.synth.clishape import cli_rule, kinds_from_sites
+from oopav.synth.commas import trailing_commas
 from oopav.synth.discriminate import (
     closure,
     conjoin,
@@ -911,6 +912,21 @@ def synthesize(
             "produce (learned side by side they interfere): apply them in order"
         ]
 
+    # Trailing commas at every depth (wave 3f): one rule and its nested copies, when the
+    # examples change nothing else.
+    commas = trailing_commas([(ex.before, ex.after) for ex in exs], lang)
+    if commas is not None:
+        result = SynthResult(rules=commas, language=lang, examples_reproduced=len(exs))
+        notes = [
+            "trailing commas: the last item of every multi-line list gains one; the rule "
+            f"repeats as {len(commas) - 1} nested follow-up(s), one list depth each"
+        ]
+    else:
+        result, notes = _learn_all(learn, learn_sequential)
+    return _finish(result, notes, exs, lang, guessed, layout_notes, t0)
+
+
+def _learn_all(learn: Any, learn_sequential: Any) -> tuple[SynthResult, list[str]]:
     try:
         result, notes = learn(lists=True)
     except SynthesisError as exc:
@@ -927,7 +943,18 @@ def synthesize(
                 result, notes = learn_sequential()
             except (SynthesisError, SiteError):
                 raise again from None
+    return result, notes
 
+
+def _finish(
+    result: SynthResult,
+    notes: list[str],
+    exs: list[_Ex],
+    lang: str,
+    guessed: str | None,
+    layout_notes: list[str],
+    t0: float,
+) -> SynthResult:
     # Sites left out (examples that contradict themselves): a follow-up must keep what the
     # rules already give there, not reproduce the example whole.
     partial = (
