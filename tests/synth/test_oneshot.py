@@ -108,3 +108,40 @@ def test_a_parameter_list_gaining_a_trailing_comma_means_every_list() -> None:
         "function k(\n\ta: number,\n\t...rest: string[]\n) {}\n"
     )
     assert result.apply(held)[0] == want
+
+
+def test_a_wrapped_pattern_reaches_macro_arguments_too() -> None:
+    """serde's `i64::MAX` -> `i64::max_value()`: a path alone is no statement, so the
+    pattern is `{context: "fn _f() { $A::MAX }", selector: scoped_identifier}`, and the
+    token-tree follow-up (wave 3d) was only made for plain string patterns: the held-out
+    `overflow!(res * 10 + digit, u64::MAX)` stayed. The wrapped snippet is what the
+    follow-up's token regex is made of."""
+    before = "fn f(v: u64) -> bool {\n    v <= i64::MAX as u64\n}\n"
+    after = before.replace("i64::MAX", "i64::max_value()")
+    result = synthesize([Example(before, after, path="a.rs")])
+    assert [r.follow_up for r in result.rules] == [None, "macro"]
+    held = "fn g(res: u64) -> bool {\n    overflow!(res * 10, u64::MAX) || x < u32::MAX\n}\n"
+    want = "fn g(res: u64) -> bool {\n    overflow!(res * 10, u64::max_value()) || x < u32::max_value()\n}\n"
+    assert result.apply(held)[0] == want
+
+
+def test_a_code_sample_changed_in_doc_comments_alone_is_learned() -> None:
+    """ky's `response.clone().json()` -> `response.json()` made only in JSDoc code samples
+    (the examples' sites are all comments): "comments are not rewritable" refused it. Two
+    sites or more making one substitution that rewrites code (not a word of prose) are
+    learned as the comment rule (a whole-word `replace` on comment nodes, wave 3b)."""
+    before = (
+        "/**\n```\nconst data = await response.clone().json();\n```\n*/\nexport type A = 1;\n"
+        "/**\n```\nconst x = await response.clone().json();\n```\n*/\nexport type B = 2;\n"
+    )
+    after = before.replace("response.clone().json()", "response.json()")
+    result = synthesize([Example(before, after, path="a.ts")])
+    held = "/**\n```\n\tconst data = await response.clone().json();\n```\n*/\nconst n = 1;\n"
+    assert result.apply(held)[0] == held.replace("clone().json()", "json()")
+    # Prose alone still fails (one site, a word).
+    try:
+        synthesize([Example("// a fetch\nx = 1;\n", "// a read\nx = 1;\n", path="b.ts")])
+    except ValueError as exc:
+        assert "comments are not rewritable" in str(exc)
+    else:
+        raise AssertionError("a prose comment alone was learned")

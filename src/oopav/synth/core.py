@@ -732,7 +732,11 @@ def synthesize(
         exs.append(_Ex(i, e.before, after, broot, aroot, sites))
 
     all_sites = [(s, ex) for ex in exs for s in ex.sites]
-    if all_sites and all(s.node.kind() in COMMENT_KINDS for s, _ in all_sites):
+    if (
+        all_sites
+        and all(s.node.kind() in COMMENT_KINDS for s, _ in all_sites)
+        and not _same_substitution([s for s, _ in all_sites])
+    ):
         first = all_sites[0][1].index
         raise SynthesisError(
             f"example {first} changes a comment; comments are not rewritable", first
@@ -2420,6 +2424,17 @@ def _token_pattern(node: SgNode, peers: list[SgNode]) -> tuple[str, dict[str, se
         values[var] = {t.text} | {leaves(p)[k].text for p in peers if len(leaves(p)) == len(mine)}
     out.append(text[pos:])
     return "".join(out), values
+
+
+def _same_substitution(sites: list[Site]) -> bool:
+    """Wave 3f: comments alone are learned when two or more sites make one substitution and
+    it rewrites code (a code sample in doc comments: ky's `response.clone().json()` ->
+    `response.json()` in three files' JSDoc examples) — not prose (a word or phrase)."""
+    subs = {_comment_substitution(s.before_text, s.after_text) for s in sites}
+    if len(sites) < 2 or len(subs) != 1 or None in subs:
+        return False
+    old, new = next(iter(s for s in subs if s is not None))
+    return bool(re.search(r"[.()\[\]{}=<>;:]", old + new))
 
 
 def _comment_substitution(before: str, after: str) -> tuple[str, str] | None:
