@@ -145,3 +145,38 @@ def test_a_code_sample_changed_in_doc_comments_alone_is_learned() -> None:
         assert "comments are not rewritable" in str(exc)
     else:
         raise AssertionError("a prose comment alone was learned")
+
+
+def test_a_go_statement_inserted_in_a_body_is_one_insertion_rule() -> None:
+    """chi's `r = r.WithContext(ctx)` added before `next.ServeHTTP(w, r)`: Go's block holds
+    a `statement_list`, which was no insertion container, so each example was a literal
+    rewrite of its whole function body (reaching no other function). One example has a
+    blank line before the new statement (its site: before the call), the other none (its
+    site: after `ctx = …`); a rule inserting before the call makes both: one rule."""
+    a = (
+        "package m\n\nfunc A(next http.Handler) http.Handler {\n"
+        "\tfn := func(w http.ResponseWriter, r *http.Request) {\n"
+        "\t\tctx := r.Context()\n\t\tgo watch(ctx)\n\n\t\tnext.ServeHTTP(w, r)\n\t}\n"
+        "\treturn http.HandlerFunc(fn)\n}\n"
+    )
+    b = (
+        "package m\n\nfunc B(next http.Handler) http.Handler {\n"
+        "\tfn := func(w http.ResponseWriter, r *http.Request) {\n"
+        "\t\tctx := r.Context()\n\t\tctx = context.WithValue(ctx, k, 1)\n"
+        "\t\tnext.ServeHTTP(w, r)\n\t}\n\treturn http.HandlerFunc(fn)\n}\n"
+    )
+    new = "\t\tr = r.WithContext(ctx)\n"
+    result = synthesize(
+        [
+            Example(a, a.replace("\t\tnext.ServeHTTP", new + "\t\tnext.ServeHTTP"), path="a.go"),
+            Example(b, b.replace("\t\tnext.ServeHTTP", new + "\t\tnext.ServeHTTP"), path="b.go"),
+        ]
+    )
+    [rule] = result.rules
+    held = (
+        "package m\n\nfunc C(next http.Handler) http.Handler {\n"
+        "\tfn := func(w http.ResponseWriter, r *http.Request) {\n"
+        "\t\tctx, cancel := context.WithTimeout(r.Context(), t)\n\t\tdefer cancel()\n"
+        "\t\tnext.ServeHTTP(w, r)\n\t}\n\treturn http.HandlerFunc(fn)\n}\n"
+    )
+    assert result.apply(held)[0] == held.replace("\t\tnext.ServeHTTP", new + "\t\tnext.ServeHTTP")

@@ -361,9 +361,34 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
             return None
         for start, end, _node, replacement in rewrites:
             if replacement != _expected(ex, start, end):
-                return None
+                twin = _insertion_twin(ex, start, end, replacement)
+                if twin is None:
+                    return None
+                covered.add(id(twin))
+                continue
             covered.update(id(s) for s in ex.sites if start <= s.start and s.end <= end)
     return covered
+
+
+def _insertion_twin(ex: _Ex, start: int, end: int, replacement: str) -> Site | None:
+    """The insertion site that a rewrite of ``[start, end)`` makes from the other side
+    (wave 3f): a statement inserted before ``next.ServeHTTP(w, r)`` is the one an example
+    shows inserted after ``ctx = …`` when only whitespace lies between the two anchors —
+    chi's `r = r.WithContext(ctx)`, whose two examples put it after a blank line (before
+    the call) and right after an assignment (after it). The same text either way."""
+    for site in ex.sites:
+        if site.insert is None:
+            continue
+        if site.end <= start and not ex.before[site.end : start].strip():
+            lo, hi = site.start, end
+        elif site.start >= end and not ex.before[end : site.start].strip():
+            lo, hi = start, site.end
+        else:
+            continue
+        want = _expected(ex, lo, hi)
+        if want is not None and want == ex.before[lo:start] + replacement + ex.before[end:hi]:
+            return site
+    return None
 
 
 def _rewrites(
@@ -413,7 +438,10 @@ def _classify(
         if rewrites is None:
             return None
         for start, end, node, replacement in rewrites:
-            (pos if replacement == _expected(ex, start, end) else neg).append(node)
+            right = replacement == _expected(ex, start, end) or (
+                _insertion_twin(ex, start, end, replacement) is not None
+            )
+            (pos if right else neg).append(node)
     return pos, neg
 
 
