@@ -172,7 +172,7 @@ def test_a_go_statement_inserted_in_a_body_is_one_insertion_rule() -> None:
             Example(b, b.replace("\t\tnext.ServeHTTP", new + "\t\tnext.ServeHTTP"), path="b.go"),
         ]
     )
-    [rule] = result.rules
+    assert len(result.rules) == 1
     held = (
         "package m\n\nfunc C(next http.Handler) http.Handler {\n"
         "\tfn := func(w http.ResponseWriter, r *http.Request) {\n"
