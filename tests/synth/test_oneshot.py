@@ -180,3 +180,21 @@ def test_a_go_statement_inserted_in_a_body_is_one_insertion_rule() -> None:
         "\t\tnext.ServeHTTP(w, r)\n\t}\n\treturn http.HandlerFunc(fn)\n}\n"
     )
     assert result.apply(held)[0] == held.replace("\t\tnext.ServeHTTP", new + "\t\tnext.ServeHTTP")
+
+
+def test_a_go_package_qualifier_removed_in_types_reaches_values_too() -> None:
+    """chi's `ctxhttp.X` -> `X` (the package folded in): the examples show types
+    (`h ctxhttp.Handler`); a pattern `ctxhttp.$A` alone parses as a `qualified_type` and
+    left `ctxhttp.HandlerFunc(t)` (a `selector_expression`) in the held-out file — half the
+    edit. The rule reaches the name in both positions."""
+    before = (
+        "package m\n\nfunc f(h ctxhttp.Handler) ctxhttp.Handler {\n\treturn h\n}\n\n"
+        "type S struct {\n\tH ctxhttp.Handler\n}\n"
+    )
+    after = before.replace("ctxhttp.", "")
+    result = synthesize([Example(before, after, path="a.go")])
+    held = (
+        "package m\n\nfunc g(t T) ctxhttp.Handler {\n\tvar cxh ctxhttp.Handler\n"
+        "\tcxh = ctxhttp.HandlerFunc(t)\n\treturn cxh\n}\n"
+    )
+    assert result.apply(held)[0] == held.replace("ctxhttp.", "")

@@ -824,6 +824,7 @@ def synthesize(
             chosen = _same_layout(_idempotent(_lift_less(top_choices), seed, exs, lang), exs, lang)
             chosen = _closed(chosen, exs, lang)
             chosen = _twin(chosen, exs, lang)
+            chosen = _qualified(chosen, exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
             wider = [
                 c
@@ -1266,6 +1267,42 @@ def _twin(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     if covered is None or covered != choice.covered:
         return choice
     return replace(choice, rule=rule, fix=fix, constraints=constraints)
+
+
+# A Go package-qualified name (`ctxhttp.$A`, `ctxhttp.Handler`), as a pattern alone.
+_GO_QUALIFIED = re.compile(r"^[A-Za-z_]\w*\.(?:\$[A-Z][A-Z0-9_]*|[A-Za-z_]\w*)$")
+
+
+def _qualified(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
+    """Go (wave 3f): a package-qualified name is a `qualified_type` where a type stands and a
+    `selector_expression` where a value does, and a pattern of it alone parses as the type:
+    chi's `ctxhttp.$A` -> `$A` (the package folded into chi), learned on `ctxhttp.Handler`
+    types, left `return ctxhttp.HandlerFunc(func(…) {…})` and `cxh = ctxhttp.HandlerFunc(t)`
+    of the same file as they were (half the edit). The rule reaches both, where it still
+    rewrites every site it did and nothing the examples keep."""
+    pattern = choice.rule.get("pattern")
+    if (
+        lang != "go"
+        or set(choice.rule) != {"pattern"}
+        or not isinstance(pattern, str)
+        or not _GO_QUALIFIED.match(pattern)
+        or choice.transform
+        or choice.expand_start
+        or choice.expand_end
+    ):
+        return choice
+    value = {"context": "func _() { _ = " + pattern + " }", "selector": "selector_expression"}
+    rule = {"any": [{"pattern": pattern}, {"pattern": value}]}
+    candidate = Rule(
+        id="c", language=lang, rule=rule, fix=choice.fix, constraints=choice.constraints
+    )
+    try:
+        covered = _evaluate(candidate, exs)
+    except RuleError:
+        return choice
+    if covered is None or not choice.covered <= covered:
+        return choice
+    return replace(choice, rule=rule, covered=covered)
 
 
 def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
