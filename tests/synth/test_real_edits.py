@@ -615,16 +615,21 @@ TRAILING_AFTER = TRAILING_BEFORE.replace("1\n", "1,\n").replace("2\n", "2,\n")
 # value spans lines, keep their layout (the rule once laid them out over lines: ky's
 # trailing commas, 126 wrong hunks on one real commit).
 TRAILING_HELD = "const c = {\n\tbaz: 3\n};\nconst d = {q: 1};\nconst e = {h: [\n\t2\n]};\n"
-TRAILING_WANT = "const c = {\n\tbaz: 3,\n};\nconst d = {q: 1};\nconst e = {h: [\n\t2\n]};\n"
+# Wave 3f (synth/commas.py): a change of trailing commas only is one rule for the last item
+# of a multi-line list (`$A` -> `$A,`, no layout written): the array spread over lines inside
+# the one-line object gets its comma too, the one-line object keeps its layout.
+TRAILING_WANT = "const c = {\n\tbaz: 3,\n};\nconst d = {q: 1};\nconst e = {h: [\n\t2,\n]};\n"
 
 
 def test_a_fix_that_hard_codes_a_multi_line_layout_matches_only_that_layout() -> None:
     result = synthesize([Example(TRAILING_BEFORE, TRAILING_AFTER, language="typescript")])
     assert result.apply(TRAILING_BEFORE)[0] == TRAILING_AFTER
-    assert len(result.rules) == 1
-    # The layout is the context (not an enclosing `variable_declarator`): a multi-line
+    # Wave 3f: the trailing-comma rule and its nested copies (synth/commas.py).
+    assert result.rules[0].fix == "$A,"
+    assert {r.follow_up for r in result.rules[1:]} == {"nested"}
+    # The list is the context (not an enclosing `variable_declarator`): a multi-line
     # object passed as an argument gets the comma too.
-    assert "inside" not in result.rules[0].rule
+    assert "variable_declarator" not in str(result.rules[0].rule)
     assert result.apply(TRAILING_HELD)[0] == TRAILING_WANT
     assert result.apply("f({\n\tz: 1\n});\n")[0] == "f({\n\tz: 1,\n});\n"
 
@@ -648,7 +653,9 @@ def test_a_layout_guarded_rule_keeps_one_line_objects_through_the_ast_grep_cli(
 
 def test_a_multi_line_fix_in_tab_indented_code_keeps_to_the_examples_depth() -> None:
     # ast-grep re-indents a fix by the spaces before the match, not tabs: a rule learned at
-    # depth 1 would write depth-1 lines into an object at depth 0 or 3. It leaves them alone.
+    # depth 1 would write depth-1 lines into an object at depth 0 or 3. Wave 3f: a change of
+    # trailing commas only is learned as `$A` -> `$A,` on the last item (synth/commas.py),
+    # which writes no line break, so the other depths get their comma right.
     before = "function f() {\n\tfoo({\n\t\ta: 1\n\t});\n\tbar({\n\t\tb: 2\n\t});\n\tg({x: 1});\n}\n"
     after = before.replace("1\n", "1,\n").replace("2\n", "2,\n")
     result = synthesize([Example(before, after, language="typescript")])
@@ -658,7 +665,9 @@ def test_a_multi_line_fix_in_tab_indented_code_keeps_to_the_examples_depth() -> 
     other_depths = (
         "foo({\n\tc: 3\n});\nif (x) {\n\tif (y) {\n\t\tbaz(1, {\n\t\t\td: 4\n\t\t});\n\t}\n}\n"
     )
-    assert result.apply(other_depths)[0] == other_depths
+    assert result.apply(other_depths)[0] == other_depths.replace("3\n", "3,\n").replace(
+        "4\n", "4,\n"
+    )
 
 
 def test_a_go_field_renamed_in_composite_literals_is_renamed_in_its_declaration_too() -> None:

@@ -27,11 +27,13 @@ from oopav.sandbox.astgrep import (
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
 from oopav.synth.clishape import cli_rule, kinds_from_sites
+from oopav.synth.commas import trailing_commas
 from oopav.synth.discriminate import (
     closure,
     conjoin,
     context_closure,
     merge_constraints,
+    signature,
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
@@ -359,9 +361,34 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
             return None
         for start, end, _node, replacement in rewrites:
             if replacement != _expected(ex, start, end):
-                return None
+                twin = _insertion_twin(ex, start, end, replacement)
+                if twin is None:
+                    return None
+                covered.add(id(twin))
+                continue
             covered.update(id(s) for s in ex.sites if start <= s.start and s.end <= end)
     return covered
+
+
+def _insertion_twin(ex: _Ex, start: int, end: int, replacement: str) -> Site | None:
+    """The insertion site that a rewrite of ``[start, end)`` makes from the other side
+    (wave 3f): a statement inserted before ``next.ServeHTTP(w, r)`` is the one an example
+    shows inserted after ``ctx = …`` when only whitespace lies between the two anchors —
+    chi's `r = r.WithContext(ctx)`, whose two examples put it after a blank line (before
+    the call) and right after an assignment (after it). The same text either way."""
+    for site in ex.sites:
+        if site.insert is None:
+            continue
+        if site.end <= start and not ex.before[site.end : start].strip():
+            lo, hi = site.start, end
+        elif site.start >= end and not ex.before[end : site.start].strip():
+            lo, hi = start, site.end
+        else:
+            continue
+        want = _expected(ex, lo, hi)
+        if want is not None and want == ex.before[lo:start] + replacement + ex.before[end:hi]:
+            return site
+    return None
 
 
 def _rewrites(
@@ -411,7 +438,10 @@ def _classify(
         if rewrites is None:
             return None
         for start, end, node, replacement in rewrites:
-            (pos if replacement == _expected(ex, start, end) else neg).append(node)
+            right = replacement == _expected(ex, start, end) or (
+                _insertion_twin(ex, start, end, replacement) is not None
+            )
+            (pos if right else neg).append(node)
     return pos, neg
 
 
@@ -730,7 +760,11 @@ def synthesize(
         exs.append(_Ex(i, e.before, after, broot, aroot, sites))
 
     all_sites = [(s, ex) for ex in exs for s in ex.sites]
-    if all_sites and all(s.node.kind() in COMMENT_KINDS for s, _ in all_sites):
+    if (
+        all_sites
+        and all(s.node.kind() in COMMENT_KINDS for s, _ in all_sites)
+        and not _same_substitution([s for s, _ in all_sites])
+    ):
         first = all_sites[0][1].index
         raise SynthesisError(
             f"example {first} changes a comment; comments are not rewritable", first
@@ -790,6 +824,7 @@ def synthesize(
             chosen = _same_layout(_idempotent(_lift_less(top_choices), seed, exs, lang), exs, lang)
             chosen = _closed(chosen, exs, lang)
             chosen = _twin(chosen, exs, lang)
+            chosen = _qualified(chosen, exs, lang)
             # Ambiguous: a more general rule (more metavariables) fits as well as the one chosen.
             wider = [
                 c
@@ -910,6 +945,21 @@ def synthesize(
             "produce (learned side by side they interfere): apply them in order"
         ]
 
+    # Trailing commas at every depth (wave 3f): one rule and its nested copies, when the
+    # examples change nothing else.
+    commas = trailing_commas([(ex.before, ex.after) for ex in exs], lang)
+    if commas is not None:
+        result = SynthResult(rules=commas, language=lang, examples_reproduced=len(exs))
+        notes = [
+            "trailing commas: the last item of every multi-line list gains one; the rule "
+            f"repeats as {len(commas) - 1} nested follow-up(s), one list depth each"
+        ]
+    else:
+        result, notes = _learn_all(learn, learn_sequential)
+    return _finish(result, notes, exs, lang, guessed, layout_notes, t0)
+
+
+def _learn_all(learn: Any, learn_sequential: Any) -> tuple[SynthResult, list[str]]:
     try:
         result, notes = learn(lists=True)
     except SynthesisError as exc:
@@ -926,7 +976,18 @@ def synthesize(
                 result, notes = learn_sequential()
             except (SynthesisError, SiteError):
                 raise again from None
+    return result, notes
 
+
+def _finish(
+    result: SynthResult,
+    notes: list[str],
+    exs: list[_Ex],
+    lang: str,
+    guessed: str | None,
+    layout_notes: list[str],
+    t0: float,
+) -> SynthResult:
     # Sites left out (examples that contradict themselves): a follow-up must keep what the
     # rules already give there, not reproduce the example whole.
     partial = (
@@ -1206,6 +1267,42 @@ def _twin(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     if covered is None or covered != choice.covered:
         return choice
     return replace(choice, rule=rule, fix=fix, constraints=constraints)
+
+
+# A Go package-qualified name (`ctxhttp.$A`, `ctxhttp.Handler`), as a pattern alone.
+_GO_QUALIFIED = re.compile(r"^[A-Za-z_]\w*\.(?:\$[A-Z][A-Z0-9_]*|[A-Za-z_]\w*)$")
+
+
+def _qualified(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
+    """Go (wave 3f): a package-qualified name is a `qualified_type` where a type stands and a
+    `selector_expression` where a value does, and a pattern of it alone parses as the type:
+    chi's `ctxhttp.$A` -> `$A` (the package folded into chi), learned on `ctxhttp.Handler`
+    types, left `return ctxhttp.HandlerFunc(func(…) {…})` and `cxh = ctxhttp.HandlerFunc(t)`
+    of the same file as they were (half the edit). The rule reaches both, where it still
+    rewrites every site it did and nothing the examples keep."""
+    pattern = choice.rule.get("pattern")
+    if (
+        lang != "go"
+        or set(choice.rule) != {"pattern"}
+        or not isinstance(pattern, str)
+        or not _GO_QUALIFIED.match(pattern)
+        or choice.transform
+        or choice.expand_start
+        or choice.expand_end
+    ):
+        return choice
+    value = {"context": "func _() { _ = " + pattern + " }", "selector": "selector_expression"}
+    rule = {"any": [{"pattern": pattern}, {"pattern": value}]}
+    candidate = Rule(
+        id="c", language=lang, rule=rule, fix=choice.fix, constraints=choice.constraints
+    )
+    try:
+        covered = _evaluate(candidate, exs)
+    except RuleError:
+        return choice
+    if covered is None or not choice.covered <= covered:
+        return choice
+    return replace(choice, rule=rule, covered=covered)
 
 
 def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
@@ -1642,7 +1739,135 @@ def _search(
         break  # the innermost parameter only
     for c in choices[start:]:
         c.order += LATE
+    _made_statements(seed, remaining, exs, lang, choices, consider)
     return choices
+
+
+def _made_statement(site: Site) -> bool:
+    """The site's expression is made a statement: the same text with a `;` after it."""
+    return (
+        site.insert is None
+        and site.delete is None
+        and site.after_text == site.before_text + ";"
+        and not site.before_text.rstrip().endswith((";", "}"))
+    )
+
+
+# A Rust item's `#[cfg(…)]`, among the attributes and comments right before it.
+_CFG_ATTRIBUTE: dict[str, Any] = {
+    "kind": "attribute_item",
+    "regex": "^#\\[cfg\\(",
+    "stopBy": {
+        "not": {
+            "any": [{"kind": "attribute_item"}, {"kind": "line_comment"}, {"kind": "block_comment"}]
+        }
+    },
+}
+_ITEM_SKIP = frozenset({"attribute_item", "line_comment", "block_comment"})
+
+
+def _cfgs(node: SgNode) -> set[str]:
+    """The `#[cfg(…)]` attributes some enclosing node of ``node`` follows (what
+    ``inside: {stopBy: end, follows: _CFG_ATTRIBUTE}`` sees)."""
+    out: set[str] = set()
+    for a in node.ancestors():
+        prev = a.prev()
+        while prev is not None and prev.kind() in _ITEM_SKIP:
+            if prev.kind() == "attribute_item" and prev.text().startswith("#[cfg("):
+                out.add(prev.text())
+            prev = prev.prev()
+    return out
+
+
+def _made_statements(
+    seed: Site,
+    remaining: list[tuple[Site, _Ex]],
+    exs: list[_Ex],
+    lang: str,
+    choices: list[_Choice],
+    consider: Any,
+) -> None:
+    """An expression made a statement (wave 3f): `R::discard(self)` -> `R::discard(self);`,
+    Rust's tail expressions of functions that return nothing. The sites' call heads differ
+    (`round_to_native::<F, _>(…)`, `check_round_to_f64(…)`) and are not what the change is
+    about: where the expression sits is. One rule `$A` -> `$A;` over the kinds the sites
+    are, in the kinds of node they stand in (a `block`), narrowed by a context that keeps
+    the examples' other expressions of those kinds (a function's `-> T` result) — a kind or
+    what the enclosing definition's signature declares, never a name. Pinned first when it
+    covers every site the best plain choice does (a literal call head reaches no other
+    call)."""
+    if not _made_statement(seed):
+        return
+    peers = [s for s, _ in remaining if _made_statement(s)]
+    kinds = sorted({s.node.kind() for s in peers})
+    parents = sorted({p.kind() for s in peers if (p := s.node.parent()) is not None})
+    if len(kinds) > 3 or not parents or len(parents) > 3:
+        return
+    base: dict[str, Any] = {
+        **({"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}),
+        "pattern": "$A",
+        "inside": {
+            **(
+                {"kind": parents[0]}
+                if len(parents) == 1
+                else {"any": [{"kind": k} for k in parents]}
+            ),
+            "stopBy": "neighbor",
+        },
+    }
+    # Closed by what every site's function declares (precision first: a tail expression of
+    # a function that returns a value is that value; the examples seldom keep one).
+    shared = signature([s.node for s in peers], [], closing=True)
+    if shared is None:
+        return
+    base = conjoin(base, shared)
+    if lang == "rust":
+        # Code under a `#[cfg(…)]` that no site is under: a change a compiler or linter run
+        # made (clippy here) never saw it — serde kept `R::begin_raw_buffering(self)` under
+        # `#[cfg(feature = "raw_value")]`, log `self.v.set(val)` in a `#[cfg(not(…))]` impl
+        # (while changing a function under `#[cfg(feature = "kv_unstable")]`: that one the
+        # run saw).
+        seen = sorted({c for s in peers for c in _cfgs(s.node)})
+        cfg: dict[str, Any] = dict(_CFG_ATTRIBUTE)
+        if seen:
+            cfg["not"] = {"regex": "^(?:" + "|".join(_rx_escape(c) for c in seen) + ")$"}
+        base = conjoin(base, {"not": {"inside": {"stopBy": "end", "follows": cfg}}})
+    fix = "$A;"
+    key = "$A\0" + fix
+    candidate = Rule(id="c", language=lang, rule=base, fix=fix)
+    try:
+        covered = _evaluate(candidate, exs)
+    except RuleError:
+        return
+    start = len(choices)
+    if covered and id(seed) in covered:
+        consider(base, fix, key, 0, None, None, None, False)
+    elif covered is None:
+        split = _classify(candidate, exs, False)
+        if split is None:
+            return
+        pos, neg = split
+        node = next((p for p in pos if _holds(p, seed)), None)
+        if node is None:
+            return
+        for extra in discriminating(node, pos, neg):
+            text = repr(extra)
+            # A kind says where; the signature's return type says what the function gives
+            # back. A list of names (of definitions, of values) only says which.
+            if "'not'" not in text and "'has'" not in text and "'regex'" not in text:
+                consider(conjoin(base, extra), fix, key, 0, None, None, None, False)
+    new = choices[start:]
+    if not new or len(choices) == len(new):
+        return
+    best = max(len(c.covered) for c in choices[:start])
+    top = min((c for c in choices[:start] if len(c.covered) == best), key=lambda c: c.order)
+    mine = max(new, key=lambda c: (len(c.covered), -c.order))
+    if top.covered <= mine.covered:
+        mine.order = min(c.order for c in choices[:start]) - 1
+        mine.pinned = True
+    else:
+        for c in new:
+            c.order += DEFERRED
 
 
 def _generalises(general: str, specific: str) -> bool:
@@ -2264,6 +2489,17 @@ def _token_pattern(node: SgNode, peers: list[SgNode]) -> tuple[str, dict[str, se
         values[var] = {t.text} | {leaves(p)[k].text for p in peers if len(leaves(p)) == len(mine)}
     out.append(text[pos:])
     return "".join(out), values
+
+
+def _same_substitution(sites: list[Site]) -> bool:
+    """Wave 3f: comments alone are learned when two or more sites make one substitution and
+    it rewrites code (a code sample in doc comments: ky's `response.clone().json()` ->
+    `response.json()` in three files' JSDoc examples) — not prose (a word or phrase)."""
+    subs = {_comment_substitution(s.before_text, s.after_text) for s in sites}
+    if len(sites) < 2 or len(subs) != 1 or None in subs:
+        return False
+    old, new = next(iter(s for s in subs if s is not None))
+    return bool(re.search(r"[.()\[\]{}=<>;:]", old + new))
 
 
 def _comment_substitution(before: str, after: str) -> tuple[str, str] | None:

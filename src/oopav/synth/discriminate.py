@@ -285,7 +285,93 @@ def constraints(
     beside = _sibling(seed, pos, negatives)
     if beside is not None and beside not in kept:
         kept.append(beside)
+    # What the enclosing definition's signature lacks or has (wave 3f): Rust's
+    # `self.map.clear()` -> `self.map.clear();` made at the end of every function that
+    # returns nothing, kept where a `-> T` is declared — the return type, which no kind or
+    # name says.
+    sig = signature(pos, negatives)
+    if sig is not None and sig not in kept:
+        kept.append(sig)
     return kept
+
+
+# Definitions whose signature may declare what they return, and the field that holds it.
+RETURNS = {
+    "function_item": "return_type",
+    "function_definition": "return_type",
+    "function_declaration": "return_type",  # Go's is `result` (see _return_field)
+    "method_definition": "return_type",
+    "method_declaration": "result",
+    "arrow_function": "return_type",
+    "function_signature_item": "return_type",
+}
+
+
+def _return_field(node: SgNode) -> str:
+    kind = node.kind()
+    if kind == "function_declaration" and node.text().startswith("func"):
+        return "result"  # Go
+    return RETURNS[kind]
+
+
+# Functions without a name, per grammar: a tail expression there is the closure's value,
+# whatever the definition around it declares.
+RUST_CLOSURES = ("closure_expression",)
+JS_CLOSURES = ("arrow_function", "function_expression")
+
+
+def _stops(kind: str, field: str) -> list[str]:
+    if kind == "function_item" or kind == "function_signature_item":
+        closures: tuple[str, ...] = RUST_CLOSURES
+    elif kind == "function_definition":
+        closures = ("lambda",)
+    elif field == "result":
+        closures = ("func_literal",)
+    else:
+        closures = JS_CLOSURES
+    return [kind, *(k for k in closures if k != kind)]
+
+
+def _returns(node: SgNode, kind: str, field: str) -> bool | None:
+    """Whether the innermost function around ``node`` (a ``kind``) declares ``field``; None
+    when the innermost function is another kind (a closure). What the rule ``inside: {kind,
+    stopBy: {any: [kind, closures]}, [not:] has: {field}}`` sees."""
+    stops = _stops(kind, field)
+    for a in node.ancestors():
+        if a.kind() in stops:
+            return a.field(field) is not None if a.kind() == kind else None
+    return None
+
+
+def signature(
+    pos: list[SgNode], negatives: list[SgNode], closing: bool = False
+) -> dict[str, Any] | None:
+    """``inside`` the enclosing definition that declares no return type (or one), when that
+    holds at every positive and at no negative: the innermost definition kind that returns
+    around the first positive decides the kind and field. ``closing``: what every positive
+    shares, with or without negatives (a closure, precision first)."""
+    if not pos or not (negatives or closing):
+        return None
+    anc = next((a for a in pos[0].ancestors() if a.kind() in RETURNS), None)
+    if anc is None:
+        return None
+    kind, field = anc.kind(), _return_field(anc)
+    declared = anc.field(field) is not None
+    if not all(_returns(p, kind, field) is declared for p in pos):
+        return None
+    if any(_returns(n, kind, field) is declared for n in negatives):
+        return None
+    has = {"has": {"field": field, "regex": "\\S"}}
+    # The innermost function only (ast-grep's `stopBy` rule is inclusive): a tail of a
+    # nested `fn visit_pair(…) -> Result<…>` inside a test function is that function's.
+    stop = _stops(kind, field)
+    return {
+        "inside": {
+            "kind": kind,
+            "stopBy": {"kind": kind} if len(stop) == 1 else {"any": [{"kind": k} for k in stop]},
+            **(has if declared else {"not": has}),
+        }
+    }
 
 
 def _sibling(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:

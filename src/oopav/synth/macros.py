@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # core calls this module: no import back at run time (tests/test_layers.py)
     from oopav.synth.core import SynthResult, SynthRule
@@ -87,13 +87,35 @@ def _by(fix: str) -> str | None:
     )
 
 
+def _snippet(pattern: Any) -> str | None:
+    """The code a pattern matches: the pattern itself, or (wave 3f) the snippet a
+    ``{context, selector}`` pattern wraps — serde's `$A::MAX` -> `$A::max_value()` is
+    parsed inside `fn _f() { … }` (a path alone is no statement), and its follow-up
+    reaches `overflow!(…, u64::MAX)` like a plain pattern's would."""
+    if isinstance(pattern, str):
+        return pattern
+    if not isinstance(pattern, dict) or set(pattern) != {"context", "selector"}:
+        return None
+    from oopav.synth.core import _WRAPPERS
+
+    context = pattern["context"]
+    for wrapper in _WRAPPERS["rust"]:
+        head, _, tail = wrapper.replace("{{", "\0").replace("}}", "\1").partition("{}")
+        head, tail = (x.replace("\0", "{").replace("\1", "}") for x in (head, tail))
+        if isinstance(context, str) and context.startswith(head) and context.endswith(tail):
+            inner = context[len(head) : len(context) - len(tail)]
+            if inner:
+                return inner
+    return None
+
+
 def macro_rule(rule: SynthRule, n: int) -> SynthRule | None:
     """The token-tree follow-up of ``rule`` (see the module doc), or None."""
-    pattern = rule.rule.get("pattern")
+    pattern = _snippet(rule.rule.get("pattern"))
     if (
         rule.language != "rust"
         or set(rule.rule) != {"pattern"}
-        or not isinstance(pattern, str)
+        or pattern is None
         or rule.constraints
         or rule.transform
         or rule.expand_start

@@ -332,6 +332,9 @@ _CONTAINERS = frozenset(
         "function_item",
         "class_definition",
         "method_declaration",
+        # Go's block holds its statements in a `statement_list` (wave 3f): a statement
+        # inserted in a function body is an insertion there too, not a rewrite of the body.
+        "statement_list",
     }
 )
 
