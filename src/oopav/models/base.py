@@ -95,6 +95,8 @@ class ModelRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, fro
 # Fields left out of a request's builtins (and so of its hash) while they hold their default:
 # added after requests were recorded, so an old request hashes as it did.
 _OPTIONAL_REQUEST_FIELDS = ("copy_words",)
+
+
 class ModelResponse(msgspec.Struct, kw_only=True, frozen=True):
     text: str
     prompt_tokens: int = 0

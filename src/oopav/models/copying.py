@@ -77,7 +77,7 @@ def answer_vocabulary(
 ) -> set[str]:
     """The words a policy writes from memory, from its training pairs (prompt text, answer):
     the words of the answers' payloads that their own prompt does not contain, in at least
-    ``min_count`` answers (a word one teacher rule took from outside the prompt is noise, not
+    ``min_count`` answers (or all of them, when there are fewer; a word one teacher rule took from outside the prompt is noise, not
     vocabulary), and the words in at least ``min_share`` of all answers (and ``min_count``):
     the answer form's constant words that every prompt happens to contain too (``python``,
     ``ast_grep`` of the compact prompt's directive), which a constraint that copies from the
@@ -93,7 +93,8 @@ def answer_vocabulary(
             if w not in have:
                 outside[w] = outside.get(w, 0) + 1
     common = max(min_count, min_share * n)
-    return {w for w, c in outside.items() if c >= min_count} | {
+    # A dataset of fewer than min_count answers: each of its outside words counts.
+    return {w for w, c in outside.items() if c >= min(min_count, n)} | {
         w for w, c in anywhere.items() if c >= common
     }
 
@@ -133,6 +134,10 @@ class Allowed:
         return i < len(self._sorted) and self._sorted[i].startswith(word)
 
 
+# An open word that the grammar forced past the constraint (a relaxed step) is free until it
+# ends, like a digit-led one: the constraint takes up again at the next word.
+FREE = "\0"
+
 # The scanner's state: (inside the payload, the open word, escape characters still to skip,
 # the last characters seen — to find the envelope's tags).
 State = tuple[bool, str, int, str]
@@ -150,8 +155,10 @@ class Scanner:
     def start(self) -> State:
         return (not self.open_tag, "", 0, "")
 
-    def feed(self, state: State, text: str) -> State | None:
-        """The state after ``text``, or None when ``text`` breaks the constraint."""
+    def feed(self, state: State, text: str, *, force: bool = False) -> State | None:
+        """The state after ``text``, or None when ``text`` breaks the constraint; with
+        ``force`` (a token the grammar left no alternative to) a word that breaks it is free
+        until it ends, and the state goes on."""
         active, word, esc, tail = state
         for ch in text:
             if self.keep:
@@ -166,10 +173,12 @@ class Scanner:
                 continue
             if ch in _WORD_CHARS:
                 word += ch
-                if not word[0].isdigit() and not self.allowed.prefix(word):
-                    return None
+                if not _free(word) and not self.allowed.prefix(word):
+                    if not force:
+                        return None
+                    word = FREE
                 continue
-            if word and not word[0].isdigit() and not self.allowed.complete(word):
+            if word and not _free(word) and not self.allowed.complete(word) and not force:
                 return None
             word = ""
             if ch == "\\":
@@ -195,7 +204,11 @@ class Scanner:
         if st is None:
             return False
         active, word, _, _ = st
-        return not (active and word and not word[0].isdigit() and not self.allowed.complete(word))
+        return not (active and word and not _free(word) and not self.allowed.complete(word))
+
+
+def _free(word: str) -> bool:
+    return word[0].isdigit() or word[0] == FREE
 
 
 def token_texts(tokenizer: Any, vocab_size: int) -> list[str]:
@@ -255,9 +268,9 @@ class CopyLogitsProcessor:
                 if st is not None:
                     tok = int(last[i])
                     text = self.texts[tok] if tok < len(self.texts) and tok not in self.free else ""
-                    # None: the row took a token outside the constraint (a relaxed step); it
-                    # is not constrained any further.
-                    self.states[i] = self.scanner.feed(st, text)
+                    # force: after a relaxed step the row may have taken a token outside the
+                    # constraint; its word is then free and the next one constrained again.
+                    self.states[i] = self.scanner.feed(st, text, force=True)
         for i, st in enumerate(self.states):
             if st is None or not st[0]:
                 continue  # outside the payload (think text, the state update): free

@@ -212,9 +212,11 @@ class HFBackend:
         use_grammar = self.constrained if constrained is None else constrained
         if use_grammar and request.schema is not None:
             processors.append(self._processor(request))
+        copying = None
         if request.copy_words is not None:
             # After the grammar: a step where no token keeps both is left to the grammar.
-            processors.append(self._copy_processor(request))
+            copying = self._copy_processor(request)
+            processors.append(copying)
         kwargs: dict[str, Any] = {
             "max_new_tokens": s.max_tokens,
             "logits_processor": processors,
@@ -239,7 +241,15 @@ class HFBackend:
             cut = answer.find(stop)
             if cut >= 0:
                 answer, finish = answer[:cut], "stop"
+        notes = []
+        if copying is not None and copying.relaxed:
+            # A fact about the decoding, recorded (model_called.notes), not part of the answer.
+            notes.append(
+                f"copy constraint relaxed at {copying.relaxed} step(s): the grammar allowed "
+                "no token that keeps the answer's words copied"
+            )
         return ModelResponse(
+            notes=notes,
             text=answer,
             prompt_tokens=prompt_len,
             completion_tokens=len(new) + (1 if finish == "stop" else 0),
