@@ -3,7 +3,7 @@
     python bench/flywheel.py [--short] [--tasks 200] [--heldout 100] [--steps 300] [--gen2]
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
-        [--minimal-rules]
+        [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -26,7 +26,12 @@
   also attempts N unlabelled tasks of training files; its verified sessions there join
   generation 2's data (never the control's). ``--minimal-rules``: generation 0's answers are
   cut to the shortest rule that rewrites their own task's files byte-identically before any
-  policy trains on them (``oopav.trainer.minrule``).
+  policy trains on them (``oopav.trainer.minrule``). ``--copy-names instruction``: every policy
+  session decodes copy-constrained (``policy.copy_names``, ``oopav.models.copying``): the
+  action's words are the instruction's or the checkpoint's answer vocabulary.
+  ``--gen1-from WORKDIR``: generation 0's data and generation 1's checkpoint come from an
+  earlier run's workdir (same task options), so a decoding option is measured on the very
+  same policy without retraining.
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
