@@ -74,29 +74,39 @@ def answer_vocabulary(
     *,
     min_count: int = 2,
     min_share: float = 0.02,
+    prompt_share: float = 0.5,
 ) -> set[str]:
     """The words a policy writes from memory, from its training pairs (prompt text, answer):
-    the words of the answers' payloads that their own prompt does not contain, in at least
-    ``min_count`` answers (or all of them, when there are fewer; a word one teacher rule took from outside the prompt is noise, not
-    vocabulary), and the words in at least ``min_share`` of all answers (and ``min_count``):
-    the answer form's constant words that every prompt happens to contain too (``python``,
-    ``ast_grep`` of the compact prompt's directive), which a constraint that copies from the
-    instruction alone must still allow. Digit-led words are free anyway and left out."""
+
+    - the words of the answers' payloads that their own prompt does not contain, in at least
+      ``min_count`` answers (all of them, when there are fewer): a word one teacher rule took
+      from outside its prompt is noise, not vocabulary;
+    - the answer form's constant words that the prompts contain too (``python`` of the code
+      fence, ``ast_grep`` of the compact prompt's directive): in at least ``min_share`` of the
+      answers (and ``min_count``) and in at least ``prompt_share`` of all prompts. A constraint
+      that copies from the instruction alone must still allow them; a name that recurs across
+      tasks (``len`` of ``migrate_api``) is in few prompts and stays something to copy.
+
+    Digit-led words are free anyway and left out."""
     outside: dict[str, int] = {}
     anywhere: dict[str, int] = {}
+    prompts: dict[str, int] = {}
     n = 0
     for prompt, answer in pairs:
         n += 1
         have = set(words(prompt))
+        for w in have:
+            prompts[w] = prompts.get(w, 0) + 1
         for w in {w for w in words(payload(answer, envelope)) if not w[0].isdigit()}:
             anywhere[w] = anywhere.get(w, 0) + 1
             if w not in have:
                 outside[w] = outside.get(w, 0) + 1
     common = max(min_count, min_share * n)
-    # A dataset of fewer than min_count answers: each of its outside words counts.
-    return {w for w, c in outside.items() if c >= min(min_count, n)} | {
-        w for w, c in anywhere.items() if c >= common
+    constant = {
+        w for w, c in anywhere.items() if c >= common and prompts.get(w, 0) >= prompt_share * n
     }
+    # A dataset of fewer than min_count answers: each of its outside words counts.
+    return {w for w, c in outside.items() if c >= min(min_count, n)} | constant
 
 
 def write_answer_words(directory: str | Path, vocabulary: Iterable[str], records: int) -> Path:

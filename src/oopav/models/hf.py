@@ -183,7 +183,9 @@ class HFBackend:
                 )
         if self._token_texts is None:
             self._token_texts = token_texts(self.tokenizer, len(self.tokenizer))
-        tags = {"think", "state_update", request.envelope or ""}
+        # The envelope's own name: its closing tag ends the payload (think text and the state
+        # update lie outside it and are not constrained).
+        tags = {request.envelope} if request.envelope else set()
         return CopyLogitsProcessor(
             self._token_texts,
             {*(request.copy_words or ()), *self._answer_words, *tags},
