@@ -3,7 +3,7 @@
     python bench/flywheel.py [--short] [--tasks 200] [--heldout 100] [--steps 300] [--gen2]
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
-        [--minimal-rules]
+        [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -26,7 +26,12 @@
   also attempts N unlabelled tasks of training files; its verified sessions there join
   generation 2's data (never the control's). ``--minimal-rules``: generation 0's answers are
   cut to the shortest rule that rewrites their own task's files byte-identically before any
-  policy trains on them (``oopav.trainer.minrule``).
+  policy trains on them (``oopav.trainer.minrule``). ``--copy-names instruction``: every policy
+  session decodes copy-constrained (``policy.copy_names``, ``oopav.models.copying``): the
+  action's words are the instruction's or the checkpoint's answer vocabulary.
+  ``--gen1-from WORKDIR``: generation 0's data and generation 1's checkpoint come from an
+  earlier run's workdir (same task options), so a decoding option is measured on the very
+  same policy without retraining.
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
@@ -99,6 +104,7 @@ def body(
     retries: int = 1,
     candidates: int = 1,
     feedback: bool = True,
+    copy_names: str | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "instruction": task.instruction,
@@ -128,6 +134,10 @@ def body(
     if not feedback:
         # A retry asks the first prompt again (sampled): the policy never saw a feedback line.
         out["policy"]["compact_feedback"] = False
+    if copy_names:
+        # Copy-constrained decoding: the action's words are the instruction's (or the
+        # prompt's) or the checkpoint's answer vocabulary (policy.copy_names, models/copying.py).
+        out["policy"]["copy_names"] = copy_names
     if candidates > 1:
         # Competing candidates per step, each tried on a copy and graded by the task's test
         # (handlers/support/candidates.py); with retry_temperature the later ones sample.
@@ -410,6 +420,7 @@ async def evaluate(
             "retries": args.policy_retries,
             "candidates": args.candidates,
             "feedback": not args.no_feedback,
+            "copy_names": args.copy_names,
         }
     bodies = [body(t, make_repo(repos, t), f"hf:{checkpoint}", False, **opts) for t in tasks]
     t0 = time.perf_counter()
@@ -452,6 +463,26 @@ async def evaluate(
     return res
 
 
+def reuse(src: Path, minimal_rules: bool, f: dict[str, Any]) -> tuple[Path, str, int]:
+    """(generation 0's data, generation 1's checkpoint, records) of an earlier run's workdir;
+    a checkpoint trained before answer vocabularies were written gets its own, from the data it
+    was trained on (trainer/sft.py save_answer_words)."""
+    from oopav.models.copying import read_answer_words
+    from oopav.trainer.datasets import read_manifest
+    from oopav.trainer.sft import save_answer_words
+
+    data = src / ("data-gen0-min" if minimal_rules else "data-gen0")
+    ck = src / "gen1" / "final"
+    if not (data / "manifest.json").is_file() or not (ck / "config.json").is_file():
+        raise SystemExit(f"--gen1-from {src}: no {data.name}/manifest.json or gen1/final there")
+    if read_answer_words(ck) is None:
+        save_answer_words(recipe(ck.parent, data, 1, str(ck), 0.0), str(ck))
+    count = int(read_manifest(data)["count"])
+    f["gen0"] = {"reused": str(src), "records": count}
+    print(f"gen0/1   reused from {src}: {count} records, checkpoint {ck}", flush=True)
+    return data, str(ck), count
+
+
 def load() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -486,6 +517,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "augment": args.augment,
         "augment_parts": args.augment_parts,
         "minimal_rules_option": args.minimal_rules,
+        "copy_names": args.copy_names,
+        "gen1_from": args.gen1_from,
         "tasks": {
             "gen0": len(train_tasks),
             "pool": len(pool),
@@ -503,45 +536,55 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     server = EmbeddedServer(work / "nats", write_info=False)
     url = server.start()
     try:
-        t0 = time.perf_counter()
-        bodies = [body(t, make_repo(work / "repos-gen0", t), "synth:", True) for t in train_tasks]
-        states = await run_sessions(url, work / "data", bodies)
-        ok = sum(s.outcome == "success" for s in states)
-        f["gen0"] = {"success": ok, "n": len(states), "seconds": time.perf_counter() - t0}
-        print(f"gen0     synth: success {rate(ok, len(states))}  {time.perf_counter() - t0:.0f} s")
-        gen0_data = work / "data-gen0"
-        count = await export_compact(url, gen0_data, {s.session_id for s in states})
-        f["gen0"]["records"] = count
-        print(f"gen0     compact SFT records: {count}", flush=True)
-        if args.minimal_rules:
-            # Every later policy (generation 1, 2, the control) trains on the shortest rules.
-            by_sid = {s.session_id: t for s, t in zip(states, train_tasks, strict=True)}
-            f["minimal_rules"] = minimal(gen0_data, work / "data-gen0-min", by_sid)
-            gen0_data = work / "data-gen0-min"
-            print(f"gen0     minimal rules: {f['minimal_rules']}", flush=True)
-        t0 = time.perf_counter()
-        base = build(
-            work / "gen1-base",
-            gen0_data,
-            args.shape,
-            args.seed,
-            args.pretok,
-            args.augment,
-            args.augment_parts,
-        )
-        ck1 = train(
-            work / "gen1",
-            gen0_data,
-            args.steps,
-            base,
-            args.lr,
-            args.seed,
-            args.prompt_loss,
-            args.augment,
-            args.augment_parts,
-        )
-        f["gen1_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
-        print(f"gen1     trained {args.steps} steps in {time.perf_counter() - t0:.0f} s")
+        if args.gen1_from:
+            # Generation 0's data and generation 1's checkpoint of an earlier run with the same
+            # task options (the tasks are drawn again, identically): a decoding-time option
+            # (--copy-names) is then measured on the very same policy, without retraining.
+            gen0_data, ck1, count = reuse(Path(args.gen1_from), args.minimal_rules, f)
+        else:
+            t0 = time.perf_counter()
+            bodies = [
+                body(t, make_repo(work / "repos-gen0", t), "synth:", True) for t in train_tasks
+            ]
+            states = await run_sessions(url, work / "data", bodies)
+            ok = sum(s.outcome == "success" for s in states)
+            f["gen0"] = {"success": ok, "n": len(states), "seconds": time.perf_counter() - t0}
+            print(
+                f"gen0     synth: success {rate(ok, len(states))}  {time.perf_counter() - t0:.0f} s"
+            )
+            gen0_data = work / "data-gen0"
+            count = await export_compact(url, gen0_data, {s.session_id for s in states})
+            f["gen0"]["records"] = count
+            print(f"gen0     compact SFT records: {count}", flush=True)
+            if args.minimal_rules:
+                # Every later policy (generation 1, 2, the control) trains on the shortest rules.
+                by_sid = {s.session_id: t for s, t in zip(states, train_tasks, strict=True)}
+                f["minimal_rules"] = minimal(gen0_data, work / "data-gen0-min", by_sid)
+                gen0_data = work / "data-gen0-min"
+                print(f"gen0     minimal rules: {f['minimal_rules']}", flush=True)
+            t0 = time.perf_counter()
+            base = build(
+                work / "gen1-base",
+                gen0_data,
+                args.shape,
+                args.seed,
+                args.pretok,
+                args.augment,
+                args.augment_parts,
+            )
+            ck1 = train(
+                work / "gen1",
+                gen0_data,
+                args.steps,
+                base,
+                args.lr,
+                args.seed,
+                args.prompt_loss,
+                args.augment,
+                args.augment_parts,
+            )
+            f["gen1_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
+            print(f"gen1     trained {args.steps} steps in {time.perf_counter() - t0:.0f} s")
         r1 = await evaluate(url, work, "gen1", held_a, ck1, args.verify, args)
         f["gen1"] = r1
         if args.gen2:
@@ -690,6 +733,19 @@ def main() -> None:
         action="store_true",
         help="train on generation 0's answers with each rule cut to the shortest that rewrites "
         "its own task's files byte-identically (trainer/minrule.py)",
+    )
+    ap.add_argument(
+        "--copy-names",
+        choices=("instruction", "prompt"),
+        default=None,
+        help="policy sessions: copy-constrained decoding (policy.copy_names): the action's "
+        "words come from the instruction (or the prompt) or the checkpoint's answer vocabulary",
+    )
+    ap.add_argument(
+        "--gen1-from",
+        default=None,
+        help="an earlier run's --workdir: reuse its generation 0 data and generation 1 "
+        "checkpoint (same task options) instead of running generation 0 and training",
     )
     ap.add_argument("--gen2", action="store_true")
     ap.add_argument(

@@ -84,6 +84,33 @@ def _train_on(tmp: Path, sessions: list) -> None:
     )
     result = train_sft(cfg, lambda *_: None)
     assert result["steps"] == 2 and (Path(result["checkpoint"]) / "config.json").exists()
+    # The checkpoint carries its answer vocabulary (copy-constrained decoding's memory words):
+    # the rule's own words, never the session's names (copied from the prompt).
+    from oopav.models.copying import read_answer_words
+
+    vocabulary = read_answer_words(result["checkpoint"])
+    assert vocabulary is not None and result["answer_words"] == len(vocabulary)
+    assert {"type", "rule"} <= vocabulary and "fetch_page" not in vocabulary
+
+
+async def test_copy_names_records_the_words_and_replays(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    from oopav.models.copying import copy_words
+
+    script = {"actor": [rename_all()]}
+    body = task(repo, policy={"prompt_profile": "compact", "copy_names": "instruction"})
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, body)
+        state, events = await finish_session(bus, sid)
+    assert state.outcome == "success", state.summary
+    (call,) = of(events, "model_called")
+    instruction = from_builtins(call.prompt_state).instruction
+    # The words the answer may copy are in the recorded request (and so in its hash): a replay
+    # sends the same request, and a backend without the option ignores them.
+    assert call.request["copy_words"] == copy_words(instruction)
+    assert "fetch" in call.request["copy_words"]
+    await assert_replays(nats_url, sid)
 
 
 async def test_full_profile_sessions_record_the_compact_state_too(

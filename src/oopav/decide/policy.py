@@ -171,6 +171,15 @@ class LoopPolicy(BaseModel):
         description="the compact prompt carries the last attempt's refusal as a feedback line "
         "(off: a retry sends the first prompt again; for a policy never trained on feedback)",
     )
+    # A small policy's failing answers are mostly a name copied wrong (`^stripch$` for
+    # `strip`): restricting the answer's words to words it can copy, plus the words it was
+    # trained to write from memory, makes the copy exact by construction (models/copying.py).
+    copy_names: Literal["instruction", "prompt"] | None = Field(
+        None,
+        description="copy-constrained decoding of the actor's answers (hf: backends): every "
+        "word of the action is a word of the instruction (or of the whole prompt) or of the "
+        "checkpoint's answer vocabulary; the words go into the request (copy_words). None: off",
+    )
     # How the actor's prompt is rendered (models/profiles.py); None: by backend (hf: compact).
     prompt_profile: Literal["full", "compact"] | None = None
     model_capabilities: ModelCapabilitiesPolicy | None = Field(

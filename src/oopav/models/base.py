@@ -85,6 +85,16 @@ class ModelRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, fro
     state_update: bool = True
     sampling: Sampling = msgspec.field(default_factory=Sampling)
     seed: int | None = None
+    # Copy-constrained decoding (models/copying.py, ``policy.copy_names``): the words the
+    # answer's payload may copy; with the backend's own answer vocabulary, the only words it may
+    # hold. None (the default, left out of the recorded request and its hash, so requests
+    # recorded before it hash as they did): unconstrained.
+    copy_words: list[str] | None = None
+
+
+# Fields left out of a request's builtins (and so of its hash) while they hold their default:
+# added after requests were recorded, so an old request hashes as it did.
+_OPTIONAL_REQUEST_FIELDS = ("copy_words",)
 
 
 class ModelResponse(msgspec.Struct, kw_only=True, frozen=True):
@@ -113,7 +123,11 @@ class Backend(Protocol):
 
 
 def request_to_builtins(request: ModelRequest) -> dict[str, Any]:
-    return msgspec.to_builtins(request)
+    data: dict[str, Any] = msgspec.to_builtins(request)
+    for name in _OPTIONAL_REQUEST_FIELDS:
+        if data.get(name) is None:
+            data.pop(name, None)
+    return data
 
 
 def request_from_builtins(data: dict[str, Any]) -> ModelRequest:
@@ -133,7 +147,7 @@ def request_hash(request: ModelRequest | dict[str, Any]) -> str:
     """
     if isinstance(request, dict):
         request = request_from_builtins(request)
-    return hashlib.sha256(canonical_json(request)).hexdigest()
+    return hashlib.sha256(canonical_json(request_to_builtins(request))).hexdigest()
 
 
 def model_called_fields(

@@ -6,6 +6,10 @@ budget: the think text is at most a quarter of ``max_tokens`` (characters), and 
 tokens of the budget are a closing phase (:mod:`oopav.models.constrain`) in which strings,
 objects and tags close, so the answer ends before ``max_tokens`` does; were it still cut off,
 ``finish_reason == "length"`` says so.
+
+A request with ``copy_words`` is decoded copy-constrained too (:mod:`oopav.models.copying`):
+every word of the answer's payload is one of those words, a word of the checkpoint's answer
+vocabulary (``oopav_answer_words.json``, written by ``oopav train sft``) or a tag name.
 """
 
 from __future__ import annotations
@@ -63,6 +67,9 @@ class HFBackend:
         )
         self._compiler: Any = None
         self._compiled: dict[tuple[Any, ...], Any] = {}
+        self.path = p
+        self._token_texts: list[str] | None = None
+        self._answer_words: set[str] | None = None
         # generate() and the global torch RNG are not safe to share between threads.
         self._lock = threading.Lock()
 
@@ -158,6 +165,34 @@ class HFBackend:
             return xgr.Grammar.from_ebnf(answer_grammar(tag, opts).gbnf())
         return None
 
+    def _copy_processor(self, request: ModelRequest) -> Any:
+        """The copy constraint of a request with ``copy_words`` (models/copying.py)."""
+        from oopav.models.copying import CopyLogitsProcessor, read_answer_words, token_texts
+
+        if self._answer_words is None:
+            try:
+                self._answer_words = read_answer_words(self.path)
+            except (OSError, ValueError) as exc:
+                raise ModelError("invalid_request", f"copy_words: {exc}") from exc
+            if self._answer_words is None:
+                raise ModelError(
+                    "invalid_request",
+                    f"copy_words needs the checkpoint's answer vocabulary: {self.path} has no "
+                    "oopav_answer_words.json (oopav train sft writes it; for another checkpoint "
+                    "write it with oopav.models.copying.write_answer_words)",
+                )
+        if self._token_texts is None:
+            self._token_texts = token_texts(self.tokenizer, len(self.tokenizer))
+        # The envelope's own name: its closing tag ends the payload (think text and the state
+        # update lie outside it and are not constrained).
+        tags = {request.envelope} if request.envelope else set()
+        return CopyLogitsProcessor(
+            self._token_texts,
+            {*(request.copy_words or ()), *self._answer_words, *tags},
+            envelope=request.envelope,
+            free_ids=self.tokenizer.all_special_ids,
+        )
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         return await asyncio.to_thread(self.generate, request)
 
@@ -179,6 +214,11 @@ class HFBackend:
         use_grammar = self.constrained if constrained is None else constrained
         if use_grammar and request.schema is not None:
             processors.append(self._processor(request))
+        copying = None
+        if request.copy_words is not None:
+            # After the grammar: a step where no token keeps both is left to the grammar.
+            copying = self._copy_processor(request)
+            processors.append(copying)
         kwargs: dict[str, Any] = {
             "max_new_tokens": s.max_tokens,
             "logits_processor": processors,
@@ -203,7 +243,15 @@ class HFBackend:
             cut = answer.find(stop)
             if cut >= 0:
                 answer, finish = answer[:cut], "stop"
+        notes = []
+        if copying is not None and copying.relaxed:
+            # A fact about the decoding, recorded (model_called.notes), not part of the answer.
+            notes.append(
+                f"copy constraint relaxed at {copying.relaxed} step(s): the grammar allowed "
+                "no token that keeps the answer's words copied"
+            )
         return ModelResponse(
+            notes=notes,
             text=answer,
             prompt_tokens=prompt_len,
             completion_tokens=len(new) + (1 if finish == "stop" else 0),

@@ -378,7 +378,23 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         peft_config=peft_config,
         optimizers=optimizers,
     )
-    return train_and_save(trainer, tokenizer, cfg, emit)
+    result = train_and_save(trainer, tokenizer, cfg, emit)
+    result["answer_words"] = save_answer_words(cfg, result["checkpoint"])
+    return result
+
+
+def save_answer_words(cfg: SFTRecipe, checkpoint: str) -> int:
+    """Write the checkpoint's answer vocabulary (models/copying.py): the words its training
+    answers write from memory, which copy-constrained decoding (``policy.copy_names``) allows
+    besides the words it copies. From the demonstrations before augmentation: a made-up name
+    is in its own prompt, so the copies add nothing but counts. Returns the number of words."""
+    from oopav.models.copying import answer_vocabulary, write_answer_words
+
+    pairs, _, _ = demonstrations(cfg)
+    texts = [("".join(str(m["content"]) for m in msgs), answer) for msgs, answer in pairs]
+    vocabulary = answer_vocabulary(texts)
+    write_answer_words(checkpoint, vocabulary, len(texts))
+    return len(vocabulary)
 
 
 def sft_args(

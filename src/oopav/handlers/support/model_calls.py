@@ -199,6 +199,24 @@ def attempt_sampling(
     return Sampling(temperature=temperature), (seed or 0) + earlier
 
 
+def with_copy_words(request: Any, mode: str | None, pstate: Any) -> Any:
+    """``request`` with the words its answer may copy (``policy.copy_names``,
+    models/copying.py): the instruction's words (the prompt state's: the one the prompt shows)
+    or every word of the prompt's messages. They go into the request, so the recorded call
+    says what constrained it and a replay sends the same request."""
+    if mode is None:
+        return request
+    import msgspec
+
+    from oopav.models.copying import copy_words
+
+    if mode == "instruction":
+        text = pstate.instruction
+    else:
+        text = "\n".join(m.content for m in request.messages)
+    return msgspec.structs.replace(request, copy_words=copy_words(text))
+
+
 async def ask_model(
     out: Emitter,
     state: SessionState,
@@ -283,6 +301,8 @@ async def ask_model(
             )
         if not constrained:
             request = msgspec.structs.replace(request, schema=None)
+        if role == "actor":
+            request = with_copy_words(request, decision_policy(state).copy_names, pstate)
         response, called, error = await call_model(
             out, state, request, attempts, guidance_step=guidance_step, record=record
         )
