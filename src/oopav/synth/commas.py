@@ -28,7 +28,6 @@ further. The rule set is kept only when it reproduces every example."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Any
 
 # Comma-separated lists per language (trailing comma allowed after the last item).
@@ -207,11 +206,14 @@ def comma_rule(lang: str, kinds: list[str]) -> dict[str, Any]:
     }
 
 
-def trailing_commas(pairs: list[tuple[str, str]], lang: str) -> list[Any] | None:
-    """The trailing-comma rule set (the rule and its nested copies) when every changed
-    example only gains trailing commas and the set reproduces every example; else None."""
+def trailing_comma_rule(
+    pairs: list[tuple[str, str]], lang: str
+) -> tuple[dict[str, Any], int] | None:
+    """The trailing-comma rule (ast-grep's rule object) and the example sites it makes, when
+    every changed example only gains trailing commas; else None. ``synth.core`` builds the
+    rule set from it (the rule and ``DEPTH - 1`` nested copies) and keeps it only when the
+    set reproduces every example (built there: this module is below ``core``)."""
     from oopav.sandbox.astgrep import Rule, rewrite_source
-    from oopav.synth.core import SynthResult, SynthRule
     from oopav.synth.sites import parse
 
     kinds = list(LISTS.get(lang, ()))
@@ -250,18 +252,5 @@ def trailing_commas(pairs: list[tuple[str, str]], lang: str) -> list[Any] | None
         return None
     if lang in ES5_LANGS and shown <= ES5:
         kinds = [k for k in kinds if k in ES5]
-    rule = SynthRule(
-        id="synth-1",
-        language=lang,
-        rule={"any": [{"kind": k} for k in items], **comma_rule(lang, kinds)},
-        fix="$A,",
-        sites=sum(a.count(",") - b.count(",") for b, a in changed),
-    )
-    rules = [rule] + [
-        replace(rule, id=f"synth-{i}", sites=0, follow_up="nested") for i in range(2, DEPTH + 1)
-    ]
-    result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
-    for b, a in pairs:
-        if result.apply(b)[0] != a:
-            return None
-    return rules
+    rule = {"any": [{"kind": k} for k in items], **comma_rule(lang, kinds)}
+    return rule, sum(a.count(",") - b.count(",") for b, a in changed)

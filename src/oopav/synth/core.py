@@ -27,7 +27,8 @@ from oopav.sandbox.astgrep import (
 )
 from oopav.synth.abstract import Options, Template, abstract_sites
 from oopav.synth.clishape import cli_rule, kinds_from_sites
-from oopav.synth.commas import trailing_commas
+from oopav.synth.commas import DEPTH as COMMA_DEPTH
+from oopav.synth.commas import trailing_comma_rule
 from oopav.synth.discriminate import (
     closure,
     conjoin,
@@ -54,6 +55,7 @@ from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
     LIST_KINDS,
+    WRAPPERS,
     Site,
     SiteError,
     find_sites,
@@ -84,30 +86,9 @@ _OPTIONS = (
     Options(heads=True),
     Options(literal=True),
 )
-# Where a pattern snippet that does not parse on its own is put, per language; the last ones
-# are type positions, so that a changed type stays a literal candidate (`fmt::Formatter`
-# -> `fmt::Formatter<'_>`) instead of only a far too general `$A: $B` one level up.
-_WRAPPERS: dict[str, tuple[str, ...]] = {
-    "python": ("_ = {}", "_f({})"),
-    "javascript": ("_ = {}", "_f({})"),
-    "typescript": ("_ = {}", "_f({})", "let _: {};"),
-    "tsx": ("_ = {}", "_f({})", "let _: {};"),
-    "go": (
-        "func _() {{ {} }}",
-        "func _() {{ _ = {} }}",
-        "func _() {{ _f({}) }}",
-        "var _ {}",
-        "import {}",
-    ),
-    "rust": (
-        "fn _f() {{ {} }}",
-        "fn _f() {{ let _ = {}; }}",
-        "fn _f() {{ _g({}); }}",
-        "type _T = {};",
-        # A type name alone: `type _T = …` would select the alias's own name first.
-        "fn _f(_: {}) {{}}",
-    ),
-}
+# Where a pattern snippet that does not parse on its own is put, per language: `sites.WRAPPERS`
+# (kept below `core`, which `macros` reads too).
+_WRAPPERS = WRAPPERS
 
 
 @dataclass(frozen=True)
@@ -947,7 +928,7 @@ def synthesize(
 
     # Trailing commas at every depth (wave 3f): one rule and its nested copies, when the
     # examples change nothing else.
-    commas = trailing_commas([(ex.before, ex.after) for ex in exs], lang)
+    commas = _trailing_commas([(ex.before, ex.after) for ex in exs], lang)
     if commas is not None:
         result = SynthResult(rules=commas, language=lang, examples_reproduced=len(exs))
         notes = [
@@ -977,6 +958,24 @@ def _learn_all(learn: Any, learn_sequential: Any) -> tuple[SynthResult, list[str
             except (SynthesisError, SiteError):
                 raise again from None
     return result, notes
+
+
+def _trailing_commas(pairs: list[tuple[str, str]], lang: str) -> list[SynthRule] | None:
+    """The trailing-comma rule set (``synth.commas``): the rule and its nested copies, when
+    the set reproduces every example."""
+    found = trailing_comma_rule(pairs, lang)
+    if found is None:
+        return None
+    rule_obj, sites = found
+    rule = SynthRule(id="synth-1", language=lang, rule=rule_obj, fix="$A,", sites=sites)
+    rules = [rule] + [
+        replace(rule, id=f"synth-{i}", sites=0, follow_up="nested")
+        for i in range(2, COMMA_DEPTH + 1)
+    ]
+    result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
+    if any(result.apply(b)[0] != a for b, a in pairs):
+        return None
+    return rules
 
 
 def _finish(

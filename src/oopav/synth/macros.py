@@ -96,7 +96,7 @@ def _snippet(pattern: Any) -> str | None:
         return pattern
     if not isinstance(pattern, dict) or set(pattern) != {"context", "selector"}:
         return None
-    from oopav.synth.core import _WRAPPERS
+    from oopav.synth.sites import WRAPPERS as _WRAPPERS
 
     context = pattern["context"]
     for wrapper in _WRAPPERS["rust"]:

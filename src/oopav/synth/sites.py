@@ -571,3 +571,29 @@ def relayout(before: str, after: str, broot: SgNode, aroot: SgNode) -> str | Non
 
 def parse(source: str, language: str) -> SgNode:
     return SgRoot(source, language).root()
+
+
+# Where a pattern snippet that does not parse on its own is put, per language; the last ones
+# are type positions, so that a changed type stays a literal candidate (`fmt::Formatter`
+# -> `fmt::Formatter<'_>`) instead of only a far too general `$A: $B` one level up.
+WRAPPERS: dict[str, tuple[str, ...]] = {
+    "python": ("_ = {}", "_f({})"),
+    "javascript": ("_ = {}", "_f({})"),
+    "typescript": ("_ = {}", "_f({})", "let _: {};"),
+    "tsx": ("_ = {}", "_f({})", "let _: {};"),
+    "go": (
+        "func _() {{ {} }}",
+        "func _() {{ _ = {} }}",
+        "func _() {{ _f({}) }}",
+        "var _ {}",
+        "import {}",
+    ),
+    "rust": (
+        "fn _f() {{ {} }}",
+        "fn _f() {{ let _ = {}; }}",
+        "fn _f() {{ _g({}); }}",
+        "type _T = {};",
+        # A type name alone: `type _T = …` would select the alias's own name first.
+        "fn _f(_: {}) {{}}",
+    ),
+}
