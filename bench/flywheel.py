@@ -408,6 +408,7 @@ async def evaluate(
     checkpoint: str,
     replays: int,
     args: argparse.Namespace | None = None,
+    iterations: int | None = None,
 ) -> dict[str, Any]:
     from oopav.trainer.rewards import score_env
 
@@ -416,7 +417,7 @@ async def evaluate(
     if args is not None:
         opts = {
             "retry_temperature": args.retry_temperature,
-            "iterations": args.policy_iterations,
+            "iterations": iterations or args.policy_iterations,
             "retries": args.policy_retries,
             "candidates": args.candidates,
             "feedback": not args.no_feedback,
@@ -591,7 +592,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             own_sids = set(r1["sids"])
             retried = set(r1["retried_sids"])
             if pool:
-                rp = await evaluate(url, work, "gen1-pool", pool, ck1, 0, args)
+                # Exploration: the pool's sessions feed generation 2 only, so they may try
+                # more often than the held-out evaluations (``--explore-iterations``).
+                rp = await evaluate(
+                    url, work, "gen1-pool", pool, ck1, 0, args, args.explore_iterations
+                )
                 f["gen1_pool"] = {k: v for k, v in rp.items() if k != "sids"}
                 own_sids |= set(rp["sids"])
                 retried |= set(rp["retried_sids"])
@@ -748,6 +753,14 @@ def main() -> None:
         "checkpoint (same task options) instead of running generation 0 and training",
     )
     ap.add_argument("--gen2", action="store_true")
+    ap.add_argument(
+        "--explore-iterations",
+        type=int,
+        default=None,
+        help="generation 1's sessions on the pool (generation 2's own data, never evaluated "
+        "as a headline) get this iteration budget instead of --policy-iterations: more "
+        "sampled attempts find answers it gives only sometimes (expert iteration's search)",
+    )
     ap.add_argument(
         "--heldout-b",
         type=int,
