@@ -112,6 +112,26 @@ async def test_ensure_streams_is_idempotent(nc: Any) -> None:
     assert "OOPAV_DLQ: created" in third
 
 
+async def test_a_stream_created_whose_answer_was_lost_is_reported_created(nc: Any) -> None:
+    """A fresh cluster can store the stream and lose the answer (a timeout): the retry finds
+    the stream as asked, and the call reports what it did — `created`, not `unchanged`."""
+    import nats.errors
+
+    js = nc.jetstream()
+    await js.delete_stream("OOPAV_DLQ")
+    real_add = js.add_stream
+
+    async def add_then_lose_the_answer(*args: Any, **kwargs: Any) -> Any:
+        await real_add(*args, **kwargs)
+        raise nats.errors.TimeoutError
+
+    js.add_stream = add_then_lose_the_answer
+    done = await ensure_streams(js)
+    assert "OOPAV_DLQ: created" in done, done
+    assert "OOPAV_EVENTS: unchanged" in done, done
+    assert (await js.stream_info("OOPAV_DLQ")).config.name == "OOPAV_DLQ"
+
+
 async def test_ordered_read_from_a_sequence_and_last_sequence(nc: Any) -> None:
     store = EventStore(nc)
     assert await store.last_sequence("session", "s1") == 0

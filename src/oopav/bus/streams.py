@@ -121,7 +121,7 @@ async def ensure_streams(js: JetStreamContext, replicas: int | None = None) -> l
     done: list[str] = []
     for name, raw in stream_definitions(replicas or 1).items():
         done.append(await _ensure_one(js, name, raw, replicas))
-        if replicas and replicas > 1 and not done[-1].endswith("unchanged"):
+        if replicas and replicas > 1:
             await _await_leader(js, name)
     # The blob bucket (history/blobs.py) is made here too, where stream creation is allowed
     # (least-privilege handlers may not create streams); it is not listed among the streams.
@@ -153,20 +153,25 @@ async def _ensure_one(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + SETUP_DEADLINE
     pause = 0.5
+    # Set once this call has asked for the stream: if that answer was lost (a timeout on a
+    # fresh cluster) and the next try finds the stream as asked, this call created it.
+    asked: str | None = None
     while True:
         want = _to_config(raw)
         try:
             try:
                 info = await js.stream_info(name)
             except NotFoundError:
+                asked = "created"
                 await js.add_stream(want)
                 return f"{name}: created"
             if replicas is None:
                 want.num_replicas = info.config.num_replicas
             if _differs(info.config, want):
+                asked = asked or "updated"
                 await js.update_stream(want)
                 return f"{name}: updated"
-            return f"{name}: unchanged"
+            return f"{name}: {asked or 'unchanged'}"
         except (nats.errors.TimeoutError, TimeoutError, ServiceUnavailableError):
             if loop.time() + pause > deadline:
                 raise
@@ -178,7 +183,7 @@ SETUP_DEADLINE = 30.0
 
 
 async def _await_leader(js: JetStreamContext, name: str) -> None:
-    """Until a replicated stream that was just created or resized has a leader: a core
+    """Until a replicated stream has a leader (at once when it has one already): a core
     publish (`nats pub oopav.tasks.submit …`) that reaches it before then is not stored, and
     a submission sent right after `oopav streams --replicas 3` would be lost. Bounded by
     ``SETUP_DEADLINE``; past it the stream is used as it is (the server elects on its own)."""
