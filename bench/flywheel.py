@@ -4,6 +4,7 @@
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
+        [--explore-iterations N]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
