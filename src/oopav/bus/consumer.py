@@ -767,10 +767,12 @@ class HandlerConsumer:
             )
         else:
             record.published = True
-        self.parked += 1
         metrics.dead_letter(self.handler, reason)
         self.log.warning("message_parked", reason=reason, detail=detail[:200], subject=subject)
         await self._outcome(record, event)
+        # Counted once its outcome (the session abort) is stored too: whoever waits on the
+        # count (a test, the TUI) then sees the session already ended.
+        self.parked += 1
 
     async def _outcome(self, record: spool.Letter, event: Event | None) -> None:
         """Turn a dead letter into its outcome (a session abort); if that cannot be stored for
