@@ -306,3 +306,16 @@ async def test_a_session_waiting_for_a_person_is_answered_from_the_tui(
         "answer_id": answers[0].id,
         "request_id": asked.id,
     }
+
+
+async def test_timers_that_tick_during_shutdown_do_not_crash_the_app(
+    over: Over, two_sessions: Two
+) -> None:
+    """The status and age timers run until Textual stops them, which is after the widgets are
+    removed at exit: a tick in between must not turn a clean exit into a traceback."""
+    app = over()
+    async with showing_two(app) as (_, pilot):
+        await pilot.press("q")
+    assert app.return_code == 0
+    app._update_status()  # the widgets are gone now, as they are for a late tick
+    app._refresh_ages()

@@ -19,6 +19,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.coordinate import Coordinate
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, RichLog, Static
 
@@ -200,7 +201,10 @@ class OopavTUI(App[None]):
         self._sessions_posted = False
         changed = self.model.take_dirty()
         now = self.clock.now()
-        table = self.query_one(SessionTable)
+        try:
+            table = self.query_one(SessionTable)
+        except NoMatches:  # posted by a NATS callback while the app shuts down
+            return
         keys = self._row_keys()
         added = False
         for sid in changed:
@@ -231,7 +235,10 @@ class OopavTUI(App[None]):
         timeline = self.timeline
         if timeline is None:
             return
-        log = self.query_one("#timeline", RichLog)
+        try:
+            log = self.query_one("#timeline", RichLog)
+        except NoMatches:  # posted by a NATS callback while the app shuts down
+            return
         for entry in timeline.entries[self._written :]:
             log.write(Text(entry.text(), style="bold red" if entry.bad else ""))
         self._written = len(timeline.entries)
@@ -273,7 +280,10 @@ class OopavTUI(App[None]):
             table.move_cursor(row=table.get_row_index(current))
 
     def _refresh_ages(self) -> None:
-        table = self.query_one(SessionTable)
+        try:
+            table = self.query_one(SessionTable)
+        except NoMatches:  # a timer tick during shutdown, after the widgets went
+            return
         now = self.clock.now()
         for sid in self._row_keys():
             state = self.model.states.get(sid)
@@ -312,7 +322,10 @@ class OopavTUI(App[None]):
 
     def _update_status(self) -> None:
         text, bad = self.status_text()
-        status = self.query_one("#status", Static)
+        try:
+            status = self.query_one("#status", Static)
+        except NoMatches:  # a timer tick during shutdown, after the widgets went: not an error
+            return
         status.update(Text(text))
         status.set_class(bad, "bad")
 
