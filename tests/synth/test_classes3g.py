@@ -1,0 +1,74 @@
+"""Wave 3g of issue 26 (synth5): classes of wrong rewrites on real edits, each a small
+self-written reproduction that fails on the branch start (docs/synth.md § Precision on real
+edits, wave 3g)."""
+
+from __future__ import annotations
+
+from oopav.synth import Example, synthesize
+
+
+def test_a_rule_that_names_nothing_keeps_to_the_name_every_site_binds() -> None:
+    """koa's `app.use(function(next){` -> `app.use(function *(next){` (middleware made
+    generators): the rule `($$$A)` -> ` *($$$A)` names nothing, and the example file keeps no
+    other function with parameters to object, so it made every `function(done){` of the
+    tests a generator (35 wrong hunks). Every site binds the same name `next`: the rule
+    keeps to it."""
+    before = (
+        "app.use(function(next){\n"
+        "  return function *(){ yield next; };\n"
+        "});\n"
+        "app.use(function(next){\n"
+        "  return function *(){ this.body = 1; };\n"
+        "});\n"
+    )
+    after = before.replace("function(next)", "function *(next)")
+    result = synthesize([Example(before, after, path="bench.js")])
+    held = (
+        "it('composes', function(done){\n"
+        "  app.use(function(next){\n"
+        "    return function *(){};\n"
+        "  });\n"
+        "  done();\n"
+        "});\n"
+    )
+    want = held.replace("function(next)", "function *(next)")
+    assert result.apply(held)[0] == want
+
+
+def test_a_single_name_is_pinned_only_when_every_site_binds_it() -> None:
+    """The pin needs two sites binding one name: two middleware functions with different
+    parameter names keep the open rule (a list of two names would be a guess)."""
+    before = "app.use(function(next){\n  return 1;\n});\napp.use(function(ctx){\n  return 2;\n});\n"
+    after = before.replace("function(", "function *(")
+    result = synthesize([Example(before, after, path="bench.js")])
+    held = "it('x', function(done){\n  done();\n});\n"
+    assert result.apply(held)[0] == held.replace("function(", "function *(")
+
+
+def test_a_rule_narrowed_by_kept_names_keeps_to_the_top_level_its_sites_stand_at() -> None:
+    """pluggy's `_Namespace = …` -> `_Namespace: TypeAlias = …`, made on module-level aliases
+    and kept on `_T = TypeVar(…)` and on a function's locals: narrowed by the kept names
+    only (`A` not `_T|plugin_name`), the rule rewrote every local assignment of another
+    file (`opts: TypeAlias = spec.opts`, 20 wrong hunks). Every assignment's parent is an
+    `expression_statement`, kept or not; the statement's container tells them apart (the
+    module), so the rule keeps to the top level and still reaches an alias it never saw."""
+    before = (
+        "from typing import TypeVar\n"
+        "\n"
+        "_T = TypeVar('_T')\n"
+        "_Namespace = ModuleType | type\n"
+        "_Plugin = object\n"
+        "_HookExec = Callable[[str], object]\n"
+        "\n"
+        "\n"
+        "def register(plugin, name=None):\n"
+        "    plugin_name = name or canonical(plugin)\n"
+        "    return plugin_name\n"
+    )
+    after = before
+    for name in ("_Namespace", "_Plugin", "_HookExec"):
+        after = after.replace(f"{name} =", f"{name}: TypeAlias =")
+    result = synthesize([Example(before, after, path="hooks.py")])
+    held = "_HookImpl = Callable[..., object]\n\n\ndef load(spec):\n    opts = spec.opts\n    return opts\n"
+    want = held.replace("_HookImpl =", "_HookImpl: TypeAlias =")
+    assert result.apply(held)[0] == want
