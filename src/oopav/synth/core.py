@@ -1005,6 +1005,10 @@ def _finish(
         except RuleError:
             return False
 
+    # Tab-indented fixes at the other depths (wave 3g).
+    from oopav.synth.tabdepth import add_depth_rules
+
+    notes += add_depth_rules(result, reproduces)
     # Rust: the same rewrite inside macro arguments (token trees), wave 3d.
     from oopav.synth.macros import add_macro_rules
 
@@ -1183,6 +1187,20 @@ def _right_sites(choice: _Choice, exs: list[_Ex], lang: str) -> list[Any]:
         id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
     )
     split = _classify(rule, exs)
+    if split is not None and not split[0] and split[1]:
+        # A list rule rewrites a part of its site (the parameters of a function the site is,
+        # `(next)` -> ` *(next)`): no rewrite lines up with a site's span. Wave 3g: where the
+        # rule reproduces an example whole, what it rewrites there is right.
+        right: list[SgNode] = []
+        for ex in exs:
+            rewrites = _rewrites(rule, ex)
+            try:
+                whole = rewrites is not None and _apply_rule(ex.before, rule)[0] == ex.after
+            except RuleError:
+                whole = False
+            if whole and rewrites:
+                right += [node for _, _, node, _ in rewrites]
+        return right
     return list(split[0]) if split is not None else []
 
 
@@ -1314,11 +1332,22 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     outer = nested_guard(choice.rule, choice.fix, sites)
     if outer is not None:
         tries.insert(0, (outer, choice.constraints))
+    whole: list[str] | None = None
     for narrowed, cons in tries:
         g = Rule(id="c", language=lang, rule=narrowed, fix=choice.fix, constraints=cons)
         try:
             covered = _evaluate(g, exs)
         except RuleError:
+            continue
+        if covered is None and choice.level == 0 and choice.order < 0:
+            # A list rule (its sites are the lists inside the example sites, see
+            # _list_candidates): the closed rule must give every example the text the open
+            # one gives it (wave 3g).
+            if whole is None:
+                whole = _outputs(choice.rule, choice.constraints, choice.fix, exs, lang)
+            if whole is not None and _outputs(narrowed, cons, choice.fix, exs, lang) == whole:
+                choice = replace(choice, rule=narrowed, constraints=cons)
+                break
             continue
         if covered == choice.covered:
             choice = replace(choice, rule=narrowed, constraints=cons)
@@ -1340,6 +1369,17 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
         except RuleError:
             pass
     return choice
+
+
+def _outputs(
+    rule: dict[str, Any], cons: dict[str, Any] | None, fix: str, exs: list[_Ex], lang: str
+) -> list[str] | None:
+    """What the rule makes of each example's before text (None when it cannot run)."""
+    g = Rule(id="c", language=lang, rule=rule, fix=fix, constraints=cons)
+    try:
+        return [_apply_rule(ex.before, g)[0] for ex in exs]
+    except RuleError:
+        return None
 
 
 def _is_list(cons: dict[str, Any]) -> bool:
