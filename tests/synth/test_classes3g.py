@@ -72,3 +72,53 @@ def test_a_rule_narrowed_by_kept_names_keeps_to_the_top_level_its_sites_stand_at
     held = "_HookImpl = Callable[..., object]\n\n\ndef load(spec):\n    opts = spec.opts\n    return opts\n"
     want = held.replace("_HookImpl =", "_HookImpl: TypeAlias =")
     assert result.apply(held)[0] == want
+
+
+_MW = (
+    "package m\n"
+    "\n"
+    "func {name}(next http.Handler) http.Handler {{\n"
+    "\tfn := func(w http.ResponseWriter, r *http.Request) {{\n"
+    "\t\tctx := r.Context()\n"
+    "\t\tnext.ServeHTTP(w, r)\n"
+    "\t}}\n"
+    "\treturn http.HandlerFunc(fn)\n"
+    "}}\n"
+)
+
+
+def test_a_statement_inserted_in_tab_indented_code_is_indented_at_its_own_depth() -> None:
+    """chi's `r = r.WithContext(ctx)` inserted after `ctx := …` in middleware, two tabs deep
+    in both examples: ast-grep re-indents a fix by spaces only, so the fix writes the tabs
+    out — and wrote two tabs where the held-out file's statement stands three deep (inside
+    an `if`): the right statement, one tab short. The rule keeps to its depth and repeats
+    for the others, each by where its block closes."""
+    examples = []
+    for name in ("a", "b"):
+        before = _MW.format(name=name)
+        after = before.replace(
+            "\t\tnext.ServeHTTP(w, r)\n", "\t\tr = r.WithContext(ctx)\n\t\tnext.ServeHTTP(w, r)\n"
+        )
+        examples.append(Example(before, after, path=f"{name}.go"))
+    result = synthesize(examples)
+    held = (
+        "package m\n"
+        "\n"
+        "func t(next http.Handler) http.Handler {\n"
+        "\tfn := func(w http.ResponseWriter, r *http.Request) {\n"
+        "\t\tif ok {\n"
+        "\t\t\tctx := r.Context()\n"
+        "\t\t\tnext.ServeHTTP(w, r)\n"
+        "\t\t}\n"
+        "\t}\n"
+        "\treturn http.HandlerFunc(fn)\n"
+        "}\n"
+    )
+    want = held.replace(
+        "\t\t\tnext.ServeHTTP(w, r)\n", "\t\t\tr = r.WithContext(ctx)\n\t\t\tnext.ServeHTTP(w, r)\n"
+    )
+    assert result.apply(held)[0] == want
+    # Still the examples' own depth, and nothing in a block laid out on one line.
+    assert result.apply(_MW.format(name="c"))[0] == examples[0].after.replace("func a(", "func c(")
+    one_line = "package m\n\nfunc u() {\n\tfn := func() { ctx := 1; next.ServeHTTP(w, r) }\n}\n"
+    assert result.apply(one_line)[0] == one_line

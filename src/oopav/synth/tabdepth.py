@@ -64,7 +64,10 @@ def _guard(depth: int) -> dict[str, Any]:
     closing = "\\n\\}$" if depth == 1 else "\\n\\t{" + str(depth - 1) + "}\\}$"
     # Go's statements sit in a `statement_list` inside the `block` that has the braces.
     listed = {"kind": "statement_list", "inside": {"regex": closing, "stopBy": "neighbor"}}
-    return {"inside": {"any": [{"regex": closing}, listed], "stopBy": "neighbor"}}
+    block = {"any": [{"regex": closing}, listed]}
+    # A call matched as the anchor is the expression of its statement.
+    statement = {"kind": "expression_statement", "inside": {**block, "stopBy": "neighbor"}}
+    return {"inside": {"any": [*block["any"], statement], "stopBy": "neighbor"}}
 
 
 def add_depth_rules(result: SynthResult, reproduces: Callable[[SynthResult], bool]) -> list[str]:
