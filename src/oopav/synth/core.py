@@ -1168,6 +1168,10 @@ def _regexes(rule: Any) -> set[str]:
     return set()
 
 
+# An insertion's fix: the anchor, a line break, the new statement (or the other way round).
+_INSERTS = re.compile(r"^\$ANCHOR\n|\n[ \t]*\$ANCHOR$")
+
+
 def _fixes_layout(fix: str) -> bool:
     """The fix writes a line break of its own (outside its metavariables)."""
     return "\n" in _METAVAR.sub("", fix)
@@ -1210,7 +1214,11 @@ def _same_layout(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     trailing comma), it would also match the one-line nodes of the pattern's shape (ast-grep
     matches modulo layout) and lay them out over several lines. The guard: a ``regex`` on the
     matched text that only the sites' layout meets (see :func:`_layout_regex`)."""
-    if not _fixes_layout(choice.fix):
+    if not _fixes_layout(choice.fix) or _INSERTS.search(choice.fix):
+        # Wave 3g: a statement inserted next to its anchor writes its line break between
+        # the two; the anchor is copied as it stands (one line or several), so its layout
+        # is no context (ky's `await server.close();` after a test's last statement, a
+        # multi-line call in the example, a one-line one in the held-out tests).
         return choice
     sites = _right_sites(choice, exs, lang)
     if not sites:
@@ -2272,6 +2280,15 @@ def _insert_candidates(
     lone = lone_insertion(seed.node, peers)
     if not lone:
         out += generic
+    # Wave 3g: where a name the statement uses is declared (ky's `await server.close();`
+    # after each test's last statement, only in tests that start a server).
+    scoped = [
+        ({**r, "all": [*r["all"], declared]}, f)
+        for declared in _declared_in_container(new, [seed.node, *(p.node for p in peers)], lang)
+        for r, f in generic
+    ]
+    if not lone:
+        out += scoped
     names = {n.text() for p in peers if (n := p.node.field("name")) is not None}
     if names and all(_IDENT.match(x) for x in names):
         regex = _shape_regex(names) if len(names) > 1 else "^" + re.escape(names.pop()) + "$"
@@ -2287,7 +2304,44 @@ def _insert_candidates(
         )
     )
     # A lone site whose own anchor yields no rule still gets the general one, last.
-    return out + generic if lone else out
+    return out + scoped + generic if lone else out
+
+
+# A statement that declares a name (`const server = …`, `server := …`, `server = …`,
+# `let server: Server = …`); NAME is filled in.
+_DECLARES = r"^(?:(?:export\s+)?(?:const|let|var)\s+)?NAME\s*(?::[^=\n]*)?:?=[^=]"
+
+
+def _declared_in_container(new: str, anchors: list[SgNode], lang: str) -> list[dict[str, Any]]:
+    """Rule fragments saying that the anchor's container (its block) declares, in a
+    statement of its own, a name the inserted statement uses — for each such name that every
+    anchor's container declares (wave 3g). ky's `await server.close();` goes after the
+    last statement of the tests that start a server (`const server = await
+    createHttpTestServer();`), not into every test, nor into the callbacks inside them."""
+    root = parse(new, lang)
+    names = sorted(
+        {
+            n.text()
+            for n in root.find_all(kind="identifier")
+            if _IDENT.match(n.text()) and n.text() not in ("await", "self", "this")
+        }
+    )
+    out: list[dict[str, Any]] = []
+    for name in names:
+        regex = _DECLARES.replace("NAME", re.escape(name))
+        kinds = set()
+        for anchor in anchors:
+            parent = anchor.parent()
+            if parent is None or not any(
+                re.search(regex, c.text()) for c in parent.children() if c.is_named()
+            ):
+                break
+            kinds.add(parent.kind())
+        else:
+            if len(kinds) == 1:
+                has = {"regex": regex, "stopBy": "neighbor"}
+                out.append({"inside": {"kind": kinds.pop(), "stopBy": "neighbor", "has": has}})
+    return out
 
 
 def _tab_indent(seed: Site) -> str:

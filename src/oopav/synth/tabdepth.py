@@ -58,13 +58,15 @@ def at_depth(fix: str, old: int, new: int) -> str:
     return "\n".join([head, *moved])
 
 
-def _guard(depth: int) -> dict[str, Any]:
+def _guard(depth: int, language: str) -> dict[str, Any]:
     """The match's parent block closes ``depth - 1`` tabs deep (its statements are
     ``depth`` deep)."""
     closing = "\\n\\}$" if depth == 1 else "\\n\\t{" + str(depth - 1) + "}\\}$"
     # Go's statements sit in a `statement_list` inside the `block` that has the braces.
     listed = {"kind": "statement_list", "inside": {"regex": closing, "stopBy": "neighbor"}}
-    block = {"any": [{"regex": closing}, listed]}
+    block: dict[str, Any] = {
+        "any": [{"regex": closing}, listed] if language == "go" else [{"regex": closing}]
+    }
     # A call matched as the anchor is the expression of its statement.
     statement = {"kind": "expression_statement", "inside": {**block, "stopBy": "neighbor"}}
     return {"inside": {"any": [*block["any"], statement], "stopBy": "neighbor"}}
@@ -91,7 +93,9 @@ def add_depth_rules(result: SynthResult, reproduces: Callable[[SynthResult], boo
         ):
             i += 1
             continue
-        copies: list[SynthRule] = [replace(rule, rule=conjoin(rule.rule, _guard(depth)))]
+        copies: list[SynthRule] = [
+            replace(rule, rule=conjoin(rule.rule, _guard(depth, rule.language)))
+        ]
         for d in range(1, MAX_DEPTH + 1):
             if d == depth:
                 continue
@@ -99,7 +103,7 @@ def add_depth_rules(result: SynthResult, reproduces: Callable[[SynthResult], boo
                 replace(
                     rule,
                     id=f"{rule.id}-d{d}",
-                    rule=conjoin(rule.rule, _guard(d)),
+                    rule=conjoin(rule.rule, _guard(d, rule.language)),
                     fix=at_depth(rule.fix, depth, d),
                     sites=0,
                     follow_up="depth",
