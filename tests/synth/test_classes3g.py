@@ -122,3 +122,55 @@ def test_a_statement_inserted_in_tab_indented_code_is_indented_at_its_own_depth(
     assert result.apply(_MW.format(name="c"))[0] == examples[0].after.replace("func a(", "func c(")
     one_line = "package m\n\nfunc u() {\n\tfn := func() { ctx := 1; next.ServeHTTP(w, r) }\n}\n"
     assert result.apply(one_line)[0] == one_line
+
+
+def test_an_inserted_statement_goes_where_the_name_it_uses_is_declared() -> None:
+    """ky's `await server.close();` added after the last statement of the tests that start
+    a server and forgot to close it: "after the last statement of every test" also hits
+    the tests that start none (the examples keep those, so that rule is refused), and the
+    rule fell back to one literal anchor per site (0 of 22 held-out sites). The statement
+    uses `server`; every site's block declares it (`const server = …`): the rule keeps to
+    such blocks. The anchor's own layout (a multi-line call in the example, one line in
+    the held-out test) is no context for an insertion. (Two sites: one statement inserted
+    once in a function is learned by its own anchor, wave 3e.)"""
+    before = (
+        "test('a', async t => {\n"
+        "\tconst server = await createServer();\n"
+        "\tawait t.throwsAsync(\n"
+        "\t\tky.get(server.url),\n"
+        "\t\t{message: 'oops'},\n"
+        "\t);\n"
+        "});\n"
+        "\n"
+        "test('b', async t => {\n"
+        "\tconst response = await ky.get('https://example.com');\n"
+        "\tt.is(response.status, 200);\n"
+        "});\n"
+        "\n"
+        "test('c', async t => {\n"
+        "\tconst server = await createServer();\n"
+        "\tt.is(await ky.get(server.url).text(), 'ok');\n"
+        "\tawait server.close();\n"
+        "});\n"
+        "\n"
+        "test('f', async t => {\n"
+        "\tconst server = await createServer();\n"
+        "\tawait t.throwsAsync(ky.get(server.url), {message: 'no'});\n"
+        "});\n"
+    )
+    after = before.replace("\t);\n});\n", "\t);\n\n\tawait server.close();\n});\n", 1).replace(
+        "'no'});\n});\n", "'no'});\n\n\tawait server.close();\n});\n"
+    )
+    result = synthesize([Example(before, after, path="test/hooks.ts")])
+    held = (
+        "test('d', async t => {\n"
+        "\tconst server = await createServer();\n"
+        "\tt.is((await ky.get(server.url)).status, 200);\n"
+        "});\n"
+        "\n"
+        "test('e', async t => {\n"
+        "\tt.is(typeof ky, 'function');\n"
+        "});\n"
+    )
+    want = held.replace("200);\n});\n", "200);\n\n\tawait server.close();\n});\n", 1)
+    assert result.apply(held)[0] == want
