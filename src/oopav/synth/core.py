@@ -1214,11 +1214,12 @@ def _same_layout(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     trailing comma), it would also match the one-line nodes of the pattern's shape (ast-grep
     matches modulo layout) and lay them out over several lines. The guard: a ``regex`` on the
     matched text that only the sites' layout meets (see :func:`_layout_regex`)."""
-    if not _fixes_layout(choice.fix) or _INSERTS.search(choice.fix):
+    if not _fixes_layout(choice.fix) or (_INSERTS.search(choice.fix) and len(choice.covered) > 1):
         # Wave 3g: a statement inserted next to its anchor writes its line break between
         # the two; the anchor is copied as it stands (one line or several), so its layout
         # is no context (ky's `await server.close();` after a test's last statement, a
-        # multi-line call in the example, a one-line one in the held-out tests).
+        # multi-line call in the example, a one-line one in the held-out tests). One site
+        # alone keeps every restriction (precision first, as for lone insertions).
         return choice
     sites = _right_sites(choice, exs, lang)
     if not sites:
