@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from oopav.synth.discriminate import conjoin
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # core calls this module: no import back at run time (tests/test_layers.py)
     from oopav.synth.core import SynthResult, SynthRule
 
 # Depths the copies cover (tabs): deeper code is rare, and each copy is a rule to run.
@@ -75,8 +75,6 @@ def _guard(depth: int, language: str) -> dict[str, Any]:
 def add_depth_rules(result: SynthResult, reproduces: Callable[[SynthResult], bool]) -> list[str]:
     """Replace each rule whose fix writes tabs (see the module doc) by its copies at every
     depth, where the rule set still reproduces the examples; the notes to add."""
-    from oopav.synth.core import SynthResult
-
     notes: list[str] = []
     i = 0
     while i < len(result.rules):
@@ -110,7 +108,7 @@ def add_depth_rules(result: SynthResult, reproduces: Callable[[SynthResult], boo
                 )
             )
         rules = [*result.rules[:i], *copies, *result.rules[i + 1 :]]
-        candidate = SynthResult(rules, result.language, result.examples_reproduced)
+        candidate = replace(result, rules=rules)
         if not reproduces(candidate):
             i += 1
             continue
