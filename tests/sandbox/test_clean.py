@@ -277,7 +277,16 @@ def test_checkpoint_commit_a_equals_add_all(
             ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
             subprocess.run(["git", "init", "-q", str(sub)], check=True)
             subprocess.run(["git", "-C", str(sub), "add", "-A"], check=True)
-            subprocess.run(["git", *ident, "-C", str(sub), "commit", "-qm", "v"], check=True)
+            # Fixed dates: the outer tree records the nested commit's id (a gitlink), and the
+            # two workspaces' nested commits must be one commit, whatever second each was made in.
+            dated = {
+                **os.environ,
+                "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+                "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+            }
+            subprocess.run(
+                ["git", *ident, "-C", str(sub), "commit", "-qm", "v"], check=True, env=dated
+            )
             clean.record(path, info.base_commit, clean.snapshot(path))
         decided = clean.tracked_changes_only(path, clean.snapshot(path))
         if allow:
