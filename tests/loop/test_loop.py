@@ -140,6 +140,24 @@ async def test_iteration_budget_ends_a_session_that_never_finishes(
     await assert_replays(nats_url, sid)
 
 
+async def test_a_plan_applied_on_the_last_iteration_is_still_verified(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    """The iteration budget limits attempts: the hand-over of a plan whose every step was
+    applied within it goes to the verifier, not to an ``aborted: budget``."""
+    writes = [
+        action_answer({"type": "write_file", "path": f"notes{i}.txt", "content": f"{i}\n"})
+        for i in range(2)
+    ]
+    script = {"planner": [plan_answer(steps=2)], "actor": writes}
+    sid, state, events = await run_session(nats_url, script, task(repo, budgets={"iterations": 2}))
+    assert not of(events, "budget_exceeded")
+    assert len(of(events, "action_applied")) == 2
+    assert of(events, "verification_completed"), types(events)
+    assert state.outcome == "success", state.summary
+    await assert_replays(nats_url, sid)
+
+
 async def test_bounce_budget_fails_a_session_whose_tests_keep_failing(
     nc, nats_url: str, data_dir: Path, repo: Path
 ) -> None:

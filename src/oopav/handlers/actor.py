@@ -105,7 +105,17 @@ class Actor:
         task = state.task
         assert task is not None and state.plan is not None
         over = over_wall_budget(out, state, "acting") or tokens_exceeded(out, state)
-        if over is None and state.budgets_used.iterations >= task.budgets.iterations:
+        since = state.actions[state.plan_actions_start :]
+        # Read-only retrieval and questions inform a step; they do not complete one.
+        applied = sum(1 for a in since if a.status == "applied" and a.type not in INFORMING_ACTIONS)
+        # Handing a fully applied plan to the verifier is not a further attempt: the iteration
+        # budget limits attempts, and a change applied on the last one is still verified.
+        handover = applied >= len(state.plan.steps)
+        if (
+            over is None
+            and not handover
+            and state.budgets_used.iterations >= task.budgets.iterations
+        ):
             over = out.emit(
                 ev.BudgetExceeded,
                 budget="iterations",
@@ -119,7 +129,6 @@ class Actor:
                 out, state, "aborted", f"budget exceeded: {over.budget}", reason="budget"
             )
             return
-        since = state.actions[state.plan_actions_start :]
         done = [a for a in since if a.status in ("applied", "failed", "rejected", "rolled_back")]
         stuck = detect_stuck([a.hash for a in done], [a.status == "applied" for a in done])
         if stuck is None:
@@ -152,8 +161,6 @@ class Actor:
                     reason="stuck",
                 )
             return
-        # Read-only retrieval and questions inform a step; they do not complete one.
-        applied = sum(1 for a in since if a.status == "applied" and a.type not in INFORMING_ACTIONS)
         step = min(applied + 1, len(state.plan.steps))
         fmt = _format_argv(state)
         if fmt and _just_formatted(state, fmt):
@@ -167,7 +174,7 @@ class Actor:
                 iteration=state.budgets_used.iterations + 1,
             )
             return
-        if applied >= len(state.plan.steps):
+        if handover:
             # Every step has an applied action: hand over to the verifier without asking.
             finish = FinishAction(summary=f"all {len(state.plan.steps)} plan steps applied")
             out.emit(
