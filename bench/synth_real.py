@@ -46,7 +46,9 @@ limits it (MISS_CLASSES: no rule, too general, examples cannot decide, wrong rew
 layout) and the run prints a table of the classes.
 
 Scored per language and overall, one-shot and incremental (Refazer's protocol: while a held-out
-file is wrong, add the first wrong one as a further example, at most 4 examples):
+file is wrong, add the first wrong one as a further example, at most 4 examples; where no one
+rule set reproduces the examples, ``synthesize`` learns them in groups, wave 3g synth6, and
+the run counts such rule sets):
 learned (a rule set was synthesised), exact (every held-out file byte-identical), site precision
 (rewritten line hunks that are expected ones) and recall (expected hunks reached), examples
 (files) and example sites used. Timings: median ``synthesize`` time in process, and the median
@@ -799,6 +801,9 @@ class Score:
     # one line per rule it refuses or applies otherwise than the in-process rewriter.
     cli_rules: int = 0
     cli_findings: list[str] = field(default_factory=list)
+    # Groups of examples learned one rule set each (synthesize's `groups`, wave 3g synth6):
+    # 0 when one rule set covers every example.
+    groups: int = 0
 
 
 # Set by --cli-check: every learned rule set is run by the real ast-grep CLI too.
@@ -907,6 +912,7 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
     s.cpu_ms = (time.process_time() - c0) * 1000
     s.learned = True
     s.rules = len(result.rules)
+    s.groups = len(getattr(result, "groups", []))  # a baseline's src may predate groups
     s.rule_text = result.to_yaml()
     if CLI_CHECK:
         from oopav.synth.clicheck import check_file, check_rules
@@ -1223,8 +1229,9 @@ def main() -> None:
             f"\n    change: {case.signature}"
             f"\n    {mark}: learned={one.learned} rules={one.rules} "
             f"sites {one.correct}/{one.produced} of {one.expected}; incremental "
-            f"{inc.examples} ex, {inc.correct}/{inc.produced} of {inc.expected}; "
-            f"{one.ms:.0f} ms {one.error}",
+            f"{inc.examples} ex, {inc.correct}/{inc.produced} of {inc.expected}"
+            + (f" ({inc.groups} example groups)" if inc.groups else "")
+            + f"; {one.ms:.0f} ms {one.error}",
             flush=True,
         )
         if args.cli_check:
@@ -1305,6 +1312,13 @@ def main() -> None:
     print(
         f"site precision: one-shot {one_p:.3f}, incremental {inc_p:.3f} (target >= 0.98) "
         f"{verdict(min(one_p, inc_p) >= 0.98)}"
+    )
+    grouped = [(a, b) for a, b in zip(one_all, inc_all, strict=True) if a.groups or b.groups]
+    print(
+        f"rule sets learned in example groups: one-shot {sum(bool(a.groups) for a, _ in grouped)}, "
+        f"incremental {sum(bool(b.groups) for _, b in grouped)} "
+        f"(of them exact: {sum(a.exact for a, _ in grouped if a.groups)}, "
+        f"{sum(b.exact for _, b in grouped if b.groups)})"
     )
     if args.cli_check:
         print("\n".join(cli_summary([s for rs in rows.values() for pair in rs for s in pair])))

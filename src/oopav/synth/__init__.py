@@ -23,7 +23,10 @@ node whose rewrite is again one node (a *site*); sites are anti-unified (subtree
 after side or differing between sites become ``$A`` / ``$$$A``); candidates are tried from the most
 general (an identifier rename by kind and regex) to the most specific (the literal node), and the
 one that rewrites the most sites with no wrong rewrite in any example wins. Changes that no single
-rule covers give a rule set, applied in order. See docs/synth.md.
+rule covers give a rule set, applied in order. Examples that no one rule set reproduces together
+are learned in the fewest groups that each get a rule set (``synth.partition``); the union is
+returned only when it still reproduces every example (``result.groups``, each rule's
+``examples``). See docs/synth.md.
 
 From history: :func:`oopav.synth.gitlearn.learn_commit` (``repo``, ``rev``) gives one
 ``HunkResult`` per hunk of a commit (``learnable``, ``reason``, ``rules``), each rule verified on

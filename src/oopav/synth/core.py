@@ -126,6 +126,9 @@ class SynthRule:
     # A follow-up (``"import"``: synth/imports.py): applied after the rewrites, it may match
     # nothing in a file or repository that needs no import change, which is not a refusal.
     follow_up: str | None = None
+    # The examples (1-based) whose group learned this rule, where the examples needed
+    # several rule sets (wave 3g synth6); None: learned from all of them together.
+    examples: tuple[int, ...] | None = None
 
     def cli_rule(self) -> dict[str, Any]:
         """The rule as rendered: with the kind the ast-grep CLI needs where the rule implies
@@ -137,6 +140,8 @@ class SynthRule:
         if self.follow_up:
             # ast-grep's own free-form key: the CLI accepts the file; the loop reads it.
             data["metadata"] = {"optional": True, "follow_up": self.follow_up}
+        if self.examples is not None:
+            data.setdefault("metadata", {})["examples"] = list(self.examples)
         if self.constraints:
             data["constraints"] = self.constraints
         if self.transform:
@@ -180,6 +185,9 @@ class SynthResult:
     ambiguous: bool = False
     notes: list[str] = field(default_factory=list)
     elapsed_ms: float = 0.0
+    # The groups of examples (1-based) learned one rule set each, in the order their rules
+    # apply; empty when one rule set covers every example (wave 3g synth6).
+    groups: list[list[int]] = field(default_factory=list)
 
     def to_yaml(self) -> str:
         """A rule file for ``ast-grep scan --rule FILE`` (one YAML document per rule)."""
@@ -191,6 +199,7 @@ class SynthResult:
             "examples_reproduced": self.examples_reproduced,
             "ambiguous": self.ambiguous,
             "notes": list(self.notes),
+            **({"groups": [list(g) for g in self.groups]} if self.groups else {}),
         }
 
     def loop_rules(self) -> list[SynthRule]:
@@ -740,6 +749,23 @@ def synthesize(
             )
         exs.append(_Ex(i, e.before, after, broot, aroot, sites))
 
+    try:
+        result, notes = _learn_examples(exs, lang)
+    except SynthesisError as exc:
+        # No one rule set reproduces every example: the examples that conflict may each get
+        # their own (wave 3g synth6); the union must still reproduce every example.
+        grouped = _learn_groups(exs, lang, exc)
+        if grouped is None:
+            raise
+        result, notes = grouped
+    else:
+        notes += _follow_ups(result, exs)
+    return _finish(result, notes, guessed, layout_notes, t0)
+
+
+def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
+    """The rule set for ``exs`` (all of them, one set): the trailing-comma set, else the
+    rules learned side by side, else one after another. Raises SynthesisError."""
     all_sites = [(s, ex) for ex in exs for s in ex.sites]
     if (
         all_sites
@@ -937,7 +963,7 @@ def synthesize(
         ]
     else:
         result, notes = _learn_all(learn, learn_sequential)
-    return _finish(result, notes, exs, lang, guessed, layout_notes, t0)
+    return result, notes
 
 
 def _learn_all(learn: Any, learn_sequential: Any) -> tuple[SynthResult, list[str]]:
@@ -978,15 +1004,9 @@ def _trailing_commas(pairs: list[tuple[str, str]], lang: str) -> list[SynthRule]
     return rules
 
 
-def _finish(
-    result: SynthResult,
-    notes: list[str],
-    exs: list[_Ex],
-    lang: str,
-    guessed: str | None,
-    layout_notes: list[str],
-    t0: float,
-) -> SynthResult:
+def _follow_ups(result: SynthResult, exs: list[_Ex]) -> list[str]:
+    """The rules that serve the changes (depth copies, macro arguments, imports, the CLI's
+    kinds), each kept only while ``result`` still reproduces ``exs``; returns their notes."""
     # Sites left out (examples that contradict themselves): a follow-up must keep what the
     # rules already give there, not reproduce the example whole.
     partial = (
@@ -1005,6 +1025,7 @@ def _finish(
         except RuleError:
             return False
 
+    notes: list[str] = []
     # Tab-indented fixes at the other depths (wave 3g).
     from oopav.synth.tabdepth import add_depth_rules
 
@@ -1016,6 +1037,96 @@ def _finish(
     notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
     # A rule the ast-grep CLI would refuse for want of a kind gets the kinds it matched.
     notes += kinds_from_sites(result, [ex.before for ex in exs], reproduces)
+    return notes
+
+
+def _learn_groups(
+    exs: list[_Ex], lang: str, error: SynthesisError
+) -> tuple[SynthResult, list[str]] | None:
+    """Examples that no one rule set reproduces together, learned in the fewest groups that
+    each get a rule set of their own (wave 3g synth6): the union of the groups' sets, kept
+    only when, applied in order as the CLI and the loop apply it, it reproduces every example
+    byte for byte (the sites a group's own set leaves out, left out the same) — so nothing the
+    examples keep is rewritten. Each rule says which examples it came from. None: no
+    partition into at most ``partition.MAX_LEARNS`` group learns works."""
+    from oopav.synth.partition import learn_in_groups, renumber
+
+    changing = [ex.index for ex in exs if ex.before != ex.after]
+    if len(changing) < 2:
+        return None
+    by_index = {ex.index: ex for ex in exs}
+    # Unchanged examples are negatives: every group's rules must leave them alone.
+    negatives = [ex for ex in exs if ex.before == ex.after]
+
+    def learn(group: tuple[int, ...]) -> tuple[SynthResult, list[str]] | None:
+        part = [by_index[i] for i in group] + negatives
+        try:
+            result, notes = _learn_examples(part, lang)
+            notes = notes + _follow_ups(result, part)
+        except (SynthesisError, SiteError, RuleError):
+            return None
+        return result, notes
+
+    def combine(
+        groups: list[tuple[tuple[int, ...], tuple[SynthResult, list[str]]]],
+    ) -> tuple[SynthResult, list[str]] | None:
+        rules: list[SynthRule] = []
+        notes: list[str] = []
+        own: dict[int, str] = {}  # each example as its own group's set leaves it
+        for group, (res, group_notes) in groups:
+            ids = {r.id: f"synth-{len(rules) + n}" for n, r in enumerate(res.rules, 1)}
+            rules += [replace(r, id=ids[r.id], examples=group) for r in res.rules]
+            notes += [f"{_examples_text(group)}: {renumber(n, ids)}" for n in group_notes]
+            for i in group:
+                own[i] = res.apply(by_index[i].before)[0]
+        union = SynthResult(rules=rules, language=lang, examples_reproduced=0)
+        union.groups = [list(group) for group, _ in groups]
+        try:
+            for ex in exs:
+                got = union.apply(ex.before)[0]
+                if got != ex.after and got != own.get(ex.index, ex.after):
+                    return None
+                union.examples_reproduced += got == ex.after
+        except RuleError:
+            return None
+        return union, notes
+
+    found = learn_in_groups(changing, learn, combine)
+    if found is None:
+        return None
+    union, notes = found
+    parts = "; ".join(
+        f"{_rule_span([r for r in union.rules if r.examples == tuple(g)])} from "
+        f"{_examples_text(tuple(g))}"
+        for g in union.groups
+    )
+    head = (
+        f"no one rule set reproduces every example ({error.reason[:120]}): the examples are "
+        f"learned in {len(union.groups)} groups, each rule set on its own, and applied one "
+        f"after another ({parts})"
+    )
+    return union, [head, *notes]
+
+
+def _examples_text(group: tuple[int, ...]) -> str:
+    if len(group) == 1:
+        return f"example {group[0]}"
+    return "examples " + ", ".join(str(i) for i in group)
+
+
+def _rule_span(rules: list[SynthRule]) -> str:
+    if len(rules) == 1:
+        return rules[0].id
+    return f"{rules[0].id}..{rules[-1].id}"
+
+
+def _finish(
+    result: SynthResult,
+    notes: list[str],
+    guessed: str | None,
+    layout_notes: list[str],
+    t0: float,
+) -> SynthResult:
     rules = result.rules
     # Follow-ups (imports) and deletion companions serve a change; they are not changes.
     changes = sum(1 for r in rules if not r.follow_up and not r.companion)
