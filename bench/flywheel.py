@@ -636,9 +636,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 rp = await evaluate(
                     url, work, "gen1-pool", pool, ck1, 0, args, args.explore_iterations
                 )
-                f["gen1_pool"] = {
-                    k: v for k, v in rp.items() if k not in ("sids", "session_ids")
-                }
+                f["gen1_pool"] = {k: v for k, v in rp.items() if k not in ("sids", "session_ids")}
                 own_sids |= set(rp["sids"])
                 retried |= set(rp["retried_sids"])
                 tried |= set(rp["session_ids"])

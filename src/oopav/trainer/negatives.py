@@ -216,7 +216,7 @@ def with_negatives(
     ``weight`` times the mean unlikelihood of a batch of negatives at every step."""
     stream = batches(rows, size, seed)
 
-    class NegativesTrainer(base):  # type: ignore[misc,valid-type]  # base: SFTTrainer, passed in
+    class NegativesTrainer(base):  # type: ignore[misc]  # base: SFTTrainer, passed in lazily
         def compute_loss(
             self, model: Any, inputs: Any, return_outputs: bool = False, **kw: Any
         ) -> Any:

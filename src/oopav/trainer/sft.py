@@ -350,6 +350,11 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
 
     from oopav.trainer.callbacks import RunCallback
 
+    if cfg.negative_weight < 0 or (cfg.negative_weight > 0) != bool(cfg.negatives):
+        raise ValueError(
+            "negative_weight must be > 0 with `negatives` (a negatives dataset) and 0 without, "
+            f"got {cfg.negative_weight} with negatives={cfg.negatives!r}"
+        )
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     base = prepare_model(
@@ -363,11 +368,6 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
     if augment:
         data_order = {**data_order, "augment": augment}
     trainer_cls: Any = SFTTrainer
-    if cfg.negative_weight < 0 or (cfg.negative_weight > 0) != bool(cfg.negatives):
-        raise ValueError(
-            "negative_weight must be > 0 with `negatives` (a negatives dataset) and 0 without, "
-            f"got {cfg.negative_weight} with negatives={cfg.negatives!r}"
-        )
     if cfg.negatives:
         from oopav.trainer.negatives import negative_rows, with_negatives
 
