@@ -4,7 +4,7 @@
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
-        [--explore-iterations N] [--negatives W]
+        [--explore-iterations N] [--negatives W] [--seed2 N]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -664,6 +664,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f"sessions (held-out A and pool; never a file of held-out B)",
                 flush=True,
             )
+            # Generation 2's and the control's training draw (the same for both: a second draw
+            # of the generation-2 step re-runs both arms).
+            seed2 = args.seed if args.seed2 is None else args.seed2
+            f["seed2"] = seed2
             t0 = time.perf_counter()
             ck2 = train(
                 work / "gen2",
@@ -671,7 +675,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 args.steps2,
                 ck1,
                 args.lr2,
-                args.seed,
+                seed2,
                 args.prompt_loss,
                 args.augment,
                 args.augment_parts,
@@ -687,7 +691,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 args.steps2,
                 ck1,
                 args.lr2,
-                args.seed,
+                seed2,
                 args.prompt_loss,
                 args.augment,
                 args.augment_parts,
@@ -835,6 +839,13 @@ def main() -> None:
     ap.add_argument("--shape", choices=sorted(SHAPES), default="small")
     ap.add_argument("--verify", type=int, default=3, help="replay --verify this many per policy")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--seed2",
+        type=int,
+        default=None,
+        help="generation 2's and the control's training seed (default: --seed): another draw "
+        "of the generation-2 step on the same tasks and generation 1",
+    )
     ap.add_argument("--workdir")
     ap.add_argument("--json", dest="json_out", type=Path)
     args = ap.parse_args()
