@@ -4,7 +4,8 @@
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
-        [--explore-iterations N] [--negatives W] [--seed2 N]
+        [--explore-iterations N] [--negatives W]
+        [--negative-tokens all|structure] [--seed2 N]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -377,6 +378,7 @@ def recipe(
     negatives: Path | None = None,
     negative_weight: float = 0.0,
     negative_copy: bool = False,
+    negative_tokens: str = "all",
 ) -> Any:
     from oopav.trainer.sft import SFTRecipe
 
@@ -399,6 +401,7 @@ def recipe(
         negatives=str(negatives) if negatives else None,
         negative_weight=negative_weight if negatives else 0.0,
         negative_copy=negative_copy and bool(negatives),
+        negative_tokens=negative_tokens,
     )
 
 
@@ -415,12 +418,13 @@ def train(
     negatives: Path | None = None,
     negative_weight: float = 0.0,
     negative_copy: bool = False,
+    negative_tokens: str = "all",
 ) -> str:
     from oopav.trainer.sft import train_sft
 
     cfg = recipe(
         out, dataset, steps, model, lr, seed, prompt_loss, augment, parts, negatives,
-        negative_weight, negative_copy,
+        negative_weight, negative_copy, negative_tokens,
     )  # fmt: skip
     return str(train_sft(cfg, lambda *_: None)["checkpoint"])
 
@@ -655,7 +659,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 # these answers (trainer/negatives.py); the control never sees them.
                 negatives = work / "data-gen1-neg"
                 f["negatives"] = await export_negatives(url, negatives, tried)
-                f["negatives"]["weight"] = args.negatives
+                f["negatives"] |= {"weight": args.negatives, "tokens": args.negative_tokens}
                 print(f"gen2     negatives: {f['negatives']}", flush=True)
             mixed = work / "data-gen2"
             f["gen2_records"] = merge(mixed, gen0_data, own)
@@ -684,6 +688,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 # The policy gave its negatives under copy-constrained decoding: score them
                 # there (trainer/negatives.py).
                 bool(args.copy_names),
+                args.negative_tokens,
             )
             ckc = train(
                 work / "control",
@@ -800,6 +805,13 @@ def main() -> None:
         "(its sessions on held-out A and the pool): an unlikelihood term of weight W on them "
         "(SFT recipe negatives / negative_weight, trainer/negatives.py); the control never "
         "sees them (0: off)",
+    )
+    ap.add_argument(
+        "--negative-tokens",
+        choices=("all", "structure"),
+        default="all",
+        help="which tokens of a negative count (SFT negative_tokens): all, or the structure "
+        "only — every token but the names copied from the instruction",
     )
     ap.add_argument(
         "--minimal-rules",

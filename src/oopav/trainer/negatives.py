@@ -116,6 +116,28 @@ def copy_masks(
     return torch.stack(rows)
 
 
+def name_tokens(texts: list[str], answer_ids: list[int], names: set[str]) -> list[bool]:
+    """For each token of an answer, whether it is part of a word of ``names`` (a name the
+    answer copies from its instruction; whole words, JSON escapes such as ``\\n`` separating
+    them): ``negative_tokens: structure`` leaves such tokens out of a rejected answer's
+    probability."""
+    import re
+
+    pieces = [texts[t] if t < len(texts) else "" for t in answer_ids]
+    text = "".join(pieces)
+    # Escapes blanked to the same length, so that positions stay the answer's.
+    plain = re.sub(r"\\u[0-9A-Fa-f]{4}|\\.", lambda m: " " * len(m.group(0)), text)
+    covered = [False] * len(text)
+    for m in re.finditer(r"[A-Za-z0-9_]+", plain):
+        if m.group(0) in names:
+            covered[m.start() : m.end()] = [True] * (m.end() - m.start())
+    out, pos = [], 0
+    for piece in pieces:
+        out.append(any(covered[pos : pos + len(piece)]))
+        pos += len(piece)
+    return out
+
+
 def negative_rows(cfg: Any, tokenizer: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The recipe's negatives as token ids (``prompt_ids``, ``answer_ids``), augmented like its
     positives, those that fit ``max_length`` only; and the record for ``training_started``.
@@ -135,10 +157,19 @@ def negative_rows(cfg: Any, tokenizer: Any) -> tuple[list[dict[str, Any]], dict[
     if cfg.augment:
         pairs, aug = augment_names(pairs, cfg.augment_copies, cfg.seed, cfg.augment_parts)
         record["augment_rows"] = aug["rows"]
+    from oopav.models.copying import copy_words, token_texts
+
+    if cfg.negative_tokens not in ("all", "structure"):
+        raise ValueError(
+            f"negative_tokens must be 'all' or 'structure', not {cfg.negative_tokens!r}"
+        )
+    record["tokens"] = cfg.negative_tokens
     answer_words: set[str] | None = None
     texts: list[str] = []
+    if cfg.negative_tokens == "structure":
+        texts = token_texts(tokenizer, len(tokenizer))
     if cfg.negative_copy:
-        from oopav.models.copying import copy_words, read_answer_words, token_texts
+        from oopav.models.copying import read_answer_words
 
         answer_words = read_answer_words(cfg.model) if Path(cfg.model).is_dir() else None
         if answer_words is None:
@@ -160,6 +191,10 @@ def negative_rows(cfg: Any, tokenizer: Any) -> tuple[list[dict[str, Any]], dict[
         if answer_words is not None:
             allowed = {*copy_words(instruction_of(messages)), *answer_words, "action"}
             row["masks"] = copy_masks(texts, allowed, a, len(tokenizer), cache)
+        if cfg.negative_tokens == "structure":
+            # The instruction's words that the answer vocabulary does not hold: its names.
+            names = set(copy_words(instruction_of(messages))) - (answer_words or set())
+            row["scored"] = [not n for n in name_tokens(texts, a, names)]
         rows.append(row)
     if not rows:
         raise ValueError(
@@ -193,7 +228,11 @@ def sequence_logprobs(model: Any, batch: list[dict[str, Any]], pad_id: int) -> A
     for i, (s, r) in enumerate(zip(seqs, batch, strict=True)):
         ids[i, : len(s)] = torch.tensor(s, device=device)
         attn[i, : len(s)] = 1
-        mask[i, len(r["prompt_ids"]) : len(s)] = True
+        start = len(r["prompt_ids"])
+        if "scored" in r:  # negative_tokens: structure — the names' tokens left out
+            mask[i, start : len(s)] = torch.tensor(r["scored"], dtype=torch.bool, device=device)
+        else:
+            mask[i, start : len(s)] = True
     logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()
     if any("masks" in r for r in batch):
         # Each answer token's probability among the tokens the copy constraint allowed there

@@ -87,6 +87,10 @@ class SFTRecipe:
     # policy write, where it gave it — not the free distribution, under which a constrained
     # answer is ~0 and the term does nothing. Needs the model's answer vocabulary.
     negative_copy: bool = False
+    # Which tokens of a rejected answer count: "all", or "structure" — every token but those
+    # of the names it copies from its instruction, so that the term pushes on the answer's
+    # form (the identifier form where a pattern was needed) and never on copying a name.
+    negative_tokens: str = "all"
 
 
 def demonstrations(
