@@ -211,3 +211,48 @@ def test_a_weight_without_negatives_or_negatives_without_a_weight_is_refused(
     for bad in ({"negative_weight": 1.0}, {"negatives": str(tmp_path)}, {"negative_weight": -1.0}):
         with pytest.raises(ValueError, match="negative_weight must be > 0 with `negatives`"):
             train_sft(SFTRecipe(**base, **bad), lambda *_: None)  # type: ignore[arg-type]
+
+
+def test_structure_leaves_the_copied_names_out_of_a_negatives_probability(
+    tmp_path: Path, tasks_dir: Path, base_model: Path
+) -> None:
+    from transformers import AutoTokenizer
+
+    from oopav.models.copying import token_texts
+    from oopav.trainer.negatives import name_tokens, negative_rows
+    from oopav.trainer.sft import SFTRecipe
+
+    tok = AutoTokenizer.from_pretrained(base_model)
+    texts = token_texts(tok, len(tok))
+    answer = '{"rule":"kind: identifier\\nregex: ^fetch$\\nfix: fetch_page\\n"}'
+    ids = tok(answer, add_special_tokens=False)["input_ids"]
+    flags = name_tokens(texts, ids, {"fetch", "fetch_page"})
+    named = "".join(texts[t] for t, f in zip(ids, flags, strict=True) if f)
+    # both names, whole, and nothing else (a token may carry the space before a name)
+    assert named.replace(" ", "") == "fetchfetch_page"
+    # a word that only contains a name is not the name; an escape is not part of a word
+    flags = name_tokens(texts, tok("\\nfetchx fetch", add_special_tokens=False)["input_ids"],
+                        {"fetch"})  # fmt: skip
+    assert sum(flags) >= 1 and not flags[0]
+
+    neg = write_negatives(tmp_path / "neg", wrong_answers(tasks_dir, 2))
+    base = {"output_dir": str(tmp_path / "o"), "model": str(base_model), "tasks": str(tasks_dir),
+            "negatives": str(neg), "negative_weight": 1.0}  # fmt: skip
+    rows, record = negative_rows(SFTRecipe(**base, negative_tokens="structure"), tok)
+    assert record["tokens"] == "structure"
+    for r in rows:
+        assert len(r["scored"]) == len(r["answer_ids"])
+        assert 0 < sum(r["scored"]) < len(r["scored"])  # the names' tokens are left out
+    # fewer tokens scored: the answer is at least as likely as with every token
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    m = AutoModelForCausalLM.from_pretrained(base_model).eval()
+    with torch.no_grad():
+        every = sequence_logprobs(
+            m, [{k: v for k, v in r.items() if k != "scored"} for r in rows], 0
+        )
+        structure = sequence_logprobs(m, rows, 0)
+    assert bool((structure > every).all())
+    with pytest.raises(ValueError, match="negative_tokens must be 'all' or 'structure'"):
+        negative_rows(SFTRecipe(**base, negative_tokens="names"), tok)
