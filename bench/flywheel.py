@@ -33,7 +33,11 @@
   action's words are the instruction's or the checkpoint's answer vocabulary.
   ``--gen1-from WORKDIR``: generation 0's data and generation 1's checkpoint come from an
   earlier run's workdir (same task options), so a decoding option is measured on the very
-  same policy without retraining.
+  same policy without retraining. ``--negatives W``: generation 2 also learns to avoid
+  generation 1's own refused or undone answers (its sessions on A and the pool) with an
+  unlikelihood term of weight W (trainer/negatives.py; ``--negative-tokens structure`` leaves
+  the copied names out of it); the control never sees them. ``--seed2 N``: another training
+  draw of generation 2 and the control.
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
