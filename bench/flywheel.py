@@ -4,7 +4,8 @@
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
-        [--explore-iterations N]
+        [--explore-iterations N] [--negatives W]
+        [--negative-tokens all|structure] [--seed2 N]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -32,7 +33,11 @@
   action's words are the instruction's or the checkpoint's answer vocabulary.
   ``--gen1-from WORKDIR``: generation 0's data and generation 1's checkpoint come from an
   earlier run's workdir (same task options), so a decoding option is measured on the very
-  same policy without retraining.
+  same policy without retraining. ``--negatives W``: generation 2 also learns to avoid
+  generation 1's own refused or undone answers (its sessions on A and the pool) with an
+  unlikelihood term of weight W (trainer/negatives.py; ``--negative-tokens structure`` leaves
+  the copied names out of it); the control never sees them. ``--seed2 N``: another training
+  draw of generation 2 and the control.
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
@@ -247,6 +252,30 @@ async def export_compact(url: str, out: Path, sids: set[str] | None = None) -> i
         await nc.close()
 
 
+async def export_negatives(url: str, out: Path, sids: set[str]) -> dict[str, Any]:
+    """The actor answers the loop refused or undid in these sessions (the learner's negatives
+    format: prompt, rejected answer, status, why), with the compact profile's prompts — what
+    the policy was asked when it gave them (``--negatives``)."""
+    from oopav.bus.store import EventStore, connect
+    from oopav.trainer.datasets import Filters, read_records, write_dataset
+    from oopav.trainer.stream import completed_sessions, records_of
+
+    filters = Filters(roles=("actor",), profile="compact")
+    nc = await connect(url, name="bench-flywheel-negatives")
+    try:
+        store = EventStore(nc)
+        sessions = [
+            await _retrying(lambda sid=sid: records_of(store, sid, filters, ("negatives",)))
+            async for _, sid in completed_sessions(store)
+            if sid in sids
+        ]
+        count = write_dataset(out, "negatives", sessions, filters, parquet=False).count
+    finally:
+        await nc.close()
+    why = Counter(str(r.get("status")) for r in read_records(out)) if count else Counter()
+    return {"records": count, "status": dict(why)}
+
+
 def merge(out: Path, *dirs: Path) -> int:
     from oopav.trainer.datasets import read_records
 
@@ -350,6 +379,10 @@ def recipe(
     prompt_loss: bool = False,
     augment: int = 0,
     parts: str = "all",
+    negatives: Path | None = None,
+    negative_weight: float = 0.0,
+    negative_copy: bool = False,
+    negative_tokens: str = "all",
 ) -> Any:
     from oopav.trainer.sft import SFTRecipe
 
@@ -369,6 +402,10 @@ def recipe(
         augment="names" if augment else "",
         augment_copies=augment,
         augment_parts=parts,
+        negatives=str(negatives) if negatives else None,
+        negative_weight=negative_weight if negatives else 0.0,
+        negative_copy=negative_copy and bool(negatives),
+        negative_tokens=negative_tokens,
     )
 
 
@@ -382,10 +419,17 @@ def train(
     prompt_loss: bool = False,
     augment: int = 0,
     parts: str = "all",
+    negatives: Path | None = None,
+    negative_weight: float = 0.0,
+    negative_copy: bool = False,
+    negative_tokens: str = "all",
 ) -> str:
     from oopav.trainer.sft import train_sft
 
-    cfg = recipe(out, dataset, steps, model, lr, seed, prompt_loss, augment, parts)
+    cfg = recipe(
+        out, dataset, steps, model, lr, seed, prompt_loss, augment, parts, negatives,
+        negative_weight, negative_copy, negative_tokens,
+    )  # fmt: skip
     return str(train_sft(cfg, lambda *_: None)["checkpoint"])
 
 
@@ -447,6 +491,7 @@ async def evaluate(
         "success_after_retry": later,
         "actor_calls": sum(len(c) for c in calls),
         "sids": [s.session_id for s in states if s.outcome == "success"],
+        "session_ids": [s.session_id for s in states],
         "retried_sids": [
             s.session_id
             for s, c in zip(states, calls, strict=True)
@@ -592,15 +637,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         if args.gen2:
             own_sids = set(r1["sids"])
             retried = set(r1["retried_sids"])
+            tried = set(r1["session_ids"])
             if pool:
                 # Exploration: the pool's sessions feed generation 2 only, so they may try
                 # more often than the held-out evaluations (``--explore-iterations``).
                 rp = await evaluate(
                     url, work, "gen1-pool", pool, ck1, 0, args, args.explore_iterations
                 )
-                f["gen1_pool"] = {k: v for k, v in rp.items() if k != "sids"}
+                f["gen1_pool"] = {k: v for k, v in rp.items() if k not in ("sids", "session_ids")}
                 own_sids |= set(rp["sids"])
                 retried |= set(rp["retried_sids"])
+                tried |= set(rp["session_ids"])
             own = work / "data-gen1"
             f["gen1_own_records"] = await export_compact(url, own, own_sids)
             if args.star:
@@ -609,6 +656,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f["star"] = star(own, work / "data-gen1-star", args.star, retried)
                 own = work / "data-gen1-star"
                 print(f"gen2     expert iteration: {f['star']}", flush=True)
+            negatives = None
+            if args.negatives:
+                # What generation 1 did wrong, in its own sessions (A and the pool; failed
+                # sessions and the failed attempts of won ones): generation 2 learns to avoid
+                # these answers (trainer/negatives.py); the control never sees them.
+                negatives = work / "data-gen1-neg"
+                f["negatives"] = await export_negatives(url, negatives, tried)
+                f["negatives"] |= {"weight": args.negatives, "tokens": args.negative_tokens}
+                print(f"gen2     negatives: {f['negatives']}", flush=True)
             mixed = work / "data-gen2"
             f["gen2_records"] = merge(mixed, gen0_data, own)
             print(
@@ -616,6 +672,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f"sessions (held-out A and pool; never a file of held-out B)",
                 flush=True,
             )
+            # Generation 2's and the control's training draw (the same for both: a second draw
+            # of the generation-2 step re-runs both arms).
+            seed2 = args.seed if args.seed2 is None else args.seed2
+            f["seed2"] = seed2
             t0 = time.perf_counter()
             ck2 = train(
                 work / "gen2",
@@ -623,10 +683,16 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 args.steps2,
                 ck1,
                 args.lr2,
-                args.seed,
+                seed2,
                 args.prompt_loss,
                 args.augment,
                 args.augment_parts,
+                negatives,
+                args.negatives,
+                # The policy gave its negatives under copy-constrained decoding: score them
+                # there (trainer/negatives.py).
+                bool(args.copy_names),
+                args.negative_tokens,
             )
             ckc = train(
                 work / "control",
@@ -634,7 +700,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 args.steps2,
                 ck1,
                 args.lr2,
-                args.seed,
+                seed2,
                 args.prompt_loss,
                 args.augment,
                 args.augment_parts,
@@ -735,6 +801,23 @@ def main() -> None:
         "those that needed a retry repeated N times (expert iteration; 0: as recorded)",
     )
     ap.add_argument(
+        "--negatives",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="generation 2 also learns to avoid generation 1's own refused or undone answers "
+        "(its sessions on held-out A and the pool): an unlikelihood term of weight W on them "
+        "(SFT recipe negatives / negative_weight, trainer/negatives.py); the control never "
+        "sees them (0: off)",
+    )
+    ap.add_argument(
+        "--negative-tokens",
+        choices=("all", "structure"),
+        default="all",
+        help="which tokens of a negative count (SFT negative_tokens): all, or the structure "
+        "only — every token but the names copied from the instruction",
+    )
+    ap.add_argument(
         "--minimal-rules",
         action="store_true",
         help="train on generation 0's answers with each rule cut to the shortest that rewrites "
@@ -772,6 +855,13 @@ def main() -> None:
     ap.add_argument("--shape", choices=sorted(SHAPES), default="small")
     ap.add_argument("--verify", type=int, default=3, help="replay --verify this many per policy")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--seed2",
+        type=int,
+        default=None,
+        help="generation 2's and the control's training seed (default: --seed): another draw "
+        "of the generation-2 step on the same tasks and generation 1",
+    )
     ap.add_argument("--workdir")
     ap.add_argument("--json", dest="json_out", type=Path)
     args = ap.parse_args()

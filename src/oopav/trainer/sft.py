@@ -75,6 +75,22 @@ class SFTRecipe:
     augment_copies: int = 4
     # "all" parts of a copied name, or only the "shared" stem (trainer/augment.py PARTS).
     augment_parts: str = "all"
+    # Negatives (trainer/negatives.py, issue 25): a negatives dataset (the learner's, or
+    # ``oopav export --format negatives``) whose rejected answers the policy learns to avoid —
+    # every step adds ``negative_weight`` times the sequence-level unlikelihood of a batch of
+    # ``negative_batch`` (0: ``batch_size``) of them. 0: off.
+    negatives: str | None = None
+    negative_weight: float = 0.0
+    negative_batch: int = 0
+    # Score a rejected answer under copy-constrained decoding (``policy.copy_names:
+    # instruction``, models/copying.py): its probability among the words the loop let the
+    # policy write, where it gave it — not the free distribution, under which a constrained
+    # answer is ~0 and the term does nothing. Needs the model's answer vocabulary.
+    negative_copy: bool = False
+    # Which tokens of a rejected answer count: "all", or "structure" — every token but those
+    # of the names it copies from its instruction, so that the term pushes on the answer's
+    # form (the identifier form where a pattern was needed) and never on copying a name.
+    negative_tokens: str = "all"
 
 
 def demonstrations(
@@ -338,6 +354,11 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
 
     from oopav.trainer.callbacks import RunCallback
 
+    if cfg.negative_weight < 0 or (cfg.negative_weight > 0) != bool(cfg.negatives):
+        raise ValueError(
+            "negative_weight must be > 0 with `negatives` (a negatives dataset) and 0 without, "
+            f"got {cfg.negative_weight} with negatives={cfg.negatives!r}"
+        )
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     base = prepare_model(
@@ -350,6 +371,21 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
     sequential = bool(data_order)
     if augment:
         data_order = {**data_order, "augment": augment}
+    trainer_cls: Any = SFTTrainer
+    if cfg.negatives:
+        from oopav.trainer.negatives import negative_rows, with_negatives
+
+        neg_rows, neg_record = negative_rows(cfg, tokenizer)
+        data_order = {**data_order, "negatives": neg_record}
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        trainer_cls = with_negatives(
+            SFTTrainer,
+            neg_rows,
+            cfg.negative_weight,
+            cfg.negative_batch or cfg.batch_size,
+            cfg.seed,
+            pad,
+        )
     model, peft_config = start_run(
         base, rows, source, digest, emit, lora=cfg.lora, data_order=data_order
     )
@@ -369,7 +405,7 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
         if not cfg.max_seconds:
             raise ValueError("lr_scheduler time_cosine needs max_seconds")
         optimizers = time_cosine(model, cfg.learning_rate, cfg.max_seconds, cfg.warmup_ratio)
-    trainer = SFTTrainer(
+    trainer = trainer_cls(
         model=model,
         args=args,
         train_dataset=Dataset.from_list(ordered),
