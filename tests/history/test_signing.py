@@ -305,3 +305,37 @@ def test_processes_sharing_a_data_dir_agree_on_one_seed(tmp_path: Path) -> None:
     assert errors == [] and len(publics) == 24 and len(set(publics)) == 1
     assert sorted(os.listdir(tmp_path / "keys")) == ["actor.nk"]  # no temporary file left
     assert (tmp_path / "keys" / "actor.nk").stat().st_mode & 0o077 == 0
+
+
+async def test_a_notary_still_busy_after_start_up_gets_the_keys_later(
+    nc: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A fresh cluster under load (CI: a stream leader killed mid-session) timed out every
+    start-up attempt, and every event stayed signed by a key "the notary never registered":
+    start-up goes on, and the keys are registered in the background once the notary answers."""
+    import asyncio
+
+    import nats.errors
+
+    from oopav.history import signing
+
+    calls: list[int] = []
+    real = signing.register_keys
+
+    async def busy_for_a_while(js: Any, publics: Any) -> None:
+        calls.append(1)
+        if len(calls) <= 5:  # every start-up attempt, then one of the background ones
+            raise nats.errors.TimeoutError
+        await real(js, publics)
+
+    monkeypatch.setattr(signing, "register_keys", busy_for_a_while)
+    keyring = await signing.open_keyring(nc, nc.jetstream(), tmp_path / "keys")
+    assert keyring is not None and len(calls) == 4  # start-up did not wait for the notary
+    for _ in range(300):
+        trusted = await trusted_keys(nc.jetstream())
+        if keyring.public("intake") in trusted.get("intake", set()):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError(f"the keys were never registered ({len(calls)} attempts)")
+    assert len(calls) == 6

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,9 @@ NOTARY = "notary"
 # root events people and commands write (`oopav run` aborts, forks, grants from the CLI).
 IDENTITIES = ("cli", "run", "replay", "preview", "client", NOTARY)
 _REGISTERED: set[tuple[str, str]] = set()
+# A notary still busy after the start-up attempts: how long the background keeps trying.
+REGISTER_LATER_S = 120.0
+_LATE: set[asyncio.Task[None]] = set()  # held: a bare task may be collected mid-flight
 
 
 async def open_keyring(nc: Any, js: Any, directory: Path) -> Keyring | None:
@@ -86,14 +90,48 @@ async def open_keyring(nc: Any, js: Any, directory: Path) -> Keyring | None:
                 # the connection, not a reply, so the request times out too. Only the first
                 # is worth another try; retrying the second made every least-privilege
                 # handler wait ~50 s at start-up.
-                if attempt < 3 and _busy(exc, before, getattr(nc, "last_error", None)):
+                busy = _busy(exc, before, getattr(nc, "last_error", None))
+                if attempt < 3 and busy:
                     await asyncio.sleep(0.2 * 2**attempt)
                     continue
+                if busy:
+                    # Still busy (a fresh cluster electing its leaders under load): start-up
+                    # goes on, and the keys are registered later; until then the events
+                    # already signed simply wait to be verifiable.
+                    task = asyncio.ensure_future(_register_later(nc, js, publics, key))
+                    _LATE.add(task)
+                    task.add_done_callback(_LATE.discard)
                 get_logger("oopav.signing").info(
-                    "keys_not_registered", error=f"{type(exc).__name__}: {exc}"[:300]
+                    "keys_not_registered",
+                    error=f"{type(exc).__name__}: {exc}"[:300],
+                    retrying_for_s=REGISTER_LATER_S if busy else 0,
                 )
                 break
     return keyring
+
+
+async def _register_later(nc: Any, js: Any, publics: dict[str, str], key: tuple[str, str]) -> None:
+    """Keep registering a busy notary's keys in the background, up to ``REGISTER_LATER_S``."""
+    from oopav.logging import get_logger
+
+    log = get_logger("oopav.signing")
+    deadline = time.monotonic() + REGISTER_LATER_S
+    delay = 1.0
+    while time.monotonic() < deadline and not getattr(nc, "is_closed", False):
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 8.0)
+        before = getattr(nc, "last_error", None)
+        try:
+            await _register_unless_refused(nc, js, publics)
+        except Exception as exc:
+            if not _busy(exc, before, getattr(nc, "last_error", None)):
+                log.warning("keys_not_registered", error=f"{type(exc).__name__}: {exc}"[:300])
+                return
+            continue
+        _REGISTERED.add(key)
+        log.info("keys_registered_late")
+        return
+    log.warning("keys_not_registered", error=f"the notary stayed busy for {REGISTER_LATER_S} s")
 
 
 async def _register_unless_refused(nc: Any, js: Any, publics: dict[str, str]) -> None:
