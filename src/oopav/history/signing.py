@@ -162,10 +162,23 @@ def _refusal(err: object) -> bool:
 
 
 def _busy(exc: BaseException, before: object, after: object) -> bool:
-    """A timeout with no new permissions error on the connection: the server was busy."""
+    """A timeout, or JetStream not answering yet, with no new permissions error on the
+    connection: the server was busy. A fresh cluster answers its first KV writes with "no
+    responders" or 503 while the bucket's stream elects a leader (CI: the notary stayed empty,
+    every key "never registered")."""
     import nats.errors
+    import nats.js.errors
 
-    if not isinstance(exc, asyncio.TimeoutError | TimeoutError | nats.errors.TimeoutError):
+    transient = (
+        asyncio.TimeoutError,
+        TimeoutError,
+        nats.errors.TimeoutError,
+        nats.errors.NoRespondersError,
+        nats.js.errors.ServiceUnavailableError,
+        nats.js.errors.NoStreamResponseError,
+        nats.js.errors.ServerError,
+    )
+    if not isinstance(exc, transient):
         return False
     return after is before or not _refusal(after)
 
