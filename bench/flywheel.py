@@ -233,45 +233,43 @@ async def _retrying(call: Any, deadline_s: float = 120.0) -> Any:
             await asyncio.sleep(6.0)
 
 
-async def export_compact(url: str, out: Path, sids: set[str] | None = None) -> int:
+async def _export(
+    url: str, out: Path, kind: str, filters: Any, sids: set[str] | None, name: str
+) -> int:
+    """Write the ``kind`` dataset (``sft``, ``negatives``) of the completed sessions in
+    ``sids`` (all when None) to ``out``; its record count."""
     from oopav.bus.store import EventStore, connect
-    from oopav.trainer.datasets import Filters, write_dataset
+    from oopav.trainer.datasets import write_dataset
     from oopav.trainer.stream import completed_sessions, records_of
 
-    filters = Filters(successful_only=True, roles=("actor",), profile="compact")
-    nc = await connect(url, name="bench-flywheel-export")
+    nc = await connect(url, name=name)
     try:
         store = EventStore(nc)
         sessions = [
-            await _retrying(lambda sid=sid: records_of(store, sid, filters, ("sft",)))
+            await _retrying(lambda sid=sid: records_of(store, sid, filters, (kind,)))
             async for _, sid in completed_sessions(store)
             if sids is None or sid in sids
         ]
-        return write_dataset(out, "sft", sessions, filters, parquet=False).count
+        return write_dataset(out, kind, sessions, filters, parquet=False).count
     finally:
         await nc.close()
+
+
+async def export_compact(url: str, out: Path, sids: set[str] | None = None) -> int:
+    from oopav.trainer.datasets import Filters
+
+    filters = Filters(successful_only=True, roles=("actor",), profile="compact")
+    return await _export(url, out, "sft", filters, sids, "bench-flywheel-export")
 
 
 async def export_negatives(url: str, out: Path, sids: set[str]) -> dict[str, Any]:
     """The actor answers the loop refused or undid in these sessions (the learner's negatives
     format: prompt, rejected answer, status, why), with the compact profile's prompts — what
     the policy was asked when it gave them (``--negatives``)."""
-    from oopav.bus.store import EventStore, connect
-    from oopav.trainer.datasets import Filters, read_records, write_dataset
-    from oopav.trainer.stream import completed_sessions, records_of
+    from oopav.trainer.datasets import Filters, read_records
 
     filters = Filters(roles=("actor",), profile="compact")
-    nc = await connect(url, name="bench-flywheel-negatives")
-    try:
-        store = EventStore(nc)
-        sessions = [
-            await _retrying(lambda sid=sid: records_of(store, sid, filters, ("negatives",)))
-            async for _, sid in completed_sessions(store)
-            if sid in sids
-        ]
-        count = write_dataset(out, "negatives", sessions, filters, parquet=False).count
-    finally:
-        await nc.close()
+    count = await _export(url, out, "negatives", filters, sids, "bench-flywheel-negatives")
     why = Counter(str(r.get("status")) for r in read_records(out)) if count else Counter()
     return {"records": count, "status": dict(why)}
 
