@@ -11,6 +11,7 @@ one coalesced message; the widgets render on the app's own loop. It never append
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -18,6 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Sparkline, Static
@@ -182,9 +184,10 @@ class RunsScreen(Screen[None]):
                 cb=on_msg,
             )
         except Exception as exc:  # the view reads; a lost server is shown, not raised
-            self.query_one("#run-summary", Static).update(
-                Text(f"cannot read training runs: {exc}", style="red")
-            )
+            with contextlib.suppress(NoMatches):  # unless the screen went meanwhile
+                self.query_one("#run-summary", Static).update(
+                    Text(f"cannot read training runs: {exc}", style="red")
+                )
             return
         try:
             await asyncio.Event().wait()  # until the screen goes (the worker is cancelled)
@@ -194,7 +197,10 @@ class RunsScreen(Screen[None]):
     @on(RunsChanged)
     def _runs_changed(self) -> None:
         self._posted = False
-        table = self.query_one("#runs", DataTable)
+        try:
+            table = self.query_one("#runs", DataTable)
+        except NoMatches:  # posted by a NATS callback while the screen goes: nothing to draw
+            return
         keys = {str(k.value) for k in table.rows}
         rows = self.model.ordered()
         if {r["run_id"] for r in rows} - keys:
@@ -231,7 +237,10 @@ class RunsScreen(Screen[None]):
         text = Text()
         for line, style in detail_lines(row):
             text.append(line + "\n", style=style or None)
-        self.query_one("#run-summary", Static).update(text)
-        for key, label in SERIES:
-            self.query_one(f"#label-{key}", Static).update(Text(series_label(row, key, label)))
-            self.query_one(f"#spark-{key}", Sparkline).data = values(row, key)
+        try:
+            self.query_one("#run-summary", Static).update(text)
+            for key, label in SERIES:
+                self.query_one(f"#label-{key}", Static).update(Text(series_label(row, key, label)))
+                self.query_one(f"#spark-{key}", Sparkline).data = values(row, key)
+        except NoMatches:  # the screen went between the message and its handling
+            return
