@@ -71,6 +71,8 @@ class ExampleIn(BaseModel):
     before: str = Field(max_length=MAX_EXAMPLE_BYTES)
     after: str = Field(max_length=MAX_EXAMPLE_BYTES)
     path: str | None = None
+    # The user edited some sites and left the rest of the file for the rule (docs/synth.md).
+    partial: bool = False
 
 
 class GridPointIn(BaseModel):
@@ -561,7 +563,15 @@ def _examples(items: list[ExampleIn]) -> list[Example]:
                 raise _Refused(str(problem), f"examples.{i}.path", problem.code)
             if not e.path.strip():
                 raise _Refused(f"examples.{i}.path is blank", f"examples.{i}.path", "invalid")
-        out.append(Example(before=e.before, after=e.after, path=e.path))
+        if e.partial and e.before == e.after:
+            raise _Refused(
+                f"examples.{i} is partial but changes nothing: a partial example shows the "
+                "sites you edited; code the rule must leave alone is an unchanged example "
+                "that is not partial",
+                f"examples.{i}.partial",
+                "invalid",
+            )
+        out.append(Example(before=e.before, after=e.after, path=e.path, partial=e.partial))
     return out
 
 
