@@ -48,7 +48,13 @@ layout) and the run prints a table of the classes.
 Scored per language and overall, one-shot and incremental (Refazer's protocol: while a held-out
 file is wrong, add the first wrong one as a further example, at most 4 examples; where no one
 rule set reproduces the examples, ``synthesize`` learns them in groups, wave 3g synth6, and
-the run counts such rule sets):
+the run counts such rule sets); and, as its own line and table, **site-level** (Refazer's own
+protocol: while a held-out file is wrong, add the first wrongly edited *site* — the first wrong
+hunk of the first wrong held-out file — as a further example: that file with only the hunks
+added so far applied, marked ``partial`` so that its unchanged code is no negative; the
+held-out files stay held out and are still scored whole, byte for byte; at most SITE_CAP sites
+beyond the start; ``--json``'s ``site_level`` per case, with ``added_sites``). The file-level
+protocol cannot add an example to a case with a single held-out file; the site level can:
 learned (a rule set was synthesised), exact (every held-out file byte-identical), site precision
 (rewritten line hunks that are expected ones) and recall (expected hunks reached), examples
 (files) and example sites used. Timings: median ``synthesize`` time in process, and the median
@@ -396,6 +402,9 @@ class FileCase:
     before: str
     after: str  # the parent with only the group's hunks applied
     sites: int
+    # A partial example (the site-level protocol): a held-out file with only some of its
+    # hunks applied; its unchanged code is not a negative (synth's `partial`, wave 3h).
+    partial: bool = False
 
 
 @dataclass
@@ -804,6 +813,14 @@ class Score:
     # Groups of examples learned one rule set each (synthesize's `groups`, wave 3g synth6):
     # 0 when one rule set covers every example.
     groups: int = 0
+    # What the rules made of each wrong held-out file (the site-level protocol's next step
+    # reads it; left out of --json).
+    outputs: dict[str, str] = field(default_factory=dict)
+    # The site-level protocol: the partial examples added, as "path:line" of each hunk.
+    added_sites: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "outputs"}
 
 
 # Set by --cli-check: every learned rule set is run by the real ast-grep CLI too.
@@ -891,7 +908,11 @@ def classify(s: Score, rules: list[Rule], examples: list[FileCase], held: dict) 
 
 def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Score:
     s = Score(examples=len(examples), example_sites=sum(f.sites for f in examples))
-    exs = [Example(f.before, f.after, path=f.path) for f in examples]
+    exs = [
+        # `partial` only where set: a baseline's src (PYTHONPATH) may predate it.
+        Example(f.before, f.after, path=f.path, **({"partial": True} if f.partial else {}))
+        for f in examples
+    ]
     for f in heldout:
         s.expected += len(_line_hunks(f.before, f.after))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -932,6 +953,7 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
         if got != f.after:
             exact = False
             s.wrong.append(f.path)
+            s.outputs[f.path] = got
             if not s.why:
                 s.why = f"{f.path}:\n" + _first_difference(f.before, f.after, got)
         produced, want = _line_hunks(f.before, got), _line_hunks(f.before, f.after)
@@ -988,6 +1010,82 @@ def incremental(case: Case, first: Score) -> Score:
         examples = [*examples, wrong[0]]
         heldout = [f for f in heldout if f is not wrong[0]]
         s = score(case, examples, heldout)
+    return s
+
+
+# The site-level protocol's cap: at most this many sites added beyond the start's examples
+# (the file-level protocol's cap is 4 example files, 3.4 sites on average; Refazer reports 2.9
+# examples, each one edited location). The run also reports exactness within 3 sites.
+SITE_CAP = 4
+
+Hunk = tuple[int, int, int, int]
+
+
+def first_wrong_hunk(f: FileCase, got: str, taken: list[Hunk]) -> Hunk | None:
+    """The first hunk of the commit's change to ``f`` (a line hunk of ``f.before`` ->
+    ``f.after``, ``_hunks``' (i1, i2, j1, j2)) that ``got`` does not reproduce: where the
+    expected and the produced file first differ (as ``--why`` prints it), the commit's hunk
+    there. None when the file is wrong only where the commit changed nothing (a rewrite of
+    code it kept: a partial example cannot teach that) or at hunks already ``taken``."""
+    a = f.before.splitlines(keepends=True)
+    w = f.after.splitlines(keepends=True)
+    g = got.splitlines(keepends=True)
+    hunks = [h for h in _hunks(a, w) if h not in taken]
+    sm = difflib.SequenceMatcher(None, w, g, autojunk=False)
+    for tag, i1, i2, _j1, _j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        for h in hunks:
+            j1, j2 = h[2], h[3]
+            if (
+                (j1 < i2 and i1 < j2)
+                or (j1 == j2 and i1 <= j1 <= i2)
+                or (i1 == i2 and j1 <= i1 <= j2)
+            ):
+                return h
+    return None
+
+
+def with_hunks(f: FileCase, hunks: list[Hunk]) -> FileCase:
+    """``f``'s before with only ``hunks`` of its change applied, as a partial example (one
+    site per hunk): the held-out file as a user who edited those sites by hand leaves it."""
+    a = f.before.splitlines(keepends=True)
+    w = f.after.splitlines(keepends=True)
+    out: list[str] = []
+    pos = 0
+    for i1, i2, j1, j2 in sorted(hunks):
+        out += a[pos:i1] + w[j1:j2]
+        pos = i2
+    out += a[pos:]
+    return FileCase(f.path, f.before, "".join(out), len(hunks), partial=True)
+
+
+def site_level(case: Case, first: Score) -> Score:
+    """Refazer's site-level protocol: while a held-out file is wrong, add its first wrongly
+    edited site — the first wrong hunk of the first wrong held-out file — as a further,
+    partial example (that file with only the hunks added so far applied); the held-out files
+    stay held out and are still scored whole, byte for byte. At most SITE_CAP sites added."""
+    examples, heldout = split(case)
+    taken: dict[str, list[Hunk]] = {}
+    added: list[str] = []
+    s = first
+    while not s.exact and s.learned and len(added) < SITE_CAP:
+        step = None
+        for f in heldout:
+            if f.path in s.wrong and f.path in s.outputs:
+                h = first_wrong_hunk(f, s.outputs[f.path], taken.get(f.path, []))
+                if h is not None:
+                    step = (f, h)
+                    break
+        if step is None:
+            break  # wrong only where the commit kept the code: no edited site to show
+        f, h = step
+        taken.setdefault(f.path, []).append(h)
+        added.append(f"{f.path}:{h[0] + 1}")
+        partials = [with_hunks(g, taken[g.path]) for g in heldout if g.path in taken]
+        s = score(case, [*examples, *partials], heldout)
+    if s is not first:
+        s.added_sites = added
     return s
 
 
@@ -1079,6 +1177,26 @@ def table(rows: dict[str, list[tuple[Score, Score]]]) -> list[str]:
             f"| {statistics.mean(b.examples for b in inc):.2f} "
             f"| {statistics.mean(b.example_sites for b in inc):.2f} "
             f"| {statistics.median(a.ms for a in one):.0f} |"
+        )
+    return out
+
+
+def site_table(rows: dict[str, list[Score]]) -> list[str]:
+    """The site-level protocol per language: exact, precision, recall, example sites."""
+    out = [
+        "| language | edits | exact (site-level) | precision | recall | example sites "
+        "| exact within 3 sites |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    every = [c for lang in rows for c in rows[lang]]
+    for lang, cs in [*sorted(rows.items()), ("**overall**", every)]:
+        n = len(cs)
+        out.append(
+            f"| {lang} | {n} | {sum(c.exact for c in cs)} ({100 * sum(c.exact for c in cs) / n:.0f}%) "
+            f"| {_ratio(sum(c.correct for c in cs), sum(c.produced for c in cs))} "
+            f"| {_ratio(sum(c.correct for c in cs), sum(c.expected for c in cs))} "
+            f"| {statistics.mean(c.example_sites for c in cs):.2f} "
+            f"| {sum(c.exact and c.example_sites <= 3 for c in cs)} |"
         )
     return out
 
@@ -1208,6 +1326,7 @@ def main() -> None:
     if args.diff_against:
         print("\n".join(case_diff(args.diff_against, mined, cases, args.seed, args.per_language)))
     rows: dict[str, list[tuple[Score, Score]]] = defaultdict(list)
+    site_rows: dict[str, list[Score]] = defaultdict(list)
     results = []
     errors: Counter[str] = Counter()
     misses: list[tuple[int, Score, Score]] = []
@@ -1218,7 +1337,9 @@ def main() -> None:
         examples, heldout = split(case)
         one = score(case, examples, heldout)
         inc = incremental(case, one)
+        site = site_level(case, one)
         rows[case.language].append((one, inc))
+        site_rows[case.language].append(site)
         mark = "EXACT" if one.exact else ("inc-EXACT" if inc.exact else "miss")
         if not one.exact:
             mark += f" [{one.miss_class}]"
@@ -1231,7 +1352,8 @@ def main() -> None:
             f"sites {one.correct}/{one.produced} of {one.expected}; incremental "
             f"{inc.examples} ex, {inc.correct}/{inc.produced} of {inc.expected}"
             + (f" ({inc.groups} example groups)" if inc.groups else "")
-            + f"; {one.ms:.0f} ms {one.error}",
+            + f"; site-level {'EXACT' if site.exact else 'miss'} {site.example_sites} sites, "
+            f"{site.correct}/{site.produced} of {site.expected}" + f"; {one.ms:.0f} ms {one.error}",
             flush=True,
         )
         if args.cli_check:
@@ -1251,12 +1373,17 @@ def main() -> None:
                 "change": case.signature,
                 "examples": [f.path for f in examples],
                 "heldout": [f.path for f in heldout],
-                "one_shot": one.__dict__,
-                "incremental": inc.__dict__,
+                "one_shot": one.to_json(),
+                "incremental": inc.to_json(),
+                "site_level": site.to_json(),
             }
         )
     print()
     print("\n".join(table(rows)))
+    print()
+    print("incremental, site-level (Refazer's protocol: the first wrong hunk of the first wrong")
+    print(f"held-out file added as a partial example, at most {SITE_CAP} sites beyond the start):")
+    print("\n".join(site_table(site_rows)))
     print()
     print("\n".join(miss_table(misses)))
     one_all = [a for rs in rows.values() for a, _ in rs]
@@ -1312,6 +1439,17 @@ def main() -> None:
     print(
         f"site precision: one-shot {one_p:.3f}, incremental {inc_p:.3f} (target >= 0.98) "
         f"{verdict(min(one_p, inc_p) >= 0.98)}"
+    )
+    site_all = [c for rs in site_rows.values() for c in rs]
+    site_x = sum(c.exact for c in site_all) / max(1, n)
+    site_p = sum(c.correct for c in site_all) / max(1, sum(c.produced for c in site_all))
+    site_sites = statistics.mean(c.example_sites for c in site_all) if site_all else 0
+    within3 = sum(c.exact and c.example_sites <= 3 for c in site_all)
+    print(
+        f"incremental, site-level (Refazer's protocol): exact {site_x:.0%} with {site_sites:.2f} "
+        f"example sites; exact within 3 example sites {within3}/{n}; precision {site_p:.3f}; "
+        f"partial examples added {sum(len(c.added_sites) for c in site_all)} "
+        f"(target as incremental: >= 85%, <= 3) {verdict(site_x >= 0.85 and site_sites <= 3)}"
     )
     grouped = [(a, b) for a, b in zip(one_all, inc_all, strict=True) if a.groups or b.groups]
     print(

@@ -745,17 +745,17 @@ def synthesize(
     lang = langs.pop()
     exs: list[_Ex] = []
     layout_notes: list[str] = []
-    for i, e in enumerate(exs_in, 1):
+    for n, e in enumerate(exs_in, 1):
         if not isinstance(e.partial, bool):
             raise SynthesisError(
-                f"example {i}: `partial` must be true or false, not {e.partial!r}", i
+                f"example {n}: `partial` must be true or false, not {e.partial!r}", n
             )
         if e.partial and e.before == e.after:
             raise SynthesisError(
-                f"example {i} is partial but changes nothing: a partial example shows the "
+                f"example {n} is partial but changes nothing: a partial example shows the "
                 "sites you edited (the rule does the rest of the file); code the rule must "
                 "leave alone is an unchanged example that is not partial",
-                i,
+                n,
             )
     if all(e.before == e.after for e in exs_in):
         i = 1 if len(exs_in) == 1 else None
