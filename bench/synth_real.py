@@ -403,8 +403,10 @@ class FileCase:
     after: str  # the parent with only the group's hunks applied
     sites: int
     # A partial example (the site-level protocol): a held-out file with only some of its
-    # hunks applied; its unchanged code is not a negative (synth's `partial`, wave 3h).
+    # hunks applied; its unchanged code is not a negative (synth's `partial`, wave 3h),
+    # but for the 1-based lines it keeps.
     partial: bool = False
+    keep: tuple[int, ...] = ()
 
 
 @dataclass
@@ -910,7 +912,13 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
     s = Score(examples=len(examples), example_sites=sum(f.sites for f in examples))
     exs = [
         # `partial` only where set: a baseline's src (PYTHONPATH) may predate it.
-        Example(f.before, f.after, path=f.path, **({"partial": True} if f.partial else {}))
+        Example(
+            f.before,
+            f.after,
+            path=f.path,
+            **({"partial": True} if f.partial else {}),
+            **({"keep": f.keep} if f.keep else {}),
+        )
         for f in examples
     ]
     for f in heldout:
@@ -1021,34 +1029,52 @@ SITE_CAP = 4
 Hunk = tuple[int, int, int, int]
 
 
-def first_wrong_hunk(f: FileCase, got: str, taken: list[Hunk]) -> Hunk | None:
-    """The first hunk of the commit's change to ``f`` (a line hunk of ``f.before`` ->
-    ``f.after``, ``_hunks``' (i1, i2, j1, j2)) that ``got`` does not reproduce: where the
-    expected and the produced file first differ (as ``--why`` prints it), the commit's hunk
-    there. None when the file is wrong only where the commit changed nothing (a rewrite of
-    code it kept: a partial example cannot teach that) or at hunks already ``taken``."""
+def next_site(
+    f: FileCase, got: str, taken: list[Hunk], kept: list[int]
+) -> tuple[str, Hunk | list[int]] | None:
+    """The first wrongly edited site of ``f`` (``got``: what the rules made of it), where the
+    expected and the produced file first differ (as ``--why`` prints it): ``("site", hunk)``,
+    the commit's hunk there (``_hunks``' (i1, i2, j1, j2) of ``f.before`` -> ``f.after``),
+    when it is not taken yet; else ``("keep", lines)``, the 1-based lines of ``f.before``
+    there — code the commit kept that the rules rewrote (a negative inside the partial
+    example, its ``keep``). None when every difference is at what was added already."""
     a = f.before.splitlines(keepends=True)
     w = f.after.splitlines(keepends=True)
     g = got.splitlines(keepends=True)
-    hunks = [h for h in _hunks(a, w) if h not in taken]
+    hunks = _hunks(a, w)
     sm = difflib.SequenceMatcher(None, w, g, autojunk=False)
     for tag, i1, i2, _j1, _j2 in sm.get_opcodes():
         if tag == "equal":
             continue
-        for h in hunks:
-            j1, j2 = h[2], h[3]
-            if (
-                (j1 < i2 and i1 < j2)
-                or (j1 == j2 and i1 <= j1 <= i2)
-                or (i1 == i2 and j1 <= i1 <= j2)
-            ):
-                return h
+        hit = [
+            h
+            for h in hunks
+            if (h[2] < i2 and i1 < h[3])
+            or (h[2] == h[3] and i1 <= h[2] <= i2)
+            or (i1 == i2 and h[2] <= i1 <= h[3])
+        ]
+        if hit:
+            fresh = [h for h in hit if h not in taken]
+            if fresh:
+                return ("site", fresh[0])
+            # A hunk shown already that the rules still get wrong: its line holds code the
+            # commit kept too (`null != a && a !== b`), which the rules rewrote.
+            lines = [n + 1 for h in hit for n in range(h[0], h[1])]
+        else:
+            # Code the commit kept, rewritten: its lines in before's numbering.
+            shift = sum((h[1] - h[0]) - (h[3] - h[2]) for h in hunks if h[3] <= i1)
+            lo, hi = (i1 - 1, i1 + 1) if i1 == i2 else (i1, i2)
+            lines = [n + shift + 1 for n in range(max(lo, 0), hi) if 0 <= n + shift < len(a)]
+        fresh_lines = [n for n in dict.fromkeys(lines[:5]) if n not in kept]
+        if fresh_lines:
+            return ("keep", fresh_lines)
     return None
 
 
-def with_hunks(f: FileCase, hunks: list[Hunk]) -> FileCase:
+def with_hunks(f: FileCase, hunks: list[Hunk], keep: list[int] | None = None) -> FileCase:
     """``f``'s before with only ``hunks`` of its change applied, as a partial example (one
-    site per hunk): the held-out file as a user who edited those sites by hand leaves it."""
+    site per hunk, and one per group of ``keep`` lines, code it keeps): the held-out file as
+    a user who edited those sites by hand, and marked those lines as not to touch, leaves it."""
     a = f.before.splitlines(keepends=True)
     w = f.after.splitlines(keepends=True)
     out: list[str] = []
@@ -1057,33 +1083,48 @@ def with_hunks(f: FileCase, hunks: list[Hunk]) -> FileCase:
         out += a[pos:i1] + w[j1:j2]
         pos = i2
     out += a[pos:]
-    return FileCase(f.path, f.before, "".join(out), len(hunks), partial=True)
+    return FileCase(
+        f.path, f.before, "".join(out), len(hunks), partial=True, keep=tuple(sorted(keep or []))
+    )
 
 
 def site_level(case: Case, first: Score) -> Score:
     """Refazer's site-level protocol: while a held-out file is wrong, add its first wrongly
     edited site — the first wrong hunk of the first wrong held-out file — as a further,
-    partial example (that file with only the hunks added so far applied); the held-out files
-    stay held out and are still scored whole, byte for byte. At most SITE_CAP sites added."""
+    partial example (that file with only the hunks added so far applied; a site the commit
+    kept and the rules rewrote goes in as lines it keeps); the held-out files stay held out
+    and are still scored whole, byte for byte. At most SITE_CAP sites added."""
     examples, heldout = split(case)
     taken: dict[str, list[Hunk]] = {}
+    kept: dict[str, list[int]] = {}
     added: list[str] = []
     s = first
     while not s.exact and s.learned and len(added) < SITE_CAP:
         step = None
         for f in heldout:
             if f.path in s.wrong and f.path in s.outputs:
-                h = first_wrong_hunk(f, s.outputs[f.path], taken.get(f.path, []))
-                if h is not None:
-                    step = (f, h)
+                found = next_site(f, s.outputs[f.path], taken.get(f.path, []), kept.get(f.path, []))
+                if found is not None:
+                    step = (f, found)
                     break
         if step is None:
-            break  # wrong only where the commit kept the code: no edited site to show
-        f, h = step
-        taken.setdefault(f.path, []).append(h)
-        added.append(f"{f.path}:{h[0] + 1}")
-        partials = [with_hunks(g, taken[g.path]) for g in heldout if g.path in taken]
+            break
+        f, (what, where) = step
+        if what == "site":
+            assert isinstance(where, tuple)
+            taken.setdefault(f.path, []).append(where)
+            added.append(f"{f.path}:{where[0] + 1}")
+        else:
+            assert isinstance(where, list)
+            kept.setdefault(f.path, []).extend(where)
+            added.append(f"{f.path}:{where[0]} keep")
+        partials = [
+            with_hunks(g, taken.get(g.path, []), kept.get(g.path))
+            for g in heldout
+            if g.path in taken or g.path in kept
+        ]
         s = score(case, [*examples, *partials], heldout)
+        s.example_sites = sum(e.sites for e in examples) + len(added)
     if s is not first:
         s.added_sites = added
     return s

@@ -22,7 +22,7 @@ from oopav.synth import Example, SynthesisError, synthesize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import synth_real
-from synth_real import FileCase, first_wrong_hunk, with_hunks
+from synth_real import FileCase, next_site, with_hunks
 
 # One call of three edited by hand; the other two left for the rule.
 BEFORE = "def show(a, b, c, d):\n    pager(a)\n    pager(b, c)\n    pager(d)\n"
@@ -96,6 +96,10 @@ def test_a_partial_example_that_changes_nothing_is_refused() -> None:
     assert "partial but changes nothing" in err.value.reason
     with pytest.raises(SynthesisError, match="`partial` must be true or false"):
         synthesize([{"before": BEFORE, "after": AFTER, "path": "a.py", "partial": "yes"}])
+    with pytest.raises(SynthesisError, match="`keep` needs `partial: true`"):
+        synthesize([Example(BEFORE, AFTER, path="a.py", keep=(2,))])
+    with pytest.raises(SynthesisError, match="`keep` line 9 is outside its before text"):
+        synthesize([Example(BEFORE, AFTER, path="a.py", partial=True, keep=(9,))])
 
 
 def test_oopav_synth_json_says_which_examples_were_partial(tmp_path: Path) -> None:
@@ -184,24 +188,45 @@ def test_the_site_level_step_adds_the_first_wrong_hunk_as_a_partial_example() ->
     held = FileCase("h.py", HELD_BEFORE, HELD_AFTER, 3)
     # The rules got the first hunk right and missed the second.
     got = "def a():\n    pager(1, color)\n\n\ndef b():\n    pager(2)\n    pager(3)\n"
-    hunk = first_wrong_hunk(held, got, [])
-    assert hunk is not None
+    found = next_site(held, got, [], [])
+    assert found is not None and found[0] == "site"
+    hunk = found[1]
+    assert isinstance(hunk, tuple)
     step = with_hunks(held, [hunk])
-    assert step.partial and step.sites == 1 and step.path == "h.py"
+    assert step.partial and step.sites == 1 and step.path == "h.py" and step.keep == ()
     assert step.before == HELD_BEFORE
     # Only that hunk applied: the file as a user who edited that site by hand leaves it.
-    assert (
-        step.after
-        == "def a():\n    pager(1)\n\n\ndef b():\n    pager(2, color)\n    pager(3, color)\n"
+    assert step.after == (
+        "def a():\n    pager(1)\n\n\ndef b():\n    pager(2, color)\n    pager(3, color)\n"
     )
-    # Taken already: the next wrong hunk is looked for; wrong only where the commit kept the
-    # code (a rewrite the commit did not make): none to show.
-    assert first_wrong_hunk(held, got, [hunk]) is None
-    kept = HELD_AFTER.replace("def a():", "def a(): # x")
-    assert first_wrong_hunk(FileCase("h.py", HELD_BEFORE, HELD_BEFORE, 0), kept, []) is None
     # Learned from it as a partial example, the held-out file comes out whole.
     result = synthesize([Example(step.before, step.after, path=step.path, partial=True)])
     assert result.apply(HELD_BEFORE)[0] == HELD_AFTER
+
+
+def test_the_site_level_step_keeps_a_line_the_rules_rewrote_and_the_commit_kept() -> None:
+    # The commit changed `pager(2)` only; the rules also rewrote `pager(1)` (line 2).
+    after = HELD_BEFORE.replace("pager(2)", "pager(2, color)")
+    held = FileCase("h.py", HELD_BEFORE, after, 1)
+    got = HELD_AFTER
+    first = next_site(held, got, [], [])
+    assert first is not None and first[0] == "keep" and first[1] == [2]
+    step = with_hunks(held, [], [2])
+    assert step.partial and step.keep == (2,) and step.after == HELD_BEFORE
+    # Taken and kept already: nothing new to show at those places; the next difference
+    # (`pager(3)`, line 7, also kept by the commit) is the next step.
+    second = next_site(held, got, [], [2])
+    assert second == ("keep", [7])
+    # A partial example that keeps a line is a negative there and free elsewhere.
+    keep_line = "def b():\n    pager(2)\n    pager(9)\n"
+    result = synthesize(
+        [
+            Example(BEFORE, AFTER, path="show.py", partial=True),
+            Example(keep_line, keep_line, path="k.py", partial=True, keep=(3,)),
+        ]
+    )
+    assert result.apply(keep_line)[0] == keep_line
+    assert result.apply(BEFORE)[0].splitlines()[1] == "    pager(a, color)"
 
 
 def test_the_site_level_protocol_scores_the_held_out_file_whole() -> None:

@@ -97,6 +97,8 @@ class Example(
     # same shape for the rule; its unchanged code is not a negative (docs/synth.md).
     # omit_defaults: an example that is not partial encodes as before this field existed.
     partial: bool = False
+    # With ``partial``: 1-based lines of ``before`` the rule must leave as ``after`` has them.
+    keep: list[int] = msgspec.field(default_factory=list)
 
 
 class PlanStep(msgspec.Struct, kw_only=True, frozen=True):

@@ -59,6 +59,8 @@ def examples_block(examples: Iterable[Any]) -> str:
             item["path"] = get("path")
         if get("partial") is True:
             item["partial"] = True  # only when set: the prompts of other tasks stay the same
+        if get("keep"):
+            item["keep"] = list(get("keep"))
         items.append(item)
     if not items:
         return ""

@@ -105,6 +105,9 @@ class Example:
     # are positives the rule must reproduce exactly; its unchanged code is *not* a negative,
     # so whatever the rule does there is no failure.
     partial: bool = False
+    # With ``partial``: 1-based lines of ``before`` whose code the rule must leave as ``after``
+    # has it ("do the rest, but not the call on line 175"): negatives inside a partial example.
+    keep: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -296,8 +299,10 @@ class _Ex:
     root: SgNode
     root_after: SgNode
     sites: list[Site]
-    # A partial example: a rewrite that reaches none of its sites is neither right nor wrong.
+    # A partial example: a rewrite that reaches none of its sites is neither right nor wrong,
+    # but on the lines it keeps (``keep``: [start, end) spans of ``before``), a negative.
     partial: bool = False
+    keep: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _expected(ex: _Ex, start: int, end: int) -> str | None:
@@ -332,7 +337,7 @@ def _evaluate_deletion(rule: Rule, exs: list[_Ex]) -> set[int] | None:
         for n in nodes:
             r = n.range()
             site = by_range.get((r.start.index, r.end.index))
-            if site is None and ex.partial and not _touches(ex, r.start.index, r.end.index):
+            if site is None and _free(ex, r.start.index, r.end.index):
                 continue  # a partial example's unchanged code: free either way
             if site is None or site.delete is None:
                 return None
@@ -372,7 +377,7 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
             if replacement != _expected(ex, start, end):
                 twin = _insertion_twin(ex, start, end, replacement)
                 if twin is None:
-                    if ex.partial and not _touches(ex, start, end):
+                    if _free(ex, start, end):
                         continue  # unchanged code of a partial example: not a negative
                     return None
                 covered.add(id(twin))
@@ -459,7 +464,7 @@ def _classify(
             right = replacement == _expected(ex, start, end) or (
                 _insertion_twin(ex, start, end, replacement) is not None
             )
-            if not right and ex.partial and not _touches(ex, start, end):
+            if not right and _free(ex, start, end):
                 continue  # a partial example's unchanged code is neither (wave 3h)
             (pos if right else neg).append(node)
     return pos, neg
@@ -484,7 +489,7 @@ def _classify_deletion(rule: Rule, exs: list[_Ex]) -> tuple[list[SgNode], list[S
             r = n.range()
             if (r.start.index, r.end.index) in deleted:
                 pos.append(n)
-            elif not (ex.partial and not _touches(ex, r.start.index, r.end.index)):
+            elif not _free(ex, r.start.index, r.end.index):
                 neg.append(n)
     return pos, neg
 
@@ -750,11 +755,29 @@ def synthesize(
             raise SynthesisError(
                 f"example {n}: `partial` must be true or false, not {e.partial!r}", n
             )
-        if e.partial and e.before == e.after:
+        keep: tuple[int, ...] | list[int] = e.keep
+        if not isinstance(keep, (list, tuple)) or not all(
+            isinstance(k, int) and not isinstance(k, bool) for k in keep
+        ):
+            raise SynthesisError(f"example {n}: `keep` must be a list of line numbers", n)
+        if keep and not e.partial:
             raise SynthesisError(
-                f"example {n} is partial but changes nothing: a partial example shows the "
-                "sites you edited (the rule does the rest of the file); code the rule must "
-                "leave alone is an unchanged example that is not partial",
+                f"example {n}: `keep` needs `partial: true` (an example that is not partial "
+                "keeps all of its unchanged code already)",
+                n,
+            )
+        lines = e.before.count("\n") + (not e.before.endswith("\n"))
+        bad = [k for k in keep if not 1 <= k <= lines]
+        if bad:
+            raise SynthesisError(
+                f"example {n}: `keep` line {bad[0]} is outside its before text (1..{lines})", n
+            )
+        if e.partial and e.before == e.after and not keep:
+            raise SynthesisError(
+                f"example {n} is partial but changes nothing and keeps no line: a partial "
+                "example shows the sites you edited (the rule does the rest of the file) or "
+                "the lines it must leave alone (`keep`); code the rule must leave alone "
+                "everywhere is an unchanged example that is not partial",
                 n,
             )
     if all(e.before == e.after for e in exs_in):
@@ -769,8 +792,10 @@ def synthesize(
         where = f"example {i}"
         broot, aroot = parse(e.before, lang), parse(e.after, lang)
         if e.before == e.after:
-            # A negative: no sites, so any rewrite the candidate makes in it rejects it.
-            exs.append(_Ex(i, e.before, e.after, broot, aroot, []))
+            # A negative: no sites, so any rewrite the candidate makes in it rejects it (in
+            # a partial one, only a rewrite on the lines it keeps).
+            keep_at = _keep_spans(e.before, list(e.keep)) if e.keep else []
+            exs.append(_Ex(i, e.before, e.after, broot, aroot, [], e.partial, keep_at))
             continue
         if has_error(aroot) and not has_error(broot):
             raise SynthesisError(f"{where}: the after side does not parse as {lang}", i)
@@ -792,7 +817,8 @@ def synthesize(
                 f"example {i} also reflows the changed code (a formatter's layout); the rules "
                 "reproduce it modulo layout — run the project's formatter after them"
             )
-        exs.append(_Ex(i, e.before, after, broot, aroot, sites, e.partial))
+        spans = _keep_spans(e.before, list(e.keep)) if e.keep else []
+        exs.append(_Ex(i, e.before, after, broot, aroot, sites, e.partial, spans))
 
     try:
         result, notes = _learn_examples(exs, lang)
@@ -822,8 +848,10 @@ def _partial_notes(result: SynthResult, exs: list[_Ex]) -> list[str]:
         except RuleError:
             continue
         extra = len(_line_changes(ex.after, got))
+        kept = f" and the {len(ex.keep)} line(s) it keeps" if ex.keep else ""
         notes.append(
-            f"example {ex.index} is partial: its {len(ex.sites)} edited site(s) reproduced; "
+            f"example {ex.index} is partial: its {len(ex.sites)} edited site(s){kept} "
+            "reproduced; "
             + (
                 f"the rules also rewrite {extra} line hunk(s) of its unchanged code (the sites "
                 "left for the rule)"
@@ -1243,7 +1271,7 @@ def _rewritten(exs: list[_Ex], mids: list[str], lang: str) -> list[_Ex]:
             if before == ex.after
             else find_sites(ex.index, before, ex.after, broot, aroot, where)
         )
-        out.append(_Ex(ex.index, before, ex.after, broot, aroot, sites, ex.partial))
+        out.append(_Ex(ex.index, before, ex.after, broot, aroot, sites, ex.partial, ex.keep))
     return out
 
 
@@ -1274,6 +1302,27 @@ def _partial_after(ex: _Ex, left_out: set[int]) -> str:
         pos = s.end
     out.append(ex.before[pos:])
     return "".join(out)
+
+
+def _free(ex: _Ex, start: int, end: int) -> bool:
+    """A rewrite of ``ex.before[start:end]`` is free: ``ex`` is partial and the rewrite
+    reaches neither an edited site nor a line the example keeps."""
+    return (
+        ex.partial
+        and not _touches(ex, start, end)
+        and not any(a < end and start < b for a, b in ex.keep)
+    )
+
+
+def _keep_spans(before: str, lines: list[int]) -> list[tuple[int, int]]:
+    """The [start, end) spans of ``before``'s 1-based ``lines`` (without the newline)."""
+    starts = [0] + [m.end() for m in re.finditer("\n", before)]
+    out = []
+    for n in sorted(set(lines)):
+        a = starts[n - 1]
+        b = starts[n] - 1 if n < len(starts) else len(before)
+        out.append((a, max(a, b)))
+    return out
 
 
 def _touches(ex: _Ex, start: int, end: int) -> bool:
@@ -1310,6 +1359,12 @@ def _reproduced(ex: _Ex, got: str, left_out: set[int] | None = None) -> bool:
         pos = s.end
     out.append(ex.before[pos:])
     ref = "".join(out)
+    # The lines the example keeps, where ``ref`` has them: they must come out as they are.
+    kept_sites = [s for s in ex.sites if not (left_out and id(s) in left_out)]
+    for a, b in ex.keep:
+        shift_a = sum(len(s.after_text) - (s.end - s.start) for s in kept_sites if s.end <= a)
+        shift_b = sum(len(s.after_text) - (s.end - s.start) for s in kept_sites if s.end <= b)
+        spans.append((a + shift_a, b + shift_b))
     starts = [0] + [m.end() for m in re.finditer("\n", ref)]
     site_lines: set[int] = set()
     for a, b in spans:
@@ -1318,16 +1373,29 @@ def _reproduced(ex: _Ex, got: str, left_out: set[int] | None = None) -> bool:
         site_lines.update(range(first, last + 1))
     ref_lines = ref.splitlines(keepends=True)
     got_lines = got.splitlines(keepends=True)
+    starts.append(len(ref))
     sm = difflib.SequenceMatcher(None, ref_lines, got_lines, autojunk=False)
-    for tag, i1, i2, _j1, _j2 in sm.get_opcodes():
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             continue
         if i1 == i2:
             if i1 in site_lines and i1 - 1 in site_lines:
                 return False  # a line inserted inside an edited site
             continue
-        if site_lines.intersection(range(i1, i2)):
-            return False
+        if not site_lines.intersection(range(i1, i2)):
+            continue
+        # Lines that hold an edited site and differ: the unchanged code on the same line
+        # may be rewritten (`null != a && a !== b`, the site the second `!=`); the site's
+        # own characters may not.
+        lo, hi = starts[i1], starts[min(i2, len(starts) - 1)]
+        inner = [(a - lo, b - lo) for a, b in spans if a < hi and lo < b or lo <= a == b <= hi]
+        chars = difflib.SequenceMatcher(None, ref[lo:hi], "".join(got_lines[j1:j2]), autojunk=False)
+        for op, c1, c2, _d1, _d2 in chars.get_opcodes():
+            if op == "equal":
+                continue
+            for a, b in inner:
+                if (c1 < b and a < c2) if c1 < c2 else (a < c1 < b):
+                    return False
     return True
 
 
@@ -3018,6 +3086,7 @@ def _list_candidates(
             ex.root_after,
             sorted((subs.get(id(x), x) for x in ex.sites), key=lambda x: x.start),
             ex.partial,
+            ex.keep,
         )
         for ex in exs
     ]
