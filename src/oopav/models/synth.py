@@ -59,8 +59,9 @@ def examples_block(examples: Iterable[Any]) -> str:
             item["path"] = get("path")
         if get("partial") is True:
             item["partial"] = True  # only when set: the prompts of other tasks stay the same
-        if get("keep"):
-            item["keep"] = list(get("keep"))
+        keep = get("keep")
+        if keep:
+            item["keep"] = list(keep)
         items.append(item)
     if not items:
         return ""

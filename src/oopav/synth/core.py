@@ -1388,7 +1388,7 @@ def _reproduced(ex: _Ex, got: str, left_out: set[int] | None = None) -> bool:
         # may be rewritten (`null != a && a !== b`, the site the second `!=`); the site's
         # own characters may not.
         lo, hi = starts[i1], starts[min(i2, len(starts) - 1)]
-        inner = [(a - lo, b - lo) for a, b in spans if a < hi and lo < b or lo <= a == b <= hi]
+        inner = [(a - lo, b - lo) for a, b in spans if (a < hi and lo < b) or lo <= a == b <= hi]
         chars = difflib.SequenceMatcher(None, ref[lo:hi], "".join(got_lines[j1:j2]), autojunk=False)
         for op, c1, c2, _d1, _d2 in chars.get_opcodes():
             if op == "equal":
