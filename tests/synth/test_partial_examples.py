@@ -199,6 +199,10 @@ def test_the_site_level_step_adds_the_first_wrong_hunk_as_a_partial_example() ->
     assert step.after == (
         "def a():\n    pager(1)\n\n\ndef b():\n    pager(2, color)\n    pager(3, color)\n"
     )
+    # Shown already and still left as it was (the synthesiser left that site out): nothing
+    # new to add there — not a line to keep.
+    missed = "def a():\n    pager(1, color)\n\n\ndef b():\n    pager(2)\n    pager(3, color)\n"
+    assert next_site(held, missed, [hunk], []) is None
     # Learned from it as a partial example, the held-out file comes out whole.
     result = synthesize([Example(step.before, step.after, path=step.path, partial=True)])
     assert result.apply(HELD_BEFORE)[0] == HELD_AFTER
