@@ -51,9 +51,10 @@ rule set reproduces the examples, ``synthesize`` learns them in groups, wave 3g 
 the run counts such rule sets); and, as its own line and table, **site-level** (Refazer's own
 protocol: while a held-out file is wrong, add the first wrongly edited *site* — the first wrong
 hunk of the first wrong held-out file — as a further example: that file with only the hunks
-added so far applied, marked ``partial`` so that its unchanged code is no negative; the
-held-out files stay held out and are still scored whole, byte for byte; at most SITE_CAP sites
-beyond the start; ``--json``'s ``site_level`` per case, with ``added_sites``). The file-level
+added so far applied, marked ``partial`` so that its unchanged code is no negative — where the
+first difference is code the commit kept and the rules rewrote, its lines go in as lines that
+partial example ``keep``, a negative site; the held-out files stay held out and are still scored
+whole, byte for byte; at most SITE_CAP sites (hunks or kept lines) beyond the start; ``--json``'s ``site_level`` per case, with ``added_sites``). The file-level
 protocol cannot add an example to a case with a single held-out file; the site level can:
 learned (a rule set was synthesised), exact (every held-out file byte-identical), site precision
 (rewritten line hunks that are expected ones) and recall (expected hunks reached), examples
