@@ -1270,7 +1270,7 @@ def miss_table(misses: list[tuple[int, Score, Score]]) -> list[str]:
 
 
 def cli_summary(scores: list[Score]) -> list[str]:
-    """--cli-check: rule sets checked (one-shot and incremental, the same set counted once),
+    """--cli-check: rule sets checked (one-shot, incremental and site-level, the same set counted once),
     rules, and the rules the CLI refuses or applies otherwise, by kind."""
     seen: dict[str, Score] = {}
     for s in scores:
@@ -1403,7 +1403,7 @@ def main() -> None:
             flush=True,
         )
         if args.cli_check:
-            for line in dict.fromkeys(one.cli_findings + inc.cli_findings):
+            for line in dict.fromkeys(one.cli_findings + inc.cli_findings + site.cli_findings):
                 print("    cli-check: " + line.split("\t", 1)[1][:220])
         if args.why and not one.exact:
             print(one.why or f"      {one.error}")
@@ -1505,7 +1505,9 @@ def main() -> None:
         f"{sum(b.exact for _, b in grouped if b.groups)})"
     )
     if args.cli_check:
-        print("\n".join(cli_summary([s for rs in rows.values() for pair in rs for s in pair])))
+        checked = [s for rs in rows.values() for pair in rs for s in pair]
+        checked += [c for cs in site_rows.values() for c in cs]  # the site level's too
+        print("\n".join(cli_summary(checked)))
     if args.from_git:
         seen = set()
         for case in cases:
