@@ -48,7 +48,14 @@ layout) and the run prints a table of the classes.
 Scored per language and overall, one-shot and incremental (Refazer's protocol: while a held-out
 file is wrong, add the first wrong one as a further example, at most 4 examples; where no one
 rule set reproduces the examples, ``synthesize`` learns them in groups, wave 3g synth6, and
-the run counts such rule sets):
+the run counts such rule sets); and, as its own line and table, **site-level** (Refazer's own
+protocol: while a held-out file is wrong, add the first wrongly edited *site* — the first wrong
+hunk of the first wrong held-out file — as a further example: that file with only the hunks
+added so far applied, marked ``partial`` so that its unchanged code is no negative — where the
+first difference is code the commit kept and the rules rewrote, its lines go in as lines that
+partial example ``keep``, a negative site; the held-out files stay held out and are still scored
+whole, byte for byte; at most SITE_CAP sites (hunks or kept lines) beyond the start; ``--json``'s ``site_level`` per case, with ``added_sites``). The file-level
+protocol cannot add an example to a case with a single held-out file; the site level can:
 learned (a rule set was synthesised), exact (every held-out file byte-identical), site precision
 (rewritten line hunks that are expected ones) and recall (expected hunks reached), examples
 (files) and example sites used. Timings: median ``synthesize`` time in process, and the median
@@ -396,6 +403,11 @@ class FileCase:
     before: str
     after: str  # the parent with only the group's hunks applied
     sites: int
+    # A partial example (the site-level protocol): a held-out file with only some of its
+    # hunks applied; its unchanged code is not a negative (synth's `partial`, wave 3h),
+    # but for the 1-based lines it keeps.
+    partial: bool = False
+    keep: tuple[int, ...] = ()
 
 
 @dataclass
@@ -804,6 +816,14 @@ class Score:
     # Groups of examples learned one rule set each (synthesize's `groups`, wave 3g synth6):
     # 0 when one rule set covers every example.
     groups: int = 0
+    # What the rules made of each wrong held-out file (the site-level protocol's next step
+    # reads it; left out of --json).
+    outputs: dict[str, str] = field(default_factory=dict)
+    # The site-level protocol: the partial examples added, as "path:line" of each hunk.
+    added_sites: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "outputs"}
 
 
 # Set by --cli-check: every learned rule set is run by the real ast-grep CLI too.
@@ -891,7 +911,17 @@ def classify(s: Score, rules: list[Rule], examples: list[FileCase], held: dict) 
 
 def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Score:
     s = Score(examples=len(examples), example_sites=sum(f.sites for f in examples))
-    exs = [Example(f.before, f.after, path=f.path) for f in examples]
+    exs = [
+        # `partial` only where set: a baseline's src (PYTHONPATH) may predate it.
+        Example(
+            f.before,
+            f.after,
+            path=f.path,
+            **({"partial": True} if f.partial else {}),
+            **({"keep": f.keep} if f.keep else {}),
+        )
+        for f in examples
+    ]
     for f in heldout:
         s.expected += len(_line_hunks(f.before, f.after))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -932,6 +962,7 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
         if got != f.after:
             exact = False
             s.wrong.append(f.path)
+            s.outputs[f.path] = got
             if not s.why:
                 s.why = f"{f.path}:\n" + _first_difference(f.before, f.after, got)
         produced, want = _line_hunks(f.before, got), _line_hunks(f.before, f.after)
@@ -988,6 +1019,119 @@ def incremental(case: Case, first: Score) -> Score:
         examples = [*examples, wrong[0]]
         heldout = [f for f in heldout if f is not wrong[0]]
         s = score(case, examples, heldout)
+    return s
+
+
+# The site-level protocol's cap: at most this many sites added beyond the start's examples
+# (the file-level protocol's cap is 4 example files, 3.4 sites on average; Refazer reports 2.9
+# examples, each one edited location). The run also reports exactness within 3 sites.
+SITE_CAP = 4
+
+Hunk = tuple[int, int, int, int]
+
+
+def next_site(
+    f: FileCase, got: str, taken: list[Hunk], kept: list[int]
+) -> tuple[str, Hunk | list[int]] | None:
+    """The first wrongly edited site of ``f`` (``got``: what the rules made of it), where the
+    expected and the produced file first differ (as ``--why`` prints it): ``("site", hunk)``,
+    the commit's hunk there (``_hunks``' (i1, i2, j1, j2) of ``f.before`` -> ``f.after``),
+    when it is not taken yet; else ``("keep", lines)``, the 1-based lines of ``f.before``
+    there — code the commit kept that the rules rewrote (a negative inside the partial
+    example, its ``keep``). None when every difference is at what was added already."""
+    a = f.before.splitlines(keepends=True)
+    w = f.after.splitlines(keepends=True)
+    g = got.splitlines(keepends=True)
+    hunks = _hunks(a, w)
+    sm = difflib.SequenceMatcher(None, w, g, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        hit = [
+            h
+            for h in hunks
+            if (h[2] < i2 and i1 < h[3])
+            or (h[2] == h[3] and i1 <= h[2] <= i2)
+            or (i1 == i2 and h[2] <= i1 <= h[3])
+        ]
+        if hit:
+            fresh = [h for h in hit if h not in taken]
+            if fresh:
+                return ("site", fresh[0])
+            # A hunk shown already that the rules still get wrong. Left as it was: the
+            # synthesiser left the site out (the examples contradict it), nothing to add.
+            # Rewritten otherwise: its line holds code the commit kept too (`null != a &&
+            # a !== b`), which the rules rewrote.
+            if any(g[j1:j2] and all(x in a[h[0] : h[1]] for x in g[j1:j2]) for h in hit):
+                continue
+            lines = [n + 1 for h in hit for n in range(h[0], h[1])]
+        else:
+            # Code the commit kept, rewritten: its lines in before's numbering.
+            shift = sum((h[1] - h[0]) - (h[3] - h[2]) for h in hunks if h[3] <= i1)
+            lo, hi = (i1 - 1, i1 + 1) if i1 == i2 else (i1, i2)
+            lines = [n + shift + 1 for n in range(max(lo, 0), hi) if 0 <= n + shift < len(a)]
+        fresh_lines = [n for n in dict.fromkeys(lines[:5]) if n not in kept]
+        if fresh_lines:
+            return ("keep", fresh_lines)
+    return None
+
+
+def with_hunks(f: FileCase, hunks: list[Hunk], keep: list[int] | None = None) -> FileCase:
+    """``f``'s before with only ``hunks`` of its change applied, as a partial example (one
+    site per hunk, and one per group of ``keep`` lines, code it keeps): the held-out file as
+    a user who edited those sites by hand, and marked those lines as not to touch, leaves it."""
+    a = f.before.splitlines(keepends=True)
+    w = f.after.splitlines(keepends=True)
+    out: list[str] = []
+    pos = 0
+    for i1, i2, j1, j2 in sorted(hunks):
+        out += a[pos:i1] + w[j1:j2]
+        pos = i2
+    out += a[pos:]
+    return FileCase(
+        f.path, f.before, "".join(out), len(hunks), partial=True, keep=tuple(sorted(keep or []))
+    )
+
+
+def site_level(case: Case, first: Score) -> Score:
+    """Refazer's site-level protocol: while a held-out file is wrong, add its first wrongly
+    edited site — the first wrong hunk of the first wrong held-out file — as a further,
+    partial example (that file with only the hunks added so far applied; a site the commit
+    kept and the rules rewrote goes in as lines it keeps); the held-out files stay held out
+    and are still scored whole, byte for byte. At most SITE_CAP sites added."""
+    examples, heldout = split(case)
+    taken: dict[str, list[Hunk]] = {}
+    kept: dict[str, list[int]] = {}
+    added: list[str] = []
+    s = first
+    while not s.exact and s.learned and len(added) < SITE_CAP:
+        step = None
+        for f in heldout:
+            if f.path in s.wrong and f.path in s.outputs:
+                found = next_site(f, s.outputs[f.path], taken.get(f.path, []), kept.get(f.path, []))
+                if found is not None:
+                    step = (f, found)
+                    break
+        if step is None:
+            break
+        f, (what, where) = step
+        if what == "site":
+            assert isinstance(where, tuple)
+            taken.setdefault(f.path, []).append(where)
+            added.append(f"{f.path}:{where[0] + 1}")
+        else:
+            assert isinstance(where, list)
+            kept.setdefault(f.path, []).extend(where)
+            added.append(f"{f.path}:{where[0]} keep")
+        partials = [
+            with_hunks(g, taken.get(g.path, []), kept.get(g.path))
+            for g in heldout
+            if g.path in taken or g.path in kept
+        ]
+        s = score(case, [*examples, *partials], heldout)
+        s.example_sites = sum(e.sites for e in examples) + len(added)
+    if s is not first:
+        s.added_sites = added
     return s
 
 
@@ -1083,6 +1227,26 @@ def table(rows: dict[str, list[tuple[Score, Score]]]) -> list[str]:
     return out
 
 
+def site_table(rows: dict[str, list[Score]]) -> list[str]:
+    """The site-level protocol per language: exact, precision, recall, example sites."""
+    out = [
+        "| language | edits | exact (site-level) | precision | recall | example sites "
+        "| exact within 3 sites |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    every = [c for lang in rows for c in rows[lang]]
+    for lang, cs in [*sorted(rows.items()), ("**overall**", every)]:
+        n = len(cs)
+        out.append(
+            f"| {lang} | {n} | {sum(c.exact for c in cs)} ({100 * sum(c.exact for c in cs) / n:.0f}%) "
+            f"| {_ratio(sum(c.correct for c in cs), sum(c.produced for c in cs))} "
+            f"| {_ratio(sum(c.correct for c in cs), sum(c.expected for c in cs))} "
+            f"| {statistics.mean(c.example_sites for c in cs):.2f} "
+            f"| {sum(c.exact and c.example_sites <= 3 for c in cs)} |"
+        )
+    return out
+
+
 def miss_table(misses: list[tuple[int, Score, Score]]) -> list[str]:
     """What limits each one-shot miss, by class: how many, which cases, the held-out hunks
     they get wrong (rewritten but not as the commit did) and miss, and how many the
@@ -1106,7 +1270,7 @@ def miss_table(misses: list[tuple[int, Score, Score]]) -> list[str]:
 
 
 def cli_summary(scores: list[Score]) -> list[str]:
-    """--cli-check: rule sets checked (one-shot and incremental, the same set counted once),
+    """--cli-check: rule sets checked (one-shot, incremental and site-level, the same set counted once),
     rules, and the rules the CLI refuses or applies otherwise, by kind."""
     seen: dict[str, Score] = {}
     for s in scores:
@@ -1208,6 +1372,7 @@ def main() -> None:
     if args.diff_against:
         print("\n".join(case_diff(args.diff_against, mined, cases, args.seed, args.per_language)))
     rows: dict[str, list[tuple[Score, Score]]] = defaultdict(list)
+    site_rows: dict[str, list[Score]] = defaultdict(list)
     results = []
     errors: Counter[str] = Counter()
     misses: list[tuple[int, Score, Score]] = []
@@ -1218,7 +1383,9 @@ def main() -> None:
         examples, heldout = split(case)
         one = score(case, examples, heldout)
         inc = incremental(case, one)
+        site = site_level(case, one)
         rows[case.language].append((one, inc))
+        site_rows[case.language].append(site)
         mark = "EXACT" if one.exact else ("inc-EXACT" if inc.exact else "miss")
         if not one.exact:
             mark += f" [{one.miss_class}]"
@@ -1231,11 +1398,12 @@ def main() -> None:
             f"sites {one.correct}/{one.produced} of {one.expected}; incremental "
             f"{inc.examples} ex, {inc.correct}/{inc.produced} of {inc.expected}"
             + (f" ({inc.groups} example groups)" if inc.groups else "")
-            + f"; {one.ms:.0f} ms {one.error}",
+            + f"; site-level {'EXACT' if site.exact else 'miss'} {site.example_sites} sites, "
+            f"{site.correct}/{site.produced} of {site.expected}" + f"; {one.ms:.0f} ms {one.error}",
             flush=True,
         )
         if args.cli_check:
-            for line in dict.fromkeys(one.cli_findings + inc.cli_findings):
+            for line in dict.fromkeys(one.cli_findings + inc.cli_findings + site.cli_findings):
                 print("    cli-check: " + line.split("\t", 1)[1][:220])
         if args.why and not one.exact:
             print(one.why or f"      {one.error}")
@@ -1251,12 +1419,17 @@ def main() -> None:
                 "change": case.signature,
                 "examples": [f.path for f in examples],
                 "heldout": [f.path for f in heldout],
-                "one_shot": one.__dict__,
-                "incremental": inc.__dict__,
+                "one_shot": one.to_json(),
+                "incremental": inc.to_json(),
+                "site_level": site.to_json(),
             }
         )
     print()
     print("\n".join(table(rows)))
+    print()
+    print("incremental, site-level (Refazer's protocol: the first wrong hunk of the first wrong")
+    print(f"held-out file added as a partial example, at most {SITE_CAP} sites beyond the start):")
+    print("\n".join(site_table(site_rows)))
     print()
     print("\n".join(miss_table(misses)))
     one_all = [a for rs in rows.values() for a, _ in rs]
@@ -1313,6 +1486,17 @@ def main() -> None:
         f"site precision: one-shot {one_p:.3f}, incremental {inc_p:.3f} (target >= 0.98) "
         f"{verdict(min(one_p, inc_p) >= 0.98)}"
     )
+    site_all = [c for rs in site_rows.values() for c in rs]
+    site_x = sum(c.exact for c in site_all) / max(1, n)
+    site_p = sum(c.correct for c in site_all) / max(1, sum(c.produced for c in site_all))
+    site_sites = statistics.mean(c.example_sites for c in site_all) if site_all else 0
+    within3 = sum(c.exact and c.example_sites <= 3 for c in site_all)
+    print(
+        f"incremental, site-level (Refazer's protocol): exact {site_x:.0%} with {site_sites:.2f} "
+        f"example sites; exact within 3 example sites {within3}/{n}; precision {site_p:.3f}; "
+        f"partial examples added {sum(len(c.added_sites) for c in site_all)} "
+        f"(target as incremental: >= 85%, <= 3) {verdict(site_x >= 0.85 and site_sites <= 3)}"
+    )
     grouped = [(a, b) for a, b in zip(one_all, inc_all, strict=True) if a.groups or b.groups]
     print(
         f"rule sets learned in example groups: one-shot {sum(bool(a.groups) for a, _ in grouped)}, "
@@ -1321,7 +1505,9 @@ def main() -> None:
         f"{sum(b.exact for _, b in grouped if b.groups)})"
     )
     if args.cli_check:
-        print("\n".join(cli_summary([s for rs in rows.values() for pair in rs for s in pair])))
+        checked = [s for rs in rows.values() for pair in rs for s in pair]
+        checked += [c for cs in site_rows.values() for c in cs]  # the site level's too
+        print("\n".join(cli_summary(checked)))
     if args.from_git:
         seen = set()
         for case in cases:

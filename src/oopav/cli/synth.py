@@ -16,7 +16,10 @@ def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
     """Examples from a JSON/YAML file: a list of ``{before, after, language?, path?}``, or a
     mapping with ``examples`` (and optionally ``language``). ``before_file`` / ``after_file``
     name files relative to the examples file. ``{before, negative: true}`` (or an ``after``
-    equal to ``before``) is a negative: code the rule must leave unchanged."""
+    equal to ``before``) is a negative: code the rule must leave unchanged. ``partial: true``:
+    the user edited some sites of the file and left the others for the rule; its unchanged
+    code is not a negative, but for the 1-based lines in ``keep`` (docs/synth.md § Partial
+    examples)."""
     import yaml  # here, not at the top: `oopav synth` starts in fewer imports (issue 28)
 
     try:
@@ -56,7 +59,20 @@ def load_examples(path: Path) -> tuple[list[dict[str, Any]], str | None]:
                     ) from None
             if not isinstance(item.get(side), str):
                 raise click.ClickException(f"{path}: example {i} needs a string `{side}`")
-        unknown = set(item) - {"before", "after", "language", "path"}
+        if "partial" in item and not isinstance(item["partial"], bool):
+            raise click.ClickException(
+                f"{path}: example {i}: `partial` must be true or false, not {item['partial']!r}"
+            )
+        keep = item.get("keep", [])
+        if not isinstance(keep, list) or not all(
+            isinstance(k, int) and not isinstance(k, bool) for k in keep
+        ):
+            raise click.ClickException(
+                f"{path}: example {i}: `keep` must be a list of line numbers, not {keep!r}"
+            )
+        if "keep" in item:
+            item["keep"] = tuple(keep)
+        unknown = set(item) - {"before", "after", "language", "path", "partial", "keep"}
         if unknown:
             raise click.ClickException(
                 f"{path}: example {i} has unknown fields: {', '.join(sorted(unknown))}"

@@ -85,12 +85,20 @@ class Budgets(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=T
     bounces: int = 3
 
 
-class Example(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+class Example(
+    msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True, omit_defaults=True
+):
     """A before/after pair that shows the intended change."""
 
     before: str
     after: str
     path: str | None = None
+    # Partial (wave 3h): the user edited some sites of the file and left the others of the
+    # same shape for the rule; its unchanged code is not a negative (docs/synth.md).
+    # omit_defaults: an example that is not partial encodes as before this field existed.
+    partial: bool = False
+    # With ``partial``: 1-based lines of ``before`` the rule must leave as ``after`` has them.
+    keep: list[int] = msgspec.field(default_factory=list)
 
 
 class PlanStep(msgspec.Struct, kw_only=True, frozen=True):

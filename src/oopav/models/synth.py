@@ -57,6 +57,11 @@ def examples_block(examples: Iterable[Any]) -> str:
         item = {"before": get("before"), "after": get("after")}
         if get("path"):
             item["path"] = get("path")
+        if get("partial") is True:
+            item["partial"] = True  # only when set: the prompts of other tasks stay the same
+        keep = get("keep")
+        if keep:
+            item["keep"] = list(keep)
         items.append(item)
     if not items:
         return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import json
 import re
@@ -99,6 +100,14 @@ class Example:
     after: str
     language: str | None = None
     path: str | None = None
+    # A partial example (wave 3h): the user edited some sites of a file and left the others
+    # of the same shape for the rule ("I changed this call; do the rest"). Its edited sites
+    # are positives the rule must reproduce exactly; its unchanged code is *not* a negative,
+    # so whatever the rule does there is no failure.
+    partial: bool = False
+    # With ``partial``: 1-based lines of ``before`` whose code the rule must leave as ``after``
+    # has it ("do the rest, but not the call on line 175"): negatives inside a partial example.
+    keep: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -188,6 +197,9 @@ class SynthResult:
     # The groups of examples (1-based) learned one rule set each, in the order their rules
     # apply; empty when one rule set covers every example (wave 3g synth6).
     groups: list[list[int]] = field(default_factory=list)
+    # The examples (1-based) given as partial (wave 3h): their unchanged code was not taken
+    # for code the rules must leave alone.
+    partial_examples: list[int] = field(default_factory=list)
 
     def to_yaml(self) -> str:
         """A rule file for ``ast-grep scan --rule FILE`` (one YAML document per rule)."""
@@ -200,6 +212,7 @@ class SynthResult:
             "ambiguous": self.ambiguous,
             "notes": list(self.notes),
             **({"groups": [list(g) for g in self.groups]} if self.groups else {}),
+            **({"partial_examples": list(self.partial_examples)} if self.partial_examples else {}),
         }
 
     def loop_rules(self) -> list[SynthRule]:
@@ -286,6 +299,10 @@ class _Ex:
     root: SgNode
     root_after: SgNode
     sites: list[Site]
+    # A partial example: a rewrite that reaches none of its sites is neither right nor wrong,
+    # but on the lines it keeps (``keep``: [start, end) spans of ``before``), a negative.
+    partial: bool = False
+    keep: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _expected(ex: _Ex, start: int, end: int) -> str | None:
@@ -320,6 +337,8 @@ def _evaluate_deletion(rule: Rule, exs: list[_Ex]) -> set[int] | None:
         for n in nodes:
             r = n.range()
             site = by_range.get((r.start.index, r.end.index))
+            if site is None and _free(ex, r.start.index, r.end.index):
+                continue  # a partial example's unchanged code: free either way
             if site is None or site.delete is None:
                 return None
             hit.append(site)
@@ -327,6 +346,11 @@ def _evaluate_deletion(rule: Rule, exs: list[_Ex]) -> set[int] | None:
             got, _ = _apply_rule(ex.before, rule)
         except RuleError:
             return None
+        if ex.partial:
+            if not _reproduced(ex, got, {id(s) for s in ex.sites if s not in hit}):
+                return None
+            covered.update(id(x) for x in hit)
+            continue
         out, pos = [], 0
         for site in sorted(hit, key=lambda x: x.start):
             if site.start < pos:
@@ -353,6 +377,8 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
             if replacement != _expected(ex, start, end):
                 twin = _insertion_twin(ex, start, end, replacement)
                 if twin is None:
+                    if _free(ex, start, end):
+                        continue  # unchanged code of a partial example: not a negative
                     return None
                 covered.add(id(twin))
                 continue
@@ -389,9 +415,16 @@ def _rewrites(
     match skipped; kept when ``nested``: a statement inserted after the last one of a
     block, where the block's own statement also matches, wave 3d); None when the rule
     cannot run or expand its fix."""
+    return _rewrites_in(rule, ex.root, ex.before, nested)
+
+
+def _rewrites_in(
+    rule: Rule, root: SgNode, text: str, nested: bool = False
+) -> list[tuple[int, int, SgNode, str]] | None:
+    """:func:`_rewrites` on any parsed text (``root`` its tree)."""
     template = parse_template(rule.fix or "", (rule.transform or {}).keys())
     try:
-        nodes = ex.root.find_all(rule.config())
+        nodes = root.find_all(rule.config())
     except Exception:
         return None
     spans = sorted(
@@ -405,12 +438,12 @@ def _rewrites(
             continue
         pos = max(pos, end)
         try:
-            replacement = expand_fix(node, template, ex.before)
+            replacement = expand_fix(node, template, text)
         except Exception:
             return None
         if "\n" in replacement:
-            replacement = reindent(replacement, 0, indent_at(ex.before, start))
-        if replacement != ex.before[start:end]:
+            replacement = reindent(replacement, 0, indent_at(text, start))
+        if replacement != text[start:end]:
             out.append((start, end, node, replacement))
     return out
 
@@ -431,6 +464,8 @@ def _classify(
             right = replacement == _expected(ex, start, end) or (
                 _insertion_twin(ex, start, end, replacement) is not None
             )
+            if not right and _free(ex, start, end):
+                continue  # a partial example's unchanged code is neither (wave 3h)
             (pos if right else neg).append(node)
     return pos, neg
 
@@ -452,7 +487,10 @@ def _classify_deletion(rule: Rule, exs: list[_Ex]) -> tuple[list[SgNode], list[S
         }
         for n in nodes:
             r = n.range()
-            (pos if (r.start.index, r.end.index) in deleted else neg).append(n)
+            if (r.start.index, r.end.index) in deleted:
+                pos.append(n)
+            elif not _free(ex, r.start.index, r.end.index):
+                neg.append(n)
     return pos, neg
 
 
@@ -712,6 +750,36 @@ def synthesize(
     lang = langs.pop()
     exs: list[_Ex] = []
     layout_notes: list[str] = []
+    for n, e in enumerate(exs_in, 1):
+        if not isinstance(e.partial, bool):
+            raise SynthesisError(
+                f"example {n}: `partial` must be true or false, not {e.partial!r}", n
+            )
+        keep: tuple[int, ...] | list[int] = e.keep
+        if not isinstance(keep, (list, tuple)) or not all(
+            isinstance(k, int) and not isinstance(k, bool) for k in keep
+        ):
+            raise SynthesisError(f"example {n}: `keep` must be a list of line numbers", n)
+        if keep and not e.partial:
+            raise SynthesisError(
+                f"example {n}: `keep` needs `partial: true` (an example that is not partial "
+                "keeps all of its unchanged code already)",
+                n,
+            )
+        lines = e.before.count("\n") + (not e.before.endswith("\n"))
+        bad = [k for k in keep if not 1 <= k <= lines]
+        if bad:
+            raise SynthesisError(
+                f"example {n}: `keep` line {bad[0]} is outside its before text (1..{lines})", n
+            )
+        if e.partial and e.before == e.after and not keep:
+            raise SynthesisError(
+                f"example {n} is partial but changes nothing and keeps no line: a partial "
+                "example shows the sites you edited (the rule does the rest of the file) or "
+                "the lines it must leave alone (`keep`); code the rule must leave alone "
+                "everywhere is an unchanged example that is not partial",
+                n,
+            )
     if all(e.before == e.after for e in exs_in):
         i = 1 if len(exs_in) == 1 else None
         raise SynthesisError(
@@ -724,8 +792,10 @@ def synthesize(
         where = f"example {i}"
         broot, aroot = parse(e.before, lang), parse(e.after, lang)
         if e.before == e.after:
-            # A negative: no sites, so any rewrite the candidate makes in it rejects it.
-            exs.append(_Ex(i, e.before, e.after, broot, aroot, []))
+            # A negative: no sites, so any rewrite the candidate makes in it rejects it (in
+            # a partial one, only a rewrite on the lines it keeps).
+            keep_at = _keep_spans(e.before, list(e.keep)) if e.keep else []
+            exs.append(_Ex(i, e.before, e.after, broot, aroot, [], e.partial, keep_at))
             continue
         if has_error(aroot) and not has_error(broot):
             raise SynthesisError(f"{where}: the after side does not parse as {lang}", i)
@@ -747,7 +817,8 @@ def synthesize(
                 f"example {i} also reflows the changed code (a formatter's layout); the rules "
                 "reproduce it modulo layout — run the project's formatter after them"
             )
-        exs.append(_Ex(i, e.before, after, broot, aroot, sites))
+        spans = _keep_spans(e.before, list(e.keep)) if e.keep else []
+        exs.append(_Ex(i, e.before, after, broot, aroot, sites, e.partial, spans))
 
     try:
         result, notes = _learn_examples(exs, lang)
@@ -760,7 +831,42 @@ def synthesize(
         result, notes = grouped
     else:
         notes += _follow_ups(result, exs)
+    notes += _partial_notes(result, exs)
     return _finish(result, notes, guessed, layout_notes, t0)
+
+
+def _partial_notes(result: SynthResult, exs: list[_Ex]) -> list[str]:
+    """Say which examples were partial and what the rules do to the rest of them (wave 3h):
+    the sites a user left for the rule, rewritten as in any other file."""
+    notes: list[str] = []
+    for ex in exs:
+        if not ex.partial:
+            continue
+        result.partial_examples.append(ex.index)
+        try:
+            got = result.apply(ex.before)[0]
+        except RuleError:
+            continue
+        extra = len(_line_changes(ex.after, got))
+        kept = f" and the {len(ex.keep)} line(s) it keeps" if ex.keep else ""
+        notes.append(
+            f"example {ex.index} is partial: its {len(ex.sites)} edited site(s){kept} "
+            "reproduced; "
+            + (
+                f"the rules also rewrite {extra} line hunk(s) of its unchanged code (the sites "
+                "left for the rule)"
+                if extra
+                else "the rules rewrite nothing else in it"
+            )
+        )
+    return notes
+
+
+def _line_changes(a: str, b: str) -> list[tuple[int, int]]:
+    sm = difflib.SequenceMatcher(
+        None, a.splitlines(keepends=True), b.splitlines(keepends=True), autojunk=False
+    )
+    return [(i1, i2) for tag, i1, i2, _j1, _j2 in sm.get_opcodes() if tag != "equal"]
 
 
 def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
@@ -888,20 +994,23 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
         result = SynthResult(rules=rules, language=lang, examples_reproduced=0, ambiguous=ambiguous)
         for ex in exs:
             got, _ = result.apply(ex.before)
-            want = _partial_after(ex, left_out) if left_out else ex.after
-            if got != want:
+            if not _reproduced(ex, got, left_out):
                 raise SynthesisError(
                     f"example {ex.index}: the rules learned for each change interfere when applied "
                     "in order; give the changes as separate examples",
                     ex.index,
                 )
-            result.examples_reproduced += got == ex.after
+            result.examples_reproduced += _reproduced(ex, got)
         return result, notes
 
     def learn_sequential() -> tuple[SynthResult, list[str]]:
         """Rules that interfere when learned side by side (a rule for one change rewrites
         code that a rule for another change must still match): each rule is learned on the
         text the earlier ones produce, at most one per site."""
+        if any(ex.partial for ex in exs_all):
+            # Each step re-diffs the examples from what the earlier rules made of them; a
+            # partial example's unchanged code, rewritten by them, is no site to learn.
+            raise SynthesisError("interfere", None)
         cur = exs_all
         rules: list[SynthRule] = []
         for _ in range(len(all_sites) + 1):
@@ -1011,14 +1120,14 @@ def _follow_ups(result: SynthResult, exs: list[_Ex]) -> list[str]:
     # rules already give there, not reproduce the example whole.
     partial = (
         {ex.index: result.apply(ex.before)[0] for ex in exs}
-        if result.examples_reproduced < len(exs)
+        if result.examples_reproduced < len(exs) or any(ex.partial for ex in exs)
         else None
     )
 
     def reproduces(candidate: SynthResult) -> bool:
         try:
             return all(
-                (got := candidate.apply(ex.before)[0]) == ex.after
+                _reproduced(ex, got := candidate.apply(ex.before)[0])
                 or (partial is not None and got == partial[ex.index])
                 for ex in exs
             )
@@ -1084,9 +1193,9 @@ def _learn_groups(
         try:
             for ex in exs:
                 got = union.apply(ex.before)[0]
-                if got != ex.after and got != own.get(ex.index, ex.after):
+                if not _reproduced(ex, got) and got != own.get(ex.index, ex.after):
                     return None
-                union.examples_reproduced += got == ex.after
+                union.examples_reproduced += _reproduced(ex, got)
         except RuleError:
             return None
         return union, notes
@@ -1162,7 +1271,7 @@ def _rewritten(exs: list[_Ex], mids: list[str], lang: str) -> list[_Ex]:
             if before == ex.after
             else find_sites(ex.index, before, ex.after, broot, aroot, where)
         )
-        out.append(_Ex(ex.index, before, ex.after, broot, aroot, sites))
+        out.append(_Ex(ex.index, before, ex.after, broot, aroot, sites, ex.partial, ex.keep))
     return out
 
 
@@ -1174,6 +1283,8 @@ def _kept_elsewhere(seed: Site, exs: list[_Ex]) -> bool:
     right = r"\b" if text[-1:].isalnum() or text[-1:] == "_" else ""
     pattern = re.compile(left + re.escape(text) + right)
     for ex in exs:
+        if ex.partial:
+            continue  # its unchanged code is left for the rule, not kept (wave 3h)
         for m in pattern.finditer(ex.before):
             if not any(s.start <= m.start() < s.end for s in ex.sites):
                 return True
@@ -1193,6 +1304,117 @@ def _partial_after(ex: _Ex, left_out: set[int]) -> str:
     return "".join(out)
 
 
+def _free(ex: _Ex, start: int, end: int) -> bool:
+    """A rewrite of ``ex.before[start:end]`` is free: ``ex`` is partial and the rewrite
+    reaches neither an edited site nor a line the example keeps."""
+    return (
+        ex.partial
+        and not _touches(ex, start, end)
+        and not any(a < end and start < b for a, b in ex.keep)
+    )
+
+
+def _keep_spans(before: str, lines: list[int]) -> list[tuple[int, int]]:
+    """The [start, end) spans of ``before``'s 1-based ``lines`` (without the newline)."""
+    starts = [0] + [m.end() for m in re.finditer("\n", before)]
+    out = []
+    for n in sorted(set(lines)):
+        a = starts[n - 1]
+        b = starts[n] - 1 if n < len(starts) else len(before)
+        out.append((a, max(a, b)))
+    return out
+
+
+def _touches(ex: _Ex, start: int, end: int) -> bool:
+    """A rewrite of ``ex.before[start:end]`` reaches one of ``ex``'s sites (overlaps it)."""
+    return any(
+        (s.start < end and start < s.end) or (s.start == s.end and start <= s.start <= end)
+        for s in ex.sites
+    )
+
+
+def _reproduced(ex: _Ex, got: str, left_out: set[int] | None = None) -> bool:
+    """``got`` (what the rules make of ``ex.before``) is the example's after text — with the
+    sites in ``left_out`` not rewritten. For a partial example (wave 3h) the edited sites
+    must come out exactly and the rest is free: compared line by line with the after text,
+    every line that holds an edited site must be the same; lines of the unchanged code may
+    differ (the rules rewrite the other sites of the shape there, as in any file). A rewrite
+    on the very line of an edited site counts against it (conservative: a line is the unit)."""
+    want = _partial_after(ex, left_out) if left_out else ex.after
+    if got == want:
+        return True
+    if not ex.partial:
+        return False
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    pos = length = 0
+    for s in ex.sites:
+        if left_out and id(s) in left_out:
+            continue
+        out.append(ex.before[pos : s.start])
+        length += s.start - pos
+        spans.append((length, length + len(s.after_text)))
+        out.append(s.after_text)
+        length += len(s.after_text)
+        pos = s.end
+    out.append(ex.before[pos:])
+    ref = "".join(out)
+    # The lines the example keeps, where ``ref`` has them: they must come out as they are.
+    kept_sites = [s for s in ex.sites if not (left_out and id(s) in left_out)]
+    for a, b in ex.keep:
+        shift_a = sum(len(s.after_text) - (s.end - s.start) for s in kept_sites if s.end <= a)
+        shift_b = sum(len(s.after_text) - (s.end - s.start) for s in kept_sites if s.end <= b)
+        spans.append((a + shift_a, b + shift_b))
+    starts = [0] + [m.end() for m in re.finditer("\n", ref)]
+    site_lines: set[int] = set()
+    for a, b in spans:
+        first = bisect.bisect_right(starts, a) - 1
+        last = bisect.bisect_right(starts, max(a, b - 1)) - 1
+        site_lines.update(range(first, last + 1))
+    ref_lines = ref.splitlines(keepends=True)
+    got_lines = got.splitlines(keepends=True)
+    starts.append(len(ref))
+    sm = difflib.SequenceMatcher(None, ref_lines, got_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 == i2:
+            if i1 in site_lines and i1 - 1 in site_lines:
+                return False  # a line inserted inside an edited site
+            continue
+        if not site_lines.intersection(range(i1, i2)):
+            continue
+        # Lines that hold an edited site and differ: the unchanged code on the same line
+        # may be rewritten (`null != a && a !== b`, the site the second `!=`); the site's
+        # own characters may not.
+        lo, hi = starts[i1], starts[min(i2, len(starts) - 1)]
+        inner = [(a - lo, b - lo) for a, b in spans if (a < hi and lo < b) or lo <= a == b <= hi]
+        chars = difflib.SequenceMatcher(None, ref[lo:hi], "".join(got_lines[j1:j2]), autojunk=False)
+        for op, c1, c2, _d1, _d2 in chars.get_opcodes():
+            if op == "equal":
+                continue
+            for a, b in inner:
+                if (c1 < b and a < c2) if c1 < c2 else (a < c1 < b):
+                    return False
+    return True
+
+
+def _stable(ex: _Ex, rule: Rule) -> bool:
+    """``rule`` leaves ``ex``'s after text alone (it does not rewrite its own output again);
+    in a partial example, the edited sites' after text alone (the unchanged code there still
+    has sites to rewrite). Raises RuleError as ``rewrite_source`` does."""
+    if not ex.partial:
+        return rewrite_source(ex.after, rule)[0] == ex.after
+    rewrites = _rewrites_in(rule, ex.root_after, ex.after)
+    if rewrites is None:
+        return False
+    return not any(
+        start < s.after_end and s.after_start < end
+        for start, end, _n, _r in rewrites
+        for s in ex.sites
+    )
+
+
 def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choice:
     """The choice, guarded when it would rewrite its own output again: a fix that wraps the
     match (``fmt::Formatter`` -> ``fmt::Formatter<'_>``) matches again inside the result. The
@@ -1203,7 +1425,7 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
         id="c", language=lang, rule=choice.rule, fix=choice.fix, constraints=choice.constraints
     )
     try:
-        if all(rewrite_source(ex.after, rule)[0] == ex.after for ex in exs):
+        if all(_stable(ex, rule) for ex in exs):
             return choice
     except RuleError:
         return choice
@@ -1223,7 +1445,7 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
         )
         try:
             covered = _evaluate(g, exs)
-            ok = all(rewrite_source(ex.after, g)[0] == ex.after for ex in exs)
+            ok = all(_stable(ex, g) for ex in exs)
         except RuleError:
             continue
         if covered is None or covered != choice.covered or not ok:
@@ -1310,7 +1532,7 @@ def _right_sites(choice: _Choice, exs: list[_Ex], lang: str) -> list[Any]:
         for ex in exs:
             rewrites = _rewrites(rule, ex)
             try:
-                whole = rewrites is not None and _apply_rule(ex.before, rule)[0] == ex.after
+                whole = rewrites is not None and _reproduced(ex, _apply_rule(ex.before, rule)[0])
             except RuleError:
                 whole = False
             if whole and rewrites:
@@ -2863,6 +3085,8 @@ def _list_candidates(
             ex.root,
             ex.root_after,
             sorted((subs.get(id(x), x) for x in ex.sites), key=lambda x: x.start),
+            ex.partial,
+            ex.keep,
         )
         for ex in exs
     ]

@@ -71,6 +71,10 @@ class ExampleIn(BaseModel):
     before: str = Field(max_length=MAX_EXAMPLE_BYTES)
     after: str = Field(max_length=MAX_EXAMPLE_BYTES)
     path: str | None = None
+    # The user edited some sites and left the rest of the file for the rule (docs/synth.md).
+    partial: bool = False
+    # With partial: 1-based lines of `before` the rule must leave as `after` has them.
+    keep: list[int] = Field(default_factory=list, max_length=10_000)
 
 
 class GridPointIn(BaseModel):
@@ -561,7 +565,27 @@ def _examples(items: list[ExampleIn]) -> list[Example]:
                 raise _Refused(str(problem), f"examples.{i}.path", problem.code)
             if not e.path.strip():
                 raise _Refused(f"examples.{i}.path is blank", f"examples.{i}.path", "invalid")
-        out.append(Example(before=e.before, after=e.after, path=e.path))
+        if e.partial and e.before == e.after and not e.keep:
+            raise _Refused(
+                f"examples.{i} is partial but changes nothing and keeps no line: a partial "
+                "example shows the sites you edited (or the lines to leave alone, `keep`); "
+                "code the rule must leave alone everywhere is an unchanged example that is "
+                "not partial",
+                f"examples.{i}.partial",
+                "invalid",
+            )
+        if e.keep and not e.partial:
+            raise _Refused(
+                f"examples.{i}.keep needs partial: true (an example that is not partial keeps "
+                "all of its unchanged code already)",
+                f"examples.{i}.keep",
+                "invalid",
+            )
+        out.append(
+            Example(
+                before=e.before, after=e.after, path=e.path, partial=e.partial, keep=list(e.keep)
+            )
+        )
     return out
 
 
