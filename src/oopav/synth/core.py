@@ -647,9 +647,27 @@ _PARAM_WRAPPERS: dict[str, tuple[frozenset[str], str]] = {
 }
 
 
-def _pattern_rules(t: Template, language: str, kind: str) -> list[dict[str, Any]]:
+# Wave 3h (synth7): members that parse only inside their container. An object's `key:
+# value` pair alone reads as a labelled statement (JavaScript) or not at all (Python), so the
+# pattern of one member (koa's `inspect: function(){…}` -> `inspect(){…}`) matched nothing and
+# the rule was the whole object literal, comments and all, reaching no other file.
+_MEMBER_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("javascript", "pair"): ("_ = {{ {} }}",),
+    ("typescript", "pair"): ("_ = {{ {} }}",),
+    ("tsx", "pair"): ("_ = {{ {} }}",),
+    ("python", "pair"): ("_ = {{ {} }}",),
+}
+
+
+def _pattern_rules(
+    t: Template, language: str, kind: str, member: bool = False
+) -> list[dict[str, Any]]:
+    """``t``'s pattern as rules: bare, then in each wrapper that parses it (``member``: the
+    site is a member itself, see ``_MEMBER_WRAPPERS``; a member lifted to from a smaller
+    site stays the container's pattern, `{retries: $A}`)."""
     rules: list[dict[str, Any]] = [{"pattern": t.pattern}]
-    for w in _WRAPPERS.get(language, ()):
+    members = _MEMBER_WRAPPERS.get((language, kind), ()) if member else ()
+    for w in _WRAPPERS.get(language, ()) + members:
         rules.append({"pattern": {"context": w.format(t.pattern), "selector": kind}})
     return rules
 
@@ -1826,7 +1844,7 @@ def _search(
                     pattern, fix, cons, transform = st
                     for rule in _pattern_rules(Template(pattern, fix, {}), lang, top.node.kind()):
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
-                for rule in _pattern_rules(t, lang, top.node.kind()):
+                for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         # The smallest discriminating context: the same patterns, only where the site sits
         # (``inside`` its parent, in that field). Tried after the pattern lifted one level
