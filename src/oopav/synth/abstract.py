@@ -176,16 +176,12 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
                 # one `$$$` that binds nothing there, checked against those sites' fixes.
                 opened = [bool(k) and not k[0].is_named() for k in kids]
                 if all(opened) and all(
-                    _spreadable(
-                        carried[i], text_of(i, named[i][0], named[i][-1]), len(named[i])
-                    )
+                    _spreadable(carried[i], text_of(i, named[i][0], named[i][-1]), len(named[i]))
                     for i in range(len(nodes))
                     if named[i]
                 ):
                     k = key_for(
-                        tuple(
-                            text_of(i, n[0], n[-1]) if n else "" for i, n in enumerate(named)
-                        ),
+                        tuple(text_of(i, n[0], n[-1]) if n else "" for i, n in enumerate(named)),
                         True,
                     )
                     for i, n in enumerate(named):

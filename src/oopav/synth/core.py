@@ -38,6 +38,7 @@ from oopav.synth.discriminate import (
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
+from oopav.synth.discriminate import not_called
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.precision import (
@@ -1610,6 +1611,22 @@ def _search(
                     if not any(re.search(rx, n.text()) for n in neg):
                         guarded = conjoin(rule, {"regex": rx})
                         consider(guarded, fix, key, level, None, constraints, transform, False)
+                # (a lifted pattern only: a bare name gives way to the pattern above it,
+                # `$A.fetch` where a called `fetch(2)` is kept)
+                uncalled = not_called(pos, neg) if node is not None and level >= 1 else None
+                if uncalled is not None:
+                    # Wave 3h: the kept code is this shape called, the sites never are: at
+                    # once, before a context where the few sites happen to sit.
+                    consider(
+                        conjoin(rule, uncalled),
+                        fix,
+                        key,
+                        level,
+                        None,
+                        constraints,
+                        transform,
+                        False,
+                    )
                 if node is not None:
                     names = sorted(
                         set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", key.split("\0")[0]))

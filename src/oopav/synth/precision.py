@@ -271,8 +271,14 @@ def _method_name(*around: str) -> dict[str, Any]:
     inner: dict[str, Any] = {"kind": "class_definition", "stopBy": "neighbor"}
     for kind in ("block", *around):
         inner = {"kind": kind, "stopBy": "neighbor", "inside": inner}
-    return {"inside": {"kind": "function_definition", "field": "name", "stopBy": "neighbor",
-                       "inside": inner}}
+    return {
+        "inside": {
+            "kind": "function_definition",
+            "field": "name",
+            "stopBy": "neighbor",
+            "inside": inner,
+        }
+    }
 
 
 def method_rename(member: dict[str, Any]) -> dict[str, Any]:
