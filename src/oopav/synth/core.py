@@ -34,11 +34,11 @@ from oopav.synth.discriminate import (
     conjoin,
     context_closure,
     merge_constraints,
+    not_called,
     signature,
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
-from oopav.synth.discriminate import not_called
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.precision import (
@@ -1053,6 +1053,10 @@ def _follow_ups(result: SynthResult, exs: list[_Ex]) -> list[str]:
     from oopav.synth.macros import add_macro_rules
 
     notes += add_macro_rules(result, reproduces)
+    # A called function's own definition, renamed or given the new argument (wave 3h).
+    from oopav.synth.definitions import add_definition_rules
+
+    notes += add_definition_rules(result, reproduces)
     notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
     # A rule the ast-grep CLI would refuse for want of a kind gets the kinds it matched.
     notes += kinds_from_sites(result, [ex.before for ex in exs], reproduces)

@@ -1,0 +1,169 @@
+"""A called function's own definition (wave 3h, synth7): the follow-up that makes a change of
+the calls reach the function they call.
+
+A commit that renames a function or gives it a new argument changes its definition and its
+calls together; the example files often hold only one side (the calls in `adapters/http.js`,
+the `def` in `helpers/buildUrl.js`). A rule learned from the calls alone — `buildUrl($$$A)`
+-> `buildURL($$$A)`, `self._hookexec($$$A)` -> `self._hookexec($$$A, firstresult)` — is
+exact on the calls and misses the definition. Two follow-ups (``follow_up: definition``,
+optional: a repository may define the function elsewhere), each kept only where the rule
+set still reproduces every example (an example that keeps the definition refuses it):
+
+- a **call head renamed** (`NAME($$$A)` -> `NEW($$$A)`, any receiver): the name of a
+  function or method *defined* as ``NAME`` becomes ``NEW``
+  (``kind: identifier, inside: {kind: function_declaration, field: name}``);
+- an **argument appended** (`NAME($$$A)` -> `NAME($$$A, X)`, ``X`` a plain name the call
+  passes): the definition of ``NAME`` gets the parameter ``X`` at the end of its list,
+  unless it already has one of that name (or has none at all: `(self)` of a method is
+  kept as it is only where the calls pass no arguments either).
+
+Only the plain pattern forms are read (a call, or a statement around one such as
+`return NAME($$$A)`); a rule narrowed by contexts or constraints names where its calls are,
+and its definition would not be there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oopav.synth.core import SynthResult, SynthRule
+
+# Per language: the definition kinds whose ``name`` field names a function, the kinds of
+# that name node, and the parameter list's kind with a wrapper that parses it alone.
+_DEFS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str, str]] = {
+    "python": (("function_definition",), ("identifier",), "parameters", "def _f({}): pass"),
+    "javascript": (
+        ("function_declaration", "function_expression", "method_definition"),
+        ("identifier", "property_identifier"),
+        "formal_parameters",
+        "function _f({}) {{}}",
+    ),
+    "typescript": (
+        ("function_declaration", "function_expression", "method_definition"),
+        ("identifier", "property_identifier"),
+        "formal_parameters",
+        "function _f({}) {{}}",
+    ),
+    "tsx": (
+        ("function_declaration", "function_expression", "method_definition"),
+        ("identifier", "property_identifier"),
+        "formal_parameters",
+        "function _f({}) {{}}",
+    ),
+    "go": (
+        ("function_declaration", "method_declaration"),
+        ("identifier", "field_identifier"),
+        "parameter_list",
+        "func _f({}) {{}}",
+    ),
+    "rust": (("function_item",), ("identifier",), "parameters", "fn _f({}) {{}}"),
+}
+# `recv.NAME($$$V)` in a pattern or fix: the receiver (any text), the name, the list var.
+_CALL = re.compile(r"(?P<recv>(?:[\w$]+(?:\.|::|->))*)(?P<name>[A-Za-z_]\w*)\(\$\$\$(?P<v>[A-Z]+)")
+_NAME = re.compile(r"^[A-Za-z_]\w*$")
+# Rule keys a plain candidate has (a rule narrowed by anything else is left alone).
+_PLAIN = frozenset({"pattern", "not", "regex"})
+
+
+def _call(text: str) -> tuple[str, str, str, int, int] | None:
+    """The one ``NAME($$$V`` in ``text``: (receiver, name, var, start, end of the match)."""
+    found = list(_CALL.finditer(text))
+    if len(found) != 1:
+        return None
+    m = found[0]
+    return m["recv"], m["name"], m["v"], m.start(), m.end()
+
+
+def _def_name(lang: str, name: str) -> dict[str, Any]:
+    defs, names, _, _ = _DEFS[lang]
+    inside: dict[str, Any] = {"field": "name", "stopBy": "neighbor"}
+    if len(defs) == 1:
+        inside["kind"] = defs[0]
+    else:
+        inside["any"] = [{"kind": k} for k in defs]
+    rule: dict[str, Any] = {"regex": f"^{re.escape(name)}$", "inside": inside}
+    if len(names) == 1:
+        rule["kind"] = names[0]
+    else:
+        rule["any"] = [{"kind": k} for k in names]
+    return rule
+
+
+def companion(rule: SynthRule) -> tuple[dict[str, Any], str, str] | None:
+    """(rule, fix, what) of the definition follow-up of ``rule``, or None (module doc)."""
+    if rule.language not in _DEFS or rule.follow_up or rule.companion:
+        return None
+    if rule.constraints or rule.transform or rule.expand_start or rule.expand_end:
+        return None
+    if not set(rule.rule) <= _PLAIN or not isinstance(rule.rule.get("pattern"), str):
+        return None
+    pattern, fix = rule.rule["pattern"], rule.fix
+    before, after = _call(pattern), _call(fix)
+    if before is None or after is None:
+        return None
+    recv, name, var, s0, e0 = before
+    recv2, name2, var2, s1, e1 = after
+    if recv != recv2 or var != var2 or pattern[:s0] != fix[:s1]:
+        return None
+    rest, rest2 = pattern[e0:], fix[e1:]
+    if name != name2 and rest == rest2 and _NAME.match(name2):
+        return _def_name(rule.language, name), name2, f"the definition of {name} renamed"
+    if name != name2 or not rest.startswith(")"):
+        return None
+    added = re.match(r"^,\s*(?P<x>[A-Za-z_]\w*)\)", rest2)
+    if added is None or rest2[added.end() :] != rest[1:]:
+        return None
+    x = added["x"]
+    defs, _, params, wrapper = _DEFS[rule.language]
+    inside: dict[str, Any] = {
+        "field": "parameters",
+        "stopBy": "neighbor",
+        "has": {"field": "name", "regex": f"^{re.escape(name)}$"},
+    }
+    if len(defs) == 1:
+        inside["kind"] = defs[0]
+    else:
+        inside["any"] = [{"kind": k} for k in defs]
+    new = {
+        "pattern": {"context": wrapper.format("$$$P"), "selector": params},
+        "inside": inside,
+        "not": {
+            "any": [
+                {"regex": r"^\(\s*\)$"},
+                {"has": {"regex": f"^{re.escape(x)}$", "stopBy": "end"}},
+            ]
+        },
+    }
+    return new, f"($$$P, {x})", f"the definition of {name} gets the parameter {x}"
+
+
+def add_definition_rules(
+    result: SynthResult, reproduces: Callable[[SynthResult], bool]
+) -> list[str]:
+    """Append the definition follow-up of each rule that has one, when the rule set still
+    reproduces the examples with it; the notes say which."""
+    notes: list[str] = []
+    rules = list(result.rules)
+    for rule in list(rules):
+        found = companion(rule)
+        if found is None:
+            continue
+        new, fix, what = found
+        extra = replace(
+            rule,
+            id=f"synth-{len(rules) + 1}",
+            rule=new,
+            fix=fix,
+            sites=0,
+            follow_up="definition",
+        )
+        trial = replace(result, rules=[*rules, extra])
+        if reproduces(trial):
+            rules.append(extra)
+            notes.append(f"{extra.id}: {what} too (follows {rule.id})")
+    result.rules = rules
+    return notes
