@@ -168,3 +168,30 @@ def test_a_definition_the_examples_keep_refuses_the_follow_up() -> None:
     result = synthesize([Example(before, after, path="a.py")])
     assert not any(r.follow_up == "definition" for r in result.rules)
     assert result.apply("def fetch(b):\n    pass\n")[0] == "def fetch(b):\n    pass\n"
+
+
+def test_a_parameter_given_to_the_definition_is_an_argument_of_the_calls() -> None:
+    """axios's `function enhanceError(error, config, code)` -> `…, response)` in
+    `enhanceError.js`; the held-out `createError.js` calls `return enhanceError(error,
+    config, code);`. The calls of the function get the argument (a call that passes it
+    already, or passes nothing, is left alone)."""
+    before = (
+        "module.exports = function enhanceError(error, config, code) {\n"
+        "  error.config = config;\n"
+        "  return error;\n"
+        "};\n"
+    )
+    after = before.replace("config, code)", "config, code, response)")
+    result = synthesize([Example(before, after, path="lib/core/enhanceError.js")])
+    held = (
+        "module.exports = function createError(message, config, code) {\n"
+        "  var error = new Error(message);\n"
+        "  enhanceError(error, response);\n"
+        "  return enhanceError(error, config, code);\n"
+        "};\n"
+    )
+    want = held.replace(
+        "enhanceError(error, config, code)", "enhanceError(error, config, code, response)"
+    )
+    assert result.apply(held)[0].endswith(want.split("\n", 1)[1])
+    assert any(r.follow_up == "definition" for r in result.rules)

@@ -1056,7 +1056,7 @@ def _follow_ups(result: SynthResult, exs: list[_Ex]) -> list[str]:
     # A called function's own definition, renamed or given the new argument (wave 3h).
     from oopav.synth.definitions import add_definition_rules
 
-    notes += add_definition_rules(result, reproduces)
+    notes += add_definition_rules(result, reproduces, [ex.before for ex in exs])
     notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
     # A rule the ast-grep CLI would refuse for want of a kind gets the kinds it matched.
     notes += kinds_from_sites(result, [ex.before for ex in exs], reproduces)

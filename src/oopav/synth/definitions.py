@@ -29,6 +29,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ast_grep_py import SgRoot
+
+from oopav.sandbox.astgrep import Rule
+
 if TYPE_CHECKING:
     from oopav.synth.core import SynthResult, SynthRule
 
@@ -141,14 +145,92 @@ def companion(rule: SynthRule) -> tuple[dict[str, Any], str, str] | None:
     return new, f"($$$P, {x})", f"the definition of {name} gets the parameter {x}"
 
 
+def _defined_names(rule: SynthRule, befores: list[str]) -> set[str] | None:
+    """The names of the definitions whose parameter lists ``rule`` matches in ``befores``
+    (None where a match is no parameter list of a named definition)."""
+    defs, _, _, _ = _DEFS[rule.language]
+    names: set[str] = set()
+    config = Rule(
+        id="c", language=rule.language, rule=rule.rule, fix=rule.fix, constraints=rule.constraints
+    ).config()
+    for text in befores:
+        try:
+            found = SgRoot(text, rule.language).root().find_all(config)
+        except Exception:  # a rule ast-grep-py refuses: no follow-up
+            return None
+        for node in found:
+            parent = node.parent()
+            name = parent.field("name") if parent is not None else None
+            if parent is None or parent.kind() not in defs or name is None:
+                return None
+            names.add(name.text())
+    return names
+
+
+def calls_companion(
+    rule: SynthRule, befores: list[str]
+) -> tuple[dict[str, Any], str, dict[str, Any], str] | None:
+    """The other way round: a parameter appended to the definitions of some names
+    (`function enhanceError(error, config, code)` -> `…, response)`) appends the same name
+    to their calls: (rule, fix, constraints, what), or None."""
+    if rule.language not in _DEFS or rule.follow_up or rule.companion or rule.transform:
+        return None
+    pattern = rule.rule.get("pattern")
+    _, _, params, _ = _DEFS[rule.language]
+    if not isinstance(pattern, dict) or pattern.get("selector") != params:
+        return None
+    added = re.match(r"^\(\$\$\$(?P<v>[A-Z]+),\s*(?P<x>[A-Za-z_]\w*)\)$", rule.fix)
+    if added is None:
+        return None
+    names = _defined_names(rule, befores)
+    if not names:
+        return None
+    x = added["x"]
+    alts = "|".join(re.escape(n) for n in sorted(names))
+    new = {
+        "pattern": "$F($$$A)",
+        "not": {
+            "any": [
+                {"regex": r"\(\s*\)$"},
+                {
+                    "has": {
+                        "field": "arguments",
+                        "stopBy": "neighbor",
+                        "has": {"regex": f"^{re.escape(x)}$", "stopBy": "neighbor"},
+                    }
+                },
+            ]
+        },
+    }
+    cons = {"F": {"regex": rf"(?:^|\.)(?:{alts})$"}}
+    return new, f"$F($$$A, {x})", cons, f"the calls of {', '.join(sorted(names))} get {x}"
+
+
 def add_definition_rules(
-    result: SynthResult, reproduces: Callable[[SynthResult], bool]
+    result: SynthResult, reproduces: Callable[[SynthResult], bool], befores: list[str]
 ) -> list[str]:
-    """Append the definition follow-up of each rule that has one, when the rule set still
-    reproduces the examples with it; the notes say which."""
+    """Append the definition follow-up of each rule that has one (or the calls' follow-up
+    of a definition's new parameter), when the rule set still reproduces the examples with
+    it; the notes say which."""
     notes: list[str] = []
     rules = list(result.rules)
     for rule in list(rules):
+        calls = calls_companion(rule, befores)
+        if calls is not None:
+            new_rule, new_fix, cons, what = calls
+            extra = replace(
+                rule,
+                id=f"synth-{len(rules) + 1}",
+                rule=new_rule,
+                fix=new_fix,
+                constraints=cons,
+                sites=0,
+                follow_up="definition",
+            )
+            if reproduces(replace(result, rules=[*rules, extra])):
+                rules.append(extra)
+                notes.append(f"{extra.id}: {what} too (follows {rule.id})")
+            continue
         found = companion(rule)
         if found is None:
             continue
