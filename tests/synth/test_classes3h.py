@@ -134,32 +134,6 @@ def test_a_renamed_call_renames_the_function_it_calls() -> None:
     assert any(r.follow_up == "definition" for r in result.rules)
 
 
-def test_an_argument_given_to_the_calls_is_a_parameter_of_the_definition() -> None:
-    """pluggy's `self._hookexec(hook, methods, kwargs)` -> `…, firstresult)` in `hooks.py`;
-    the held-out `manager.py` defines `def _hookexec(self, hook, methods, kwargs):`. The
-    definition gets the parameter; one that has it already is left alone."""
-    before = (
-        "class Caller:\n"
-        "    def __call__(self, **kwargs):\n"
-        "        return self._hookexec(self, self.get_hookimpls(), kwargs)\n"
-    )
-    after = before.replace("kwargs)\n", "kwargs, firstresult)\n")
-    result = synthesize([Example(before, after, path="hooks.py")])
-    held = (
-        "class Manager:\n"
-        "    def _hookexec(self, hook, methods, kwargs):\n"
-        "        return self._inner(hook, methods, kwargs)\n\n"
-        "class Other:\n"
-        "    def _hookexec(self, hook, firstresult):\n"
-        "        pass\n"
-    )
-    want = held.replace(
-        "def _hookexec(self, hook, methods, kwargs):",
-        "def _hookexec(self, hook, methods, kwargs, firstresult):",
-    )
-    assert result.apply(held)[0] == want
-
-
 def test_a_definition_the_examples_keep_refuses_the_follow_up() -> None:
     """Precision: where the example file defines the function and keeps its name, the
     calls' rename does not reach definitions (the rule set must reproduce the example)."""

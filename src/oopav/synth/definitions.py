@@ -1,25 +1,27 @@
-"""A called function's own definition (wave 3h, synth7): the follow-up that makes a change of
-the calls reach the function they call.
+"""A function's definition and its calls (wave 3h, synth7): the follow-ups that make a
+change of one side reach the other.
 
-A commit that renames a function or gives it a new argument changes its definition and its
+A commit that renames a function or gives it a new parameter changes its definition and its
 calls together; the example files often hold only one side (the calls in `adapters/http.js`,
-the `def` in `helpers/buildUrl.js`). A rule learned from the calls alone — `buildUrl($$$A)`
--> `buildURL($$$A)`, `self._hookexec($$$A)` -> `self._hookexec($$$A, firstresult)` — is
-exact on the calls and misses the definition. Two follow-ups (``follow_up: definition``,
-optional: a repository may define the function elsewhere), each kept only where the rule
-set still reproduces every example (an example that keeps the definition refuses it):
+the `function buildUrl(…)` in `helpers/buildUrl.js`). A rule learned from one side alone is
+exact there and misses the other. Two follow-ups (``follow_up: definition``, optional: a
+repository may hold only one side), each kept only where the rule set still reproduces
+every example (an example that keeps the other side unchanged refuses it):
 
-- a **call head renamed** (`NAME($$$A)` -> `NEW($$$A)`, any receiver): the name of a
-  function or method *defined* as ``NAME`` becomes ``NEW``
-  (``kind: identifier, inside: {kind: function_declaration, field: name}``);
-- an **argument appended** (`NAME($$$A)` -> `NAME($$$A, X)`, ``X`` a plain name the call
-  passes): the definition of ``NAME`` gets the parameter ``X`` at the end of its list,
-  unless it already has one of that name (or has none at all: `(self)` of a method is
-  kept as it is only where the calls pass no arguments either).
+- a **call head renamed** (`NAME($$$A)` -> `NEW($$$A)`, any receiver): the function or
+  method *defined* as ``NAME`` is renamed too (``kind: identifier, inside: {kind:
+  function_declaration, field: name}``); a variable bound to it (`var buildUrl =
+  require(…)`) is no definition and stays;
+- a **parameter appended** to the definitions of some names (`function enhanceError(error,
+  config, code)` -> `…, response)`, the names read from where the rule matches in the
+  examples): their calls pass the same name at the end (`$F($$$A)` -> `$F($$$A, response)`,
+  ``F`` the names, a call that passes nothing or passes it already left alone).
 
-Only the plain pattern forms are read (a call, or a statement around one such as
-`return NAME($$$A)`); a rule narrowed by contexts or constraints names where its calls are,
-and its definition would not be there.
+Not the other way round from the calls: an argument appended to calls is no evidence of the
+parameter's name or place (jinja's `PythonTranslator.process(…, source)` kept `def
+process(environment, node)` — a wrong hunk in a trial). Only the plain pattern of a call
+(or a statement around one, `return NAME($$$A)`) is read for a rename: a rule narrowed by
+contexts or constraints names where its calls are, and the definition is not there.
 """
 
 from __future__ import annotations
@@ -116,33 +118,7 @@ def companion(rule: SynthRule) -> tuple[dict[str, Any], str, str] | None:
     rest, rest2 = pattern[e0:], fix[e1:]
     if name != name2 and rest == rest2 and _NAME.match(name2):
         return _def_name(rule.language, name), name2, f"the definition of {name} renamed"
-    if name != name2 or not rest.startswith(")"):
-        return None
-    added = re.match(r"^,\s*(?P<x>[A-Za-z_]\w*)\)", rest2)
-    if added is None or rest2[added.end() :] != rest[1:]:
-        return None
-    x = added["x"]
-    defs, _, params, wrapper = _DEFS[rule.language]
-    inside: dict[str, Any] = {
-        "field": "parameters",
-        "stopBy": "neighbor",
-        "has": {"field": "name", "regex": f"^{re.escape(name)}$"},
-    }
-    if len(defs) == 1:
-        inside["kind"] = defs[0]
-    else:
-        inside["any"] = [{"kind": k} for k in defs]
-    new = {
-        "pattern": {"context": wrapper.format("$$$P"), "selector": params},
-        "inside": inside,
-        "not": {
-            "any": [
-                {"regex": r"^\(\s*\)$"},
-                {"has": {"regex": f"^{re.escape(x)}$", "stopBy": "end"}},
-            ]
-        },
-    }
-    return new, f"($$$P, {x})", f"the definition of {name} gets the parameter {x}"
+    return None
 
 
 def _defined_names(rule: SynthRule, befores: list[str]) -> set[str] | None:
