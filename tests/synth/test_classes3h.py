@@ -38,6 +38,20 @@ def test_an_object_member_is_learned_as_the_member_not_the_whole_object() -> Non
     assert result.apply(held)[0] == want
 
 
+def test_a_class_method_is_learned_as_the_method_not_the_whole_class() -> None:
+    """The same for a class's methods: `get() {…}` -> `async get() {…}` alone parses as a
+    call and a block, so the rule was the whole `class A {…}`; a method site is tried
+    inside a class too."""
+    before = (
+        "class A {\n  // one\n  get() {\n    return this.fetch();\n  }\n\n"
+        "  // two\n  put(x) {\n    return this.send(x);\n  }\n}\n"
+    )
+    after = before.replace("  get() {", "  async get() {").replace("  put(x) {", "  async put(x) {")
+    result = synthesize([Example(before, after, path="a.ts")])
+    held = "class B {\n  post(y) {\n    return this.send(y);\n  }\n}\n"
+    assert result.apply(held)[0] == held.replace("  post(y) {", "  async post(y) {")
+
+
 def test_a_member_lifted_to_from_its_key_stays_the_objects_pattern() -> None:
     """The member parse is for a site that *is* a member: a key renamed in one object and
     kept in another still learns the object's pattern (the wave 1 precision case)."""

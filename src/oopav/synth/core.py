@@ -653,10 +653,14 @@ _PARAM_WRAPPERS: dict[str, tuple[frozenset[str], str]] = {
 # pattern of one member (koa's `inspect: function(){…}` -> `inspect(){…}`) matched nothing and
 # the rule was the whole object literal, comments and all, reaching no other file.
 _MEMBER_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("javascript", "pair"): ("_ = {{ {} }}",),
-    ("typescript", "pair"): ("_ = {{ {} }}",),
-    ("tsx", "pair"): ("_ = {{ {} }}",),
     ("python", "pair"): ("_ = {{ {} }}",),
+    **{(lang, "pair"): ("_ = {{ {} }}",) for lang in ("javascript", "typescript", "tsx")},
+    # A class's method or field alone is a call and a block, or nothing.
+    **{
+        (lang, kind): ("class _ {{ {} }}",)
+        for lang in ("javascript", "typescript", "tsx")
+        for kind in ("method_definition", "field_definition", "public_field_definition")
+    },
 }
 
 
