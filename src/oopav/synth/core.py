@@ -1057,7 +1057,8 @@ def _follow_ups(result: SynthResult, exs: list[_Ex]) -> list[str]:
     from oopav.synth.macros import add_macro_rules
 
     notes += add_macro_rules(result, reproduces)
-    # A called function's own definition, renamed or given the new argument (wave 3h).
+    # A called function's definition renamed with its calls, a new parameter passed by
+    # the calls (wave 3h, synth/definitions.py).
     from oopav.synth.definitions import add_definition_rules
 
     notes += add_definition_rules(result, reproduces, [ex.before for ex in exs])
