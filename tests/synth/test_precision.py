@@ -186,7 +186,9 @@ def test_a_member_rename_stays_in_the_member_namespace() -> None:
         [Example(before, before.replace(".calls", ".call_args_list"), path="test_c.py")]
     )
     [rule] = result.rules
-    assert rule.rule["inside"] == {"kind": "attribute", "field": "attribute", "stopBy": "neighbor"}
+    member = {"kind": "attribute", "field": "attribute", "stopBy": "neighbor"}
+    # Wave 3h: or a method of that name defined in a class (the member's definition).
+    assert {"inside": member} in rule.rule.get("any", [{"inside": rule.rule.get("inside")}])
     held = "def test_b(o):\n    calls = configure()\n    assert calls == o.calls\n"
     assert result.apply(held)[0] == held.replace("o.calls", "o.call_args_list")
 

@@ -8,6 +8,7 @@ about: the callee of a call, the names that are renamed, constants such as ``Non
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ast_grep_py import SgNode
@@ -116,6 +117,7 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
     keys: dict[tuple[tuple[str, ...], bool], str] = {}  # (texts across sites, multi) -> var
     multi: set[str] = set()
     names = iter(_var_names())
+    empty: dict[int, set[str]] = {}  # site -> its `$$$` lists that bind nothing (wave 3h)
 
     def key_for(texts: tuple[str, ...], is_multi: bool) -> str:
         k = keys.get((texts, is_multi))
@@ -168,6 +170,28 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
             ):
                 mark([n[0] for n in named], True, [n[-1] for n in named])
                 return True
+            if nodes[0].kind() in LIST_KINDS and any(named) and not all(named):
+                # Wave 3h (synth7): some sites' lists are empty (koa's `inspect: function(){`
+                # beside `onerror: function(err){`, all made methods): the run of items is
+                # one `$$$` that binds nothing there, checked against those sites' fixes.
+                opened = [bool(k) and not k[0].is_named() for k in kids]
+                if all(opened) and all(
+                    _spreadable(carried[i], text_of(i, named[i][0], named[i][-1]), len(named[i]))
+                    for i in range(len(nodes))
+                    if named[i]
+                ):
+                    k = key_for(
+                        tuple(text_of(i, n[0], n[-1]) if n else "" for i, n in enumerate(named)),
+                        True,
+                    )
+                    for i, n in enumerate(named):
+                        if n:
+                            spans[i].append((offs(i, n[0])[0], offs(i, n[-1])[1], k))
+                        else:
+                            at = offs(i, kids[i][0])[1]
+                            spans[i].append((at, at, k))
+                            empty.setdefault(i, set()).add(k)
+                    return True
             # A carried prefix (e.g. the arguments kept when a keyword argument goes).
             if len({len(n) for n in named}) == 1 and named[0] and len(named[0]) > 1:
                 for cut in range(len(named[0]) - 1, 0, -1):
@@ -249,6 +273,9 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
     # Patterns and fixes, per site; they must agree.
     results: set[tuple[str, str]] = set()
     first_vars: dict[str, str] = {}
+    # A site whose list binds nothing cannot place that `$$$` in its fix (no text to find):
+    # its fix must be the others' with the list left empty.
+    checks: list[tuple[str, str, set[str]]] = []
     for i, site in enumerate(sites):
         text = site.before_text
         pattern, pos = [], 0
@@ -262,12 +289,23 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
         if fix is None:
             return None
         fix = _dedent(fix, site)
+        if i in empty:
+            checks.append(("".join(pattern), fix, empty[i]))
+            if i == 0:
+                first_vars = variables
+            continue
         results.add(("".join(pattern), fix))
         if i == 0:
             first_vars = variables
     if len(results) != 1:
         return None
     pattern_text, fix = results.pop()
+    for other_pattern, other_fix, bare in checks:
+        emptied = fix
+        for k in bare:
+            emptied = re.sub(r"\$\$\$" + k + r"(?![A-Z])", "", emptied)
+        if other_pattern != pattern_text or other_fix != emptied:
+            return None
     return Template(pattern_text, fix, first_vars)
 
 

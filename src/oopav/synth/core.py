@@ -35,6 +35,7 @@ from oopav.synth.discriminate import (
     conjoin,
     context_closure,
     merge_constraints,
+    not_called,
     signature,
     value_constraints,
 )
@@ -685,9 +686,31 @@ _PARAM_WRAPPERS: dict[str, tuple[frozenset[str], str]] = {
 }
 
 
-def _pattern_rules(t: Template, language: str, kind: str) -> list[dict[str, Any]]:
+# Wave 3h (synth7): members that parse only inside their container. An object's `key:
+# value` pair alone reads as a labelled statement (JavaScript) or not at all (Python), so the
+# pattern of one member (koa's `inspect: function(){…}` -> `inspect(){…}`) matched nothing and
+# the rule was the whole object literal, comments and all, reaching no other file.
+_MEMBER_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("python", "pair"): ("_ = {{ {} }}",),
+    **{(lang, "pair"): ("_ = {{ {} }}",) for lang in ("javascript", "typescript", "tsx")},
+    # A class's method or field alone is a call and a block, or nothing.
+    **{
+        (lang, kind): ("class _ {{ {} }}",)
+        for lang in ("javascript", "typescript", "tsx")
+        for kind in ("method_definition", "field_definition", "public_field_definition")
+    },
+}
+
+
+def _pattern_rules(
+    t: Template, language: str, kind: str, member: bool = False
+) -> list[dict[str, Any]]:
+    """``t``'s pattern as rules: bare, then in each wrapper that parses it (``member``: the
+    site is a member itself, see ``_MEMBER_WRAPPERS``; a member lifted to from a smaller
+    site stays the container's pattern, `{retries: $A}`)."""
     rules: list[dict[str, Any]] = [{"pattern": t.pattern}]
-    for w in _WRAPPERS.get(language, ()):
+    members = _MEMBER_WRAPPERS.get((language, kind), ()) if member else ()
+    for w in _WRAPPERS.get(language, ()) + members:
         rules.append({"pattern": {"context": w.format(t.pattern), "selector": kind}})
     return rules
 
@@ -1143,6 +1166,11 @@ def _follow_ups(result: SynthResult, exs: list[_Ex]) -> list[str]:
     from oopav.synth.macros import add_macro_rules
 
     notes += add_macro_rules(result, reproduces)
+    # A called function's definition renamed with its calls, a new parameter passed by
+    # the calls (wave 3h, synth/definitions.py).
+    from oopav.synth.definitions import add_definition_rules
+
+    notes += add_definition_rules(result, reproduces, [ex.before for ex in exs])
     notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
     # A rule the ast-grep CLI would refuse for want of a kind gets the kinds it matched.
     notes += kinds_from_sites(result, [ex.before for ex in exs], reproduces)
@@ -1814,6 +1842,22 @@ def _search(
                     if not any(re.search(rx, n.text()) for n in neg):
                         guarded = conjoin(rule, {"regex": rx})
                         consider(guarded, fix, key, level, None, constraints, transform, False)
+                # (a lifted pattern only: a bare name gives way to the pattern above it,
+                # `$A.fetch` where a called `fetch(2)` is kept)
+                uncalled = not_called(pos, neg) if node is not None and level >= 1 else None
+                if uncalled is not None:
+                    # Wave 3h: the kept code is this shape called, the sites never are: at
+                    # once, before a context where the few sites happen to sit.
+                    consider(
+                        conjoin(rule, uncalled),
+                        fix,
+                        key,
+                        level,
+                        None,
+                        constraints,
+                        transform,
+                        False,
+                    )
                 if node is not None:
                     names = sorted(
                         set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", key.split("\0")[0]))
@@ -2048,7 +2092,7 @@ def _search(
                     pattern, fix, cons, transform = st
                     for rule in _pattern_rules(Template(pattern, fix, {}), lang, top.node.kind()):
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
-                for rule in _pattern_rules(t, lang, top.node.kind()):
+                for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         # The smallest discriminating context: the same patterns, only where the site sits
         # (``inside`` its parent, in that field). Tried after the pattern lifted one level

@@ -307,6 +307,25 @@ RETURNS = {
 }
 
 
+def not_called(positives: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
+    """Wave 3h (synth7): ``not`` being the head of a call, where every negative is one and
+    no positive is — the kept code is the same shape *called* (gin's `c.Error(err)` kept,
+    `c.Errors[n].Error` -> `.Err`, a field). Not being called is what tells them apart,
+    before where the few sites happen to sit (`inside: expression_list` of a `return`,
+    which no held-out `assert.Equal(t, x.Error, …)` has)."""
+    if not negatives or not positives:
+        return None
+    heads = {(_kind_at(n, 1), _field(n)) for n in negatives}
+    if len(heads) != 1:
+        return None
+    kind, field = next(iter(heads))
+    if kind is None or field != "function":
+        return None
+    if any((_kind_at(p, 1), _field(p)) == (kind, field) for p in positives):
+        return None
+    return {"not": {"inside": {"kind": kind, "field": "function", "stopBy": "neighbor"}}}
+
+
 def _return_field(node: SgNode) -> str:
     kind = node.kind()
     if kind == "function_declaration" and node.text().startswith("func"):

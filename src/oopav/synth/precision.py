@@ -175,7 +175,13 @@ def closures(
     ps = _distinct(positives)
     if set(rule) == {"kind", "regex"} and rule["kind"] == "identifier":
         member = member_rename(rule["regex"], ps)
-        return [(member, constraints)] if member is not None else []
+        if member is None:
+            return []
+        # Wave 3h (synth7): a member's own definition is in the member namespace too (jinja's
+        # `parser.ignore_colon()` -> `parser.skip_colon()`: the held-out `def
+        # ignore_colon(self):` of the class is the same name). Tried first; where the
+        # examples keep such a method, the member uses alone.
+        return [(method_rename(member), constraints), (member, constraints)]
     if not weak(rule, fix, ps, constraints):
         return []
     where: dict[str, Any] | None = None
@@ -257,6 +263,34 @@ def member_rename(regex: str, nodes: list[SgNode]) -> dict[str, Any] | None:
         "regex": regex,
         "inside": {"kind": "attribute", "field": "attribute", "stopBy": "neighbor"},
     }
+
+
+def _method_name(*around: str) -> dict[str, Any]:
+    """``inside`` the name of a function defined directly in a class body (through
+    ``around``: a decorator's definition)."""
+    inner: dict[str, Any] = {"kind": "class_definition", "stopBy": "neighbor"}
+    for kind in ("block", *around):
+        inner = {"kind": kind, "stopBy": "neighbor", "inside": inner}
+    return {
+        "inside": {
+            "kind": "function_definition",
+            "field": "name",
+            "stopBy": "neighbor",
+            "inside": inner,
+        }
+    }
+
+
+def method_rename(member: dict[str, Any]) -> dict[str, Any]:
+    """``member`` (see :func:`member_rename`) that also renames the methods of that name
+    defined in a class (decorated or not): the definition of the member the sites use."""
+    rule = {k: v for k, v in member.items() if k != "inside"}
+    rule["any"] = [
+        {"inside": member["inside"]},
+        _method_name(),
+        _method_name("decorated_definition"),
+    ]
+    return rule
 
 
 def nested_guard(rule: dict[str, Any], fix: str, positives: list[SgNode]) -> dict[str, Any] | None:
