@@ -90,3 +90,24 @@ def test_the_site_level_protocol_withdraws_a_site_the_synthesiser_refuses() -> N
     assert s.added_sites == ["h.py:3 keep refused"]
     assert s.learned and (s.correct, s.produced) == (1, 2)
     assert s.example_sites == 2
+
+
+def test_lines_inserted_under_a_rust_comment_are_an_insertion_before_the_next_item() -> None:
+    """A Rust `// comment`'s words are no token (its only leaf is `//`): an attribute added
+    on the line below one came out as the comment's last word "replaced" by itself plus the
+    new line, no rewrite of one node ("not a rewrite of one syntax node"), whole example or
+    partial. Now it is the insertion it is, anchored on the item below."""
+    before = (
+        "use x;\n\n// Sources\n\nimpl<R> IoRead<R> {\n    fn f() {}\n}\n\n"
+        "struct S;\n\n// more\nimpl<R> Other<R> {}\n"
+    )
+    after = before.replace("impl<R> IoRead", '#[cfg(feature = "std")]\nimpl<R> IoRead')
+    for partial in (False, True):
+        result = synthesize([Example(before, after, path="m.rs", partial=partial)])
+        got = result.apply(before)[0]
+        assert '#[cfg(feature = "std")]\nimpl<R> IoRead<R>' in got
+        assert got == after or partial
+    # Directly under the comment line, no blank line between.
+    tight = "fn a() {}\n// c\nimpl<R> IoRead<R> {}\n"
+    tight_after = tight.replace("impl<R>", '#[cfg(feature = "std")]\nimpl<R>')
+    assert synthesize([Example(tight, tight_after, path="m.rs")]).apply(tight)[0] == tight_after
