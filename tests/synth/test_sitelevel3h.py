@@ -111,3 +111,31 @@ def test_lines_inserted_under_a_rust_comment_are_an_insertion_before_the_next_it
     tight = "fn a() {}\n// c\nimpl<R> IoRead<R> {}\n"
     tight_after = tight.replace("impl<R>", '#[cfg(feature = "std")]\nimpl<R>')
     assert synthesize([Example(tight, tight_after, path="m.rs")]).apply(tight)[0] == tight_after
+
+
+def test_a_member_kept_by_name_is_excluded_by_its_name() -> None:
+    """Every member of an interface gains a type parameter but `head` (a partial example that
+    keeps its line): only the member's name tells the kept copy apart. Before: the rule was
+    literal, `get` only (the named definitions that tell code apart held no interface
+    member; in ky's real file the site had no rule at all). Now the kept member's
+    name is excluded — not a list of the changed ones, which would stop at the next member."""
+    before = (
+        "interface Ky {\n"
+        "\tget: (url: Input) => ResponsePromise;\n"
+        "\tpost: (url: Input) => ResponsePromise;\n"
+        "\thead: (url: Input) => ResponsePromise;\n"
+        "\tput: (url: Input) => ResponsePromise;\n"
+        "}\n"
+    )
+    after = before.replace("\tget: (", "\tget: <T>(").replace(
+        "get: <T>(url: Input) => ResponsePromise;", "get: <T>(url: Input) => ResponsePromise<T>;"
+    )
+    result = synthesize([Example(before, after, path="ky.ts", partial=True, keep=(4,))])
+    got = result.apply(before)[0]
+    assert "\thead: (url: Input) => ResponsePromise;\n" in got
+    assert "\tput: <T>(url: Input) => ResponsePromise<T>;\n" in got
+    assert "\tpost: <T>(url: Input) => ResponsePromise<T>;\n" in got
+    held = "interface K2 {\n\tpatch: (url: Input) => ResponsePromise;\n}\n"
+    assert result.apply(held)[0] == held.replace("patch: (", "patch: <T>(").replace(
+        "ResponsePromise;", "ResponsePromise<T>;"
+    )
