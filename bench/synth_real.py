@@ -95,7 +95,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ast_grep_py import SgRoot
@@ -1031,14 +1031,16 @@ Hunk = tuple[int, int, int, int]
 
 
 def next_site(
-    f: FileCase, got: str, taken: list[Hunk], kept: list[int]
+    f: FileCase, got: str, taken: list[Hunk], kept: list[int], refused: list[Hunk] | None = None
 ) -> tuple[str, Hunk | list[int]] | None:
     """The first wrongly edited site of ``f`` (``got``: what the rules made of it), where the
     expected and the produced file first differ (as ``--why`` prints it): ``("site", hunk)``,
     the commit's hunk there (``_hunks``' (i1, i2, j1, j2) of ``f.before`` -> ``f.after``),
     when it is not taken yet; else ``("keep", lines)``, the 1-based lines of ``f.before``
     there — code the commit kept that the rules rewrote (a negative inside the partial
-    example, its ``keep``). None when every difference is at what was added already."""
+    example, its ``keep``). None when every difference is at what was added already.
+    ``refused``: hunks added once that the synthesiser refused (withdrawn; skipped here, and
+    kept lines it refused are in ``kept``)."""
     a = f.before.splitlines(keepends=True)
     w = f.after.splitlines(keepends=True)
     g = got.splitlines(keepends=True)
@@ -1054,8 +1056,10 @@ def next_site(
             or (h[2] == h[3] and i1 <= h[2] <= i2)
             or (i1 == i2 and h[2] <= i1 <= h[3])
         ]
+        if hit and refused and all(h in refused for h in hit):
+            continue  # shown once and refused: the synthesiser cannot take it
         if hit:
-            fresh = [h for h in hit if h not in taken]
+            fresh = [h for h in hit if h not in taken and h not in (refused or [])]
             if fresh:
                 return ("site", fresh[0])
             # A hunk shown already that the rules still get wrong. Left as it was: the
@@ -1102,13 +1106,24 @@ def site_level(case: Case, first: Score) -> Score:
     examples, heldout = split(case)
     taken: dict[str, list[Hunk]] = {}
     kept: dict[str, list[int]] = {}
+    # Sites the synthesiser refused (wave 3h synth9): a user told "no rule" for the site
+    # just added withdraws it, keeps the rules they had and shows the next wrong site; the
+    # withdrawn site still counts as an example site (the user spent it).
+    refused: dict[str, list[Hunk]] = {}
+    refused_lines: dict[str, list[int]] = {}
     added: list[str] = []
     s = first
     while not s.exact and s.learned and len(added) < SITE_CAP:
         step = None
         for f in heldout:
             if f.path in s.wrong and f.path in s.outputs:
-                found = next_site(f, s.outputs[f.path], taken.get(f.path, []), kept.get(f.path, []))
+                found = next_site(
+                    f,
+                    s.outputs[f.path],
+                    taken.get(f.path, []),
+                    kept.get(f.path, []) + refused_lines.get(f.path, []),
+                    refused.get(f.path, []),
+                )
                 if found is not None:
                     step = (f, found)
                     break
@@ -1126,9 +1141,22 @@ def site_level(case: Case, first: Score) -> Score:
         partials = [
             with_hunks(g, taken.get(g.path, []), kept.get(g.path))
             for g in heldout
-            if g.path in taken or g.path in kept
+            if taken.get(g.path) or kept.get(g.path)
         ]
+        prev = s
         s = score(case, [*examples, *partials], heldout)
+        if not s.learned and prev.learned:
+            # Refused: withdrawn, the rules before it stand.
+            if what == "site":
+                assert isinstance(where, tuple)
+                taken[f.path].remove(where)
+                refused.setdefault(f.path, []).append(where)
+            else:
+                assert isinstance(where, list)
+                kept[f.path] = kept[f.path][: -len(where)]
+                refused_lines.setdefault(f.path, []).extend(where)
+            added[-1] += " refused"
+            s = replace(prev)
         s.example_sites = sum(e.sites for e in examples) + len(added)
     if s is not first:
         s.added_sites = added

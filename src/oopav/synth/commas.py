@@ -207,12 +207,14 @@ def comma_rule(lang: str, kinds: list[str]) -> dict[str, Any]:
 
 
 def trailing_comma_rule(
-    pairs: list[tuple[str, str]], lang: str
+    pairs: list[tuple[str, str]], lang: str, free: tuple[bool, ...] = ()
 ) -> tuple[dict[str, Any], int] | None:
     """The trailing-comma rule (ast-grep's rule object) and the example sites it makes, when
     every changed example only gains trailing commas; else None. ``synth.core`` builds the
     rule set from it (the rule and ``DEPTH - 1`` nested copies) and keeps it only when the
-    set reproduces every example (built there: this module is below ``core``)."""
+    set reproduces every example (built there: this module is below ``core``). ``free[i]``:
+    pair ``i`` is a partial example (wave 3h synth9): the lists its after text leaves without
+    a comma are the ones left for the rule, not kept ones."""
     from oopav.sandbox.astgrep import Rule, rewrite_source
     from oopav.synth.sites import parse
 
@@ -225,7 +227,8 @@ def trailing_comma_rule(
     probe = comma_rule(lang, kinds)
     kept = {
         p.kind()
-        for _, a in pairs
+        for n, (_, a) in enumerate(pairs)
+        if not (n < len(free) and free[n])
         for m in parse(a, lang).find_all(**probe)
         if (p := m.parent()) is not None
     }

@@ -1030,10 +1030,9 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
         """Rules that interfere when learned side by side (a rule for one change rewrites
         code that a rule for another change must still match): each rule is learned on the
         text the earlier ones produce, at most one per site."""
-        if any(ex.partial for ex in exs_all):
-            # Each step re-diffs the examples from what the earlier rules made of them; a
-            # partial example's unchanged code, rewritten by them, is no site to learn.
-            raise SynthesisError("interfere", None)
+        # A partial example (wave 3h synth9): each step re-diffs it from what the earlier
+        # rules made of it, towards an after text that keeps their rewrites of its unchanged
+        # code (free there), so only its edited sites are left to learn.
         cur = exs_all
         rules: list[SynthRule] = []
         for _ in range(len(all_sites) + 1):
@@ -1076,7 +1075,7 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
             raise SynthesisError("interfere", None)
         result = SynthResult([replace(r, id=f"synth-{n}") for n, r in enumerate(rules, 1)], lang, 0)
         for ex in exs_all:
-            if result.apply(ex.before)[0] != ex.after:
+            if not _reproduced(ex, result.apply(ex.before)[0]):
                 raise SynthesisError("interfere", ex.index)
             result.examples_reproduced += 1
         return result, [
@@ -1086,7 +1085,7 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
 
     # Trailing commas at every depth (wave 3f): one rule and its nested copies, when the
     # examples change nothing else.
-    commas = _trailing_commas([(ex.before, ex.after) for ex in exs], lang)
+    commas = _trailing_commas(exs, lang)
     if commas is not None:
         result = SynthResult(rules=commas, language=lang, examples_reproduced=len(exs))
         notes = [
@@ -1118,10 +1117,12 @@ def _learn_all(learn: Any, learn_sequential: Any) -> tuple[SynthResult, list[str
     return result, notes
 
 
-def _trailing_commas(pairs: list[tuple[str, str]], lang: str) -> list[SynthRule] | None:
+def _trailing_commas(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     """The trailing-comma rule set (``synth.commas``): the rule and its nested copies, when
-    the set reproduces every example."""
-    found = trailing_comma_rule(pairs, lang)
+    the set reproduces every example (a partial one as :func:`_reproduced` has it: its
+    edited sites and kept lines; its other lists are the rule's to change)."""
+    pairs = [(ex.before, ex.after) for ex in exs]
+    found = trailing_comma_rule(pairs, lang, tuple(ex.partial for ex in exs))
     if found is None:
         return None
     rule_obj, sites = found
@@ -1131,7 +1132,7 @@ def _trailing_commas(pairs: list[tuple[str, str]], lang: str) -> list[SynthRule]
         for i in range(2, COMMA_DEPTH + 1)
     ]
     result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
-    if any(result.apply(b)[0] != a for b, a in pairs):
+    if not all(_reproduced(ex, result.apply(ex.before)[0]) for ex in exs):
         return None
     return rules
 
@@ -1289,18 +1290,56 @@ def _finish(
 
 
 def _rewritten(exs: list[_Ex], mids: list[str], lang: str) -> list[_Ex]:
-    """The examples from ``mids[i]`` (the text earlier rules produced) to their after text."""
+    """The examples from ``mids[i]`` (the text earlier rules produced) to their after text
+    (a partial example's: :func:`_partial_target`)."""
     out = []
     for ex, before in zip(exs, mids, strict=True):
-        broot, aroot = parse(before, lang), parse(ex.after, lang)
+        after, keep = _partial_target(ex, before) if ex.partial else (ex.after, ex.keep)
+        broot, aroot = parse(before, lang), parse(after, lang)
         where = f"example {ex.index}"
-        sites = (
-            []
-            if before == ex.after
-            else find_sites(ex.index, before, ex.after, broot, aroot, where)
-        )
-        out.append(_Ex(ex.index, before, ex.after, broot, aroot, sites, ex.partial, ex.keep))
+        sites = [] if before == after else find_sites(ex.index, before, after, broot, aroot, where)
+        out.append(_Ex(ex.index, before, after, broot, aroot, sites, ex.partial, keep))
     return out
+
+
+def _partial_target(ex: _Ex, mid: str) -> tuple[str, list[tuple[int, int]]]:
+    """A partial example's after text and kept spans for a rule learned on ``mid`` (what the
+    earlier rules made of its before text), as the sequential learner needs them: line by
+    line, ``mid``'s lines where they differ from the after text away from every edited site
+    and kept line (the rules rewrote unchanged code there: free, so kept as they made it),
+    the after text's lines elsewhere; the kept lines at their place in ``mid`` (one the rules
+    rewrote is dropped: the final check fails the example there)."""
+    line_of = [0] + [m.end() for m in re.finditer("\n", ex.after)]
+    fixed: set[int] = set()
+    for s in ex.sites:
+        first = bisect.bisect_right(line_of, s.after_start) - 1
+        last = bisect.bisect_right(line_of, max(s.after_start, s.after_end - 1)) - 1
+        fixed.update(range(first, last + 1))
+    before_lines = ex.before.splitlines(keepends=True)
+    mid_lines = mid.splitlines(keepends=True)
+    after_lines = ex.after.splitlines(keepends=True)
+    starts = [0] + [m.end() for m in re.finditer("\n", ex.before)]
+    kept_lines = {
+        bisect.bisect_right(starts, a) - 1 for a, _b in ex.keep
+    }  # 0-based lines of before
+    # Kept lines where the after text has them (they are unchanged, so its equal blocks).
+    ab = difflib.SequenceMatcher(None, before_lines, after_lines, autojunk=False)
+    for tag, i1, i2, j1, _j2 in ab.get_opcodes():
+        if tag == "equal":
+            fixed.update(j1 + n - i1 for n in kept_lines if i1 <= n < i2)
+    out: list[str] = []
+    sm = difflib.SequenceMatcher(None, mid_lines, after_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        near = fixed.intersection(range(j1, max(j2, j1 + 1))) or (j1 == j2 and j1 - 1 in fixed)
+        out += after_lines[j1:j2] if tag == "equal" or near else mid_lines[i1:i2]
+    target = "".join(out)
+    # The kept lines, in mid's numbering (where mid still has them as before did).
+    keep_mid: list[int] = []
+    bm = difflib.SequenceMatcher(None, before_lines, mid_lines, autojunk=False)
+    for tag, i1, i2, j1, _j2 in bm.get_opcodes():
+        if tag == "equal":
+            keep_mid += [j1 + n - i1 + 1 for n in sorted(kept_lines) if i1 <= n < i2]
+    return target, _keep_spans(mid, keep_mid)
 
 
 def _kept_elsewhere(seed: Site, exs: list[_Ex]) -> bool:
@@ -1389,10 +1428,15 @@ def _reproduced(ex: _Ex, got: str, left_out: set[int] | None = None) -> bool:
     ref = "".join(out)
     # The lines the example keeps, where ``ref`` has them: they must come out as they are.
     kept_sites = [s for s in ex.sites if not (left_out and id(s) in left_out)]
+    n_sites = len(spans)
     for a, b in ex.keep:
         shift_a = sum(len(s.after_text) - (s.end - s.start) for s in kept_sites if s.end <= a)
         shift_b = sum(len(s.after_text) - (s.end - s.start) for s in kept_sites if s.end <= b)
         spans.append((a + shift_a, b + shift_b))
+    # A kept line is kept whole: text inserted at either end of it changes it too (a trailing
+    # comma after its last item), where an insertion at a site's edge may be the site's
+    # neighbour's (wave 3h synth9).
+    kept_spans = set(spans[n_sites:])
     starts = [0] + [m.end() for m in re.finditer("\n", ref)]
     site_lines: set[int] = set()
     for a, b in spans:
@@ -1416,13 +1460,17 @@ def _reproduced(ex: _Ex, got: str, left_out: set[int] | None = None) -> bool:
         # may be rewritten (`null != a && a !== b`, the site the second `!=`); the site's
         # own characters may not.
         lo, hi = starts[i1], starts[min(i2, len(starts) - 1)]
-        inner = [(a - lo, b - lo) for a, b in spans if (a < hi and lo < b) or lo <= a == b <= hi]
+        inner = [
+            (a - lo, b - lo, (a, b) in kept_spans)
+            for a, b in spans
+            if (a < hi and lo < b) or lo <= a == b <= hi
+        ]
         chars = difflib.SequenceMatcher(None, ref[lo:hi], "".join(got_lines[j1:j2]), autojunk=False)
         for op, c1, c2, _d1, _d2 in chars.get_opcodes():
             if op == "equal":
                 continue
-            for a, b in inner:
-                if (c1 < b and a < c2) if c1 < c2 else (a < c1 < b):
+            for a, b, whole in inner:
+                if (c1 < b and a < c2) if c1 < c2 else (a <= c1 <= b if whole else a < c1 < b):
                     return False
     return True
 

@@ -532,10 +532,18 @@ def _position(node: SgNode, reverse: bool) -> int:
     return next((i for i, x in enumerate(named, 1) if x == r), 0)
 
 
+# Members named by their ``name`` field, tried after the definitions (wave 3h synth9): ky's
+# `get: (url…) => ResponsePromise` changed on every member of an interface but `head:` — the
+# member's name is all that tells the kept copy apart.
+NAMED_MEMBERS = ("property_signature", "method_signature", "public_field_definition")
+
+
 def _def_names(these: list[SgNode], others: list[SgNode], negate: bool) -> dict[str, Any] | None:
     """``inside`` (``not inside``) the definitions that enclose every one of ``these`` and none
     of ``others``, by kind and name: the innermost kind that tells them apart."""
-    for kind in NAMED_DEFINITIONS:
+    # Members only by the names kept (``negate``): the changed members' names are a list of
+    # instances (`get`, `post`, …) that stops short of the next one.
+    for kind in (*NAMED_DEFINITIONS, *(NAMED_MEMBERS if negate else ())):
         names = {_def_name(p, kind) for p in these}
         if None in names or not names:
             continue

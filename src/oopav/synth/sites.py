@@ -123,6 +123,18 @@ def token_edits(before: str, after: str, btoks: list[Token], atoks: list[Token])
         ):
             suf += 1
         start, end, text = bs + pre, be - suf, a[pre : len(a) - suf]
+        # Whole lines inserted after text that is no token of its own (the words of a Rust
+        # `// comment`, whose only leaf is `//`): the gap's words come out as "replaced" by
+        # themselves plus the new lines; they are an insertion after those words (wave 3h
+        # synth9: serde's `#[cfg(feature = "std")]` added under a `////` rule line).
+        old = before[start:end]
+        after_words = None
+        if old and end > start and text.startswith(old) and text[len(old) :].startswith("\n"):
+            start, text = end, text[len(old) :]
+            if before[end : end + 1] == "\n":
+                # The same lines before the next line's statement (``_insertion``'s "before"
+                # anchor: the comment is no statement to insert after).
+                after_words = (end + 1, end + 1, text[1:] + "\n")
         # A deleted or inserted line is ambiguous about which newline goes with it; take the
         # one before it, so the edit stays inside the enclosing block ("\n    b()", not
         # "    b()\n").
@@ -136,7 +148,7 @@ def token_edits(before: str, after: str, btoks: list[Token], atoks: list[Token])
                 if text:
                     text = cut[len(cut) - tail :] + cut[: len(cut) - tail]
                 start, end = start - tail, end - tail
-        edits.append(Edit(start, end, text, alt))
+        edits.append(Edit(start, end, text, alt or after_words))
     return edits
 
 
