@@ -631,12 +631,12 @@ def manage_imports(
                     if not r.companion:
                         notes.append(f"{r.id}: deletes an import only where it is no longer used")
                     continue
-        added = _added_import(r, examples, lang)
-        if gap is None and added is not None:
+        one = _added_import(r, examples, lang)
+        if gap is None and one is not None:
             # An import list rewritten to hold one more import (Go's `import (...)`, learned
             # literally): the same insertion into any file's import block.
-            choices = _insert_choices(r, added, lang, bound_names(added, lang), befores)
-            inserted_names |= bound_names(added, lang)
+            choices = _insert_choices(r, one, lang, bound_names(one, lang), befores)
+            inserted_names |= bound_names(one, lang)
             insert_choices.append((len(inserts), choices))
             inserts.extend(choices[0][0])
             notes.append("")
@@ -711,8 +711,8 @@ def manage_imports(
     added_for, dropped_for = fresh[: len(added_for)], fresh[len(added_for) :]
     result.rules = rewrites + inserts + added_for + deletes
     if insert_choices:
-        inserts = _choose(result, rewrites, inserts, added_for, deletes, insert_choices, check)
-        if inserts is None:
+        chosen = _choose(result, rewrites, inserts, added_for, deletes, insert_choices, check)
+        if chosen is None:
             result.rules = original
             return []
         notes = [n for n in notes if n]
@@ -876,15 +876,15 @@ def _choose(
     def flat() -> list[SynthRule]:
         return [x for seg in segments for x in seg]
 
-    for s, k in enumerate(which):
-        if k is None:
+    for s, w in enumerate(which):
+        if w is None:
             continue
-        at, choices = insert_choices[k]
-        for c, (rules, note) in enumerate(choices):
+        at, choices = insert_choices[w]
+        for c, (rules, _note) in enumerate(choices):
             segments[s] = rules
             result.rules = rewrites + flat() + added_for + deletes
             if check(result):
-                insert_choices[k] = (at, [choices[c], *choices[:c], *choices[c + 1 :]])
+                insert_choices[w] = (at, [choices[c], *choices[:c], *choices[c + 1 :]])
                 break
         else:
             return None
@@ -899,7 +899,7 @@ def _added_import(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) 
     if not _import_edit(r, [b for b, _ in examples]):
         return None
     found: set[str] = set()
-    for before, after in examples:
+    for before, _after in examples:
         got, n = r.apply(before)
         if n == 0:
             continue
