@@ -442,6 +442,8 @@ def _block_alternatives(
     key = _sort_key(new, language)
     if key is not None:
         lt = _lt_regex(key, language)
+        if language == "python":  # `from __future__` stays first
+            lt = "(?:" + lt + r"|^from\s+__future__\b)"
         after_lt = {
             "any": matchers,
             "pattern": "$ANCHOR",
@@ -468,6 +470,58 @@ def _block_alternatives(
         }
         out.append([(after_lt, after_fix), (first, before_fix)])
     return out
+
+
+# What may come before a file's imports: comments, a docstring or a directive
+# (`'use strict';`), Rust inner attributes (`#![…]`).
+_PREAMBLE: dict[str, list[str]] = {
+    "python": ["comment"],
+    "javascript": ["comment"],
+    "typescript": ["comment"],
+    "tsx": ["comment"],
+    "rust": ["line_comment", "block_comment", "inner_attribute_item"],
+}
+
+
+def _preamble(language: str) -> list[dict[str, Any]]:
+    return [
+        *({"kind": k} for k in _PREAMBLE[language]),
+        {"kind": "expression_statement", "regex": "^[\"'`]"},
+    ]
+
+
+def _no_import_rule(new: str, language: str) -> tuple[dict[str, Any], str] | None:
+    """A file without any import: the new one goes before its first statement (after the
+    comments, docstring or directive that open it), a blank line between."""
+    if language not in ("python", "javascript", "typescript", "tsx", "rust"):
+        return None
+    body = new.strip(" \t\n")
+    rule = {
+        "pattern": "$ANCHOR",
+        "inside": {"kind": ROOT_KINDS[language], "stopBy": "neighbor"},
+        "all": [
+            {"not": {"any": _preamble(language)}},
+            {
+                "not": {
+                    "follows": {
+                        "regex": "[\\s\\S]",
+                        "not": {"any": _preamble(language)},
+                        "stopBy": "end",
+                    }
+                }
+            },
+            {
+                "not": {
+                    "inside": {
+                        "kind": ROOT_KINDS[language],
+                        "stopBy": "neighbor",
+                        "has": {"any": _import_matchers(language)},
+                    }
+                }
+            },
+        ],
+    }
+    return rule, body + "\n\n$ANCHOR"
 
 
 def _deleted_imports(rule: SynthRule, befores: Sequence[str]) -> list[SgNode] | None:
@@ -632,7 +686,7 @@ def manage_imports(
                         notes.append(f"{r.id}: deletes an import only where it is no longer used")
                     continue
         one = _added_import(r, examples, lang)
-        if gap is None and one is not None:
+        if gap is None and one is not None and not _introduces(result.rules, r, one, lang):
             # An import list rewritten to hold one more import (Go's `import (...)`, learned
             # literally): the same insertion into any file's import block.
             choices = _insert_choices(r, one, lang, bound_names(one, lang), befores)
@@ -803,7 +857,19 @@ def _insert_choices(
     ``r``'s own anchor, only where used (the wave 3c follow-up); ``r`` as learned. Each is
     once per file (not where the file imports it already)."""
     text = new.strip()
-    already = {"not": _imports_already(text, lang)}
+    already: dict[str, Any] = {"not": _imports_already(text, lang)}
+    if names:
+        # Nor where another import already binds one of its names (`KyError` imported from
+        # another path): a second import of a name is an error in most languages.
+        word = r"\b(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\b"
+        bound = {
+            "inside": {
+                "kind": ROOT_KINDS[lang],
+                "stopBy": "end",
+                "has": {"any": _import_matchers(lang), "regex": word, "stopBy": "end"},
+            }
+        }
+        already = {"all": [already, {"not": bound}]}
     guards: list[tuple[list[dict[str, Any]], str]] = []
     if names:
         guards.append(
@@ -814,8 +880,12 @@ def _insert_choices(
     out: list[tuple[list[SynthRule], str]] = []
     blocks = _block_alternatives(new, lang, root_kind)
     where = ["after the file's last import", "where it sorts among the file's imports"]
+    lone = _no_import_rule(new, lang)
     for conds, said in guards:
         for i, block in enumerate(blocks):
+            if conds and lone is not None:
+                # Only where the name is used: a file without imports gets it too.
+                block = [*block, lone]
             rules = [
                 replace(
                     r,
@@ -920,3 +990,17 @@ def _added_import(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) 
     if spec is None or (parent := spec.parent()) is None or parent.kind() != "import_spec_list":
         return None
     return "\t" + text
+
+
+def _introduces(rules: Sequence[SynthRule], but: SynthRule, imp: str, lang: str) -> bool:
+    """Whether a rewrite other than ``but`` brings a name ``imp`` binds (then the import is
+    the one that rewrite needs, added where it puts the name: see `manage_imports`)."""
+    names = bound_names(imp, lang)
+    for r in rules:
+        if r is but:
+            continue
+        pattern = r.rule.get("pattern")
+        text = str(pattern.get("context", "") if isinstance(pattern, dict) else pattern or "")
+        if names & (_names_in(r.fix) - _names_in(text)):
+            return True
+    return False
