@@ -686,7 +686,7 @@ def manage_imports(
                         notes.append(f"{r.id}: deletes an import only where it is no longer used")
                     continue
         one = _added_import(r, examples, lang)
-        if gap is None and one is not None and not _introduces(result.rules, r, one, lang):
+        if gap is None and one is not None and not _introduces(result.rules, r, one, lang, befores):
             # An import list rewritten to hold one more import (Go's `import (...)`, learned
             # literally): the same insertion into any file's import block.
             choices = _insert_choices(r, one, lang, bound_names(one, lang), befores)
@@ -992,12 +992,14 @@ def _added_import(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) 
     return "\t" + text
 
 
-def _introduces(rules: Sequence[SynthRule], but: SynthRule, imp: str, lang: str) -> bool:
+def _introduces(
+    rules: Sequence[SynthRule], but: SynthRule, imp: str, lang: str, befores: Sequence[str]
+) -> bool:
     """Whether a rewrite other than ``but`` brings a name ``imp`` binds (then the import is
     the one that rewrite needs, added where it puts the name: see `manage_imports`)."""
     names = bound_names(imp, lang)
     for r in rules:
-        if r is but:
+        if r is but or _import_edit(r, befores):
             continue
         pattern = r.rule.get("pattern")
         text = str(pattern.get("context", "") if isinstance(pattern, dict) else pattern or "")
