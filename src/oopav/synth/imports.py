@@ -252,9 +252,11 @@ def imports_of(source: str, language: str) -> list[SgNode]:
 
 
 def _not_in_imports(language: str) -> dict[str, Any]:
-    return {
-        "not": {"inside": {"any": [{"kind": k} for k in IMPORT_KINDS[language]], "stopBy": "end"}}
-    }
+    kinds: list[dict[str, Any]] = [{"kind": k} for k in IMPORT_KINDS[language]]
+    if language in ("javascript", "typescript", "tsx"):
+        # A `require` declaration, not every declaration: `const t = new KyError()` uses it.
+        kinds = _import_matchers(language)
+    return {"not": {"inside": {"any": kinds, "stopBy": "end"}}}
 
 
 def uses(names: Sequence[str], language: str, *, var: str | None = None) -> dict[str, Any]:
@@ -442,27 +444,27 @@ def _block_alternatives(
     key = _sort_key(new, language)
     if key is not None:
         lt = _lt_regex(key, language)
-        if language == "python":  # `from __future__` stays first
-            lt = "(?:" + lt + r"|^from\s+__future__\b)"
+        # `from __future__` stays first: it takes no part in the order.
+        sortable = {"any": [m for m in matchers if m.get("kind") != "future_import_statement"]}
         after_lt = {
-            "any": matchers,
+            **sortable,
             "pattern": "$ANCHOR",
             "regex": lt,
             "inside": container,
-            "not": {"precedes": {**any_import, "regex": lt, "stopBy": "end"}},
+            "not": {"precedes": {**sortable, "regex": lt, "stopBy": "end"}},
         }
         first = {
-            "any": matchers,
+            **sortable,
             "pattern": "$ANCHOR",
             "inside": container,
             "all": [
-                {"not": {"follows": {**any_import, "stopBy": "end"}}},
+                {"not": {"follows": {**sortable, "stopBy": "end"}}},
                 {
                     "not": {
                         "inside": {
                             "kind": container["kind"],
                             "stopBy": "neighbor",
-                            "has": {**any_import, "regex": lt},
+                            "has": {**sortable, "regex": lt},
                         }
                     }
                 },
