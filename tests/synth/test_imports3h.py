@@ -8,6 +8,7 @@ the branch start (509266c)."""
 from __future__ import annotations
 
 from oopav.synth import Example, synthesize
+from oopav.synth.clicheck import check_rules
 
 
 def test_python_import_goes_where_it_sorts_not_next_to_the_examples_neighbour() -> None:
@@ -132,3 +133,95 @@ def test_a_removed_import_still_goes_only_where_unused() -> None:
     assert result.apply(held)[0] == "import re\n\n\ndef g():\n    return re.compile('')\n"
     used = "import re\nimport sys\n\n\ndef g():\n    return sys.argv\n"
     assert result.apply(used)[0] == used
+
+
+def test_the_block_rules_are_applied_alike_by_the_ast_grep_cli() -> None:
+    """The re-anchored insertions (the regex of "sorts before", the first-import and
+    no-import companions, the guards) are rules the real ast-grep CLI accepts and applies as
+    synth does in process, on the examples and on held-out files."""
+    cases = {
+        "python": (
+            [
+                (
+                    "a.py",
+                    "import functools\nimport os\n\nfrom x import y\n\n\ndef f():\n    return types.A()\n",
+                ),
+                ("b.py", "import sys\nimport zipfile\n\n\ndef g():\n    return types.B()\n"),
+            ],
+            [
+                "import abc\nimport zlib\n\n\ndef h():\n    return types.C\n",
+                '"""Doc."""\n\n\ndef h():\n    return types.C\n',
+                "import zlib\n\n\ndef h():\n    return types.C\n",
+            ],
+            ("import os\n", "import os\nimport types\n"),
+            ("import sys\n", "import sys\nimport types\n"),
+        ),
+        "rust": (
+            [
+                ("a.rs", "use crate::de;\nuse crate::map::Map;\n\nfn f() -> Value { todo!() }\n"),
+                ("b.rs", "use crate::error::Error;\n\nfn g(v: Value) {}\n"),
+            ],
+            [
+                "use crate::a;\nuse crate::z;\n\nfn h(v: &Value) {}\n",
+                "use crate::number::Number;\n\nfn h(v: &Value) {}\n",
+            ],
+            ("use crate::de;\n", "use crate::de;\nuse crate::lib::Value;\n"),
+            ("Error;\n", "Error;\nuse crate::lib::Value;\n"),
+        ),
+        "typescript": (
+            [
+                (
+                    "a.ts",
+                    "import type {A} from '../core/a.js';\nimport {N} from './N.js';\n\n"
+                    "export class F extends KyError {}\n",
+                ),
+                (
+                    "b.ts",
+                    "import type {B} from '../types/b.js';\n\nexport class H extends KyError {}\n",
+                ),
+            ],
+            [
+                "import {Z} from './Z.js';\n\nexport const t = new KyError();\n",
+                "'use strict';\n\nexport const t = new KyError();\n",
+            ],
+            ("import {N}", "import {KyError} from './KyError.js';\nimport {N}"),
+            ("b.js';\n", "b.js';\nimport {KyError} from './KyError.js';\n"),
+        ),
+        "javascript": (
+            [
+                ("a.js", "var http = require('http');\nvar n = 1;\n\nf(Buffer.from('x'));\n"),
+                ("b.js", "var url = require('url');\n\nf(Buffer.alloc(1));\n"),
+            ],
+            ["var zlib = require('zlib');\n\ng(Buffer.concat([]));\n", "g(Buffer.concat([]));\n"],
+            ("('http');\n", "('http');\nconst { Buffer } = require('node:buffer');\n"),
+            ("('url');\n", "('url');\nconst { Buffer } = require('node:buffer');\n"),
+        ),
+        "go": (
+            [
+                (
+                    "a.go",
+                    'package a\n\nimport (\n\t"fmt"\n\t"os"\n)\n\nfunc f() { fmt.Println(os.Args); _ = strings.ToLower("") }\n',
+                ),
+                (
+                    "b.go",
+                    'package b\n\nimport (\n\t"errors"\n\t"sync"\n)\n\nfunc g() { _ = errors.New(""); _ = sync.Mutex{}; _ = strings.Title("") }\n',
+                ),
+            ],
+            [
+                'package c\n\nimport (\n\t"bytes"\n\t"net/http"\n)\n\nfunc h() { _ = bytes.Buffer{}; _ = http.Get; _ = strings.Repeat("", 1) }\n'
+            ],
+            ('\t"os"\n', '\t"os"\n\t"strings"\n'),
+            ('\t"sync"\n', '\t"strings"\n\t"sync"\n'),
+        ),
+    }
+    for lang, (files, held, (o1, n1), (o2, n2)) in cases.items():
+        examples = [
+            Example(files[0][1], files[0][1].replace(o1, n1), path=files[0][0]),
+            Example(files[1][1], files[1][1].replace(o2, n2), path=files[1][0]),
+        ]
+        result = synthesize(examples)
+        assert any(r.follow_up == "import" for r in result.rules), lang
+        texts = [(p, t) for p, t in files] + [
+            (f"h{i}{files[0][0][1:]}", t) for i, t in enumerate(held)
+        ]
+        assert check_rules(result.rules, texts, lang) == [], lang

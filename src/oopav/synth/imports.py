@@ -492,6 +492,46 @@ def _preamble(language: str) -> list[dict[str, Any]]:
     ]
 
 
+_JS_STATEMENTS = [
+    "expression_statement",
+    "function_declaration",
+    "class_declaration",
+    "lexical_declaration",
+    "variable_declaration",
+    "export_statement",
+    "if_statement",
+]
+# The statements a file's first import may go before.
+_STATEMENTS: dict[str, list[str]] = {
+    "python": [
+        "expression_statement",
+        "function_definition",
+        "class_definition",
+        "decorated_definition",
+        "if_statement",
+        "try_statement",
+        "with_statement",
+        "for_statement",
+    ],
+    "javascript": _JS_STATEMENTS,
+    "typescript": [*_JS_STATEMENTS, "interface_declaration", "type_alias_declaration"],
+    "tsx": [*_JS_STATEMENTS, "interface_declaration", "type_alias_declaration"],
+    "rust": [
+        "function_item",
+        "struct_item",
+        "enum_item",
+        "impl_item",
+        "trait_item",
+        "mod_item",
+        "const_item",
+        "static_item",
+        "type_item",
+        "attribute_item",
+        "macro_invocation",
+    ],
+}
+
+
 def _no_import_rule(new: str, language: str) -> tuple[dict[str, Any], str] | None:
     """A file without any import: the new one goes before its first statement (after the
     comments, docstring or directive that open it), a blank line between."""
@@ -499,6 +539,8 @@ def _no_import_rule(new: str, language: str) -> tuple[dict[str, Any], str] | Non
         return None
     body = new.strip(" \t\n")
     rule = {
+        # A kind for the CLI ("Rule must specify a set of AST kinds").
+        "any": [{"kind": k} for k in _STATEMENTS[language]],
         "pattern": "$ANCHOR",
         "inside": {"kind": ROOT_KINDS[language], "stopBy": "neighbor"},
         "all": [
