@@ -21,6 +21,11 @@ needs no import change it matches nothing, which is not a refusal (sandbox/apply
 set is checked again on the examples; a follow-up that would break one is not added, and the set
 falls back to the rules as learned.
 
+An inserted import goes into the file's *import block* (wave 3h synth10), not next to the
+example's literal neighbour: after the block's last import, or where it sorts, or before the
+first statement of a file without imports — the first choice that reproduces every example,
+once per file (:func:`_insert_choices`).
+
 Languages: Python, JavaScript, TypeScript (and TSX), Go, Rust. Which names an import binds is
 read from its text per language (:func:`bound_names`); a wildcard import binds none and is left
 alone.
