@@ -309,7 +309,7 @@ def _with(rule: dict[str, Any], *conds: dict[str, Any]) -> dict[str, Any]:
 # --- turning a rule set's import changes into follow-ups --------------------------------------
 
 
-def _inserted(rule: SynthRule) -> str | None:
+def _inserted(rule: SynthRule, *, literal: bool = False) -> str | None:
     fix = rule.fix
     if fix.startswith("$ANCHOR\n"):
         return fix[len("$ANCHOR\n") :]
@@ -318,7 +318,7 @@ def _inserted(rule: SynthRule) -> str | None:
     # The literal anchor (``pattern: const http = require('http')``, the fix the anchor and
     # the new statement): the same insertion, anchored to the example's neighbour.
     pattern = rule.rule.get("pattern")
-    if isinstance(pattern, str) and "$" not in pattern and pattern.strip():
+    if literal and isinstance(pattern, str) and "$" not in pattern and pattern.strip():
         if fix.startswith(pattern + "\n"):
             return fix[len(pattern) + 1 :]
         m = re.fullmatch(r"(.*)\n[ \t]*" + re.escape(pattern.strip()), fix, re.S)
@@ -694,7 +694,7 @@ def manage_imports(
         ):
             gap = r
             continue
-        new = _inserted(r)
+        new = _inserted(r, literal=True)
         if new is not None and _all_imports(new, lang):
             names = bound_names(new, lang)
             inserted_names |= names
