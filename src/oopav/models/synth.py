@@ -273,12 +273,14 @@ def describe(rule: Any) -> str:
         if isinstance(what, dict):
             what = what.get("context", "")
         return f"delete {what!r}"
-    if "regex" in r:
-        return f"rename {r['regex'].strip('^$').replace(chr(92), '')} to {rule.fix}"
     pattern = r.get("pattern")
     if pattern == "$ANCHOR":  # a statement insertion (docs/synth.md)
         new = rule.fix.replace("$ANCHOR", "").strip()
-        return f"insert {new!r} next to a {r.get('kind', 'statement')}"
+        # An import re-anchored to the import block names its kinds in `any` (wave 3h).
+        kinds = [a["kind"] for a in r.get("any", []) if isinstance(a, dict) and "kind" in a]
+        return f"insert {new!r} next to a {r.get('kind') or (kinds[:1] or ['statement'])[0]}"
+    if "regex" in r:
+        return f"rename {r['regex'].strip('^$').replace(chr(92), '')} to {rule.fix}"
     if isinstance(pattern, dict):
         pattern = pattern.get("selector", "")
     return f"{pattern} -> {rule.fix}"

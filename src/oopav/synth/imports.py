@@ -21,6 +21,11 @@ needs no import change it matches nothing, which is not a refusal (sandbox/apply
 set is checked again on the examples; a follow-up that would break one is not added, and the set
 falls back to the rules as learned.
 
+An inserted import goes into the file's *import block* (wave 3h synth10), not next to the
+example's literal neighbour: after the block's last import, or where it sorts, or before the
+first statement of a file without imports — the first choice that reproduces every example,
+once per file (:func:`_insert_choices`).
+
 Languages: Python, JavaScript, TypeScript (and TSX), Go, Rust. Which names an import binds is
 read from its text per language (:func:`bound_names`); a wildcard import binds none and is left
 alone.
@@ -252,9 +257,11 @@ def imports_of(source: str, language: str) -> list[SgNode]:
 
 
 def _not_in_imports(language: str) -> dict[str, Any]:
-    return {
-        "not": {"inside": {"any": [{"kind": k} for k in IMPORT_KINDS[language]], "stopBy": "end"}}
-    }
+    kinds: list[dict[str, Any]] = [{"kind": k} for k in IMPORT_KINDS[language]]
+    if language in ("javascript", "typescript", "tsx"):
+        # A `require` declaration, not every declaration: `const t = new KyError()` uses it.
+        kinds = _import_matchers(language)
+    return {"not": {"inside": {"any": kinds, "stopBy": "end"}}}
 
 
 def uses(names: Sequence[str], language: str, *, var: str | None = None) -> dict[str, Any]:
@@ -302,13 +309,268 @@ def _with(rule: dict[str, Any], *conds: dict[str, Any]) -> dict[str, Any]:
 # --- turning a rule set's import changes into follow-ups --------------------------------------
 
 
-def _inserted(rule: SynthRule) -> str | None:
+def _inserted(rule: SynthRule, *, literal: bool = False) -> str | None:
     fix = rule.fix
     if fix.startswith("$ANCHOR\n"):
         return fix[len("$ANCHOR\n") :]
     if fix.endswith("\n$ANCHOR"):
         return fix[: -len("\n$ANCHOR")]
+    # The literal anchor (``pattern: const http = require('http')``, the fix the anchor and
+    # the new statement): the same insertion, anchored to the example's neighbour.
+    pattern = rule.rule.get("pattern")
+    if literal and isinstance(pattern, str) and "$" not in pattern and pattern.strip():
+        if fix.startswith(pattern + "\n"):
+            return fix[len(pattern) + 1 :]
+        m = re.fullmatch(r"(.*)\n[ \t]*" + re.escape(pattern.strip()), fix, re.S)
+        if m:
+            return m.group(1)
     return None
+
+
+# --- where an inserted import goes: the file's import block (wave 3h synth10) ----------------
+#
+# Learned as a plain insertion, a new import is anchored to the example's neighbouring
+# statement: ``has: {field: name, regex: ^(?:functools|sys)$}`` or a regex of the literal
+# neighbours, so a held-out file whose import block differs gets nothing. What a user means is
+# "put it in the file's import block": after the block's last import, or where it sorts among
+# the others when the examples show sorted blocks, once per file.
+
+# The top-level import statements of a language, as rule objects (JS/TS: `require`
+# declarations too, not every declaration).
+_REQUIRE = r"^(?:const|let|var)\s[^=]*=\s*require\s*\("
+
+
+def _import_matchers(language: str) -> list[dict[str, Any]]:
+    if language == "python":
+        kinds = ["import_statement", "import_from_statement", "future_import_statement"]
+        return [{"kind": k} for k in kinds]
+    if language in ("javascript", "typescript", "tsx"):
+        return [
+            {"kind": "import_statement"},
+            {"kind": "lexical_declaration", "regex": _REQUIRE},
+            {"kind": "variable_declaration", "regex": _REQUIRE},
+        ]
+    if language == "go":
+        return [{"kind": "import_spec"}]
+    if language == "rust":
+        return [{"kind": "use_declaration"}]
+    return []
+
+
+# Per language: the text before an import's sort key (the module it names) and what may end
+# the key (every such character sorts before the key's own characters, or is listed).
+_KEY_AT: dict[str, tuple[str, str, str]] = {
+    # (regex before the key, regex reading the key, regex of a terminator)
+    "python": (r"^(?:from|import)\s+", r"^\s*(?:from|import)\s+([\w.]+)", r"(?:\s|,|$)"),
+    "javascript": (
+        r"(?:\bfrom\s*|\brequire\s*\(\s*|^import\s*)['\"]",
+        r"(?:\bfrom\s*|\brequire\s*\(\s*|^import\s*)['\"]([^'\"]*)['\"]",
+        r"['\"]",
+    ),
+    "go": (r"\"", r"\"([^\"]*)\"", r"\""),
+    "rust": (
+        r"^(?:pub(?:\([^)]*\))?\s+)?use\s+",
+        r"^\s*(?:pub(?:\([^)]*\))?\s+)?use\s+([^;{\s]*)",
+        r"(?:;|\s|\{)",
+    ),
+}
+_KEY_AT["typescript"] = _KEY_AT["tsx"] = _KEY_AT["javascript"]
+
+
+def _sort_key(text: str, language: str) -> str | None:
+    spec = _KEY_AT.get(language)
+    if spec is None:
+        return None
+    m = re.search(spec[1], text.strip(), re.S)
+    return m.group(1) if m and m.group(1) else None
+
+
+def _fold(language: str) -> bool:
+    # isort and ruff compare Python modules case-insensitively; gofmt, rustfmt and the JS
+    # sorters byte-wise.
+    return language == "python"
+
+
+def _below(c: str, fold: bool) -> str:
+    """A character class of the printable characters that sort before ``c`` (and controls)."""
+    key = c.lower() if fold else c
+    chars = [chr(x) for x in range(0x20, 0x7F) if (chr(x).lower() if fold else chr(x)) < key]
+    body = "".join("\\" + ch if ch in "\\]^-[&~|" else ch for ch in chars)
+    return "[\\x00-\\x1f" + body + "]"
+
+
+def _same(c: str, fold: bool) -> str:
+    if fold and c.lower() != c.upper():
+        return "[" + c.lower() + c.upper() + "]"
+    return re.escape(c)
+
+
+def _lt_regex(key: str, language: str) -> str:
+    """A regex an import statement's text matches when the module it names sorts before
+    ``key`` (a proper prefix of it, or a smaller character where they first differ)."""
+    before, _, term = _KEY_AT[language]
+    fold = _fold(language)
+    alts = []
+    for i, c in enumerate(key):
+        prefix = "".join(_same(x, fold) for x in key[:i])
+        alts.append(prefix + _below(c, fold))
+        if i:
+            alts.append(prefix + term)
+    return before + "(?:" + "|".join(alts) + ")"
+
+
+def _block_alternatives(
+    new: str, language: str, root_kind: str
+) -> list[list[tuple[dict[str, Any], str]]]:
+    """Rule sets (rule, fix) that insert ``new`` into a file's import block, most plain
+    first: after the block's last import; where it sorts (after the last import that sorts
+    before it, or before the first when none does)."""
+    matchers = _import_matchers(language)
+    if not matchers:
+        return []
+    body = new.lstrip(" \t")
+    indent = new[: len(new) - len(body)]
+    body = body.rstrip("\n")
+    after_fix = "$ANCHOR\n" + indent + body
+    before_fix = body + "\n" + indent + "$ANCHOR"
+    container = (
+        {"kind": "import_spec_list", "stopBy": "neighbor"}
+        if language == "go"
+        else {"kind": root_kind, "stopBy": "neighbor"}
+    )
+    any_import = {"any": matchers}
+    last = {
+        "any": matchers,
+        "pattern": "$ANCHOR",
+        "inside": container,
+        "not": {"precedes": {**any_import, "stopBy": "end"}},
+    }
+    out: list[list[tuple[dict[str, Any], str]]] = [[(last, after_fix)]]
+    key = _sort_key(new, language)
+    if key is not None:
+        lt = _lt_regex(key, language)
+        # `from __future__` stays first: it takes no part in the order.
+        sortable = {"any": [m for m in matchers if m.get("kind") != "future_import_statement"]}
+        after_lt = {
+            **sortable,
+            "pattern": "$ANCHOR",
+            "regex": lt,
+            "inside": container,
+            "not": {"precedes": {**sortable, "regex": lt, "stopBy": "end"}},
+        }
+        first = {
+            **sortable,
+            "pattern": "$ANCHOR",
+            "inside": container,
+            "all": [
+                {"not": {"follows": {**sortable, "stopBy": "end"}}},
+                {
+                    "not": {
+                        "inside": {
+                            "kind": container["kind"],
+                            "stopBy": "neighbor",
+                            "has": {**sortable, "regex": lt},
+                        }
+                    }
+                },
+            ],
+        }
+        out.append([(after_lt, after_fix), (first, before_fix)])
+    return out
+
+
+# What may come before a file's imports: comments, a docstring or a directive
+# (`'use strict';`), Rust inner attributes (`#![…]`).
+_PREAMBLE: dict[str, list[str]] = {
+    "python": ["comment"],
+    "javascript": ["comment"],
+    "typescript": ["comment"],
+    "tsx": ["comment"],
+    "rust": ["line_comment", "block_comment", "inner_attribute_item"],
+}
+
+
+def _preamble(language: str) -> list[dict[str, Any]]:
+    return [
+        *({"kind": k} for k in _PREAMBLE[language]),
+        {"kind": "expression_statement", "regex": "^[\"'`]"},
+    ]
+
+
+_JS_STATEMENTS = [
+    "expression_statement",
+    "function_declaration",
+    "class_declaration",
+    "lexical_declaration",
+    "variable_declaration",
+    "export_statement",
+    "if_statement",
+]
+# The statements a file's first import may go before.
+_STATEMENTS: dict[str, list[str]] = {
+    "python": [
+        "expression_statement",
+        "function_definition",
+        "class_definition",
+        "decorated_definition",
+        "if_statement",
+        "try_statement",
+        "with_statement",
+        "for_statement",
+    ],
+    "javascript": _JS_STATEMENTS,
+    "typescript": [*_JS_STATEMENTS, "interface_declaration", "type_alias_declaration"],
+    "tsx": [*_JS_STATEMENTS, "interface_declaration", "type_alias_declaration"],
+    "rust": [
+        "function_item",
+        "struct_item",
+        "enum_item",
+        "impl_item",
+        "trait_item",
+        "mod_item",
+        "const_item",
+        "static_item",
+        "type_item",
+        "attribute_item",
+        "macro_invocation",
+    ],
+}
+
+
+def _no_import_rule(new: str, language: str) -> tuple[dict[str, Any], str] | None:
+    """A file without any import: the new one goes before its first statement (after the
+    comments, docstring or directive that open it), a blank line between."""
+    if language not in ("python", "javascript", "typescript", "tsx", "rust"):
+        return None
+    body = new.strip(" \t\n")
+    rule = {
+        # A kind for the CLI ("Rule must specify a set of AST kinds").
+        "any": [{"kind": k} for k in _STATEMENTS[language]],
+        "pattern": "$ANCHOR",
+        "inside": {"kind": ROOT_KINDS[language], "stopBy": "neighbor"},
+        "all": [
+            {"not": {"any": _preamble(language)}},
+            {
+                "not": {
+                    "follows": {
+                        "regex": "[\\s\\S]",
+                        "not": {"any": _preamble(language)},
+                        "stopBy": "end",
+                    }
+                }
+            },
+            {
+                "not": {
+                    "inside": {
+                        "kind": ROOT_KINDS[language],
+                        "stopBy": "neighbor",
+                        "has": {"any": _import_matchers(language)},
+                    }
+                }
+            },
+        ],
+    }
+    return rule, body + "\n\n$ANCHOR"
 
 
 def _deleted_imports(rule: SynthRule, befores: Sequence[str]) -> list[SgNode] | None:
@@ -415,6 +677,8 @@ def manage_imports(
     inserted_names: set[str] = set()
     deleted_texts: set[str] = set()
     last_guard: dict[str, Any] | None = None
+    # Per inserted import: where it sits in `inserts`, and its alternatives (rules, note).
+    insert_choices: list[tuple[int, list[tuple[list[SynthRule], str]]]] = []
     # A deletion's layout companion comes before its rule (synth-exact, wave 3d: the same
     # statement with the wider gap before it); it takes the guard its rule gets.
     gap: SynthRule | None = None
@@ -430,17 +694,17 @@ def manage_imports(
         ):
             gap = r
             continue
-        new = _inserted(r)
-        if new is not None:
+        new = _inserted(r, literal=True)
+        if new is not None and _all_imports(new, lang):
             names = bound_names(new, lang)
-            if names and _all_imports(new, lang):
-                inserted_names |= names
-                rule = _with(r.rule, uses(sorted(names), lang))
-                inserts.append(replace(r, rule=rule, follow_up="import"))
-                notes.append(
-                    f"{r.id}: inserts `{new.strip()[:60]}` only where {', '.join(sorted(names))} "
-                    "is used and not imported yet"
-                )
+            inserted_names |= names
+            choices = _insert_choices(r, new, lang, names, befores)
+            if choices:
+                # The first choice for now; `_choose` below keeps the first that
+                # reproduces every example.
+                insert_choices.append((len(inserts), choices))
+                inserts.extend(choices[0][0])
+                notes.append("")  # filled in by `_choose`
                 continue
         if r.companion and last_guard is not None:
             # The same deletion first/last in a block (it may match nothing in the examples).
@@ -470,6 +734,16 @@ def manage_imports(
                     if not r.companion:
                         notes.append(f"{r.id}: deletes an import only where it is no longer used")
                     continue
+        one = _added_import(r, examples, lang)
+        if gap is None and one is not None and not _introduces(result.rules, r, one, lang, befores):
+            # An import list rewritten to hold one more import (Go's `import (...)`, learned
+            # literally): the same insertion into any file's import block.
+            choices = _insert_choices(r, one, lang, bound_names(one, lang), befores)
+            inserted_names |= bound_names(one, lang)
+            insert_choices.append((len(inserts), choices))
+            inserts.extend(choices[0][0])
+            notes.append("")
+            continue
         if gap is not None:
             rewrites.append(gap)
             gap = None
@@ -539,7 +813,14 @@ def manage_imports(
         fresh.append(replace(extra, id=f"synth-{n}"))
     added_for, dropped_for = fresh[: len(added_for)], fresh[len(added_for) :]
     result.rules = rewrites + inserts + added_for + deletes
-    if not check(result):
+    if insert_choices:
+        chosen = _choose(result, rewrites, inserts, added_for, deletes, insert_choices, check)
+        if chosen is None:
+            result.rules = original
+            return []
+        notes = [n for n in notes if n]
+        notes += [n for _, choices in insert_choices for rules, n in choices[:1] if n]
+    elif not check(result):
         result.rules = original
         return []
     # A rule learned as a rewrite of the import list (Go's `import (...)` with one more spec)
@@ -614,3 +895,163 @@ def _follow_up(of: SynthRule, rule: dict[str, Any], fix: str, language: str) -> 
         companion=False,
         follow_up="import",
     )
+
+
+def _insert_choices(
+    r: SynthRule, new: str, lang: str, names: set[str], befores: Sequence[str]
+) -> list[tuple[list[SynthRule], str]]:
+    """The ways to insert the import ``new`` that rule ``r`` inserts, narrowest and most
+    structural first: into the file's import block (after its last import, or where it
+    sorts), only where a name it binds is used; the same in every file of the shape; then
+    ``r``'s own anchor, only where used (the wave 3c follow-up); ``r`` as learned. Each is
+    once per file (not where the file imports it already)."""
+    text = new.strip()
+    already: dict[str, Any] = {"not": _imports_already(text, lang)}
+    if names:
+        # Nor where another import already binds one of its names (`KyError` imported from
+        # another path): a second import of a name is an error in most languages.
+        word = r"\b(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\b"
+        bound = {
+            "inside": {
+                "kind": ROOT_KINDS[lang],
+                "stopBy": "end",
+                "has": {"any": _import_matchers(lang), "regex": word, "stopBy": "end"},
+            }
+        }
+        already = {"all": [already, {"not": bound}]}
+    guards: list[tuple[list[dict[str, Any]], str]] = []
+    if names:
+        guards.append(
+            ([uses(sorted(names), lang)], f" only where {', '.join(sorted(names))} is used")
+        )
+    guards.append(([], ""))
+    root_kind = ROOT_KINDS[lang]
+    out: list[tuple[list[SynthRule], str]] = []
+    blocks = _block_alternatives(new, lang, root_kind)
+    where = ["after the file's last import", "where it sorts among the file's imports"]
+    lone = _no_import_rule(new, lang)
+    for conds, said in guards:
+        for i, block in enumerate(blocks):
+            if conds and lone is not None:
+                # Only where the name is used: a file without imports gets it too.
+                block = [*block, lone]
+            rules = [
+                replace(
+                    r,
+                    rule=_with(rule, *conds, already),
+                    fix=fix,
+                    constraints=None,
+                    transform=None,
+                    follow_up="import",
+                    id=r.id if j == 0 else f"{r.id}-{j + 1}",
+                )
+                for j, (rule, fix) in enumerate(block)
+            ]
+            out.append(
+                (rules, f"{r.id}: inserts `{text[:60]}` {where[min(i, 1)]}{said}, once a file")
+            )
+    if names:
+        rule = _with(r.rule, uses(sorted(names), lang))
+        out.append(
+            (
+                [replace(r, rule=rule, follow_up="import")],
+                f"{r.id}: inserts `{text[:60]}` only where {', '.join(sorted(names))} "
+                "is used and not imported yet",
+            )
+        )
+    out.append(([r], ""))
+    return out
+
+
+def _choose(
+    result: SynthResult,
+    rewrites: list[SynthRule],
+    inserts: list[SynthRule],
+    added_for: list[SynthRule],
+    deletes: list[SynthRule],
+    insert_choices: list[tuple[int, list[tuple[list[SynthRule], str]]]],
+    check: Callable[[SynthResult], bool],
+) -> list[SynthRule] | None:
+    """Each inserted import's first alternative with which the rule set reproduces every
+    example (the others at their current choice); ``insert_choices`` is left with the chosen
+    alternative first. None: no combination found."""
+    # The insert list as segments: one per inserted import, the other rules alone.
+    segments: list[list[SynthRule]] = []
+    starts = {at: k for k, (at, _) in enumerate(insert_choices)}
+    i = 0
+    which: list[int | None] = []
+    while i < len(inserts):
+        if i in starts:
+            k = starts[i]
+            n = len(insert_choices[k][1][0][0])
+            segments.append(inserts[i : i + n])
+            which.append(k)
+            i += n
+        else:
+            segments.append([inserts[i]])
+            which.append(None)
+            i += 1
+
+    def flat() -> list[SynthRule]:
+        return [x for seg in segments for x in seg]
+
+    for s, w in enumerate(which):
+        if w is None:
+            continue
+        at, choices = insert_choices[w]
+        for c, (rules, _note) in enumerate(choices):
+            segments[s] = rules
+            result.rules = rewrites + flat() + added_for + deletes
+            if check(result):
+                insert_choices[w] = (at, [choices[c], *choices[:c], *choices[c + 1 :]])
+                break
+        else:
+            return None
+    return flat()
+
+
+def _added_import(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) -> str | None:
+    """The one import a rewrite of an import list adds in every example it applies to, and
+    nothing else it changes there (``\t"strings"`` for Go's list); None otherwise."""
+    if r.expand_start or r.expand_end or r.companion or lang != "go":
+        return None
+    if not _import_edit(r, [b for b, _ in examples]):
+        return None
+    found: set[str] = set()
+    for before, _after in examples:
+        got, n = r.apply(before)
+        if n == 0:
+            continue
+        had = [x.text() for x in imports_of(before, lang)]
+        now = [x.text() for x in imports_of(got, lang)]
+        extra = list(now)
+        for t in had:
+            if t not in extra:
+                return None  # it removes or rewrites an import too
+            extra.remove(t)
+        if len(extra) != 1:
+            return None
+        found.add(extra[0])
+    if len(found) != 1:
+        return None
+    text = found.pop()
+    spec = next((x for _, a in examples for x in imports_of(a, lang) if x.text() == text), None)
+    if spec is None or (parent := spec.parent()) is None or parent.kind() != "import_spec_list":
+        return None
+    return "\t" + text
+
+
+def _introduces(
+    rules: Sequence[SynthRule], but: SynthRule, imp: str, lang: str, befores: Sequence[str]
+) -> bool:
+    """Whether a rewrite other than ``but`` brings a name ``imp`` binds (then the import is
+    the one that rewrite needs, added where it puts the name: see `manage_imports`)."""
+    names = bound_names(imp, lang)
+    for r in rules:
+        if r is but or _import_edit(r, befores):
+            continue
+        pattern = r.rule.get("pattern")
+        text = str(pattern.get("context", "") if isinstance(pattern, dict) else pattern or "")
+        if names & (_names_in(r.fix) - _names_in(text)):
+            return True
+    return False
