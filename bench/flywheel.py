@@ -280,21 +280,21 @@ def merge(out: Path, *dirs: Path) -> int:
     return write_records(out, [r for d in dirs for r in read_records(d)])
 
 
-def write_records(out: Path, recs: list[dict[str, Any]]) -> int:
+def write_records(out: Path, recs: list[dict[str, Any]], fmt: str = "sft") -> int:
     from oopav.trainer.datasets import encode_jsonl
 
     out.mkdir(parents=True, exist_ok=True)
     data = encode_jsonl(recs)
-    (out / "sft-00000.jsonl").write_bytes(data)
+    (out / f"{fmt}-00000.jsonl").write_bytes(data)
     import hashlib
 
     manifest = {
-        "format": "sft",
+        "format": fmt,
         "count": len(recs),
         "duplicates": 0,
         "sessions": [],
         "filters": {},
-        "shards": [{"path": "sft-00000.jsonl", "count": len(recs)}],
+        "shards": [{"path": f"{fmt}-00000.jsonl", "count": len(recs)}],
         "content_hash": hashlib.sha256(data).hexdigest(),
         "stream_sequences": {},
         "version": 1,
@@ -327,6 +327,66 @@ def star(src: Path, out: Path, weight: int, retried: set[str]) -> dict[str, int]
     recs, counts = star_records(read_records(src), weight, retried)
     write_records(out, recs)
     return counts
+
+
+async def failure_states(
+    url: str,
+    work: Path,
+    failed: list[tuple[str, Any]],
+    weight: int,
+    minimal_rules: bool,
+    held_sources: set[str],
+) -> tuple[Path, Path, dict[str, Any]]:
+    """Verified answers at generation 1's failure states, and preference pairs there
+    (``--failure-positives``): for each task generation 1 failed in every attempt (``failed``:
+    its session id and the task; training files only), a generation-0 style session
+    (``synth:`` from the task's example) on a fresh copy of the task; its compact export,
+    rendered from its first attempt's state (trainer/star.py), is the positive, and each of
+    generation 1's refused answers whose prompt is byte-identical to it is paired with it
+    (trainer/preference.py). Returns (the positives, ``weight`` copies each, as an SFT
+    dataset; the pairs dataset; counts)."""
+    from oopav.trainer.datasets import read_records
+    from oopav.trainer.preference import failure_pairs
+    from oopav.trainer.star import star_records
+
+    # The held-out sets are never touched: a failure state on a held-out file is refused here,
+    # whatever the caller passed.
+    bad = [t.id for _, t in failed if t.source in held_sources]
+    if bad:
+        raise SystemExit(f"failure states on held-out files: {bad[:3]}")
+    t0 = time.perf_counter()
+    tasks = [t for _, t in failed]
+    bodies = [body(t, make_repo(work / "repos-fail-synth", t), "synth:", True) for t in tasks]
+    states = await run_sessions(url, work / "data", bodies)
+    solved = {s.session_id for s in states if s.outcome == "success"}
+    raw = work / "data-fail-synth"
+    count = await export_compact(url, raw, solved) if solved else 0
+    recs = read_records(raw) if count else []
+    if minimal_rules and recs:
+        by_sid = {s.session_id: t for s, t in zip(states, tasks, strict=True)}
+        minimal(raw, work / "data-fail-synth-min", by_sid)
+        recs = read_records(work / "data-fail-synth-min")
+    firsts, _ = star_records(recs, 1)
+    negatives = work / "data-fail-neg"
+    failed_sids = {sid for sid, _ in failed}
+    neg = await export_negatives(url, negatives, failed_sids)
+    rejected = read_records(negatives) if neg["records"] else []
+    pairs, counts = failure_pairs(firsts, rejected, failed_sids)
+    pos = work / "data-fail-pos"
+    write_records(pos, [r for r in firsts for _ in range(weight)])
+    pairs_dir = work / "data-fail-pairs"
+    write_records(pairs_dir, pairs, "pairs")
+    out = {
+        "failed_tasks": len(tasks),
+        "synth_success": len(solved),
+        "positives": len(firsts),
+        "positive_rows": len(firsts) * weight,
+        "weight": weight,
+        "negatives": neg,
+        "pairs": counts,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    return pos, pairs_dir, out
 
 
 SHAPES = {
@@ -381,6 +441,9 @@ def recipe(
     negative_weight: float = 0.0,
     negative_copy: bool = False,
     negative_tokens: str = "all",
+    preferences: Path | None = None,
+    preference_weight: float = 0.0,
+    preference_beta: float = 0.1,
 ) -> Any:
     from oopav.trainer.sft import SFTRecipe
 
@@ -404,6 +467,11 @@ def recipe(
         negative_weight=negative_weight if negatives else 0.0,
         negative_copy=negative_copy and bool(negatives),
         negative_tokens=negative_tokens,
+        preferences=str(preferences) if preferences else None,
+        preference_weight=preference_weight if preferences else 0.0,
+        preference_beta=preference_beta,
+        # Scored where the policy answers: under copy-constrained decoding when it is on.
+        preference_copy=negative_copy and bool(preferences),
     )
 
 
@@ -421,12 +489,16 @@ def train(
     negative_weight: float = 0.0,
     negative_copy: bool = False,
     negative_tokens: str = "all",
+    preferences: Path | None = None,
+    preference_weight: float = 0.0,
+    preference_beta: float = 0.1,
 ) -> str:
     from oopav.trainer.sft import train_sft
 
     cfg = recipe(
         out, dataset, steps, model, lr, seed, prompt_loss, augment, parts, negatives,
-        negative_weight, negative_copy, negative_tokens,
+        negative_weight, negative_copy, negative_tokens, preferences, preference_weight,
+        preference_beta,
     )  # fmt: skip
     return str(train_sft(cfg, lambda *_: None)["checkpoint"])
 
@@ -646,6 +718,37 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 own_sids |= set(rp["sids"])
                 retried |= set(rp["retried_sids"])
                 tried |= set(rp["session_ids"])
+            # Generation 1's failure states on training files (the pool's failed tasks and,
+            # with --replay K, the failed ones of K of generation 0's own tasks).
+            failed: list[tuple[str, Any]] = []
+            if pool:
+                failed += [
+                    (sid, t)
+                    for sid, t in zip(rp["session_ids"], pool, strict=True)
+                    if sid not in set(rp["sids"])
+                ]
+            if args.replay:
+                # Generation 0's own tasks, without examples: where generation 1 fails on a
+                # task it was trained on, generation 0's answer is the positive (the same
+                # teacher, the same task: selection, no new label). Its verified sessions
+                # there are not added (generation 0's data already holds those tasks).
+                rr = await evaluate(
+                    url, work, "gen1-replay", train_tasks[: args.replay], ck1, 0, args
+                )
+                f["gen1_replay"] = {k: v for k, v in rr.items() if k not in ("sids", "session_ids")}
+                failed += [
+                    (sid, t)
+                    for sid, t in zip(rr["session_ids"], train_tasks, strict=False)
+                    if sid not in set(rr["sids"])
+                ]
+            pairs_dir = positives = None
+            if args.failure_positives:
+                held_sources = {t.source for t in held_a} | {t.source for t in held_b}
+                positives, pairs_dir, fs = await failure_states(
+                    url, work, failed, args.failure_positives, args.minimal_rules, held_sources
+                )
+                f["failure_states"] = fs
+                print(f"gen2     failure states: {fs}", flush=True)
             own = work / "data-gen1"
             f["gen1_own_records"] = await export_compact(url, own, own_sids)
             if args.star:
@@ -655,7 +758,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 own = work / "data-gen1-star"
                 print(f"gen2     expert iteration: {f['star']}", flush=True)
             negatives = None
-            if args.negatives:
+            if args.negatives and args.negatives_from == "pairs":
+                # Only the refused answers that have a verified answer at the same state
+                # (--failure-positives): the unlikelihood term next to its positive.
+                if pairs_dir is None:
+                    raise SystemExit("--negatives-from pairs needs --failure-positives")
+                negatives = pairs_dir
+                f["negatives"] = {"from": "pairs", "weight": args.negatives,
+                                  "tokens": args.negative_tokens}  # fmt: skip
+            elif args.negatives:
                 # What generation 1 did wrong, in its own sessions (A and the pool; failed
                 # sessions and the failed attempts of won ones): generation 2 learns to avoid
                 # these answers (trainer/negatives.py); the control never sees them.
@@ -663,8 +774,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f["negatives"] = await export_negatives(url, negatives, tried)
                 f["negatives"] |= {"weight": args.negatives, "tokens": args.negative_tokens}
                 print(f"gen2     negatives: {f['negatives']}", flush=True)
+            if args.dpo and pairs_dir is None:
+                raise SystemExit("--dpo needs --failure-positives (its pairs)")
             mixed = work / "data-gen2"
-            f["gen2_records"] = merge(mixed, gen0_data, own)
+            extra = [positives] if positives is not None else []
+            f["gen2_records"] = merge(mixed, gen0_data, own, *extra)
             print(
                 f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own verified "
                 f"sessions (held-out A and pool; never a file of held-out B)",
@@ -691,6 +805,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 # there (trainer/negatives.py).
                 bool(args.copy_names),
                 args.negative_tokens,
+                pairs_dir if args.dpo else None,
+                args.dpo,
+                args.dpo_beta,
             )
             ckc = train(
                 work / "control",
@@ -815,6 +932,40 @@ def main() -> None:
         help="which tokens of a negative count (SFT negative_tokens): all, or the structure "
         "only — every token but the names copied from the instruction",
     )
+    ap.add_argument(
+        "--negatives-from",
+        choices=("all", "pairs"),
+        default="all",
+        help="the unlikelihood term's refused answers: all of generation 1's (A and the pool), "
+        "or only those paired with a verified answer at the same state (--failure-positives)",
+    )
+    ap.add_argument(
+        "--failure-positives",
+        type=int,
+        default=0,
+        metavar="N",
+        help="for each training-file task generation 1 failed (the pool's, --replay's), a "
+        "synth: session with the task's example; its answer, rendered from the same state, "
+        "joins generation 2's data N times and is paired with generation 1's refused answers "
+        "there (0: off)",
+    )
+    ap.add_argument(
+        "--replay",
+        type=int,
+        default=0,
+        metavar="K",
+        help="generation 1 also attempts K of generation 0's own tasks without examples; its "
+        "failures there are failure states too (with --failure-positives)",
+    )
+    ap.add_argument(
+        "--dpo",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="generation 2 adds a DPO term of weight W on the failure pairs, reference "
+        "generation 1 frozen (SFT preferences / preference_weight, trainer/preference.py)",
+    )
+    ap.add_argument("--dpo-beta", type=float, default=0.1, help="DPO's beta (preference_beta)")
     ap.add_argument(
         "--minimal-rules",
         action="store_true",
