@@ -492,15 +492,28 @@ def train(
     preferences: Path | None = None,
     preference_weight: float = 0.0,
     preference_beta: float = 0.1,
+    record: dict[str, Any] | None = None,
 ) -> str:
+    """Train; ``record`` (when given) gets the run's ``training_started`` data order (the
+    negatives' and preferences' records) and its last logged metrics."""
     from oopav.trainer.sft import train_sft
+
+    def emit(kind: str, fields: dict[str, Any]) -> None:
+        if record is None:
+            return
+        if kind == "started":
+            record["data_order"] = {
+                k: v for k, v in fields.get("data_order", {}).items() if k != "order"
+            }
+        elif kind == "step":
+            record["last_metrics"] = fields
 
     cfg = recipe(
         out, dataset, steps, model, lr, seed, prompt_loss, augment, parts, negatives,
         negative_weight, negative_copy, negative_tokens, preferences, preference_weight,
         preference_beta,
     )  # fmt: skip
-    return str(train_sft(cfg, lambda *_: None)["checkpoint"])
+    return str(train_sft(cfg, emit)["checkpoint"])
 
 
 async def verify(url: str, sids: list[str]) -> dict[str, int]:
@@ -808,6 +821,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 pairs_dir if args.dpo else None,
                 args.dpo,
                 args.dpo_beta,
+                f.setdefault("gen2_training", {}),
             )
             ckc = train(
                 work / "control",
