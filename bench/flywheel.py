@@ -5,7 +5,8 @@
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
         [--explore-iterations N] [--negatives W]
-        [--negative-tokens all|structure] [--seed2 N]
+        [--negative-tokens all|structure] [--seed2 N] [--failure-positives N] [--replay K]
+        [--dpo W] [--dpo-beta B] [--negatives-from all|pairs]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -37,7 +38,14 @@
   generation 1's own refused or undone answers (its sessions on A and the pool) with an
   unlikelihood term of weight W (trainer/negatives.py; ``--negative-tokens structure`` leaves
   the copied names out of it); the control never sees them. ``--seed2 N``: another training
-  draw of generation 2 and the control.
+  draw of generation 2 and the control. ``--failure-positives N``: at each training-file task
+  generation 1 failed in every attempt (the pool's; ``--replay K``: also K of generation 0's own
+  tasks, attempted without examples), a ``synth:`` session with the task's example gives a
+  verified answer from the very state generation 1 failed in (its compact prompt is
+  byte-identical); it joins generation 2's data N times and is paired with generation 1's
+  refused answers there (trainer/preference.py); ``--dpo W`` adds a DPO term on those pairs
+  (reference: generation 1, frozen), ``--negatives W --negatives-from pairs`` an unlikelihood
+  term on their rejected answers only. Held-out files are never failure states.
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
