@@ -621,6 +621,25 @@ def reuse(src: Path, minimal_rules: bool, f: dict[str, Any]) -> tuple[Path, str,
     return data, str(ck), count
 
 
+def same_vocabulary(source: str, targets: list[str]) -> dict[str, Any]:
+    """Give each checkpoint of ``targets`` the answer vocabulary of ``source`` (the copy
+    constraint's constant words, models/copying.py); what each had of its own."""
+    import shutil
+
+    from oopav.models.copying import ANSWER_WORDS_FILE, read_answer_words
+
+    words = read_answer_words(source)
+    if words is None:
+        raise SystemExit(f"{source} has no answer vocabulary")
+    out: dict[str, Any] = {"source": sorted(words)}
+    for ck in targets:
+        own = read_answer_words(ck) or set()
+        out[Path(ck).parent.name] = {"own_extra": sorted(own - words),
+                                     "own_missing": sorted(words - own)}  # fmt: skip
+        shutil.copyfile(Path(source) / ANSWER_WORDS_FILE, Path(ck) / ANSWER_WORDS_FILE)
+    return out
+
+
 def load() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -842,6 +861,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 args.augment,
                 args.augment_parts,
             )
+            if args.copy_names:
+                # One decoding lever for all three policies: generation 2 and the control
+                # decode under generation 1's answer vocabulary, so that only their weights
+                # differ (their own, from data with more or other answers, may hold other
+                # words: wave 3h's first run gave generation 2 seven more).
+                f["answer_words"] = same_vocabulary(ck1, [ck2, ckc])
             f["gen2_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
             print(
                 f"gen2     gen2 and control trained {args.steps2} steps each in "

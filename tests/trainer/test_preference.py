@@ -219,3 +219,32 @@ def test_a_preference_weight_needs_pairs_and_a_trained_reference(
     (sft_dir / "manifest.json").write_text(json.dumps({"format": "sft", "count": 0}))
     with pytest.raises(ValueError, match="is a sft dataset; `preferences` needs a pairs"):
         read_pairs(str(sft_dir))
+
+
+def test_a_repeated_record_counts_once_in_the_answer_vocabulary(tmp_path: Path) -> None:
+    """A record repeated as a weight (the flywheel's failure positives x4) is one teacher
+    answer: a word it takes from outside its prompt stays out of the copy vocabulary, as it
+    would with the record once (models/copying.py: "in at least two answers")."""
+    from oopav.models.copying import read_answer_words
+    from oopav.trainer.sft import SFTRecipe, save_answer_words
+
+    def rec(name: str, extra: str = "") -> dict[str, Any]:
+        answer = f'<action>{{"rule":"kind: identifier\\nregex: ^{name}$\\nfix: {name}_new{extra}"}}</action>'
+        return {"prompt": msgs(f"Rename `{name}` to `{name}_new`."),
+                "completion": [{"role": "assistant", "content": answer}]}  # fmt: skip
+
+    recs = [rec(f"n{i}x") for i in range(10)] + [rec("odd", " decode")] * 4
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "sft-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (data / "manifest.json").write_text(json.dumps(
+        {"format": "sft", "count": len(recs), "shards": [{"path": "sft-00000.jsonl"}]}))  # fmt: skip
+    save_answer_words(SFTRecipe(output_dir=str(tmp_path), dataset=str(data)), str(tmp_path))
+    got = read_answer_words(tmp_path)
+    assert got is not None and "decode" not in got
+    assert {"kind", "identifier", "regex", "fix"} <= got
+    # two different answers that take it: then it is vocabulary
+    recs += [rec("other", " decode")]
+    (data / "sft-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    save_answer_words(SFTRecipe(output_dir=str(tmp_path), dataset=str(data)), str(tmp_path))
+    assert "decode" in (read_answer_words(tmp_path) or set())

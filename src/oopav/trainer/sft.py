@@ -455,11 +455,17 @@ def save_answer_words(cfg: SFTRecipe, checkpoint: str) -> int:
     """Write the checkpoint's answer vocabulary (models/copying.py): the words its training
     answers write from memory, which copy-constrained decoding (``policy.copy_names``) allows
     besides the words it copies. From the demonstrations before augmentation: a made-up name
-    is in its own prompt, so the copies add nothing but counts. Returns the number of words."""
+    is in its own prompt, so the copies add nothing but counts. Each distinct (prompt, answer)
+    counts once: a record repeated as a weight (expert iteration's ``--star``, the flywheel's
+    failure positives) is one teacher answer, and counted four times a word one rule took from
+    outside its prompt passed the vocabulary's "in at least two answers" guard (``self``,
+    ``decode``, ``__isabstractmethod__`` became words every name could be). Returns the number
+    of words."""
     from oopav.models.copying import answer_vocabulary, write_answer_words
 
     pairs, _, _ = demonstrations(cfg)
     texts = [("".join(str(m["content"]) for m in msgs), answer) for msgs, answer in pairs]
+    texts = list(dict.fromkeys(texts))
     vocabulary = answer_vocabulary(texts)
     write_answer_words(checkpoint, vocabulary, len(texts))
     return len(vocabulary)
