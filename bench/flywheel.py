@@ -821,7 +821,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             f["gen2_records"] = merge(mixed, gen0_data, own, *extra)
             print(
                 f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own verified "
-                f"sessions (held-out A and pool; never a file of held-out B)",
+                f"sessions (held-out A and pool; never a file of held-out B)"
+                + (
+                    f" + {f['failure_states']['positive_rows']} failure-state positive rows"
+                    if positives is not None
+                    else ""
+                ),
                 flush=True,
             )
             # Generation 2's and the control's training draw (the same for both: a second draw
