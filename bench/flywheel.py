@@ -5,7 +5,8 @@
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
         [--explore-iterations N] [--negatives W]
-        [--negative-tokens all|structure] [--seed2 N]
+        [--negative-tokens all|structure] [--seed2 N] [--failure-positives N] [--replay K]
+        [--dpo W] [--dpo-beta B] [--negatives-from all|pairs]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -37,7 +38,14 @@
   generation 1's own refused or undone answers (its sessions on A and the pool) with an
   unlikelihood term of weight W (trainer/negatives.py; ``--negative-tokens structure`` leaves
   the copied names out of it); the control never sees them. ``--seed2 N``: another training
-  draw of generation 2 and the control.
+  draw of generation 2 and the control. ``--failure-positives N``: at each training-file task
+  generation 1 failed in every attempt (the pool's; ``--replay K``: also K of generation 0's own
+  tasks, attempted without examples), a ``synth:`` session with the task's example gives a
+  verified answer from the very state generation 1 failed in (its compact prompt is
+  byte-identical); it joins generation 2's data N times and is paired with generation 1's
+  refused answers there (trainer/preference.py); ``--dpo W`` adds a DPO term on those pairs
+  (reference: generation 1, frozen), ``--negatives W --negatives-from pairs`` an unlikelihood
+  term on their rejected answers only. Held-out files are never failure states.
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
@@ -280,21 +288,21 @@ def merge(out: Path, *dirs: Path) -> int:
     return write_records(out, [r for d in dirs for r in read_records(d)])
 
 
-def write_records(out: Path, recs: list[dict[str, Any]]) -> int:
+def write_records(out: Path, recs: list[dict[str, Any]], fmt: str = "sft") -> int:
     from oopav.trainer.datasets import encode_jsonl
 
     out.mkdir(parents=True, exist_ok=True)
     data = encode_jsonl(recs)
-    (out / "sft-00000.jsonl").write_bytes(data)
+    (out / f"{fmt}-00000.jsonl").write_bytes(data)
     import hashlib
 
     manifest = {
-        "format": "sft",
+        "format": fmt,
         "count": len(recs),
         "duplicates": 0,
         "sessions": [],
         "filters": {},
-        "shards": [{"path": "sft-00000.jsonl", "count": len(recs)}],
+        "shards": [{"path": f"{fmt}-00000.jsonl", "count": len(recs)}],
         "content_hash": hashlib.sha256(data).hexdigest(),
         "stream_sequences": {},
         "version": 1,
@@ -327,6 +335,66 @@ def star(src: Path, out: Path, weight: int, retried: set[str]) -> dict[str, int]
     recs, counts = star_records(read_records(src), weight, retried)
     write_records(out, recs)
     return counts
+
+
+async def failure_states(
+    url: str,
+    work: Path,
+    failed: list[tuple[str, Any]],
+    weight: int,
+    minimal_rules: bool,
+    held_sources: set[str],
+) -> tuple[Path, Path, dict[str, Any]]:
+    """Verified answers at generation 1's failure states, and preference pairs there
+    (``--failure-positives``): for each task generation 1 failed in every attempt (``failed``:
+    its session id and the task; training files only), a generation-0 style session
+    (``synth:`` from the task's example) on a fresh copy of the task; its compact export,
+    rendered from its first attempt's state (trainer/star.py), is the positive, and each of
+    generation 1's refused answers whose prompt is byte-identical to it is paired with it
+    (trainer/preference.py). Returns (the positives, ``weight`` copies each, as an SFT
+    dataset; the pairs dataset; counts)."""
+    from oopav.trainer.datasets import read_records
+    from oopav.trainer.preference import failure_pairs
+    from oopav.trainer.star import star_records
+
+    # The held-out sets are never touched: a failure state on a held-out file is refused here,
+    # whatever the caller passed.
+    bad = [t.id for _, t in failed if t.source in held_sources]
+    if bad:
+        raise SystemExit(f"failure states on held-out files: {bad[:3]}")
+    t0 = time.perf_counter()
+    tasks = [t for _, t in failed]
+    bodies = [body(t, make_repo(work / "repos-fail-synth", t), "synth:", True) for t in tasks]
+    states = await run_sessions(url, work / "data", bodies)
+    solved = {s.session_id for s in states if s.outcome == "success"}
+    raw = work / "data-fail-synth"
+    count = await export_compact(url, raw, solved) if solved else 0
+    recs = read_records(raw) if count else []
+    if minimal_rules and recs:
+        by_sid = {s.session_id: t for s, t in zip(states, tasks, strict=True)}
+        minimal(raw, work / "data-fail-synth-min", by_sid)
+        recs = read_records(work / "data-fail-synth-min")
+    firsts, _ = star_records(recs, 1)
+    negatives = work / "data-fail-neg"
+    failed_sids = {sid for sid, _ in failed}
+    neg = await export_negatives(url, negatives, failed_sids)
+    rejected = read_records(negatives) if neg["records"] else []
+    pairs, counts = failure_pairs(firsts, rejected, failed_sids)
+    pos = work / "data-fail-pos"
+    write_records(pos, [r for r in firsts for _ in range(weight)])
+    pairs_dir = work / "data-fail-pairs"
+    write_records(pairs_dir, pairs, "pairs")
+    out = {
+        "failed_tasks": len(tasks),
+        "synth_success": len(solved),
+        "positives": len(firsts),
+        "positive_rows": len(firsts) * weight,
+        "weight": weight,
+        "negatives": neg,
+        "pairs": counts,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    return pos, pairs_dir, out
 
 
 SHAPES = {
@@ -381,6 +449,9 @@ def recipe(
     negative_weight: float = 0.0,
     negative_copy: bool = False,
     negative_tokens: str = "all",
+    preferences: Path | None = None,
+    preference_weight: float = 0.0,
+    preference_beta: float = 0.1,
 ) -> Any:
     from oopav.trainer.sft import SFTRecipe
 
@@ -404,6 +475,11 @@ def recipe(
         negative_weight=negative_weight if negatives else 0.0,
         negative_copy=negative_copy and bool(negatives),
         negative_tokens=negative_tokens,
+        preferences=str(preferences) if preferences else None,
+        preference_weight=preference_weight if preferences else 0.0,
+        preference_beta=preference_beta,
+        # Scored where the policy answers: under copy-constrained decoding when it is on.
+        preference_copy=negative_copy and bool(preferences),
     )
 
 
@@ -421,14 +497,31 @@ def train(
     negative_weight: float = 0.0,
     negative_copy: bool = False,
     negative_tokens: str = "all",
+    preferences: Path | None = None,
+    preference_weight: float = 0.0,
+    preference_beta: float = 0.1,
+    record: dict[str, Any] | None = None,
 ) -> str:
+    """Train; ``record`` (when given) gets the run's ``training_started`` data order (the
+    negatives' and preferences' records) and its last logged metrics."""
     from oopav.trainer.sft import train_sft
+
+    def emit(kind: str, fields: dict[str, Any]) -> None:
+        if record is None:
+            return
+        if kind == "started":
+            record["data_order"] = {
+                k: v for k, v in fields.get("data_order", {}).items() if k != "order"
+            }
+        elif kind == "step":
+            record["last_metrics"] = fields
 
     cfg = recipe(
         out, dataset, steps, model, lr, seed, prompt_loss, augment, parts, negatives,
-        negative_weight, negative_copy, negative_tokens,
+        negative_weight, negative_copy, negative_tokens, preferences, preference_weight,
+        preference_beta,
     )  # fmt: skip
-    return str(train_sft(cfg, lambda *_: None)["checkpoint"])
+    return str(train_sft(cfg, emit)["checkpoint"])
 
 
 async def verify(url: str, sids: list[str]) -> dict[str, int]:
@@ -526,6 +619,25 @@ def reuse(src: Path, minimal_rules: bool, f: dict[str, Any]) -> tuple[Path, str,
     f["gen0"] = {"reused": str(src), "records": count}
     print(f"gen0/1   reused from {src}: {count} records, checkpoint {ck}", flush=True)
     return data, str(ck), count
+
+
+def same_vocabulary(source: str, targets: list[str]) -> dict[str, Any]:
+    """Give each checkpoint of ``targets`` the answer vocabulary of ``source`` (the copy
+    constraint's constant words, models/copying.py); what each had of its own."""
+    import shutil
+
+    from oopav.models.copying import ANSWER_WORDS_FILE, read_answer_words
+
+    words = read_answer_words(source)
+    if words is None:
+        raise SystemExit(f"{source} has no answer vocabulary")
+    out: dict[str, Any] = {"source": sorted(words)}
+    for ck in targets:
+        own = read_answer_words(ck) or set()
+        out[Path(ck).parent.name] = {"own_extra": sorted(own - words),
+                                     "own_missing": sorted(words - own)}  # fmt: skip
+        shutil.copyfile(Path(source) / ANSWER_WORDS_FILE, Path(ck) / ANSWER_WORDS_FILE)
+    return out
 
 
 def load() -> float:
@@ -646,6 +758,37 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 own_sids |= set(rp["sids"])
                 retried |= set(rp["retried_sids"])
                 tried |= set(rp["session_ids"])
+            # Generation 1's failure states on training files (the pool's failed tasks and,
+            # with --replay K, the failed ones of K of generation 0's own tasks).
+            failed: list[tuple[str, Any]] = []
+            if pool:
+                failed += [
+                    (sid, t)
+                    for sid, t in zip(rp["session_ids"], pool, strict=True)
+                    if sid not in set(rp["sids"])
+                ]
+            if args.replay:
+                # Generation 0's own tasks, without examples: where generation 1 fails on a
+                # task it was trained on, generation 0's answer is the positive (the same
+                # teacher, the same task: selection, no new label). Its verified sessions
+                # there are not added (generation 0's data already holds those tasks).
+                rr = await evaluate(
+                    url, work, "gen1-replay", train_tasks[: args.replay], ck1, 0, args
+                )
+                f["gen1_replay"] = {k: v for k, v in rr.items() if k not in ("sids", "session_ids")}
+                failed += [
+                    (sid, t)
+                    for sid, t in zip(rr["session_ids"], train_tasks, strict=False)
+                    if sid not in set(rr["sids"])
+                ]
+            pairs_dir = positives = None
+            if args.failure_positives:
+                held_sources = {t.source for t in held_a} | {t.source for t in held_b}
+                positives, pairs_dir, fs = await failure_states(
+                    url, work, failed, args.failure_positives, args.minimal_rules, held_sources
+                )
+                f["failure_states"] = fs
+                print(f"gen2     failure states: {fs}", flush=True)
             own = work / "data-gen1"
             f["gen1_own_records"] = await export_compact(url, own, own_sids)
             if args.star:
@@ -655,7 +798,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 own = work / "data-gen1-star"
                 print(f"gen2     expert iteration: {f['star']}", flush=True)
             negatives = None
-            if args.negatives:
+            if args.negatives and args.negatives_from == "pairs":
+                # Only the refused answers that have a verified answer at the same state
+                # (--failure-positives): the unlikelihood term next to its positive.
+                if pairs_dir is None:
+                    raise SystemExit("--negatives-from pairs needs --failure-positives")
+                negatives = pairs_dir
+                f["negatives"] = {"from": "pairs", "weight": args.negatives,
+                                  "tokens": args.negative_tokens}  # fmt: skip
+            elif args.negatives:
                 # What generation 1 did wrong, in its own sessions (A and the pool; failed
                 # sessions and the failed attempts of won ones): generation 2 learns to avoid
                 # these answers (trainer/negatives.py); the control never sees them.
@@ -663,11 +814,19 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f["negatives"] = await export_negatives(url, negatives, tried)
                 f["negatives"] |= {"weight": args.negatives, "tokens": args.negative_tokens}
                 print(f"gen2     negatives: {f['negatives']}", flush=True)
+            if args.dpo and pairs_dir is None:
+                raise SystemExit("--dpo needs --failure-positives (its pairs)")
             mixed = work / "data-gen2"
-            f["gen2_records"] = merge(mixed, gen0_data, own)
+            extra = [positives] if positives is not None else []
+            f["gen2_records"] = merge(mixed, gen0_data, own, *extra)
             print(
                 f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own verified "
-                f"sessions (held-out A and pool; never a file of held-out B)",
+                f"sessions (held-out A and pool; never a file of held-out B)"
+                + (
+                    f" + {f['failure_states']['positive_rows']} failure-state positive rows"
+                    if positives is not None
+                    else ""
+                ),
                 flush=True,
             )
             # Generation 2's and the control's training draw (the same for both: a second draw
@@ -691,6 +850,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 # there (trainer/negatives.py).
                 bool(args.copy_names),
                 args.negative_tokens,
+                pairs_dir if args.dpo else None,
+                args.dpo,
+                args.dpo_beta,
+                f.setdefault("gen2_training", {}),
             )
             ckc = train(
                 work / "control",
@@ -703,6 +866,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 args.augment,
                 args.augment_parts,
             )
+            if args.copy_names:
+                # One decoding lever for all three policies: generation 2 and the control
+                # decode under generation 1's answer vocabulary, so that only their weights
+                # differ (their own, from data with more or other answers, may hold other
+                # words: wave 3h's first run gave generation 2 seven more).
+                f["answer_words"] = same_vocabulary(ck1, [ck2, ckc])
             f["gen2_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
             print(
                 f"gen2     gen2 and control trained {args.steps2} steps each in "
@@ -815,6 +984,40 @@ def main() -> None:
         help="which tokens of a negative count (SFT negative_tokens): all, or the structure "
         "only — every token but the names copied from the instruction",
     )
+    ap.add_argument(
+        "--negatives-from",
+        choices=("all", "pairs"),
+        default="all",
+        help="the unlikelihood term's refused answers: all of generation 1's (A and the pool), "
+        "or only those paired with a verified answer at the same state (--failure-positives)",
+    )
+    ap.add_argument(
+        "--failure-positives",
+        type=int,
+        default=0,
+        metavar="N",
+        help="for each training-file task generation 1 failed (the pool's, --replay's), a "
+        "synth: session with the task's example; its answer, rendered from the same state, "
+        "joins generation 2's data N times and is paired with generation 1's refused answers "
+        "there (0: off)",
+    )
+    ap.add_argument(
+        "--replay",
+        type=int,
+        default=0,
+        metavar="K",
+        help="generation 1 also attempts K of generation 0's own tasks without examples; its "
+        "failures there are failure states too (with --failure-positives)",
+    )
+    ap.add_argument(
+        "--dpo",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="generation 2 adds a DPO term of weight W on the failure pairs, reference "
+        "generation 1 frozen (SFT preferences / preference_weight, trainer/preference.py)",
+    )
+    ap.add_argument("--dpo-beta", type=float, default=0.1, help="DPO's beta (preference_beta)")
     ap.add_argument(
         "--minimal-rules",
         action="store_true",

@@ -59,3 +59,21 @@ def test_the_check_passes_only_on_the_expected_code_and_does_not_spell_it_out(
     )
     assert not passes("def f(xs):\n    return xs.clear()\n")
     assert not passes("def f(xs):\n    return xs.clear_fast()\n")
+
+
+def test_a_failure_state_on_a_held_out_file_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    """--failure-positives runs synth: with the task's example at generation 1's failure
+    states: only on training files — a held-out file's task would put its answer in generation
+    2's data. The guard stops the phase before any session or export."""
+    import asyncio
+
+    import pytest
+
+    from flywheel import failure_states
+
+    failed = [("s1", T("train-1", "train.py")), ("s2", T("held-1", "held.py"))]
+    with pytest.raises(SystemExit, match="failure states on held-out files: \\['held-1'\\]"):
+        asyncio.run(failure_states("nats://127.0.0.1:1", tmp_path, failed, 4, False, {"held.py"}))
+    assert list(tmp_path.iterdir()) == []  # no repository made, nothing exported

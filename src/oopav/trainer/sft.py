@@ -91,6 +91,17 @@ class SFTRecipe:
     # of the names it copies from its instruction, so that the term pushes on the answer's
     # form (the identifier form where a pattern was needed) and never on copying a name.
     negative_tokens: str = "all"
+    # Preferences (trainer/preference.py, issue 25): a pairs dataset (prompt, chosen, rejected
+    # at the same state) and a DPO term of weight ``preference_weight`` (inverse temperature
+    # ``preference_beta``) on a batch of ``preference_batch`` (0: ``batch_size``) of them at
+    # every step; the reference is the recipe's starting ``model``, frozen (its
+    # log-probabilities computed once before training). ``preference_copy`` scores both answers
+    # under copy-constrained decoding, like ``negative_copy``. 0: off.
+    preferences: str | None = None
+    preference_weight: float = 0.0
+    preference_beta: float = 0.1
+    preference_batch: int = 0
+    preference_copy: bool = False
 
 
 def demonstrations(
@@ -359,6 +370,13 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
             "negative_weight must be > 0 with `negatives` (a negatives dataset) and 0 without, "
             f"got {cfg.negative_weight} with negatives={cfg.negatives!r}"
         )
+    if cfg.preference_weight < 0 or (cfg.preference_weight > 0) != bool(cfg.preferences):
+        raise ValueError(
+            "preference_weight must be > 0 with `preferences` (a pairs dataset) and 0 without, "
+            f"got {cfg.preference_weight} with preferences={cfg.preferences!r}"
+        )
+    if cfg.preferences and cfg.model == "new":
+        raise ValueError("`preferences` needs a trained `model` as its reference, not 'new'")
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     base = prepare_model(
@@ -385,6 +403,20 @@ def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
             cfg.negative_batch or cfg.batch_size,
             cfg.seed,
             pad,
+        )
+    if cfg.preferences:
+        from oopav.trainer.preference import preference_rows, with_preferences
+
+        pref_rows, pref_record = preference_rows(cfg, tokenizer)
+        data_order = {**data_order, "preferences": pref_record}
+        trainer_cls = with_preferences(
+            trainer_cls,
+            pref_rows,
+            cfg.preference_weight,
+            cfg.preference_beta,
+            cfg.preference_batch or cfg.batch_size,
+            cfg.seed,
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
         )
     model, peft_config = start_run(
         base, rows, source, digest, emit, lora=cfg.lora, data_order=data_order
@@ -423,11 +455,17 @@ def save_answer_words(cfg: SFTRecipe, checkpoint: str) -> int:
     """Write the checkpoint's answer vocabulary (models/copying.py): the words its training
     answers write from memory, which copy-constrained decoding (``policy.copy_names``) allows
     besides the words it copies. From the demonstrations before augmentation: a made-up name
-    is in its own prompt, so the copies add nothing but counts. Returns the number of words."""
+    is in its own prompt, so the copies add nothing but counts. Each distinct (prompt, answer)
+    counts once: a record repeated as a weight (expert iteration's ``--star``, the flywheel's
+    failure positives) is one teacher answer, and counted four times a word one rule took from
+    outside its prompt passed the vocabulary's "in at least two answers" guard (``self``,
+    ``decode``, ``__isabstractmethod__`` became words every name could be). Returns the number
+    of words."""
     from oopav.models.copying import answer_vocabulary, write_answer_words
 
     pairs, _, _ = demonstrations(cfg)
     texts = [("".join(str(m["content"]) for m in msgs), answer) for msgs, answer in pairs]
+    texts = list(dict.fromkeys(texts))
     vocabulary = answer_vocabulary(texts)
     write_answer_words(checkpoint, vocabulary, len(texts))
     return len(vocabulary)
