@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -361,6 +362,27 @@ def test_repo_inside_the_data_directory_is_refused(
     monkeypatch.setenv("OOPAV_DATA_DIR", str(data))
     problem = repo_problem(str(data / "workspaces" / "s1"))
     assert problem is not None and "data directory" in str(problem)
+    sibling = tmp_path / "project"
+    sibling.mkdir()
+    assert repo_problem(str(sibling)) is None
+
+
+def test_a_repo_that_holds_the_data_directory_is_refused_unless_git_ignores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace of a directory that holds oopav's data directory would copy oopav's state
+    into itself: `"repo": "."` in a task file kept in /tmp, with the data directory in /tmp too,
+    filled a 250 GB disk with copies of copies."""
+    data = tmp_path / "state"
+    (data / "workspaces").mkdir(parents=True)
+    monkeypatch.setenv("OOPAV_DATA_DIR", str(data))
+    problem = repo_problem(str(tmp_path))
+    assert problem is not None and problem.code == "forbidden_path"
+    assert "is inside repo" in str(problem) and "OOPAV_DATA_DIR" in str(problem)
+    # A git repository that ignores it: neither its worktree nor its untracked files hold it.
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert repo_problem(str(tmp_path)) is not None  # not ignored yet: its snapshot would copy it
+    (tmp_path / ".gitignore").write_text("/state/\n")
     assert repo_problem(str(tmp_path)) is None
 
 

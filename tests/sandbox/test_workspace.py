@@ -121,6 +121,20 @@ def test_copy_for_plain_directory(tmp_path: Path, settings: Settings) -> None:
     assert (src / "a.py").read_text() == "A = 2\n"
 
 
+def test_a_copy_leaves_out_the_data_directory_it_would_copy_into(tmp_path: Path) -> None:
+    """The last line behind the intake's refusal: a plain directory that holds oopav's data
+    directory (the workspace is inside it) is copied without it, not into itself forever."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.py").write_text("A = 1\n")
+    settings = Settings(data_dir=project / ".oopav-data")
+    info = prepare_workspace(project, "sess-self", settings)
+    ws = Path(info.path)
+    assert info.kind == "copy" and (ws / "a.py").read_text() == "A = 1\n"
+    assert not (ws / ".oopav-data").exists()
+    assert ws.is_relative_to(project / ".oopav-data")
+
+
 def test_sandbox_exec_cli(tmp_path: Path, settings: Settings) -> None:
     ws = tmp_path / "w"
     ws.mkdir()

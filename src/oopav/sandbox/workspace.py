@@ -23,7 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -214,6 +214,18 @@ def branch_for(session_id: str) -> str:
     return f"oopav/{session_id}"
 
 
+def _skip_dir(skipped: Path) -> Callable[[str, list[str]], set[str]]:
+    """A ``copytree`` ignore function that leaves out the directory ``skipped``."""
+    target = skipped.expanduser().resolve()
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        if Path(directory).resolve() != target.parent:
+            return set()
+        return {n for n in names if n == target.name}
+
+    return ignore
+
+
 def prepare_workspace(
     repo: Path,
     session_id: str,
@@ -299,7 +311,10 @@ def prepare_workspace(
             gitdir = st.workspaces_dir / ".gitdirs" / session_id
             shutil.rmtree(gitdir, ignore_errors=True)
             gitdir.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(origin, path, symlinks=True)
+            # Never copy oopav's own data directory (the workspace is inside it): a repo that
+            # holds it would copy itself without end (the intake and the observer refuse such a
+            # repo; this is the last line).
+            shutil.copytree(origin, path, symlinks=True, ignore=_skip_dir(st.data_dir))
             files = clean.snapshot(path)
             _init_separate(path, gitdir, branch)
             git(path, "add", "-A")

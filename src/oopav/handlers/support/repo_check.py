@@ -123,6 +123,25 @@ def _data_dir() -> Path | None:
         return None
 
 
+def _ignored_by_git(repo: Path, inner: Path) -> bool:
+    """Whether ``repo`` is a git repository that ignores ``inner`` (then neither its worktree
+    nor the snapshot of its untracked files holds ``inner``)."""
+    if not os.path.lexists(repo / ".git"):
+        return False
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(repo), "check-ignore", "-q", "--", str(inner.relative_to(repo))],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return False
+    return proc.returncode == 0
+
+
 def repo_problem(repo: str) -> RepoProblem | None:
     """None when ``repo`` (an absolute path) is a directory the handlers may work on."""
     too_long = path_length_problem(repo, "repo path")
@@ -174,6 +193,16 @@ def repo_problem(repo: str) -> RepoProblem | None:
         return RepoProblem(
             f"repo {text} is inside oopav's data directory ({data}): point it at your project, "
             "not at a session's workspace or oopav's own state",
+            "forbidden_path",
+        )
+    if data is not None and resolved in data.parents and not _ignored_by_git(resolved, data):
+        # A workspace of this repo would hold oopav's own state: a copy (not a git repository)
+        # copies the data directory into itself without end until the disk is full; a git
+        # worktree's snapshot of untracked files would copy the event store and workspaces.
+        return RepoProblem(
+            f"oopav's data directory ({data}) is inside repo {text}: a session's workspace "
+            "would copy oopav's own state into itself; set OOPAV_DATA_DIR outside the project "
+            "(or, in a git repository, have git ignore it)",
             "forbidden_path",
         )
     roots = allowed_roots()
