@@ -28,7 +28,10 @@ async def test_a_misspelled_example_field_is_named_as_unknown(tmp_path: Path) ->
     )
     rc, _, err = await run_cli(tmp_path / "data", "run", "--task", str(task), "--json")
     assert rc == 2, err[-2000:]
-    assert "unknown field 'examples.0.before_text' (allowed: before, after, path, partial, keep)" in err, err
+    assert (
+        "unknown field 'examples.0.before_text' (allowed: before, after, path, partial, keep)"
+        in err
+    ), err
     assert "control character" not in err
 
 
