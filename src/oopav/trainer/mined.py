@@ -120,10 +120,17 @@ def mine(
             if not hunk.learnable:
                 reject("not_learnable")
                 continue
-            if len(hunk.rules) != 1:
+            rules = hunk.rules
+            if len(rules) != 1:
+                # Optional follow-ups (a definition renamed with its calls, synth/definitions.py)
+                # may do nothing in this hunk's window: try the one rule they follow; the check
+                # below still demands the commit's whole change to the window.
+                core = [r for r in rules if not (r.get("metadata") or {}).get("optional")]
+                rules = core if len(core) == 1 else rules
+            if len(rules) != 1:
                 reject("rule_set")  # one action per task: a rule set needs several steps
                 continue
-            rule = hunk.rules[0]
+            rule = rules[0]
             before = _show(root, f"{sha}^", hunk.path) or ""
             span = window(before, hunk.start, hunk.lines, rule["language"])
             if span is None:
