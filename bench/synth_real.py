@@ -1097,14 +1097,22 @@ def with_hunks(f: FileCase, hunks: list[Hunk], keep: list[int] | None = None) ->
     )
 
 
-def site_level(case: Case, first: Score) -> Score:
+def site_level(
+    case: Case,
+    first: Score,
+    start: tuple[list[FileCase], list[FileCase], dict[str, list[Hunk]]] | None = None,
+) -> Score:
     """Refazer's site-level protocol: while a held-out file is wrong, add its first wrongly
     edited site — the first wrong hunk of the first wrong held-out file — as a further,
     partial example (that file with only the hunks added so far applied; a site the commit
     kept and the rules rewrote goes in as lines it keeps); the held-out files stay held out
-    and are still scored whole, byte for byte. At most SITE_CAP sites added."""
-    examples, heldout = split(case)
-    taken: dict[str, list[Hunk]] = {}
+    and are still scored whole, byte for byte. At most SITE_CAP sites added.
+
+    ``start``: (examples, scored files, sites taken already) when the protocol does not
+    start from the one-shot split (:func:`site_level_one`)."""
+    examples, heldout = split(case) if start is None else (start[0], start[1])
+    taken: dict[str, list[Hunk]] = {k: list(v) for k, v in (start[2] if start else {}).items()}
+    start_sites = sum(e.sites for e in examples) + sum(len(v) for v in taken.values())
     kept: dict[str, list[int]] = {}
     # Sites the synthesiser refused (wave 3h synth9): a user told "no rule" for the site
     # just added withdraws it, keeps the rules they had and shows the next wrong site; the
@@ -1157,9 +1165,34 @@ def site_level(case: Case, first: Score) -> Score:
                 refused_lines.setdefault(f.path, []).extend(where)
             added[-1] += " refused"
             s = replace(prev)
-        s.example_sites = sum(e.sites for e in examples) + len(added)
+        s.example_sites = start_sites + len(added)
     if s is not first:
         s.added_sites = added
+    return s
+
+
+def site_level_one(case: Case) -> Score:
+    """The site-level protocol from **one** site, as Refazer starts: the first hunk of the
+    one-shot split's first example file (the file with the fewest sites) as a partial
+    example (the whole file when that hunk is its only one), then the first wrong site of
+    the first wrong file added until exact (at most SITE_CAP). Scored: every file of the
+    commit but a start file whose one site is all of it — the other example files and the
+    start file's own other sites too — so it is stricter than the one-shot split's scoring,
+    and its figures are its own line, not the headline's."""
+    examples, heldout = split(case)
+    first_file = examples[0]
+    hunks = _hunks(first_file.before.splitlines(True), first_file.after.splitlines(True))
+    if len(hunks) <= 1:
+        start_ex, taken = [first_file], {}
+        scored = [*examples[1:], *heldout]
+    else:
+        start_ex, taken = [], {first_file.path: [hunks[0]]}
+        scored = [*examples, *heldout]
+    ex0 = start_ex or [with_hunks(first_file, taken[first_file.path])]
+    first = score(case, ex0, scored)
+    first.example_sites = 1
+    s = site_level(case, first, (start_ex, scored, taken))
+    s.example_sites = max(s.example_sites, 1)
     return s
 
 
@@ -1401,6 +1434,7 @@ def main() -> None:
         print("\n".join(case_diff(args.diff_against, mined, cases, args.seed, args.per_language)))
     rows: dict[str, list[tuple[Score, Score]]] = defaultdict(list)
     site_rows: dict[str, list[Score]] = defaultdict(list)
+    site1_rows: dict[str, list[Score]] = defaultdict(list)
     results = []
     errors: Counter[str] = Counter()
     misses: list[tuple[int, Score, Score]] = []
@@ -1412,6 +1446,8 @@ def main() -> None:
         one = score(case, examples, heldout)
         inc = incremental(case, one)
         site = site_level(case, one)
+        site1 = site_level_one(case)
+        site1_rows[case.language].append(site1)
         rows[case.language].append((one, inc))
         site_rows[case.language].append(site)
         mark = "EXACT" if one.exact else ("inc-EXACT" if inc.exact else "miss")
@@ -1427,7 +1463,9 @@ def main() -> None:
             f"{inc.examples} ex, {inc.correct}/{inc.produced} of {inc.expected}"
             + (f" ({inc.groups} example groups)" if inc.groups else "")
             + f"; site-level {'EXACT' if site.exact else 'miss'} {site.example_sites} sites, "
-            f"{site.correct}/{site.produced} of {site.expected}" + f"; {one.ms:.0f} ms {one.error}",
+            f"{site.correct}/{site.produced} of {site.expected}"
+            + f"; from one site {'EXACT' if site1.exact else 'miss'} {site1.example_sites} sites"
+            + f"; {one.ms:.0f} ms {one.error}",
             flush=True,
         )
         if args.cli_check:
@@ -1450,6 +1488,7 @@ def main() -> None:
                 "one_shot": one.to_json(),
                 "incremental": inc.to_json(),
                 "site_level": site.to_json(),
+                "site_level_one": site1.to_json(),
             }
         )
     print()
@@ -1458,6 +1497,10 @@ def main() -> None:
     print("incremental, site-level (Refazer's protocol: the first wrong hunk of the first wrong")
     print(f"held-out file added as a partial example, at most {SITE_CAP} sites beyond the start):")
     print("\n".join(site_table(site_rows)))
+    print()
+    print("site-level from one site (Refazer's start: the fewest-sites file's first hunk; every")
+    print("other site of the commit scored, the example files' too):")
+    print("\n".join(site_table(site1_rows)))
     print()
     print("\n".join(miss_table(misses)))
     one_all = [a for rs in rows.values() for a, _ in rs]
@@ -1524,6 +1567,16 @@ def main() -> None:
         f"example sites; exact within 3 example sites {within3}/{n}; precision {site_p:.3f}; "
         f"partial examples added {sum(len(c.added_sites) for c in site_all)} "
         f"(target as incremental: >= 85%, <= 3) {verdict(site_x >= 0.85 and site_sites <= 3)}"
+    )
+    s1_all = [c for rs in site1_rows.values() for c in rs]
+    s1_x = sum(c.exact for c in s1_all) / max(1, n)
+    s1_p = sum(c.correct for c in s1_all) / max(1, sum(c.produced for c in s1_all))
+    s1_sites = statistics.mean(c.example_sites for c in s1_all) if s1_all else 0
+    print(
+        f"incremental, site-level from one site: exact {s1_x:.0%} with {s1_sites:.2f} example "
+        f"sites; exact within 3 example sites {sum(c.exact and c.example_sites <= 3 for c in s1_all)}/{n}; "
+        f"precision {s1_p:.3f} (target as incremental: >= 85%, <= 3) "
+        f"{verdict(s1_x >= 0.85 and s1_sites <= 3)}"
     )
     grouped = [(a, b) for a, b in zip(one_all, inc_all, strict=True) if a.groups or b.groups]
     print(
