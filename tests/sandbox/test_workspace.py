@@ -18,6 +18,7 @@ from oopav.sandbox.workspace import (
     apply_to_repo,
     checkpoint,
     final_diff,
+    parse_size,
     prepare_workspace,
     rollback,
 )
@@ -133,6 +134,67 @@ def test_a_copy_leaves_out_the_data_directory_it_would_copy_into(tmp_path: Path)
     assert info.kind == "copy" and (ws / "a.py").read_text() == "A = 1\n"
     assert not (ws / ".oopav-data").exists()
     assert ws.is_relative_to(project / ".oopav-data")
+
+
+def test_a_plain_directory_over_the_copy_limit_is_refused_before_anything_is_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory that is not a git repository is copied whole into every session's
+    workspace: one over the limit (a home directory pointed at by mistake) is refused with one
+    line saying what to do, and nothing is written; a git repository is never copied."""
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    for i in range(5):
+        (project / "sub" / f"f{i}.bin").write_bytes(b"x" * 1000)
+    settings = Settings(data_dir=tmp_path / "data")
+    monkeypatch.setenv("OOPAV_COPY_LIMIT", "4K")
+    with pytest.raises(
+        WorkspaceError, match=r"not a git repository and holds more than .*GiB.*git init"
+    ):
+        prepare_workspace(project, "sess-big", settings)
+    assert not settings.workspace_for("sess-big").exists()
+    monkeypatch.setenv("OOPAV_COPY_LIMIT", "1M")
+    monkeypatch.setenv("OOPAV_COPY_LIMIT_FILES", "3")
+    with pytest.raises(WorkspaceError, match="more than 3 files"):
+        prepare_workspace(project, "sess-many", settings)
+    monkeypatch.setenv("OOPAV_COPY_LIMIT_FILES", "10")
+    info = prepare_workspace(project, "sess-ok", settings)
+    assert info.kind == "copy" and len(list(Path(info.path, "sub").iterdir())) == 5
+    # A git repository over the limit gets a worktree, not a copy.
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "add", "-A"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(project),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "b",
+        ],
+        check=True,
+    )
+    monkeypatch.setenv("OOPAV_COPY_LIMIT", "1K")
+    assert prepare_workspace(project, "sess-git", settings).kind == "worktree"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.py").write_text("A = 1\n")
+    monkeypatch.setenv("OOPAV_COPY_LIMIT", "two gigs")
+    with pytest.raises(WorkspaceError, match="not a size: 'two gigs'"):
+        prepare_workspace(plain, "sess-bad", settings)
+
+
+def test_parse_size() -> None:
+    assert parse_size("2G") == 2 << 30
+    assert parse_size("500M") == 500 << 20
+    assert parse_size("1.5KiB") == 1536
+    assert parse_size("1024") == 1024
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size("-1G")
 
 
 def test_sandbox_exec_cli(tmp_path: Path, settings: Settings) -> None:

@@ -226,6 +226,70 @@ def _skip_dir(skipped: Path) -> Callable[[str, list[str]], set[str]]:
     return ignore
 
 
+# What a workspace copy of a directory that is not a git repository may hold: a session
+# copies such a directory whole, once per session (a git repository gets a worktree instead).
+# A home directory's worth of files pointed at by mistake would fill the disk; the limit
+# turns that into one line before anything is written. OOPAV_COPY_LIMIT ("2G", "500M",
+# bytes) and OOPAV_COPY_LIMIT_FILES raise it.
+COPY_LIMIT_BYTES = 2 << 30
+COPY_LIMIT_FILES = 200_000
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"2G"``, ``"500M"``, ``"1048576"`` -> bytes (binary units, a trailing ``B``/``iB``
+    allowed). A clear ValueError otherwise."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    if m is None:
+        raise ValueError(f"not a size: {text!r} (say e.g. 2G, 500M or a number of bytes)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def copy_limits() -> tuple[int, int]:
+    """(bytes, files) a copied workspace may hold, from the environment or the defaults."""
+    raw = os.environ.get("OOPAV_COPY_LIMIT")
+    files = os.environ.get("OOPAV_COPY_LIMIT_FILES")
+    try:
+        limit = parse_size(raw) if raw else COPY_LIMIT_BYTES
+        count = int(files) if files else COPY_LIMIT_FILES
+    except ValueError as exc:
+        raise WorkspaceError(f"OOPAV_COPY_LIMIT / OOPAV_COPY_LIMIT_FILES: {exc}") from None
+    return limit, count
+
+
+def copy_too_big(origin: Path, skipped: Path | None = None) -> str | None:
+    """Why copying ``origin`` (leaving out ``skipped``) would be over the limits, or None.
+    Stops walking as soon as a limit is passed, so a huge tree costs little to refuse."""
+    limit, count = copy_limits()
+    total = files = 0
+    skip = skipped.resolve() if skipped is not None else None
+    for root, dirs, names in os.walk(origin, followlinks=False):
+        if skip is not None:
+            dirs[:] = [d for d in dirs if Path(root, d).resolve() != skip]
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            total += st.st_size
+            files += 1
+            if total > limit or files > count:
+                what = (
+                    f"more than {limit / (1 << 30):.3g} GiB"
+                    if total > limit
+                    else f"more than {count:,} files"
+                )
+                return (
+                    f"repo {origin} is not a git repository and holds {what}: a session copies "
+                    "such a directory whole into its workspace; make it a git repository "
+                    "(git init && git add -A && git commit -m base) so sessions use a worktree, "
+                    "or raise OOPAV_COPY_LIMIT / OOPAV_COPY_LIMIT_FILES"
+                )
+    return None
+
+
 def prepare_workspace(
     repo: Path,
     session_id: str,
@@ -314,7 +378,17 @@ def prepare_workspace(
             # Never copy oopav's own data directory (the workspace is inside it): a repo that
             # holds it would copy itself without end (the intake and the observer refuse such a
             # repo; this is the last line).
-            shutil.copytree(origin, path, symlinks=True, ignore=_skip_dir(st.data_dir))
+            # A tree restored from the store (replay, forks) was admitted when it was recorded.
+            too_big = None if source is not None else copy_too_big(origin, st.data_dir)
+            if too_big is not None:
+                raise WorkspaceError(too_big)
+            try:
+                shutil.copytree(origin, path, symlinks=True, ignore=_skip_dir(st.data_dir))
+            except BaseException:
+                # A copy cut short (the disk full, Ctrl-C) must not leave a half tree that
+                # keeps the disk full until the next attempt at this session.
+                shutil.rmtree(path, ignore_errors=True)
+                raise
             files = clean.snapshot(path)
             _init_separate(path, gitdir, branch)
             git(path, "add", "-A")
