@@ -322,3 +322,32 @@ def test_oopav_synth_starts_without_the_loop_s_heavy_modules(tmp_path: Path) -> 
     )
     assert "fix: fetch_page" in proc.stdout, proc.stderr
     assert "LOADED []" in proc.stdout, proc.stdout
+
+
+def test_a_task_file_kept_away_from_its_project_warns_which_tree_repo_dot_means(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`"repo": "."` in a task file means the task file's directory; kept in /tmp while the
+    user stands in their project, that is the wrong tree (session 13 filled a disk that way):
+    one line says so and how to get the other. Beside its project, nothing is said."""
+    from oopav.cli.common import _submission
+
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    elsewhere = tmp_path / "tasks"
+    elsewhere.mkdir()
+    task = elsewhere / "t.json"
+    task.write_text(json.dumps({"instruction": "rename a to b", "repo": "."}))
+    monkeypatch.chdir(project)
+    body = _submission(task, None, None, None, None, None, ())
+    assert body["repo"] == str(elsewhere.resolve())
+    err = capsys.readouterr().err
+    assert "resolved against the task file's directory" in err
+    assert "pass --repo ." in err and str(project.resolve()) in err
+    # Beside its project: no note.
+    beside = project / "t.json"
+    beside.write_text(json.dumps({"instruction": "rename a to b", "repo": "."}))
+    body = _submission(beside, None, None, None, None, None, ())
+    assert body["repo"] == str(project.resolve())
+    assert capsys.readouterr().err == ""

@@ -125,7 +125,10 @@ def _submission(
         body["repo"] = str(repo)
     if "repo" in body:
         # Paths are resolved on the intake host; make a local relative path absolute here.
-        body["repo"] = str((base / Path(body["repo"]).expanduser()).resolve())
+        given = Path(str(body["repo"])).expanduser()
+        body["repo"] = str((base / given).resolve())
+        if repo is None and task_file is not None and not given.is_absolute():
+            _warn_task_relative_repo(task_file, given, Path(body["repo"]))
     elif instruction or task_file is not None:
         # Said here, before `oopav run` starts a server and every handler to be told so.
         raise click.UsageError(
@@ -187,6 +190,26 @@ def _print_outcome(state: Any, as_json: bool) -> None:
         click.echo(f"summary: {out['summary']}")
     if out.get("diff"):
         click.echo(out["diff"].rstrip())
+
+
+def _in_git(path: Path) -> bool:
+    return any((p / ".git").exists() for p in (path, *path.parents))
+
+
+def _warn_task_relative_repo(task_file: Path, given: Path, resolved: Path) -> None:
+    """A relative ``repo`` in a task file is resolved against the task file's directory (so
+    a task kept beside its project works from anywhere). A task file kept elsewhere then
+    points at the wrong tree — say so when that tree is no git repository but the same path
+    from the current directory is one."""
+    from_cwd = (Path.cwd() / given).resolve()
+    if from_cwd == resolved or _in_git(resolved) or not _in_git(from_cwd):
+        return
+    click.echo(
+        f'note: "repo": "{given}" in {task_file} is resolved against the task file\'s '
+        f"directory: {resolved} (not a git repository); from the current directory it would "
+        f"be {from_cwd} — pass --repo {given} to use that",
+        err=True,
+    )
 
 
 def _environment(
