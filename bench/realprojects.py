@@ -309,9 +309,20 @@ def unpack(project: Project, args: argparse.Namespace, dest: Path) -> Path:
         src = getattr(args, project.source.removeprefix("repo:"))
         if src is None:
             raise SystemExit(f"{project.name}: pass --{project.source[5:].replace('_', '-')}")
-        shutil.copytree(
-            Path(src), repo, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv")
-        )
+        src = Path(src)
+        if (src / "HEAD").is_file() and (src / "objects").is_dir():
+            # A bare mirror (what the fetch tool gives): its HEAD's tree, not its git files.
+            repo.mkdir(parents=True)
+            archive = subprocess.run(
+                ["git", "--git-dir", str(src), "archive", "HEAD"], capture_output=True, check=True
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", str(repo)], input=archive, check=True)
+        elif not (src / "pyproject.toml").is_file() and not (src / "setup.py").is_file():
+            raise SystemExit(f"{project.name}: {src} is neither a checkout nor a bare git mirror")
+        else:
+            shutil.copytree(
+                src, repo, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv")
+            )
     else:
         with tarfile.open(sdist(project.source, args.cache)) as tf:
             tf.extractall(dest, filter="data")
@@ -565,7 +576,7 @@ def measure(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/oopav/bench-sdists")
-    ap.add_argument("--tomli-repo", type=Path, help="a checkout of github.com/hukkin/tomli")
+    ap.add_argument("--tomli-repo", type=Path, help="a checkout of github.com/hukkin/tomli, or its bare git mirror")
     ap.add_argument("--only", default="", help="comma-separated project names")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
