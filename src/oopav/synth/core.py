@@ -26,7 +26,7 @@ from oopav.sandbox.astgrep import (
     reindent,
     rewrite_source,
 )
-from oopav.synth.abstract import Options, Template, abstract_sites
+from oopav.synth.abstract import Options, Template, abstract_sites, collapse_chains
 from oopav.synth.clishape import cli_rule, kinds_from_sites
 from oopav.synth.commas import DEPTH as COMMA_DEPTH
 from oopav.synth.commas import trailing_comma_rule
@@ -965,7 +965,9 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
             wider = [
                 c
                 for c in top_choices
-                if c.level == chosen.level >= 0 and _vars(c.key) > _vars(chosen.key)
+                if c.level == chosen.level >= 0
+                and _vars(c.key) > _vars(chosen.key)
+                and not _deeper_chain(c.key, chosen.key)
             ]
             if wider:
                 ambiguous = True
@@ -1820,6 +1822,14 @@ def _vars(key: str) -> int:
     return len(re.findall(r"\$+[A-Z]", key.split("\0")[0]))
 
 
+def _deeper_chain(key: str, chosen: str) -> bool:
+    """``key`` is ``chosen`` with a member chain kept at the depth its sites show (see
+    :func:`abstract.collapse_chains`): more metavariables, and narrower, not wider."""
+    pattern, _, fix = key.partition("\0")
+    tc = collapse_chains(Template(pattern, fix, {}))
+    return tc is not None and tc.pattern + "\0" + tc.fix == chosen
+
+
 def _search(
     seed: Site,
     remaining: list[tuple[Site, _Ex]],
@@ -2140,6 +2150,13 @@ def _search(
                     pattern, fix, cons, transform = st
                     for rule in _pattern_rules(Template(pattern, fix, {}), lang, top.node.kind()):
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
+                # A member chain of any depth before the depth the sites show (wave 3i):
+                # `$A.$D;` before `$A.$B.$C.$D;`, verified like any candidate.
+                tc = collapse_chains(t)
+                if tc is not None:
+                    templates.append((tc, group))
+                    for rule in _pattern_rules(tc, lang, top.node.kind(), level == 0):
+                        consider(rule, tc.fix, tc.pattern + "\0" + tc.fix, level, group)
                 for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         # The smallest discriminating context: the same patterns, only where the site sits
