@@ -31,6 +31,7 @@ from oopav.synth.clishape import cli_rule, kinds_from_sites
 from oopav.synth.commas import DEPTH as COMMA_DEPTH
 from oopav.synth.commas import trailing_comma_rule
 from oopav.synth.discriminate import (
+    bound_context,
     closure,
     conjoin,
     context_closure,
@@ -2505,11 +2506,14 @@ def _has_comment(node: SgNode) -> bool:
 
 
 def _contexts(node: SgNode) -> list[dict[str, Any]]:
-    """``inside`` rules for where ``node`` sits: its parent's kind and field, then the kind."""
+    """``inside`` rules for where ``node`` sits: its parent's kind and field, then the kind.
+    A literal bound to a name (wave 3i): the binders of that name first (see
+    :func:`discriminate.bound_context`)."""
     parent = node.parent()
     if parent is None:
         return []
-    out: list[dict[str, Any]] = []
+    bound = bound_context(node)
+    out: list[dict[str, Any]] = [bound] if bound is not None else []
     r = node.range()
     if parent.kind() in LIST_KINDS:
         grand = parent.parent()
