@@ -98,10 +98,7 @@ def test_a_literal_is_kept_to_the_name_it_is_bound_to() -> None:
 def test_a_literal_bound_to_another_name_in_the_examples_keeps_the_kind() -> None:
     """Precision: where the positives are bound to different names (two `var`s changed),
     no name is the context; the kind that holds them is, as before."""
-    before = (
-        "package a\n\nvar A = false\nvar B = false\n\n"
-        "func f() bool {\n\treturn false\n}\n"
-    )
+    before = "package a\n\nvar A = false\nvar B = false\n\nfunc f() bool {\n\treturn false\n}\n"
     after = before.replace("var A = false", "var A = off").replace("var B = false", "var B = off")
     result = synthesize([Example(before, after, path="a.go")])
     assert result.apply(before)[0] == after

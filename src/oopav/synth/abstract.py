@@ -382,7 +382,7 @@ def collapse_chains(t: Template) -> Template | None:
         if len(receiver) < 2:
             continue
         prefix = ".".join(receiver)
-        own = {n for n in receiver}
+        own = set(receiver)
         # Each receiver metavariable once in the pattern, and in the fix only inside the
         # same receiver text.
         if any(_VAR.findall(pattern).count(n) != 1 for n in own):
@@ -392,8 +392,8 @@ def collapse_chains(t: Template) -> Template | None:
             continue
         head = receiver[0]
         rx = re.compile(r"(?<![\w$.])" + re.escape(prefix) + r"(?![\w$])")
-        pattern = rx.sub(lambda _m: head, pattern)
-        fix = rx.sub(lambda _m: head, fix)
+        pattern = rx.sub(head, pattern)  # `$A`: no backslash, nothing to escape
+        fix = rx.sub(head, fix)
         texts = [variables.pop(n[1:], "") for n in receiver[1:]]
         variables[head[1:]] = ".".join([variables.get(head[1:], ""), *texts])
         changed = True

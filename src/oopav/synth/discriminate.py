@@ -595,9 +595,7 @@ def bound_context(node: SgNode) -> dict[str, Any] | None:
         return None
     wrapper, kind, name = at
     regex = "^" + _escape(name) + "$"
-    binders = {
-        k: f for group in BINDER_GROUPS if kind in group for k, f in sorted(group.items())
-    }
+    binders = {k: f for group in BINDER_GROUPS if kind in group for k, f in sorted(group.items())}
     ctx: dict[str, Any] = {
         "any": [{"kind": k, "has": {"field": f, "regex": regex}} for k, f in binders.items()],
         "stopBy": "neighbor",
@@ -607,9 +605,7 @@ def bound_context(node: SgNode) -> dict[str, Any] | None:
     return ctx
 
 
-def _bound_name(
-    seed: SgNode, pos: list[SgNode], negatives: list[SgNode]
-) -> dict[str, Any] | None:
+def _bound_name(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
     """``inside`` the binders of the name every positive literal is bound to (see
     :func:`bound_context`), when no negative is bound to that name."""
     ctx = bound_context(seed)
