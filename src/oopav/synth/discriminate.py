@@ -209,10 +209,12 @@ def constraints(
         if fragment not in out:
             out.append(fragment)
 
-    # The name a literal value is bound to (wave 3i), first: cobra's `var
-    # EnablePrefixMatching = false` -> `= defaultPrefixMatching`, the `false`s of `return`s
-    # kept: the value is that variable's, wherever it is assigned (`EnablePrefixMatching =
-    # false` in a test), not every `var X = false` a grandparent kind would reach.
+    # The name a literal value is bound to (wave 3i): cobra's `var EnablePrefixMatching =
+    # false` -> `= defaultPrefixMatching`, the `false`s of `return`s kept: the value is that
+    # variable's, wherever it is assigned (`EnablePrefixMatching = false` in a test), not
+    # every `var X = false` a grandparent kind would reach. First in the list; it names
+    # something (`has … regex`), so the caller ranks it with the names, after the kinds
+    # (`core._contexts` offers it before the parent's kind, where the site is lifted).
     bound = _bound_name(seed, pos, negatives)
     if bound is not None:
         add(bound)
