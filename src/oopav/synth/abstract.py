@@ -355,3 +355,48 @@ def _dedent(fix: str, site: Site) -> str:
     lines = fix.split("\n")
     cut = " " * indent
     return "\n".join([lines[0]] + [ln[indent:] if ln.startswith(cut) else ln for ln in lines[1:]])
+
+
+# A run of single metavariables joined by `.` (`$A.$B.$C`), not itself the member of
+# something literal (`x.$A.$B`): a member chain whose depth anti-unification kept.
+_CHAIN = re.compile(r"(?<![\w$.])\$[A-Z][A-Z0-9_]*(?:\.\$[A-Z][A-Z0-9_]*)+(?![\w$])")
+_VAR = re.compile(r"\$\$?\$?[A-Z][A-Z0-9_]*")
+
+
+def collapse_chains(t: Template) -> Template | None:
+    """``t`` with each member chain of metavariables reduced to one metavariable for the
+    receiver (wave 3i, synth12): ``$A.$B.$C.$D;`` -> ``$A.$D;`` (a member chain of any
+    depth: `err.should.be.ok;` and `should(req.called).be.ok;` alike), ``$A.$B.foo`` ->
+    ``$A.foo`` (any receiver of `.foo`). The depth is what one example happened to show,
+    not what the change is about; the chain's last member stays (a bare ``$A;`` would be
+    any statement). Only where the receiver's metavariables occur nowhere else, and in the
+    fix only as the same receiver. None when there is no such chain. The caller still
+    verifies the collapsed rule on the examples (a kept shallower chain says no)."""
+    pattern, fix = t.pattern, t.fix
+    changed = False
+    variables = dict(t.variables)
+    for m in list(_CHAIN.finditer(t.pattern)):
+        names = m.group(0).split(".")
+        follows_member = re.match(r"\.[A-Za-z_]", t.pattern[m.end() :]) is not None
+        receiver = names if follows_member else names[:-1]
+        if len(receiver) < 2:
+            continue
+        prefix = ".".join(receiver)
+        own = set(receiver)
+        # Each receiver metavariable once in the pattern, and in the fix only inside the
+        # same receiver text.
+        if any(_VAR.findall(pattern).count(n) != 1 for n in own):
+            continue
+        rest = re.sub(re.escape(prefix) + r"(?![\w$])", "", fix)
+        if any(n in _VAR.findall(rest) for n in own):
+            continue
+        head = receiver[0]
+        rx = re.compile(r"(?<![\w$.])" + re.escape(prefix) + r"(?![\w$])")
+        pattern = rx.sub(head, pattern)  # `$A`: no backslash, nothing to escape
+        fix = rx.sub(head, fix)
+        texts = [variables.pop(n[1:], "") for n in receiver[1:]]
+        variables[head[1:]] = ".".join([variables.get(head[1:], ""), *texts])
+        changed = True
+    if not changed:
+        return None
+    return Template(pattern, fix, variables)

@@ -26,11 +26,12 @@ from oopav.sandbox.astgrep import (
     reindent,
     rewrite_source,
 )
-from oopav.synth.abstract import Options, Template, abstract_sites
+from oopav.synth.abstract import Options, Template, abstract_sites, collapse_chains
 from oopav.synth.clishape import cli_rule, kinds_from_sites
 from oopav.synth.commas import DEPTH as COMMA_DEPTH
 from oopav.synth.commas import trailing_comma_rule
 from oopav.synth.discriminate import (
+    bound_context,
     closure,
     conjoin,
     context_closure,
@@ -965,7 +966,9 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
             wider = [
                 c
                 for c in top_choices
-                if c.level == chosen.level >= 0 and _vars(c.key) > _vars(chosen.key)
+                if c.level == chosen.level >= 0
+                and _vars(c.key) > _vars(chosen.key)
+                and not _deeper_chain(c.key, chosen.key)
             ]
             if wider:
                 ambiguous = True
@@ -1820,6 +1823,14 @@ def _vars(key: str) -> int:
     return len(re.findall(r"\$+[A-Z]", key.split("\0")[0]))
 
 
+def _deeper_chain(key: str, chosen: str) -> bool:
+    """``key`` is ``chosen`` with a member chain kept at the depth its sites show (see
+    :func:`abstract.collapse_chains`): more metavariables, and narrower, not wider."""
+    pattern, _, fix = key.partition("\0")
+    tc = collapse_chains(Template(pattern, fix, {}))
+    return tc is not None and tc.pattern + "\0" + tc.fix == chosen
+
+
 def _search(
     seed: Site,
     remaining: list[tuple[Site, _Ex]],
@@ -2140,6 +2151,13 @@ def _search(
                     pattern, fix, cons, transform = st
                     for rule in _pattern_rules(Template(pattern, fix, {}), lang, top.node.kind()):
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
+                # A member chain of any depth before the depth the sites show (wave 3i):
+                # `$A.$D;` before `$A.$B.$C.$D;`, verified like any candidate.
+                tc = collapse_chains(t)
+                if tc is not None:
+                    templates.append((tc, group))
+                    for rule in _pattern_rules(tc, lang, top.node.kind(), level == 0):
+                        consider(rule, tc.fix, tc.pattern + "\0" + tc.fix, level, group)
                 for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         # The smallest discriminating context: the same patterns, only where the site sits
@@ -2488,11 +2506,14 @@ def _has_comment(node: SgNode) -> bool:
 
 
 def _contexts(node: SgNode) -> list[dict[str, Any]]:
-    """``inside`` rules for where ``node`` sits: its parent's kind and field, then the kind."""
+    """``inside`` rules for where ``node`` sits: its parent's kind and field, then the kind.
+    A literal bound to a name (wave 3i): the binders of that name first (see
+    :func:`discriminate.bound_context`)."""
     parent = node.parent()
     if parent is None:
         return []
-    out: list[dict[str, Any]] = []
+    bound = bound_context(node)
+    out: list[dict[str, Any]] = [bound] if bound is not None else []
     r = node.range()
     if parent.kind() in LIST_KINDS:
         grand = parent.parent()

@@ -209,6 +209,15 @@ def constraints(
         if fragment not in out:
             out.append(fragment)
 
+    # The name a literal value is bound to (wave 3i): cobra's `var EnablePrefixMatching =
+    # false` -> `= defaultPrefixMatching`, the `false`s of `return`s kept: the value is that
+    # variable's, wherever it is assigned (`EnablePrefixMatching = false` in a test), not
+    # every `var X = false` a grandparent kind would reach. First in the list; it names
+    # something (`has … regex`), so the caller ranks it with the names, after the kinds
+    # (`core._contexts` offers it before the parent's kind, where the site is lifted).
+    bound = _bound_name(seed, pos, negatives)
+    if bound is not None:
+        add(bound)
     negative: list[dict[str, Any]] = []
     for depth in (1, 2):
         kind = _kind_at(seed, depth)
@@ -507,6 +516,109 @@ def _holding(
         ):
             return None  # no further than the definition the site is in
     return None
+
+
+# Nodes that bind a value to a name (a declaration, an assignment, a keyword argument, a
+# key), per grammar, with the field that holds the name; the value is a later child.
+# Grouped by grammar: a variable declared in one and assigned in another (Go's `var X =
+# false` and `X = false`) is the same name.
+BINDER_GROUPS = (
+    {
+        "var_spec": "name",
+        "const_spec": "name",
+        "assignment_statement": "left",
+        "short_var_declaration": "left",
+        "keyed_element": "key",
+    },
+    {"assignment": "left", "keyword_argument": "name", "pair": "key"},
+    {"variable_declarator": "name", "assignment_expression": "left", "pair": "key"},
+    {"let_declaration": "pattern", "assignment_expression": "left", "field_initializer": "field"},
+)
+BINDERS = {k: v for group in BINDER_GROUPS for k, v in group.items()}
+# A node with one named child that stands for it in a binder (Go's `expression_list` of one
+# value, `literal_element`).
+VALUE_WRAPPERS = frozenset({"expression_list", "literal_element"})
+LITERALS = frozenset(
+    {
+        "true",
+        "false",
+        "nil",
+        "none",
+        "null",
+        "undefined",
+        "number",
+        "integer",
+        "float",
+        "int_literal",
+        "float_literal",
+        "integer_literal",
+        "boolean_literal",
+        "string",
+        "string_literal",
+        "interpreted_string_literal",
+        "raw_string_literal",
+        "char_literal",
+        "rune_literal",
+    }
+)
+
+
+def _binding(node: SgNode) -> tuple[str | None, str, str] | None:
+    """(the wrapper kind or None, the binder kind, the name) when ``node`` is the value a
+    binder gives a name."""
+    value, parent = node, node.parent()
+    wrapper = None
+    if (
+        parent is not None
+        and parent.kind() in VALUE_WRAPPERS
+        and sum(1 for c in parent.children() if c.is_named()) == 1
+    ):
+        wrapper, value, parent = parent.kind(), parent, parent.parent()
+    if parent is None or parent.kind() not in BINDERS:
+        return None
+    target = parent.field(BINDERS[parent.kind()])
+    if target is None or target.range().end.index > value.range().start.index:
+        return None  # the node is the name itself, or before it
+    text = target.text()
+    return (wrapper, parent.kind(), text) if _NAMED_REF.match(text) else None
+
+
+def bound_context(node: SgNode) -> dict[str, Any] | None:
+    """Wave 3i: where a literal is the value bound to a name, the ``inside`` rule (with
+    its ``stopBy``) that keeps a rule to that name's values — in every binder of the
+    grammar (cobra's `var EnablePrefixMatching = false` and, in a test,
+    `EnablePrefixMatching = false`), not in every binder of that kind (`var X = false` is
+    another variable's). Only for a literal (a number, a string, `false`): what a literal
+    means is the name it is given to; a call or a name has its own. None elsewhere."""
+    if node.kind() not in LITERALS:
+        return None
+    at = _binding(node)
+    if at is None:
+        return None
+    wrapper, kind, name = at
+    regex = "^" + _escape(name) + "$"
+    binders = {k: f for group in BINDER_GROUPS if kind in group for k, f in sorted(group.items())}
+    ctx: dict[str, Any] = {
+        "any": [{"kind": k, "has": {"field": f, "regex": regex}} for k, f in binders.items()],
+        "stopBy": "neighbor",
+    }
+    if wrapper is not None:
+        ctx = {"kind": wrapper, "stopBy": "neighbor", "inside": ctx}
+    return ctx
+
+
+def _bound_name(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
+    """``inside`` the binders of the name every positive literal is bound to (see
+    :func:`bound_context`), when no negative is bound to that name."""
+    ctx = bound_context(seed)
+    if ctx is None:
+        return None
+    name = _binding(seed)[2]  # type: ignore[index]
+    if any((b := _binding(p)) is None or b[2] != name for p in pos):
+        return None
+    if any((b := _binding(n)) is not None and b[2] == name for n in negatives):
+        return None
+    return {"inside": ctx}
 
 
 def _distinct(nodes: list[SgNode]) -> list[SgNode]:
