@@ -702,14 +702,49 @@ _MEMBER_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+# Wave 3i (synth11): type-level and clause nodes that parse only where they stand. A small
+# insertion inside one (zustand's `CustomSetState extends SetState<S>` gaining
+# ` = SetState<S>`, serde's `where Iter: …` gaining a trailing comma) is a site of that
+# kind, but its pattern alone parses as something else or not at all, so no candidate at
+# the site matched and the rule was the whole enclosing function, struct or impl, literal,
+# reaching no other file. The node is put back where it stands, selected by its kind, at
+# every level of the search (the site, and the nodes above it of these kinds).
+_KIND_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
+    **{
+        (lang, kind): wrappers
+        for lang in ("typescript", "tsx")
+        for kind, wrappers in (
+            ("type_parameter", ("function _f<{}>() {{}}",)),
+            ("property_signature", ("interface _I {{ {} }}",)),
+            ("method_signature", ("interface _I {{ {} }}",)),
+            ("index_signature", ("interface _I {{ {} }}",)),
+            ("enum_assignment", ("enum _E {{ {} }}",)),
+        )
+    },
+    ("rust", "where_clause"): ("fn _f() {} {{}}",),
+    ("rust", "where_predicate"): ("fn _f() where {} {{}}",),
+    ("rust", "constrained_type_parameter"): ("fn _f<{}>() {{}}",),
+    ("rust", "field_declaration"): ("struct _S {{ {} }}",),
+    ("rust", "field_initializer"): ("fn _f() {{ _S {{ {} }}; }}",),
+    ("rust", "shorthand_field_initializer"): ("fn _f() {{ _S {{ {} }}; }}",),
+    ("rust", "match_arm"): ("fn _f() {{ match _x {{ {} }} }}",),
+    ("rust", "enum_variant"): ("enum _E {{ {} }}",),
+    ("go", "field_declaration"): ("type _ struct {{ {} }}",),
+    ("go", "method_spec"): ("type _ interface {{ {} }}",),
+    ("go", "keyed_element"): ("var _ = _T{{ {} }}",),
+}
+
+
 def _pattern_rules(
     t: Template, language: str, kind: str, member: bool = False
 ) -> list[dict[str, Any]]:
     """``t``'s pattern as rules: bare, then in each wrapper that parses it (``member``: the
     site is a member itself, see ``_MEMBER_WRAPPERS``; a member lifted to from a smaller
-    site stays the container's pattern, `{retries: $A}`)."""
+    site stays the container's pattern, `{retries: $A}`; a type-level or clause node in
+    the context it parses in, see ``_KIND_WRAPPERS``)."""
     rules: list[dict[str, Any]] = [{"pattern": t.pattern}]
     members = _MEMBER_WRAPPERS.get((language, kind), ()) if member else ()
+    members += _KIND_WRAPPERS.get((language, kind), ())
     for w in _WRAPPERS.get(language, ()) + members:
         rules.append({"pattern": {"context": w.format(t.pattern), "selector": kind}})
     return rules
@@ -2378,6 +2413,11 @@ def _literal_wrap(seed: Site, choices: list[_Choice], n: int) -> bool:
     if seed.insert is not None or seed.delete is not None or "\n" in seed.before_text:
         return False
     if seed.before_text not in seed.after_text or seed.before_text == seed.after_text:
+        return False
+    if seed.after_node is not None and seed.after_node.kind() == seed.node.kind():
+        # Wave 3i (synth11): the node extended in place, not wrapped (a type parameter
+        # gaining a default, a `where` clause a trailing comma): the node is the unit of
+        # the rewrite, and the literal node is what the examples show of it.
         return False
     full = [c for c in choices if len(c.covered) == n]
     # Plain literal choices only: one a context narrowed already says where it sits.
