@@ -56,6 +56,7 @@ from oopav.synth.precision import (
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
+    KIND_WRAPPERS,
     LIST_KINDS,
     WRAPPERS,
     Site,
@@ -702,52 +703,38 @@ _MEMBER_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-# Wave 3i (synth11): type-level and clause nodes that parse only where they stand. A small
-# insertion inside one (zustand's `CustomSetState extends SetState<S>` gaining
-# ` = SetState<S>`, serde's `where Iter: …` gaining a trailing comma) is a site of that
-# kind, but its pattern alone parses as something else or not at all, so no candidate at
-# the site matched and the rule was the whole enclosing function, struct or impl, literal,
-# reaching no other file. The node is put back where it stands, selected by its kind, at
-# every level of the search (the site, and the nodes above it of these kinds).
-_KIND_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
-    **{
-        (lang, kind): wrappers
-        for lang in ("typescript", "tsx")
-        for kind, wrappers in (
-            ("type_parameter", ("function _f<{}>() {{}}",)),
-            ("property_signature", ("interface _I {{ {} }}",)),
-            ("method_signature", ("interface _I {{ {} }}",)),
-            ("index_signature", ("interface _I {{ {} }}",)),
-            ("enum_assignment", ("enum _E {{ {} }}",)),
-        )
-    },
-    ("rust", "where_clause"): ("fn _f() {} {{}}",),
-    ("rust", "where_predicate"): ("fn _f() where {} {{}}",),
-    ("rust", "constrained_type_parameter"): ("fn _f<{}>() {{}}",),
-    ("rust", "field_declaration"): ("struct _S {{ {} }}",),
-    ("rust", "field_initializer"): ("fn _f() {{ _S {{ {} }}; }}",),
-    ("rust", "shorthand_field_initializer"): ("fn _f() {{ _S {{ {} }}; }}",),
-    ("rust", "match_arm"): ("fn _f() {{ match _x {{ {} }} }}",),
-    ("rust", "enum_variant"): ("enum _E {{ {} }}",),
-    ("go", "field_declaration"): ("type _ struct {{ {} }}",),
-    ("go", "method_spec"): ("type _ interface {{ {} }}",),
-    ("go", "keyed_element"): ("var _ = _T{{ {} }}",),
-}
-
-
 def _pattern_rules(
     t: Template, language: str, kind: str, member: bool = False
 ) -> list[dict[str, Any]]:
     """``t``'s pattern as rules: bare, then in each wrapper that parses it (``member``: the
     site is a member itself, see ``_MEMBER_WRAPPERS``; a member lifted to from a smaller
     site stays the container's pattern, `{retries: $A}`; a type-level or clause node in
-    the context it parses in, see ``_KIND_WRAPPERS``)."""
+    the context it parses in, see ``sites.KIND_WRAPPERS``)."""
     rules: list[dict[str, Any]] = [{"pattern": t.pattern}]
     members = _MEMBER_WRAPPERS.get((language, kind), ()) if member else ()
-    members += _KIND_WRAPPERS.get((language, kind), ())
     for w in _WRAPPERS.get(language, ()) + members:
         rules.append({"pattern": {"context": w.format(t.pattern), "selector": kind}})
+    for w in KIND_WRAPPERS.get((language, kind), ()):
+        rule: dict[str, Any] = {"pattern": {"context": w.format(t.pattern), "selector": kind}}
+        guard = _predicates_guard(t.pattern) if kind == "where_clause" else None
+        rules.append(conjoin(rule, guard) if guard is not None else rule)
     return rules
+
+
+def _predicates_guard(pattern: str) -> dict[str, Any] | None:
+    """A Rust `where` clause pattern matches a clause with more predicates than it has
+    (ast-grep lets the clause's further predicates go unmatched, and the fix drops them):
+    kept to clauses of as many predicates as the pattern. None when a list metavariable
+    stands for the predicates (it takes any number)."""
+    if re.search(r"where\s*\$\$\$", pattern):
+        return None
+    plain = re.sub(r"\$+([A-Z][A-Z0-9_]*)", r"\1", pattern)
+    clause = parse("fn _f() " + plain + " {}", "rust").find(kind="where_clause")
+    if clause is None:
+        return None
+    n = sum(1 for c in clause.children() if c.kind() == "where_predicate")
+    nth = {"position": n + 1, "ofRule": {"kind": "where_predicate"}}
+    return {"not": {"has": {"kind": "where_predicate", "nthChild": nth}}}
 
 
 def _param_rule(t: Template, language: str, kind: str) -> dict[str, Any] | None:
