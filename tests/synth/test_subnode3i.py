@@ -41,7 +41,8 @@ def test_a_where_clause_gaining_a_trailing_comma_is_learned_at_the_clause() -> N
     after the predicate: the rule was the whole struct, literal. The clause is selected in
     a function's signature, and it is not closed by the struct around the one site (the
     kind says where). A clause of two predicates is not the one-predicate pattern (ast-grep
-    lets the second go unmatched, and the fix would drop it)."""
+    lets the second go unmatched, and the fix would drop it), nor is a clause laid out over
+    two lines (the one-line fix would join them)."""
     before = (
         "use std::io;\n\npub struct IteratorRead<Iter> where Iter: Iterator<Item=io::Result<u8>> {\n"
         "    iter: LineColIterator<Iter>,\n    ch: Option<u8>,\n}\n\n"
@@ -54,7 +55,37 @@ def test_a_where_clause_gaining_a_trailing_comma_is_learned_at_the_clause() -> N
     held = (
         "fn from_iter<I>(iter: I) -> Value where I: IntoIterator<Item=Value> {\n    todo!()\n}\n\n"
         "fn insert<S, F>(key: S, f: F) -> Value where S: Into<String>, F: Into<Vec<u8>> {\n"
-        "    todo!()\n}\n"
+        "    todo!()\n}\n\n"
+        "fn push<F>(f: F) -> Value where\n    F: IntoIterator<Item=u8>\n{\n    todo!()\n}\n"
     )
     want = held.replace("IntoIterator<Item=Value> {", "IntoIterator<Item=Value>, {")
+    assert result.apply(held)[0] == want
+
+
+def test_a_string_prefix_added_in_a_call_is_one_rule_over_the_string() -> None:
+    """werkzeug's `self.assert_strict_equal(req.form['foo'], 'bar')` -> `…, u'bar')` at two
+    sites with different strings, other strings of the same calls kept: the `u` glued to
+    the string made it no carried text, so the rule was one literal call per string. The
+    string is carried with the prefix added (`u$B`), its metavariable kept to strings
+    without a prefix (no `uu'…'`, no `uname`)."""
+    before = (
+        "class T(TestCase):\n    def test_a(self):\n        req = builder.get_request()\n"
+        "        self.assert_strict_equal(req.method, 'POST')\n"
+        "        self.assert_strict_equal(req.form['test'], 'normal value')\n"
+        "        self.assert_equal(req.files['test'].content_type, 'text/plain')\n\n"
+        "    def test_b(self):\n        req = builder.get_request()\n"
+        "        self.assert_strict_equal(req.form['foo'], 'bar')\n"
+        "        self.assert_strict_equal(req.files['blafasel'].read(), 'foo')\n"
+    )
+    after = before.replace("'normal value')", "u'normal value')").replace("'bar')", "u'bar')")
+    result = synthesize([Example(before, after, path="test.py")])
+    [rule] = result.rules
+    assert rule.fix.endswith("u$B)")
+    assert rule.constraints is not None and rule.constraints["B"]["kind"] == "string"
+    held = (
+        "class F(TestCase):\n    def test_c(self):\n        data = parse(x)\n"
+        "        self.assert_strict_equal(data.form['foo'], 'a string')\n"
+        "        self.assert_strict_equal(data.form['bar'], u'blafasel')\n"
+    )
+    want = held.replace("'a string'", "u'a string'")
     assert result.apply(held)[0] == want

@@ -716,25 +716,31 @@ def _pattern_rules(
         rules.append({"pattern": {"context": w.format(t.pattern), "selector": kind}})
     for w in KIND_WRAPPERS.get((language, kind), ()):
         rule: dict[str, Any] = {"pattern": {"context": w.format(t.pattern), "selector": kind}}
-        guard = _predicates_guard(t.pattern) if kind == "where_clause" else None
-        rules.append(conjoin(rule, guard) if guard is not None else rule)
+        for guard in _clause_guards(t.pattern) if kind == "where_clause" else []:
+            rule = conjoin(rule, guard)
+        rules.append(rule)
     return rules
 
 
-def _predicates_guard(pattern: str) -> dict[str, Any] | None:
+def _clause_guards(pattern: str) -> list[dict[str, Any]]:
     """A Rust `where` clause pattern matches a clause with more predicates than it has
     (ast-grep lets the clause's further predicates go unmatched, and the fix drops them):
-    kept to clauses of as many predicates as the pattern. None when a list metavariable
-    stands for the predicates (it takes any number)."""
+    kept to clauses of as many predicates as the pattern, unless a list metavariable stands
+    for the predicates (it takes any number). A one-line pattern is kept to one-line
+    clauses: its fix would write `where` and the predicates of a clause laid out over lines
+    on one line."""
+    guards: list[dict[str, Any]] = []
+    if "\n" not in pattern:
+        guards.append({"not": {"regex": "\n"}})
     if re.search(r"where\s*\$\$\$", pattern):
-        return None
+        return guards
     plain = re.sub(r"\$+([A-Z][A-Z0-9_]*)", r"\1", pattern)
     clause = parse("fn _f() " + plain + " {}", "rust").find(kind="where_clause")
     if clause is None:
-        return None
+        return guards
     n = sum(1 for c in clause.children() if c.kind() == "where_predicate")
     nth = {"position": n + 1, "ofRule": {"kind": "where_predicate"}}
-    return {"not": {"has": {"kind": "where_predicate", "nthChild": nth}}}
+    return [*guards, {"not": {"has": {"kind": "where_predicate", "nthChild": nth}}}]
 
 
 def _param_rule(t: Template, language: str, kind: str) -> dict[str, Any] | None:
