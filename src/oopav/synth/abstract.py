@@ -91,8 +91,7 @@ class _Carried:
         if needle[:1] not in ("'", '"'):
             return False
         return any(
-            i - k in self.starts and _STRING_PREFIX.fullmatch(self.text[i - k : i])
-            for k in (1, 2)
+            i - k in self.starts and _STRING_PREFIX.fullmatch(self.text[i - k : i]) for k in (1, 2)
         )
 
     def has(self, needle: str) -> bool:

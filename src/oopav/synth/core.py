@@ -2246,7 +2246,14 @@ def _search(
                 if t is not None and param is not None:
                     key = t.pattern + "\0" + t.fix
                     consider(
-                        param, t.fix, key, level, group, t.constraints, discriminate=False, base=True
+                        param,
+                        t.fix,
+                        key,
+                        level,
+                        group,
+                        t.constraints,
+                        discriminate=False,
+                        base=True,
                     )
         break  # the innermost parameter only
     for c in choices[start:]:
