@@ -89,3 +89,33 @@ def test_a_string_prefix_added_in_a_call_is_one_rule_over_the_string() -> None:
     )
     want = held.replace("'a string'", "u'a string'")
     assert result.apply(held)[0] == want
+
+
+def test_the_sub_node_rules_run_in_the_cli_as_in_process() -> None:
+    """The kind contexts, the where-clause guards (`nthChild` with `ofRule`, a `regex` under
+    `not`) and the prefixed string's constraints are rules the ast-grep CLI reads as the
+    in-process rewriter does."""
+    from oopav.synth.clicheck import check_rules
+
+    ts = "function f<\n  S extends State,\n  C extends SetState<S>,\n>(a: S) {\n  return a\n}\n"
+    ts_after = ts.replace("C extends SetState<S>,", "C extends SetState<S> = SetState<S>,")
+    rs = (
+        "struct R<I> where I: Iterator<Item=u8> {\n    i: I,\n}\n\n"
+        "fn g<S, F>() where S: Into<String>, F: Fn() {}\n\n"
+        "fn h<F>() where\n    F: Iterator<Item=u8>\n{\n}\n"
+    )
+    rs_after = rs.replace("Iterator<Item=u8> {", "Iterator<Item=u8>, {")
+    py = (
+        "def t(self):\n    self.eq(req.form['a'], 'x')\n    self.eq(req.method, 'POST')\n"
+        "    self.eq(req.form['b'], 'y')\n    self.eq(req.form['c'], u'z')\n"
+    )
+    py_after = py.replace("'x')", "u'x')").replace("'y')", "u'y')")
+    for before, after, path, lang in (
+        (ts, ts_after, "a.ts", "typescript"),
+        (rs, rs_after, "a.rs", "rust"),
+        (py, py_after, "a.py", "python"),
+    ):
+        result = synthesize([Example(before, after, path=path)])
+        assert result.apply(before)[0] == after
+        found = check_rules(result.rules, [(path, before)], lang)
+        assert not found, "\n".join(f.line() for f in found)
