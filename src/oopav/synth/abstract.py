@@ -15,8 +15,6 @@ from ast_grep_py import SgNode
 
 from oopav.synth.sites import LIST_KINDS, Site, leaves
 
-# A string literal's prefix (Python's `u''`, `b''`, `r''`, `f''`; Rust's `b""`, `r""`).
-_STRING_PREFIX = re.compile(r"[bBrRuUfF]{1,2}")
 CONSTANTS = frozenset(
     {"None", "True", "False", "null", "undefined", "true", "false", "nil", "self", "this", "Self"}
 )
@@ -59,9 +57,6 @@ class Template:
     pattern: str
     fix: str
     variables: dict[str, str]  # name -> the text it stood for (in the seed site)
-    # Metavariables the fix writes with a string prefix (`u$B`): kept to strings without
-    # one (`B: {kind: string, regex: ^['"]}`), so that no name becomes `uname`, no `u''` `uu''`.
-    constraints: dict[str, dict[str, str]] | None = None
 
 
 class _Carried:
@@ -79,20 +74,10 @@ class _Carried:
     def positions(self, needle: str) -> list[int]:
         out, i = [], self.text.find(needle)
         while i >= 0 and needle:
-            if (i in self.starts or self.prefixed(needle, i)) and i + len(needle) in self.ends:
+            if i in self.starts and i + len(needle) in self.ends:
                 out.append(i)
             i = self.text.find(needle, i + 1)
         return out
-
-    def prefixed(self, needle: str, i: int) -> bool:
-        """Wave 3i (synth11): a string literal carried with a prefix added to it
-        (werkzeug's `'bar'` -> `u'bar'`): the after token is the prefix and the string, so
-        the string is carried, the prefix a literal of the fix (`u$B`)."""
-        if needle[:1] not in ("'", '"'):
-            return False
-        return any(
-            i - k in self.starts and _STRING_PREFIX.fullmatch(self.text[i - k : i]) for k in (1, 2)
-        )
 
     def has(self, needle: str) -> bool:
         return bool(needle) and bool(self.positions(needle))
@@ -149,8 +134,6 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
         r, base = n.range(), sites[i].start
         return r.start.index - base, r.end.index - base
 
-    kinds: dict[str, set[str]] = {}  # var -> the kinds of the nodes it binds
-
     def mark(nodes: list[SgNode], is_multi: bool = False, last: list[SgNode] | None = None) -> None:
         texts = []
         for i, n in enumerate(nodes):
@@ -159,7 +142,6 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
                 e = offs(i, last[i])[1]
             texts.append(sites[i].before_text[s:e])
         k = key_for(tuple(texts), is_multi)
-        kinds.setdefault(k, set()).update(n.kind() for n in nodes)
         for i, n in enumerate(nodes):
             s, e = offs(i, n)
             if last is not None:
@@ -324,14 +306,7 @@ def abstract_sites(sites: list[Site], opts: Options) -> Template | None:
             emptied = re.sub(r"\$\$\$" + k + r"(?![A-Z])", "", emptied)
         if other_pattern != pattern_text or other_fix != emptied:
             return None
-    cons: dict[str, dict[str, str]] = {}
-    for k in first_vars:
-        ks = kinds.get(k, set())
-        if len(ks) == 1 and re.search(r"(?<![\w$])[bBrRuUfF]{1,2}\$" + k + r"(?![A-Z0-9_])", fix):
-            if "string" not in next(iter(ks)):
-                return None  # a prefix glued to what is no string literal
-            cons[k] = {"kind": next(iter(ks)), "regex": "^[\"']"}
-    return Template(pattern_text, fix, first_vars, cons or None)
+    return Template(pattern_text, fix, first_vars)
 
 
 class _TooManyVariables(Exception):

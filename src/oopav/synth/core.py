@@ -1873,10 +1873,7 @@ def _search(
         constraints: dict[str, Any] | None = None,
         transform: dict[str, Any] | None = None,
         discriminate: bool = True,
-        base: bool = False,
     ) -> None:
-        """``base``: ``constraints`` are the template's own (a string the fix prefixes, wave
-        3i), kept under every narrowing rather than standing for one."""
         dedupe = json.dumps([rule, fix, constraints, transform], sort_keys=True)
         if dedupe in seen:
             return
@@ -1901,7 +1898,7 @@ def _search(
         if covered is not None:
             return
         # A candidate with name constraints narrows to the names themselves instead.
-        if discriminate and (constraints is None or base) and budget[0] > 0:
+        if discriminate and constraints is None and budget[0] > 0:
             # Too general: the smallest context that tells the sites it rewrites right from
             # the code it rewrites wrongly (the examples' unchanged code of the same shape).
             # Tried after every plain candidate (see ``deferred``).
@@ -1968,10 +1965,8 @@ def _search(
                         ranked = [[], [], []]
                         # The names the sites call, before any list of texts (wave 3e).
                         for value in callee_constraints(names, pos, neg):
-                            value = merge_constraints(constraints, value)
                             ranked[0] += _closed_first(rule, value, closed, shared_parent)
                         for value in value_constraints(names, pos, neg, own=True):
-                            value = merge_constraints(constraints, value)
                             # Wave 3e: kept *names* excluded from a pattern that names
                             # nothing close it by the few kinds its sites sit in.
                             parent = shared_parent or (
@@ -1987,7 +1982,7 @@ def _search(
                                 ranked[2].append(options[-1])
                         for r, cons in (o for tier in ranked for o in tier):
                             deferred.append((1, len(deferred), (r, fix, key, level, cons, None)))
-        if group and len(group) > 1 and (constraints is None or base):
+        if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
             # Names that share a shape (`pager`, `_nullpager`) at once, also listed; names
             # that share nothing only after the plain candidates and the contexts: a list
@@ -1996,7 +1991,6 @@ def _search(
             family = any(not _is_list(c) for c in found)
             shaped = False  # the names' shape fits the examples (it kept no such name)
             for cons in found:
-                cons = merge_constraints(constraints, cons) or cons
                 if family and (not _is_list(cons) or shaped or not _def_names(rule, cons)):
                     start = len(choices)
                     consider(rule, fix, key, level, None, cons)
@@ -2175,8 +2169,7 @@ def _search(
                     for rule in _pattern_rules(Template(pattern, fix, {}), lang, top.node.kind()):
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
                 for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
-                    tc = t.constraints
-                    consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group, tc, base=True)
+                    consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         # The smallest discriminating context: the same patterns, only where the site sits
         # (``inside`` its parent, in that field). Tried after the pattern lifted one level
         # (`$A.fetch` reads better than `fetch` inside an attribute) — unless that level
@@ -2197,8 +2190,6 @@ def _search(
                                 t.pattern + "\0" + t.fix,
                                 level,
                                 group,
-                                t.constraints,
-                                base=True,
                             )
             pending.clear()
         if (
@@ -2245,16 +2236,7 @@ def _search(
                 param = _param_rule(t, lang, top.node.kind()) if t is not None else None
                 if t is not None and param is not None:
                     key = t.pattern + "\0" + t.fix
-                    consider(
-                        param,
-                        t.fix,
-                        key,
-                        level,
-                        group,
-                        t.constraints,
-                        discriminate=False,
-                        base=True,
-                    )
+                    consider(param, t.fix, key, level, group, discriminate=False)
         break  # the innermost parameter only
     for c in choices[start:]:
         c.order += LATE
