@@ -36,7 +36,6 @@ from typing import Any
 from ast_grep_py import SgNode
 
 from oopav.synth.discriminate import FIELDS, ROOTS, conjoin
-from oopav.synth.sites import CLAUSE_KINDS
 
 _METAVAR = re.compile(r"\$\$?\$?([A-Z][A-Z0-9_]*)")
 _SINGLE = re.compile(r"(?<!\$)\$([A-Z][A-Z0-9_]*)")
@@ -107,9 +106,6 @@ def weak(
         return False
     if any(k in rule for k in ("kind", "regex", "inside", "has", "follows", "precedes", "all")):
         return False
-    pattern = rule.get("pattern")
-    if isinstance(pattern, dict) and pattern.get("selector") in CLAUSE_KINDS:
-        return False  # a `where` clause, a type parameter: the kind says where (wave 3i)
     names = set(_METAVAR.findall(text))
     node = positives[0]
     if not names:

@@ -617,8 +617,7 @@ WRAPPERS: dict[str, tuple[str, ...]] = {
 # kind, but its pattern alone parses as something else or not at all, so no candidate at
 # the site matched and the rule was the whole enclosing function, struct or impl, literal,
 # reaching no other file. The node is put back where it stands, selected by its kind, at
-# every level of the search (the site, and the nodes above it of these kinds). The kind
-# selected says where the rule applies, as a parent's kind would (precision.weak).
+# every level of the search (the site, and the nodes above it of these kinds).
 KIND_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
     **{
         (lang, kind): wrappers
@@ -643,9 +642,3 @@ KIND_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("go", "method_spec"): ("type _ interface {{ {} }}",),
     ("go", "keyed_element"): ("var _ = _T{{ {} }}",),
 }
-
-# Of those, the type-level kinds whose selection alone says where a rule applies (a pattern
-# of metavariables selected as a `where` clause is no pattern "that names nothing").
-CLAUSE_KINDS = frozenset(
-    {"where_clause", "where_predicate", "type_parameter", "constrained_type_parameter"}
-)
