@@ -57,6 +57,7 @@ from oopav.synth.precision import (
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
+    KIND_WRAPPERS,
     LIST_KINDS,
     WRAPPERS,
     Site,
@@ -708,12 +709,39 @@ def _pattern_rules(
 ) -> list[dict[str, Any]]:
     """``t``'s pattern as rules: bare, then in each wrapper that parses it (``member``: the
     site is a member itself, see ``_MEMBER_WRAPPERS``; a member lifted to from a smaller
-    site stays the container's pattern, `{retries: $A}`)."""
+    site stays the container's pattern, `{retries: $A}`; a type-level or clause node in
+    the context it parses in, see ``sites.KIND_WRAPPERS``)."""
     rules: list[dict[str, Any]] = [{"pattern": t.pattern}]
     members = _MEMBER_WRAPPERS.get((language, kind), ()) if member else ()
     for w in _WRAPPERS.get(language, ()) + members:
         rules.append({"pattern": {"context": w.format(t.pattern), "selector": kind}})
+    for w in KIND_WRAPPERS.get((language, kind), ()):
+        rule: dict[str, Any] = {"pattern": {"context": w.format(t.pattern), "selector": kind}}
+        for guard in _clause_guards(t.pattern) if kind == "where_clause" else []:
+            rule = conjoin(rule, guard)
+        rules.append(rule)
     return rules
+
+
+def _clause_guards(pattern: str) -> list[dict[str, Any]]:
+    """A Rust `where` clause pattern matches a clause with more predicates than it has
+    (ast-grep lets the clause's further predicates go unmatched, and the fix drops them):
+    kept to clauses of as many predicates as the pattern, unless a list metavariable stands
+    for the predicates (it takes any number). A one-line pattern is kept to one-line
+    clauses: its fix would write `where` and the predicates of a clause laid out over lines
+    on one line."""
+    guards: list[dict[str, Any]] = []
+    if "\n" not in pattern:
+        guards.append({"not": {"regex": "\n"}})
+    if re.search(r"where\s*\$\$\$", pattern):
+        return guards
+    plain = re.sub(r"\$+([A-Z][A-Z0-9_]*)", r"\1", pattern)
+    clause = parse("fn _f() " + plain + " {}", "rust").find(kind="where_clause")
+    if clause is None:
+        return guards
+    n = sum(1 for c in clause.children() if c.kind() == "where_predicate")
+    nth = {"position": n + 1, "ofRule": {"kind": "where_predicate"}}
+    return [*guards, {"not": {"has": {"kind": "where_predicate", "nthChild": nth}}}]
 
 
 def _param_rule(t: Template, language: str, kind: str) -> dict[str, Any] | None:
@@ -2396,6 +2424,11 @@ def _literal_wrap(seed: Site, choices: list[_Choice], n: int) -> bool:
     if seed.insert is not None or seed.delete is not None or "\n" in seed.before_text:
         return False
     if seed.before_text not in seed.after_text or seed.before_text == seed.after_text:
+        return False
+    if seed.after_node is not None and seed.after_node.kind() == seed.node.kind():
+        # Wave 3i (synth11): the node extended in place, not wrapped (a type parameter
+        # gaining a default, a `where` clause a trailing comma): the node is the unit of
+        # the rewrite, and the literal node is what the examples show of it.
         return False
     full = [c for c in choices if len(c.covered) == n]
     # Plain literal choices only: one a context narrowed already says where it sits.

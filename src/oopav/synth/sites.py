@@ -609,3 +609,36 @@ WRAPPERS: dict[str, tuple[str, ...]] = {
         "fn _f(_: {}) {{}}",
     ),
 }
+
+
+# Wave 3i (synth11): type-level and clause nodes that parse only where they stand. A small
+# insertion inside one (zustand's `CustomSetState extends SetState<S>` gaining
+# ` = SetState<S>`, serde's `where Iter: …` gaining a trailing comma) is a site of that
+# kind, but its pattern alone parses as something else or not at all, so no candidate at
+# the site matched and the rule was the whole enclosing function, struct or impl, literal,
+# reaching no other file. The node is put back where it stands, selected by its kind, at
+# every level of the search (the site, and the nodes above it of these kinds).
+KIND_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
+    **{
+        (lang, kind): wrappers
+        for lang in ("typescript", "tsx")
+        for kind, wrappers in (
+            ("type_parameter", ("function _f<{}>() {{}}",)),
+            ("property_signature", ("interface _I {{ {} }}",)),
+            ("method_signature", ("interface _I {{ {} }}",)),
+            ("index_signature", ("interface _I {{ {} }}",)),
+            ("enum_assignment", ("enum _E {{ {} }}",)),
+        )
+    },
+    ("rust", "where_clause"): ("fn _f() {} {{}}",),
+    ("rust", "where_predicate"): ("fn _f() where {} {{}}",),
+    ("rust", "constrained_type_parameter"): ("fn _f<{}>() {{}}",),
+    ("rust", "field_declaration"): ("struct _S {{ {} }}",),
+    ("rust", "field_initializer"): ("fn _f() {{ _S {{ {} }}; }}",),
+    ("rust", "shorthand_field_initializer"): ("fn _f() {{ _S {{ {} }}; }}",),
+    ("rust", "match_arm"): ("fn _f() {{ match _x {{ {} }} }}",),
+    ("rust", "enum_variant"): ("enum _E {{ {} }}",),
+    ("go", "field_declaration"): ("type _ struct {{ {} }}",),
+    ("go", "method_spec"): ("type _ interface {{ {} }}",),
+    ("go", "keyed_element"): ("var _ = _T{{ {} }}",),
+}
