@@ -576,7 +576,11 @@ def measure(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/oopav/bench-sdists")
-    ap.add_argument("--tomli-repo", type=Path, help="a checkout of github.com/hukkin/tomli, or its bare git mirror")
+    ap.add_argument(
+        "--tomli-repo",
+        type=Path,
+        help="a checkout of github.com/hukkin/tomli, or its bare git mirror",
+    )
     ap.add_argument("--only", default="", help="comma-separated project names")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

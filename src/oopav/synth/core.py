@@ -54,6 +54,8 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
+from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
+from oopav.synth.semicolons import missing_semicolon_rule
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -922,8 +924,8 @@ def _line_changes(a: str, b: str) -> list[tuple[int, int]]:
 
 
 def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
-    """The rule set for ``exs`` (all of them, one set): the trailing-comma set, else the
-    rules learned side by side, else one after another. Raises SynthesisError."""
+    """The rule set for ``exs`` (all of them, one set): the trailing-comma set, the
+    missing-semicolon set, else the rules learned side by side, else one after another. Raises SynthesisError."""
     all_sites = [(s, ex) for ex in exs for s in ex.sites]
     if (
         all_sites
@@ -1123,6 +1125,14 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
             "trailing commas: the last item of every multi-line list gains one; the rule "
             f"repeats as {len(commas) - 1} nested follow-up(s), one list depth each"
         ]
+    elif (semis := _semicolons(exs, lang)) is not None:
+        # Missing semicolons at every depth (wave 3i synth13), as trailing commas.
+        result = SynthResult(rules=semis, language=lang, examples_reproduced=len(exs))
+        notes = [
+            "missing semicolons: every statement of the kinds the examples end with `;` "
+            f"gains one; the rule repeats as {len(semis) - 1} nested follow-up(s), one "
+            "statement depth each"
+        ]
     else:
         result, notes = _learn_all(learn, learn_sequential)
     return result, notes
@@ -1161,6 +1171,26 @@ def _trailing_commas(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     rules = [rule] + [
         replace(rule, id=f"synth-{i}", sites=0, follow_up="nested")
         for i in range(2, COMMA_DEPTH + 1)
+    ]
+    result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
+    if not all(_reproduced(ex, result.apply(ex.before)[0]) for ex in exs):
+        return None
+    return rules
+
+
+def _semicolons(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
+    """The missing-semicolon rule set (``synth.semicolons``): the rule and its nested
+    copies, when the set reproduces every example (a partial one as :func:`_reproduced` has
+    it)."""
+    pairs = [(ex.before, ex.after) for ex in exs]
+    found = missing_semicolon_rule(pairs, lang, tuple(ex.partial for ex in exs))
+    if found is None:
+        return None
+    rule_obj, sites = found
+    rule = SynthRule(id="synth-1", language=lang, rule=rule_obj, fix="$A;", sites=sites)
+    rules = [rule] + [
+        replace(rule, id=f"synth-{i}", sites=0, follow_up="nested")
+        for i in range(2, SEMI_DEPTH + 1)
     ]
     result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
     if not all(_reproduced(ex, result.apply(ex.before)[0]) for ex in exs):
