@@ -53,7 +53,7 @@ async def test_a_retry_after_a_failed_gate_and_a_rejection_says_what_was_refused
     )
     async with loop(nats_url, script) as bus:
         sid = await start(bus, body)
-        state, events = await finish_session(bus, sid)
+        _state, events = await finish_session(bus, sid)
     assert of(events, "session_completed")
     calls = [c for c in of(events, "model_called") if c.role == "actor"]
     feedback = [c.prompt_state["feedback"] for c in calls]
