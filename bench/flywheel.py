@@ -6,7 +6,8 @@
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
         [--explore-iterations N] [--negatives W]
         [--negative-tokens all|structure] [--seed2 N] [--failure-positives N] [--replay K]
-        [--dpo W] [--dpo-beta B] [--negatives-from all|pairs]
+        [--dpo W] [--dpo-beta B] [--negatives-from all|pairs] [--feedback-positives N]
+        [--gen1-b-no-feedback]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
