@@ -6,7 +6,8 @@
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
         [--explore-iterations N] [--negatives W]
         [--negative-tokens all|structure] [--seed2 N] [--failure-positives N] [--replay K]
-        [--dpo W] [--dpo-beta B] [--negatives-from all|pairs]
+        [--dpo W] [--dpo-beta B] [--negatives-from all|pairs] [--feedback-positives N]
+        [--gen1-b-no-feedback]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -382,6 +383,9 @@ async def failure_states(
     pairs, counts = failure_pairs(firsts, rejected, failed_sids)
     pos = work / "data-fail-pos"
     write_records(pos, [r for r in firsts for _ in range(weight)])
+    # The teacher's verified answers themselves (once each, with their recorded states): the
+    # targets of --feedback-positives at generation 1's retry states on these tasks.
+    write_records(work / "data-fail-firsts", recs)
     pairs_dir = work / "data-fail-pairs"
     write_records(pairs_dir, pairs, "pairs")
     out = {
@@ -389,12 +393,52 @@ async def failure_states(
         "synth_success": len(solved),
         "positives": len(firsts),
         "positive_rows": len(firsts) * weight,
+        "firsts": str(work / "data-fail-firsts"),
         "weight": weight,
         "negatives": neg,
         "pairs": counts,
         "seconds": round(time.perf_counter() - t0, 1),
     }
     return pos, pairs_dir, out
+
+
+async def feedback_positives(
+    url: str,
+    work: Path,
+    weight: int,
+    tried: dict[str, Any],
+    won: set[str],
+    teacher: Path | None,
+    held_sources: set[str],
+) -> tuple[Path, dict[str, Any]]:
+    """Verified answers at generation 1's **retry states** on training files
+    (``--feedback-positives``, trainer/feedback.py): every prompt of generation 1's second or
+    later attempts in its sessions of ``tried`` (session id -> task: the pool's and
+    ``--replay``'s; never a held-out file), which carries the loop's feedback on the refused
+    attempt before, paired with a verified answer for that task — generation 1's own winning
+    attempt of the session (``won``) or, where it failed in every attempt, the ``synth:``
+    teacher's answer (``teacher``: the failure states' sessions). ``weight`` copies each."""
+    from oopav.trainer.datasets import read_records
+    from oopav.trainer.feedback import feedback_rows
+
+    bad = [t.id for t in tried.values() if t.source in held_sources]
+    if bad:
+        raise SystemExit(f"feedback states on held-out files: {bad[:3]}")
+    t0 = time.perf_counter()
+    own = work / "data-fb-own"
+    n_own = await export_compact(url, own, won) if won else 0
+    own_recs = read_records(own) if n_own else []
+    refused = work / "data-fb-neg"
+    neg = await export_negatives(url, refused, set(tried))
+    neg_recs = read_records(refused) if neg["records"] else []
+    teacher_recs = read_records(teacher) if teacher is not None else []
+    # Generation 1's own winning answer first (its own form), the teacher's where it had none.
+    rows, counts = feedback_rows(own_recs + teacher_recs, neg_recs + own_recs, set(tried), weight)
+    out = work / "data-fb-pos"
+    write_records(out, rows)
+    counts |= {"own_verified": n_own, "teacher": len(teacher_recs), "negatives": neg,
+               "weight": weight, "seconds": round(time.perf_counter() - t0, 1)}  # fmt: skip
+    return out, counts
 
 
 SHAPES = {
@@ -761,6 +805,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             # Generation 1's failure states on training files (the pool's failed tasks and,
             # with --replay K, the failed ones of K of generation 0's own tasks).
             failed: list[tuple[str, Any]] = []
+            # Every session of generation 1 on training files (session id -> task) and the
+            # verified ones: the retry states of --feedback-positives.
+            train_tried: dict[str, Any] = {}
+            train_won: set[str] = set()
+            if pool:
+                train_tried |= dict(zip(rp["session_ids"], pool, strict=True))
+                train_won |= set(rp["sids"])
             if pool:
                 failed += [
                     (sid, t)
@@ -781,14 +832,31 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                     for sid, t in zip(rr["session_ids"], train_tasks, strict=False)
                     if sid not in set(rr["sids"])
                 ]
-            pairs_dir = positives = None
-            if args.failure_positives:
-                held_sources = {t.source for t in held_a} | {t.source for t in held_b}
+                train_tried |= dict(zip(rr["session_ids"], train_tasks, strict=False))
+                train_won |= set(rr["sids"])
+            pairs_dir = positives = fb_positives = None
+            held_sources = {t.source for t in held_a} | {t.source for t in held_b}
+            if args.failure_positives or args.feedback_positives:
+                # With --feedback-positives alone the teacher's sessions run for their answers
+                # (the retry states' targets) and its first-state rows are not added.
                 positives, pairs_dir, fs = await failure_states(
                     url, work, failed, args.failure_positives, args.minimal_rules, held_sources
                 )
                 f["failure_states"] = fs
                 print(f"gen2     failure states: {fs}", flush=True)
+                if not args.failure_positives:
+                    positives = None
+            if args.feedback_positives:
+                fb_positives, f["feedback_positives"] = await feedback_positives(
+                    url,
+                    work,
+                    args.feedback_positives,
+                    train_tried,
+                    train_won,
+                    Path(f["failure_states"]["firsts"]),
+                    held_sources,
+                )
+                print(f"gen2     feedback positives: {f['feedback_positives']}", flush=True)
             own = work / "data-gen1"
             f["gen1_own_records"] = await export_compact(url, own, own_sids)
             if args.star:
@@ -817,7 +885,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             if args.dpo and pairs_dir is None:
                 raise SystemExit("--dpo needs --failure-positives (its pairs)")
             mixed = work / "data-gen2"
-            extra = [positives] if positives is not None else []
+            extra = [p for p in (positives, fb_positives) if p is not None]
             f["gen2_records"] = merge(mixed, gen0_data, own, *extra)
             print(
                 f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own verified "
@@ -825,6 +893,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 + (
                     f" + {f['failure_states']['positive_rows']} failure-state positive rows"
                     if positives is not None
+                    else ""
+                )
+                + (
+                    f" + {f['feedback_positives']['rows']} retry-state (feedback) rows"
+                    if fb_positives is not None
                     else ""
                 ),
                 flush=True,
@@ -879,6 +952,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 flush=True,
             )
             base_b = await evaluate(url, work, "gen1-B", held_b, ck1, args.verify, args)
+            if args.gen1_b_no_feedback and not args.no_feedback:
+                # The same generation 1 on B with retries that re-send the first prompt
+                # (policy.compact_feedback: false, the configuration before wave 3i).
+                nf = argparse.Namespace(**{**vars(args), "no_feedback": True})
+                f["gen1_b_no_feedback"] = await evaluate(
+                    url, work, "gen1-B-nofb", held_b, ck1, args.verify, nf
+                )
             r2 = await evaluate(url, work, "gen2", held_b, ck2, args.verify, args)
             rc = await evaluate(url, work, "control", held_b, ckc, args.verify, args)
             f |= {"gen1_b": base_b, "gen2": r2, "control": rc}
@@ -1000,6 +1080,22 @@ def main() -> None:
         "synth: session with the task's example; its answer, rendered from the same state, "
         "joins generation 2's data N times and is paired with generation 1's refused answers "
         "there (0: off)",
+    )
+    ap.add_argument(
+        "--feedback-positives",
+        type=int,
+        default=0,
+        metavar="N",
+        help="generation 2 also learns generation 1's retry states on training files (the "
+        "pool's, --replay's: a second or later attempt's prompt, with the loop's feedback on "
+        "the refused attempt) with a verified answer for the task (its own late win, else a "
+        "synth: session's), N copies each (trainer/feedback.py; 0: off)",
+    )
+    ap.add_argument(
+        "--gen1-b-no-feedback",
+        action="store_true",
+        help="also evaluate generation 1 on held-out B with --no-feedback (the earlier "
+        "configuration), for comparison",
     )
     ap.add_argument(
         "--replay",

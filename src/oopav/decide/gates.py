@@ -298,3 +298,71 @@ def describe_action(action: object) -> str:
     if kind == "run_command":
         return "run_command " + " ".join(getattr(action, "argv", []))[:200]
     return str(kind)
+
+
+def rule_brief(action: object) -> str:
+    """An action in one line for a small policy's feedback: for ``ast_grep`` what the rule
+    matches and its fix (``rule kind identifier, regex ^close$ -> fix close_safe``; the
+    compact prompt does not repeat the refused answer, so the feedback says what it was);
+    any other action as :func:`describe_action`. Deterministic: the action's own text only."""
+    if getattr(action, "type", "") != "ast_grep":
+        return describe_action(action)
+    pattern, fix = getattr(action, "pattern", None), getattr(action, "rewrite", None)
+    parts: list[str] = []
+    if pattern is not None:
+        parts.append(f"pattern {pattern}")
+    elif getattr(action, "rule", None):
+        import yaml
+
+        try:
+            doc = yaml.safe_load(str(action.rule))  # type: ignore[attr-defined]
+        except yaml.YAMLError:
+            doc = None
+        if not isinstance(doc, dict):
+            return describe_action(action)
+        rule = doc.get("rule")
+        if isinstance(rule, dict):
+            parts += [f"{k} {rule[k]}" for k in ("kind", "pattern", "regex") if k in rule]
+            other = [str(k) for k in rule if k not in ("kind", "pattern", "regex")]
+            if other:
+                parts.append("with " + ", ".join(other))
+        fix = doc.get("fix")
+    text = "rule " + ", ".join(parts) if parts else "rule"
+    if fix is not None:
+        text += f" -> fix {fix}"
+    return " ".join(text.split())[:120]
+
+
+def first_change(diff: str) -> tuple[str, int, str, str, int] | None:
+    """(path, line in the old file, first removed line, first added line, lines changed) of a
+    unified diff (``-U0`` or any context); None when it changes nothing. A line only added or
+    only removed has ``""`` on the other side; lines changed counts the larger of the removed
+    and the added lines."""
+    path = ""
+    first: tuple[str, int, str, str] | None = None
+    removed: tuple[int, str] | None = None
+    minus = plus = at = 0
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            path = line[6:] if line.startswith("+++ b/") else line[4:]
+        elif line.startswith(("--- ", "diff ", "index ")):
+            continue
+        elif line.startswith("@@"):
+            m = re.match(r"@@ -(\d+)", line)
+            at = int(m.group(1)) if m else 0
+        elif line.startswith("-"):
+            minus += 1
+            if first is None and removed is None:
+                removed = (at, line[1:])
+            at += 1
+        elif line.startswith("+"):
+            plus += 1
+            if first is None:
+                first = (path, *removed, line[1:]) if removed else (path, at, "", line[1:])
+        else:
+            if first is None and removed is not None:
+                first = (path, removed[0], removed[1], "")
+            at += 1
+    if first is None and removed is not None:
+        first = (path, removed[0], removed[1], "")
+    return None if first is None else (*first, max(minus, plus))

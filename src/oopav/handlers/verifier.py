@@ -308,6 +308,35 @@ def _score_replan(
     )
 
 
+def _undone_feedback(state: SessionState, undone: list[Any], target: str, gate: str) -> str:
+    """One line on the changes a failed gate undid: the last undone action in brief (an
+    ast_grep rule's match and fix), how many lines the undone actions changed and the first
+    change (``path:line `old` -> `new` ``), from the workspace's checkpoints (commits: a replay
+    reads the same diff)."""
+    from oopav.decide.gates import first_change, rule_brief
+    from oopav.sandbox.workspace import WorkspaceError, git
+
+    last = undone[-1]
+    text = f"the {gate} gate failed after {rule_brief(last.action)}; undone"
+    root = Path(state.workspace.path) if state.workspace is not None else None
+    if root is None:
+        return text
+    try:
+        args = [target, last.checkpoint] if last.checkpoint else [target]
+        change = first_change(git(root, "diff", "--no-color", "-U0", *args))
+    except (OSError, WorkspaceError):
+        change = None
+    if change is not None:
+        path, line, old, new, n = change
+
+        def cut(code: str) -> str:
+            code = " ".join(code.split())
+            return code if len(code) <= 60 else code[:59] + "…"
+
+        text += f". It changed {n} line(s); first {path}:{line} `{cut(old)}` -> `{cut(new)}`"
+    return text
+
+
 async def _roll_back_to_good(state: SessionState, out: Emitter, gate: str) -> str:
     """Reset the workspace to the last checkpoint whose gates passed (the baseline when none
     did), record it as ``workspace_rolled_back``, and say so for the replan's reason."""
@@ -321,12 +350,16 @@ async def _roll_back_to_good(state: SessionState, out: Emitter, gate: str) -> st
     undone = [a for a in state.actions[start:] if a.status == "applied"]
     if not undone:
         return ""
+    # What was undone, for the next attempt's feedback (the compact prompt's "Last attempt
+    # refused" line: without it a retry after a failed gate saw the first prompt again).
+    why = await asyncio.to_thread(_undone_feedback, state, undone, target, gate)
     await roll_back(
         out,
         state,
         target,
         undone,
         reason=f"the {gate} gate failed: the replan starts from the last good state",
+        rejected=[why],
     )
     where = "the last checkpoint whose gates passed" if state.good_checkpoint else "the baseline"
     return f"The workspace was rolled back to {where}; the previous attempt's changes are gone."

@@ -420,6 +420,10 @@ def _negatives(ctx: _SessionIndex, f: Filters) -> list[dict[str, Any]]:
             why=why,
             step=ctx.proposals[proposal][1].step if call.role == "actor" and proposal else 0,
         )
+        if call.prompt_state is not None:
+            # The state the refused answer was given in (its feedback line included): a retry's
+            # state can be paired with a verified answer for the same task (trainer/feedback.py).
+            rec["prompt_state"] = call.prompt_state
         out.append(rec)
     return out
 

@@ -97,11 +97,37 @@ def snippet(root: Path, state: SessionState) -> tuple[str, str]:
     return "", ""
 
 
+_BOILERPLATE = (
+    re.compile(r" \(the pattern is valid code; no code has that shape\)"),
+    re.compile(r"\s*Fix: loosen the pattern\b.*$", re.S),
+)
+
+
 def feedback(state: SessionState) -> str:
-    """Why the last attempt did not stand: a refused or failed action, or a rollback."""
+    """Why the last attempt did not stand: a refused or failed action (with the refused rule
+    in brief first: the compact prompt does not repeat the answer), or a rollback (the
+    verifier's line on what a failed gate undid)."""
     if state.recent and not state.recent[-1].ok:
         r = state.recent[-1]
-        return f"{r.summary} {r.output}".strip()
+        text = f"{r.summary} {r.output}".strip()
+        rec = state.action(r.action_id)
+        if rec is not None and rec.action is not None and rec.type == "ast_grep":
+            from oopav.decide.gates import rule_brief
+
+            # The feedback line is capped (models/profiles.py FEEDBACK_CHARS): the rule and
+            # the numbers first, the actor's generic advice left out.
+            for boiler in _BOILERPLATE:
+                text = boiler.sub("", text)
+            return f"{rule_brief(rec.action)}: {text}"
+        return text
+    if not state.recent:
+        # A new plan cleared the step results (a replan after the stuck detector fired on
+        # repeated rejections): the last attempt's rejection still stands.
+        last = next((a for a in reversed(state.actions) if a.type != "finish"), None)
+        if last is not None and last.status == "rejected" and last.action is not None:
+            from oopav.decide.gates import rule_brief
+
+            return f"{rule_brief(last.action)}: rejected ({last.reason})"
     if state.rejected_actions:
         return state.rejected_actions[-1]
     return ""
