@@ -254,10 +254,21 @@ async def follow_memory(
 
 async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
     """Send a submission as `nats req` would and return the intake's reply."""
+    import uuid
+
     import nats
 
+    from oopav.handlers.replies import REQUEST_HEADER
+
     try:
-        msg = await bus.nc.request(INTAKE_SUBJECT, json.dumps(body).encode(), timeout=timeout)
+        # The request's own id travels with the stored copy: an identical submission sent at
+        # the same moment by another process cannot be handed this one's session.
+        msg = await bus.nc.request(
+            INTAKE_SUBJECT,
+            json.dumps(body).encode(),
+            timeout=timeout,
+            headers={REQUEST_HEADER: uuid.uuid4().hex},
+        )
     except nats.errors.NoRespondersError:
         return {"error": "no intake handler is running: start `oopav up`", "field": None}
     except nats.errors.TimeoutError:

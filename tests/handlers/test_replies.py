@@ -51,3 +51,48 @@ async def test_requests_that_time_out_are_told(nc) -> None:
     await nc.publish(expired[0], matcher.late_reply)
     assert json.loads((await pending).data) == {"error": "late"}
     await sub.unsubscribe()
+
+
+async def test_two_processes_answering_identical_requests_each_hand_out_their_own(nc) -> None:
+    """Two `oopav run` of one task file at once (found under CI load): the two requests reach
+    different processes (a queue group), and every process sees both outcomes. Matched by the
+    payload alone, the process holding the second request handed it the first session; with
+    the requester's id (the `Oopav-Request` header, stored with the copy) each request gets
+    the outcome of its own stored copy, whichever arrives first."""
+    from oopav.handlers.replies import ANY, REQUEST_HEADER
+
+    a = ReplyMatcher(nc, b'{"error": "late"}')
+    b = ReplyMatcher(nc, b'{"error": "late"}')
+    sub_a = await nc.subscribe("test.replies.d1", cb=a.on_request)
+    sub_b = await nc.subscribe("test.replies.d2", cb=b.on_request)
+    payload = b'{"instruction": "same task file"}'
+    key = digest(payload)
+    first = asyncio.create_task(
+        nc.request("test.replies.d1", payload, timeout=3, headers={REQUEST_HEADER: "r1"})
+    )
+    second = asyncio.create_task(
+        nc.request("test.replies.d2", payload, timeout=3, headers={REQUEST_HEADER: "r2"})
+    )
+    for _ in range(200):
+        if a.waits_for(key) and b.waits_for(key):
+            break
+        await asyncio.sleep(0.01)
+    now = int(time.time() * 1000)
+    # Both processes see both outcomes, the first request's first.
+    for matcher in (a, b):
+        await matcher.on_outcome(key, b'{"session_id": "s1"}', now, "r1")
+    for matcher in (a, b):
+        await matcher.on_outcome(key, b'{"session_id": "s2"}', now, "r2")
+    assert json.loads((await first).data) == {"session_id": "s1"}
+    assert json.loads((await second).data) == {"session_id": "s2"}
+    # An outcome whose id was not looked up (nobody waited then) still answers a request.
+    await a.on_outcome(digest(b"{}"), b'{"session_id": "s3"}', int(time.time() * 1000), ANY)
+    reply = await nc.request("test.replies.d1", b"{}", timeout=2, headers={REQUEST_HEADER: "r3"})
+    assert json.loads(reply.data) == {"session_id": "s3"}
+    # A plain `nats req` (no header) is matched by its payload as before.
+    await a.on_outcome(digest(b"[]"), b'{"session_id": "s4"}', int(time.time() * 1000), None)
+    assert json.loads((await nc.request("test.replies.d1", b"[]", timeout=2)).data) == {
+        "session_id": "s4"
+    }
+    await sub_a.unsubscribe()
+    await sub_b.unsubscribe()

@@ -255,3 +255,35 @@ async def test_a_new_session_is_in_the_shared_cache_as_stored(nc: Any, repo: Pat
         fresh.chain_hash,
         fresh.phase,
     )
+
+
+async def test_two_intakes_answer_identical_requests_each_with_its_own_session(
+    nc: Any, repo: Path
+) -> None:
+    """Two processes each running an intake (two `oopav run` sharing a server) and one task
+    file submitted by both at the same moment: every intake sees both outcomes on the event
+    stream, and each request reaches one of them. Each requester is answered with the session
+    made from its own stored copy — the `Oopav-Request` header it sent is stored with the copy
+    and read back — never the other one's (CI found two runs handed one session)."""
+    from oopav.handlers.replies import REQUEST_HEADER
+
+    js = nc.jetstream()
+    payload = json.dumps({"instruction": "same file", "repo": str(repo)}).encode()
+    first, second = Intake(nc), Intake(nc)
+    async with in_background(first, 10), in_background(second, 10):
+        await asyncio.wait_for(first.ready.wait(), 10)
+        await asyncio.wait_for(second.ready.wait(), 10)
+        for _round in range(3):
+            ids = [f"req-{_round}-{i}" for i in range(4)]
+            replies = await asyncio.gather(
+                *(
+                    nc.request(INTAKE_SUBJECT, payload, timeout=10, headers={REQUEST_HEADER: r})
+                    for r in ids
+                )
+            )
+            sessions = [json.loads(m.data)["session_id"] for m in replies]
+            assert len(set(sessions)) == 4
+            for rid, sid in zip(ids, sessions, strict=True):
+                [(_, event)] = await EventStore(nc).read("session", sid)
+                stored = await js.get_msg(INTAKE_STREAM, event.source.stream_sequence)
+                assert stored.headers[REQUEST_HEADER] == rid

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,14 @@ from oopav.events.clock import SYSTEM_CLOCK, Clock
 from oopav.events.codec import REGISTRY
 from oopav.events.factory import actor_name
 from oopav.events.ids import id_timestamp_ms, uuid7_from
-from oopav.handlers.replies import ReplyMatcher, RespondingHandler, digest, refuse_other_subjects
+from oopav.handlers.replies import (
+    ANY,
+    ReplyMatcher,
+    RespondingHandler,
+    digest,
+    refuse_other_subjects,
+    request_id,
+)
 from oopav.handlers.support.submission import Accepted, Rejected, parse_submission, safe_text
 from oopav.logging import get_logger
 from oopav.reflection.groups import fan_out, group_info
@@ -358,7 +366,22 @@ class Intake(RespondingHandler):
                 source.digest,
                 json.dumps(reply_for(event)).encode(),
                 id_timestamp_ms(event.aggregate_id),
+                ANY,
+                functools.partial(self._stored_request_id, source.stream_sequence),
             )
+
+    async def _stored_request_id(self, sequence: int) -> str | None:
+        """The ``Oopav-Request`` header the stored copy was sent with: every process sees every
+        outcome, so it is what tells whose request an outcome answers when two identical
+        payloads arrive together. None when it was sent without one (the plain ``nats`` CLI);
+        ANY when the copy cannot be read (matching falls back to the digest and the time)."""
+        try:
+            stored = await asyncio.wait_for(
+                self.nc.jetstream().get_msg(INTAKE_STREAM, sequence), 5.0
+            )
+        except Exception:  # a lost lookup degrades to digest matching
+            return ANY
+        return request_id(stored.headers)
 
     def _subscriptions(self) -> list[tuple[str, str | None, Any]]:
         return [

@@ -6,7 +6,12 @@ sees the request; the two meet here, by a digest of the payload: a request waits
 outcome of its stored copy, and an outcome that arrives first (the consumer was faster) waits
 for its request. A request and an outcome only match when the outcome's stored time is within
 a few seconds of the request's arrival, so a later submission of the same payload never gets
-an earlier session's answer; identical payloads sent at the same moment are interchangeable.
+an earlier session's answer. A requester that sends a ``Oopav-Request`` header (``oopav run``,
+``oopav submit``) is matched on it too — JetStream stores the header with the copy, so two
+processes each answering one of two identical payloads sent at the same moment cannot both
+hand out the first one's session (found by two ``oopav run`` of one task file at once under
+load); identical payloads without the header, sent at the same moment by the plain ``nats``
+CLI, are interchangeable.
 """
 
 from __future__ import annotations
@@ -17,12 +22,19 @@ import hashlib
 import time
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 REPLY_TTL = 30.0
+# The header a requester may set to make its submission its own (any unique string).
+REQUEST_HEADER = "Oopav-Request"
+# An outcome whose request id was not looked up (no request waited for it then): it matches
+# a request with any id, as before ids (the lookup costs a round trip; most outcomes have no
+# second identical request waiting anywhere).
+ANY = "\x00any"
 # How far apart (ms) a request's arrival and its stored copy's timestamp may be.
 MATCH_WINDOW_MS = 5_000
 
@@ -62,39 +74,74 @@ class ReplyMatcher:
         self.nc = nc
         self.late_reply = late_reply
         self.ttl = ttl
-        # digest -> (reply inbox, monotonic arrival, wall-clock arrival in ms)
-        self.waiting: dict[str, deque[tuple[str, float, int]]] = defaultdict(deque)
-        # digest -> (reply body, monotonic arrival, stored time in ms or None)
-        self.unclaimed: dict[str, deque[tuple[bytes, float, int | None]]] = defaultdict(deque)
+        # digest -> (reply inbox, monotonic arrival, wall-clock arrival in ms, request id)
+        self.waiting: dict[str, deque[tuple[str, float, int, str | None]]] = defaultdict(deque)
+        # digest -> [reply body, monotonic arrival, stored time in ms or None, request id,
+        # how to look the id up when it is ANY]
+        self.unclaimed: dict[str, deque[list[Any]]] = defaultdict(deque)
 
     async def on_request(self, msg: Msg) -> None:
         """A request arrived on the core subscription (a plain publish has no reply: ignore)."""
         if not msg.reply:
             return
         key = digest(msg.data)
+        rid = request_id(msg.headers)
         now = time.monotonic()
         now_ms = int(time.time() * 1000)
         self.expire(now)
-        ready = self.unclaimed.get(key)
-        if ready:
-            for i, (body, _, stored_ms) in enumerate(ready):
-                if _close(stored_ms, now_ms):
-                    del ready[i]
+        seen: set[int] = set()
+        while True:
+            # Rescanned until nothing new came: while an id is looked up, this request's own
+            # outcome may arrive (another subscription's callback) and join the unclaimed.
+            ready = self.unclaimed.get(key)
+            fresh = [entry for entry in ready or () if id(entry) not in seen]
+            if not fresh:
+                break
+            for entry in fresh:
+                seen.add(id(entry))
+                body, _, stored_ms, stored_rid, lookup = entry
+                if not _close(stored_ms, now_ms):
+                    continue
+                if stored_rid == ANY and lookup is not None and rid is not None:
+                    # Not looked up when it came (nobody waited): it may be another process's
+                    # request's outcome, so ask whose it is now.
+                    stored_rid = entry[3] = await lookup()
+                    entry[4] = None
+                if stored_rid in (rid, ANY):
+                    try:
+                        self.unclaimed[key].remove(entry)
+                    except ValueError:
+                        continue  # another request took it while the id was looked up
                     await self.nc.publish(msg.reply, body)
                     return
-        self.waiting[key].append((msg.reply, now, now_ms))
+        self.waiting[key].append((msg.reply, now, now_ms, rid))
 
-    async def on_outcome(self, key: str, body: bytes, stored_ms: int | None = None) -> None:
-        """The outcome of the stored copy (stored at ``stored_ms``) of a payload with digest
+    async def on_outcome(
+        self,
+        key: str,
+        body: bytes,
+        stored_ms: int | None = None,
+        rid: str | None = None,
+        lookup: Callable[[], Awaitable[str | None]] | None = None,
+    ) -> None:
+        """The outcome of the stored copy (stored at ``stored_ms``, sent with request id
+        ``rid`` or none; ANY: not looked up yet, ``lookup`` tells it) of a payload with digest
         ``key``."""
+        if rid == ANY and lookup is not None and self.waits_for(key):
+            rid, lookup = await lookup(), None
         waiting = self.waiting.get(key)
         if waiting:
-            for i, (inbox, _, arrived_ms) in enumerate(waiting):
-                if _close(stored_ms, arrived_ms):
+            for i, (inbox, _, arrived_ms, waiting_rid) in enumerate(waiting):
+                if _close(stored_ms, arrived_ms) and rid in (waiting_rid, ANY):
                     del waiting[i]
                     await self.nc.publish(inbox, body)
                     return
-        self.unclaimed[key].append((body, time.monotonic(), stored_ms))
+        self.unclaimed[key].append([body, time.monotonic(), stored_ms, rid, lookup])
+
+    def waits_for(self, key: str) -> bool:
+        """Whether a request with payload digest ``key`` waits here (then an outcome's request
+        id is worth looking up)."""
+        return bool(self.waiting.get(key))
 
     def expire(self, now: float) -> list[str]:
         """Drop entries older than the TTL; the inboxes of requests that timed out."""
@@ -105,7 +152,7 @@ class ReplyMatcher:
                 while q and now - q[0][1] > self.ttl:
                     item = q.popleft()
                     if store is self.waiting:
-                        timed_out.append(item[0])  # type: ignore[arg-type]  # self.waiting holds (inbox str, ...) items
+                        timed_out.append(item[0])
                 if not q:
                     del store[key]
         return timed_out
@@ -117,6 +164,12 @@ class ReplyMatcher:
             for inbox in self.expire(time.monotonic()):
                 with contextlib.suppress(Exception):
                     await self.nc.publish(inbox, self.late_reply)
+
+
+def request_id(headers: dict[str, str] | None) -> str | None:
+    """The requester's own id of a submission (its ``Oopav-Request`` header), if it sent one."""
+    value = (headers or {}).get(REQUEST_HEADER)
+    return value[:128] if value else None
 
 
 def _close(stored_ms: int | None, arrived_ms: int) -> bool:
