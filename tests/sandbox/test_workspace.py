@@ -149,7 +149,7 @@ def test_a_plain_directory_over_the_copy_limit_is_refused_before_anything_is_cop
     settings = Settings(data_dir=tmp_path / "data")
     monkeypatch.setenv("OOPAV_COPY_LIMIT", "4K")
     with pytest.raises(
-        WorkspaceError, match=r"not a git repository and holds more than .*GiB.*git init"
+        WorkspaceError, match=r"not a git repository and holds more than 4 KiB.*git init"
     ):
         prepare_workspace(project, "sess-big", settings)
     assert not settings.workspace_for("sess-big").exists()

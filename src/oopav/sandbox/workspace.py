@@ -259,6 +259,14 @@ def copy_limits() -> tuple[int, int]:
     return limit, count
 
 
+def _size(n: int) -> str:
+    """Bytes in binary units, as a person writes them (2 GiB, 500 MiB, 4 KiB)."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
 def copy_too_big(origin: Path, skipped: Path | None = None) -> str | None:
     """Why copying ``origin`` (leaving out ``skipped``) would be over the limits, or None.
     Stops walking as soon as a limit is passed, so a huge tree costs little to refuse."""
@@ -277,9 +285,7 @@ def copy_too_big(origin: Path, skipped: Path | None = None) -> str | None:
             files += 1
             if total > limit or files > count:
                 what = (
-                    f"more than {limit / (1 << 30):.3g} GiB"
-                    if total > limit
-                    else f"more than {count:,} files"
+                    f"more than {_size(limit)}" if total > limit else f"more than {count:,} files"
                 )
                 return (
                     f"repo {origin} is not a git repository and holds {what}: a session copies "
