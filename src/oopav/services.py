@@ -16,6 +16,7 @@ from oopav.bus.consumer import run_until_signalled
 from oopav.bus.streams import DLQ_STREAM, EVENTS_STREAM, INTAKE_SUBJECT
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
+from oopav.events.codec import REGISTRY
 from oopav.logging import get_logger
 from oopav.projections.runner import SESSIONS, ProjectionRunner
 from oopav.projections.session import SessionState, fold
@@ -253,25 +254,49 @@ async def follow_memory(
 
 
 async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
-    """Send a submission as `nats req` would and return the intake's reply."""
+    """Send a submission as `nats req` would and return the intake's reply.
+
+    It also watches for its own outcome on the event stream (``task_submitted`` /
+    ``task_rejected`` whose stored copy carries this request's id): the intake process that
+    took the request may stop before it can answer (it handed the stored copy to another
+    process), and then the outcome is still found here before the deadline."""
     import uuid
 
     import nats
 
     from oopav.handlers.replies import REQUEST_HEADER
 
+    payload = json.dumps(body).encode()
+    rid = uuid.uuid4().hex
+    # The request's own id travels with the stored copy: an identical submission sent at the
+    # same moment by another process cannot be handed this one's session.
+    mine: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+    watch = await _watch_own_outcome(bus, payload, rid, mine)
+    request = asyncio.create_task(
+        bus.nc.request(INTAKE_SUBJECT, payload, timeout=timeout, headers={REQUEST_HEADER: rid})
+    )
+    deadline = asyncio.get_running_loop().time() + timeout
     try:
-        # The request's own id travels with the stored copy: an identical submission sent at
-        # the same moment by another process cannot be handed this one's session.
-        msg = await bus.nc.request(
-            INTAKE_SUBJECT,
-            json.dumps(body).encode(),
-            timeout=timeout,
-            headers={REQUEST_HEADER: uuid.uuid4().hex},
-        )
-    except nats.errors.NoRespondersError:
-        return {"error": "no intake handler is running: start `oopav up`", "field": None}
-    except nats.errors.TimeoutError:
+        await asyncio.wait({request, mine}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if mine.done():
+            return mine.result()
+        reply: dict[str, Any] | None = None
+        if request.done():
+            try:
+                msg = request.result()
+            except nats.errors.NoRespondersError:
+                return {"error": "no intake handler is running: start `oopav up`", "field": None}
+            except nats.errors.TimeoutError:
+                pass
+            else:
+                reply = json.loads(msg.data)
+                if reply.get("code") not in ("queued", "timeout"):
+                    return reply
+                # The answering process gave up on it: the outcome may still come.
+                left = deadline - asyncio.get_running_loop().time()
+                with contextlib.suppress(TimeoutError):
+                    return await asyncio.wait_for(asyncio.shield(mine), max(left, 0.0))
+                return reply
         # OOPAV_INTAKE stored the submission all the same: an intake that starts later turns
         # it into a session, so this is not a rejection (resubmitting would make two).
         return {
@@ -281,8 +306,49 @@ async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> 
             "field": None,
             "code": "queued",
         }
-    reply: dict[str, Any] = json.loads(msg.data)
-    return reply
+    finally:
+        request.cancel()
+        mine.cancel()
+        for sub in watch:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+
+async def _watch_own_outcome(
+    bus: Bus, payload: bytes, rid: str, found: asyncio.Future[dict[str, Any]]
+) -> list[Any]:
+    """Subscribe to intake outcomes; resolve ``found`` with the reply for the one whose stored
+    copy was sent with request id ``rid``."""
+    from oopav.bus.streams import INTAKE_STREAM
+    from oopav.handlers.intake import reply_for
+    from oopav.handlers.replies import digest, request_id
+
+    key = digest(payload)
+
+    async def on_outcome(msg: Any) -> None:
+        if found.done():
+            return
+        try:
+            event = REGISTRY.decode(msg.data)
+        except Exception:
+            return
+        source = getattr(event, "source", None)
+        group = getattr(event, "group", None)
+        if source is None or source.digest != key or (group is not None and group.index != 0):
+            return
+        try:
+            stored = await asyncio.wait_for(
+                bus.nc.jetstream().get_msg(INTAKE_STREAM, source.stream_sequence), 5.0
+            )
+        except Exception:
+            return  # the intake's own answer (or the deadline) decides
+        if request_id(stored.headers) == rid and not found.done():
+            found.set_result(reply_for(event))
+
+    return [
+        await bus.nc.subscribe(f"oopav.ev.session.*.{kind}", cb=on_outcome)
+        for kind in ("task_submitted", "task_rejected")
+    ]
 
 
 async def session_state(bus: Bus, session_id: str) -> SessionState:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import time
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
@@ -37,14 +38,27 @@ REQUEST_HEADER = "Oopav-Request"
 ANY = "\x00any"
 # How far apart (ms) a request's arrival and its stored copy's timestamp may be.
 MATCH_WINDOW_MS = 5_000
+# How long a stopping process waits for the outcomes of requests it already took. A stored
+# copy its consumer handed back is redelivered elsewhere after fetch_timeout + 1 s (3 s).
+HAND_OVER_S = 5.0
+# The answer to a request still unanswered when its process stopped. ``queued``: the
+# submission is stored and some intake turns it into a session; the requester must not
+# submit it again (``submit_task`` keeps watching for its own outcome).
+STOPPED_REPLY = json.dumps(
+    {
+        "error": "the process that took this request stopped before its outcome came; the "
+        "submission is stored and becomes a session when an intake runs: see `oopav sessions`, "
+        "and do not submit it again",
+        "field": None,
+        "code": "queued",
+    }
+).encode()
 
 
 def refuse_other_subjects(known: str) -> Any:
     """A callback for ``<prefix>.*`` that answers a request on any subject but ``known`` with
     a specific error, instead of leaving it stored, unprocessed and unanswered until the
     requester times out (``nats req oopav.tasks.sumbit …``)."""
-    import json
-
     from oopav.logging import get_logger
 
     log = get_logger("oopav.handlers.replies")
@@ -79,6 +93,8 @@ class ReplyMatcher:
         # digest -> [reply body, monotonic arrival, stored time in ms or None, request id,
         # how to look the id up when it is ANY]
         self.unclaimed: dict[str, deque[list[Any]]] = defaultdict(deque)
+        # Set when a waiting request is answered (settle() waits on it).
+        self._answered = asyncio.Event()
 
     async def on_request(self, msg: Msg) -> None:
         """A request arrived on the core subscription (a plain publish has no reply: ignore)."""
@@ -135,8 +151,29 @@ class ReplyMatcher:
                 if _close(stored_ms, arrived_ms) and rid in (waiting_rid, ANY):
                     del waiting[i]
                     await self.nc.publish(inbox, body)
+                    self._answered.set()
                     return
         self.unclaimed[key].append([body, time.monotonic(), stored_ms, rid, lookup])
+
+    def has_waiting(self) -> bool:
+        return any(self.waiting.values())
+
+    async def settle(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until no request waits for its outcome here."""
+        deadline = time.monotonic() + timeout
+        while self.has_waiting():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._answered.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._answered.wait(), left)
+
+    def give_up(self) -> list[str]:
+        """Forget every waiting request (this process stops); their reply inboxes."""
+        inboxes = [item[0] for q in self.waiting.values() for item in q]
+        self.waiting.clear()
+        return inboxes
 
     def waits_for(self, key: str) -> bool:
         """Whether a request with payload digest ``key`` waits here (then an outcome's request
@@ -188,6 +225,9 @@ class RespondingHandler(ABC):
     # but nobody listens for its reply inbox.
     ready: asyncio.Event
     _subs: list[Any]
+    # The queue subscriptions that take requests, and the task that leaves them (stop()).
+    _taking: tuple[Any, ...] = ()
+    _leaving: asyncio.Task[None] | None = None
 
     @abstractmethod
     def _subscriptions(self) -> list[tuple[str, str | None, Any]]:
@@ -196,10 +236,15 @@ class RespondingHandler(ABC):
     async def start_responder(self) -> None:
         if self._subs:
             return
+        subs = self._subscriptions()
         self._subs = [
             await self.nc.subscribe(subject, queue=queue or "", cb=cb)
-            for subject, queue, cb in self._subscriptions()
+            for subject, queue, cb in subs
         ]
+        # The queue members take requests; stopping leaves those groups first (hand_over).
+        self._taking = tuple(
+            sub for sub, (_, queue, _) in zip(self._subs, subs, strict=True) if queue
+        )
         await self.nc.flush()
         self.ready.set()
 
@@ -210,11 +255,44 @@ class RespondingHandler(ABC):
             await self.consumer.run()
         finally:
             expiry.cancel()
+            with contextlib.suppress(Exception):
+                await self.hand_over()
             for sub in self._subs:
                 with contextlib.suppress(Exception):
                     await sub.unsubscribe()
             self._subs = []
+            self._taking = ()
+            self._leaving = None
             self.ready.clear()
 
     def stop(self) -> None:
+        # Leave the queue groups at once: a request sent while this process drains goes to
+        # another member (found by two `oopav run` on one data dir, the second submitting as
+        # the first exited: its request was taken by the exiting process and never answered).
+        if self._taking and self._leaving is None:
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing to drain
+                self._leaving = asyncio.get_running_loop().create_task(self._stop_taking())
         self.consumer.stop()
+
+    async def _stop_taking(self) -> None:
+        taking, self._taking = self._taking, ()
+        for sub in taking:
+            # drain, not unsubscribe: a request the server sent before it saw the UNSUB is
+            # still handled (registered as waiting) instead of dropped.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(sub.drain(), 2.0)
+
+    async def hand_over(self, wait: float | None = None) -> None:
+        """Stopping: take no new requests, then answer the ones already taken. Their outcome
+        may still come (from this process's consumer, or from another process's after ours
+        handed the stored copy back); past ``wait`` seconds each requester is told that this
+        process stopped and that its submission is stored, not lost."""
+        if self._leaving is None:
+            self._leaving = asyncio.create_task(self._stop_taking())
+        await self._leaving
+        await self.replies.settle(HAND_OVER_S if wait is None else wait)
+        for inbox in self.replies.give_up():
+            with contextlib.suppress(Exception):
+                await self.nc.publish(inbox, STOPPED_REPLY)
+        with contextlib.suppress(Exception):
+            await self.nc.flush()
