@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from oopav.projections.session import SessionState
 
 
+# The intake consumer's ack_wait (ConsumerOptions: 30 s) and a margin.
+RUN_SUBMIT_TIMEOUT_S = 45.0
+
+
 @click.command()
 @task_options
 @click.option(
@@ -188,7 +192,10 @@ async def run(
             handlers.result()  # set-up failed: raise its error
         progress = asking = None
         try:
-            reply = await submit_task(bus, body)
+            # This process runs an intake, so an outcome always comes: wait past the durable
+            # consumer's ack_wait, the longest a stored copy held by a killed process waits
+            # before it is redelivered here (a "queued" exit would leave a session nobody runs).
+            reply = await submit_task(bus, body, timeout=RUN_SUBMIT_TIMEOUT_S)
             if "error" in reply:
                 click.echo(
                     f"rejected: {reply['error']}"
