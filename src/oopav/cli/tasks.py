@@ -195,10 +195,26 @@ async def run(
             # This process runs an intake, so an outcome always comes: wait past the durable
             # consumer's ack_wait, the longest a stored copy held by a killed process waits
             # before it is redelivered here (a "queued" exit would leave a session nobody runs).
-            reply = await submit_task(bus, body, timeout=RUN_SUBMIT_TIMEOUT_S)
+            submitting = asyncio.create_task(submit_task(bus, body, timeout=RUN_SUBMIT_TIMEOUT_S))
+            stopped = asyncio.create_task(interrupted.wait())
+            await asyncio.wait({submitting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            if not submitting.done():  # Ctrl-C before any answer: say where the task is
+                submitting.cancel()
+                with contextlib.suppress(BaseException):
+                    await submitting
+                click.echo(
+                    "interrupted before the intake answered: the submission is stored in "
+                    "OOPAV_INTAKE and becomes a session when an intake runs (see `oopav "
+                    "sessions`); do not submit it again",
+                    err=True,
+                )
+                sys.exit(130)
+            reply = submitting.result()
             if "error" in reply:
                 click.echo(
-                    f"rejected: {reply['error']}"
+                    f"{'queued' if reply.get('code') == 'queued' else 'rejected'}: "
+                    f"{reply['error']}"
                     + (f" (field: {reply['field']})" if reply.get("field") else ""),
                     err=True,
                 )
