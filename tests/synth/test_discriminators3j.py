@@ -132,3 +132,48 @@ def test_a_prefix_with_new_quotes_is_one_string_rule() -> None:
     assert len(result.rules) == 1
     held = 'def test_b():\n    data = "bananadine"\n    log("kept")\n'
     assert result.apply(held)[0] == held.replace('"bananadine"', "b'bananadine'")
+
+
+CALLBACKS = (
+    "test('a', function (t) {\n"
+    "\ts.on('/', function (req, res) {\n"
+    "\t\tres.end('ok');\n"
+    "\t});\n"
+    "\tgot(url, function (err, data) {\n"
+    "\t\tt.equal(data, 'x');\n"
+    "\t\tt.end();\n"
+    "\t});\n"
+    "\tgot(url2, function (err, body) {\n"
+    "\t\tt.equal(body, 'y');\n"
+    "\t});\n"
+    "});\n"
+)
+
+
+def test_an_inserted_statement_is_anchored_to_the_neighbours_call_head() -> None:
+    """got's `t.error(err);` inserted before `t.equal(data, 'x');` and `t.equal(body,
+    'y');` (the callbacks' first assertion), kept out of the server handler's
+    `res.end('ok');`: each anchor was kept literal, one rule per anchor, which reached no
+    held-out neighbour (`t.equal(res.statusCode, 200);`). The anchors differ in their
+    arguments only: one rule, next to the first statement calling `t.equal`."""
+    after = CALLBACKS.replace(
+        "\t\tt.equal(data, 'x');", "\t\tt.error(err);\n\t\tt.equal(data, 'x');"
+    ).replace("\t\tt.equal(body, 'y');", "\t\tt.error(err);\n\t\tt.equal(body, 'y');")
+    result = synthesize([Example(CALLBACKS, after, path="test/a.js")])
+    assert result.apply(CALLBACKS)[0] == after
+    assert len([r for r in result.rules if not r.follow_up]) == 1
+    held = (
+        "test('b', function (t) {\n"
+        "\tgot(url3, function (err, res) {\n"
+        "\t\tt.equal(res.statusCode, 200);\n"
+        "\t\tt.equal(res.body, 'ok');\n"
+        "\t});\n"
+        "\ts.on('/x', function (req, res) {\n"
+        "\t\tres.end('ok');\n"
+        "\t});\n"
+        "});\n"
+    )
+    want = held.replace(
+        "\t\tt.equal(res.statusCode, 200);", "\t\tt.error(err);\n\t\tt.equal(res.statusCode, 200);"
+    )
+    assert result.apply(held)[0] == want

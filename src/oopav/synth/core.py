@@ -2831,6 +2831,30 @@ def _insert_candidates(
         out.append(
             ({"kind": kind, "pattern": "$ANCHOR", "all": [has_name, conjoin(local, held)]}, fix)
         )
+    # Wave 3j (synth15): anchors that differ in their arguments but call one head
+    # (`t.equal(data, 'x');`, `t.equal(body, 'y');`): next to a statement calling that head,
+    # the first (last) such in its container, then every one — not one rule per literal
+    # anchor, which reaches no other neighbour.
+    anchors = {seed.node.text(), *(p.node.text() for p in peers)}
+    heads = {_call_head(a) for a in anchors}
+    head = heads.pop() if len(heads) == 1 else None
+    if len(anchors) > 1 and head:
+        called = {"regex": "^" + re.escape(head) + r"\s*\("}
+        headed = {"kind": kind, "regex": called["regex"], "stopBy": "end"}
+        first_of = {"not": {"precedes": headed}} if after else {"not": {"follows": headed}}
+        out.append(
+            (
+                {
+                    "kind": kind,
+                    "pattern": "$ANCHOR",
+                    "all": [called, conjoin(first_of, held), guard],
+                },
+                fix,
+            )
+        )
+        out.append(
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [called, conjoin(local, held)]}, fix)
+        )
     literal = node.text()
     out.append(
         (
@@ -2840,6 +2864,17 @@ def _insert_candidates(
     )
     # A lone site whose own anchor yields no rule still gets the general one, last.
     return out + scoped + generic if lone else out
+
+
+_CALL_HEAD = re.compile(
+    r"^((?:await\s+)?[A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*\("
+)
+
+
+def _call_head(text: str) -> str | None:
+    """The callee a statement starts by calling (`t.equal` of `t.equal(a, b);`), or None."""
+    m = _CALL_HEAD.match(text)
+    return m.group(1) if m else None
 
 
 # A statement that declares a name (`const server = …`, `server := …`, `server = …`,
