@@ -177,3 +177,24 @@ def test_an_inserted_statement_is_anchored_to_the_neighbours_call_head() -> None
         "\t\tt.equal(res.statusCode, 200);", "\t\tt.error(err);\n\t\tt.equal(res.statusCode, 200);"
     )
     assert result.apply(held)[0] == want
+
+
+def test_one_string_given_new_quotes_stays_that_string() -> None:
+    """starlette's linter commit, as mined: `'state'` -> `"state"` at each of its sites, the
+    file's other single-quoted strings (`'_state'`) kept. One string's new quotes say
+    nothing about the others': the rule stays that string (the quote rule needs the
+    examples to agree on several strings)."""
+    before = (
+        "class Conn:\n"
+        "    def __init__(self, scope):\n"
+        "        scope.setdefault('state', {})\n"
+        "\n"
+        "    def __delattr__(self, key):\n"
+        "        if key == '_state':\n"
+        "            raise KeyError(key)\n"
+    )
+    after = before.replace("'state'", '"state"')
+    result = synthesize([Example(before, after, path="requests.py")])
+    assert result.apply(before)[0] == after
+    held = "def f(self):\n    if hasattr(self, '_state'):\n        g(self._scope['state'])\n"
+    assert result.apply(held)[0] == held.replace("'state'", '"state"')

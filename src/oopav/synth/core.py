@@ -2181,12 +2181,20 @@ def _search(
                 # A string rewritten by one substitution: the transform first (it is the more
                 # general), then the literal string.
                 prefixed = _string_prefix(t, top, lang)
+                if prefixed is not None and prefixed[2] is not None:
+                    # A quote change only where the examples agree on it for several
+                    # strings (wave 3j): one string's new quotes say nothing of others'.
+                    texts = {x.node.text() for x, _ in remaining if "string" in x.node.kind()}
+                    if len(texts) < 2:
+                        prefixed = None
                 if prefixed is not None and budget[0] > 0:
                     # Never bare (every string of a file): only narrowed by a positive
                     # context that tells the examples' changed strings from their kept
                     # ones, before the literal string (which reaches no other value).
-                    budget[0] -= 1
                     p_rule, p_fix, p_transform = prefixed
+                    # A quote change (wave 3j) is tried besides the prefixes, within the
+                    # budget the literal string's own contexts still get.
+                    budget[0] -= 1 if p_transform is None else 0
                     cand = Rule(
                         id="c", language=lang, rule=p_rule, fix=p_fix, transform=p_transform
                     )
