@@ -2844,7 +2844,7 @@ def _insert_candidates(
     # the first (last) such in its container, then every one — not one rule per literal
     # anchor, which reaches no other neighbour.
     anchors = {seed.node.text(), *(p.node.text() for p in peers)}
-    heads = {_call_head(a) for a in anchors}
+    heads = {_anchor_head(a) for a in anchors}
     head = heads.pop() if len(heads) == 1 else None
     if len(anchors) > 1 and head:
         called = {"regex": "^" + re.escape(head) + r"\s*\("}
@@ -2874,14 +2874,14 @@ def _insert_candidates(
     return out + scoped + generic if lone else out
 
 
-_CALL_HEAD = re.compile(
+_ANCHOR_HEAD = re.compile(
     r"^((?:await\s+)?[A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*\("
 )
 
 
-def _call_head(text: str) -> str | None:
+def _anchor_head(text: str) -> str | None:
     """The callee a statement starts by calling (`t.equal` of `t.equal(a, b);`), or None."""
-    m = _CALL_HEAD.match(text)
+    m = _ANCHOR_HEAD.match(text)
     return m.group(1) if m else None
 
 
