@@ -2770,7 +2770,7 @@ def _string_prefix(
     a, b = _QUOTED.fullmatch(t.pattern), _QUOTED.fullmatch(t.fix)
     if a is None or b is None or a["body"] != b["body"] or a["q"] == b["q"]:
         return None
-    if a["prefix"] or (lang != "python" and b["prefix"]) or "`" in (a["q"],):
+    if a["prefix"] or (lang != "python" and b["prefix"]) or a["q"] == "`":
         return None
     if b["prefix"] and not _PREFIX.fullmatch(b["prefix"]):
         return None
