@@ -2181,13 +2181,23 @@ def _search(
                 # A string rewritten by one substitution: the transform first (it is the more
                 # general), then the literal string.
                 prefixed = _string_prefix(t, top, lang)
+                if prefixed is not None and prefixed[2] is not None:
+                    # A quote change only where the examples agree on it for several
+                    # strings (wave 3j): one string's new quotes say nothing of others'.
+                    texts = {x.node.text() for x, _ in remaining if "string" in x.node.kind()}
+                    if len(texts) < 2:
+                        prefixed = None
                 if prefixed is not None and budget[0] > 0:
                     # Never bare (every string of a file): only narrowed by a positive
                     # context that tells the examples' changed strings from their kept
                     # ones, before the literal string (which reaches no other value).
-                    budget[0] -= 1
-                    p_rule, p_fix = prefixed
-                    cand = Rule(id="c", language=lang, rule=p_rule, fix=p_fix)
+                    p_rule, p_fix, p_transform = prefixed
+                    # A quote change (wave 3j) is tried besides the prefixes, within the
+                    # budget the literal string's own contexts still get.
+                    budget[0] -= 1 if p_transform is None else 0
+                    cand = Rule(
+                        id="c", language=lang, rule=p_rule, fix=p_fix, transform=p_transform
+                    )
                     split = _classify(cand, exs, False)
                     node = next((x for x in split[0] if _holds(x, seed)), None) if split else None
                     if split is not None and node is not None:
@@ -2201,7 +2211,7 @@ def _search(
                                     level,
                                     None,
                                     None,
-                                    None,
+                                    p_transform,
                                     False,
                                 )
                 st = _string_transform(t, top)
@@ -2729,23 +2739,46 @@ def _string_transform(
 
 
 _PREFIX = re.compile(r"[bBrRuUfF]{1,2}")
+# Wave 3j (synth15): a string literal whose quotes change (`"x"` -> `'x'`, `"x"` -> `b'x'`,
+# JS `'x'` -> `` `x` ``), a body that means the same between either quotes.
+_QUOTED = re.compile(r"""(?P<prefix>[bBrRuUfF]{0,2})(?P<q>["'`])(?P<body>[^"'`\\\n$]*)(?P=q)""")
+_QUOTE_LANGS = frozenset({"python", "javascript", "typescript", "tsx"})
 
 
-def _string_prefix(t: Template, top: Site, lang: str) -> tuple[dict[str, Any], str] | None:
+def _string_prefix(
+    t: Template, top: Site, lang: str
+) -> tuple[dict[str, Any], str, dict[str, Any] | None] | None:
     """Python: a prefix added to a string literal (``'x'`` -> ``b'x'``, werkzeug's bytes):
     every string without a prefix of the literal's kind (``$STR`` -> ``b$STR``), the most
     general candidate; where the examples keep other strings, a context narrows it (a
-    sibling, see synth/discriminate.py). Only a template that is the string itself."""
-    if lang != "python":
+    sibling, see synth/discriminate.py). Only a template that is the string itself.
+    Wave 3j: quotes changed too (``"x"`` -> ``'x'``, ``"x"`` -> ``b'x'``; JS and TS quotes
+    and template literals): every string of those quotes whose body has no quote, escape or
+    ``$`` (the same text between either quotes), rewritten by a ``replace`` transform of its
+    quotes (``$NEWQ``), the prefix put before it — one rule, not one per string."""
+    if "string" not in top.node.kind():
         return None
-    m = _STRING.fullmatch(t.pattern)
-    if m is None or not t.fix.endswith(t.pattern):
+    m = _STRING.fullmatch(t.pattern) if lang == "python" else None
+    if m is not None and t.fix.endswith(t.pattern):
+        prefix = t.fix[: len(t.fix) - len(t.pattern)]
+        if not _PREFIX.fullmatch(prefix):
+            return None
+        rule = {"kind": top.node.kind(), "regex": "^[\"']", "pattern": "$STR"}
+        return rule, prefix + "$STR", None
+    if lang not in _QUOTE_LANGS:
         return None
-    prefix = t.fix[: len(t.fix) - len(t.pattern)]
-    if not _PREFIX.fullmatch(prefix) or "string" not in top.node.kind():
+    a, b = _QUOTED.fullmatch(t.pattern), _QUOTED.fullmatch(t.fix)
+    if a is None or b is None or a["body"] != b["body"] or a["q"] == b["q"]:
         return None
-    rule = {"kind": top.node.kind(), "regex": "^[\"']", "pattern": "$STR"}
-    return rule, prefix + "$STR"
+    if a["prefix"] or (lang != "python" and b["prefix"]) or a["q"] == "`":
+        return None
+    if b["prefix"] and not _PREFIX.fullmatch(b["prefix"]):
+        return None
+    q, q2 = a["q"], b["q"]
+    body = "[^\"'`\\\\\\n$]*"
+    rule = {"kind": top.node.kind(), "regex": f"^{q}{body}{q}$", "pattern": "$STR"}
+    transform = {"NEWQ": {"replace": {"source": "$STR", "replace": f"^{q}|{q}$", "by": q2}}}
+    return rule, b["prefix"] + "$NEWQ", transform
 
 
 def _insert_candidates(
@@ -2806,6 +2839,30 @@ def _insert_candidates(
         out.append(
             ({"kind": kind, "pattern": "$ANCHOR", "all": [has_name, conjoin(local, held)]}, fix)
         )
+    # Wave 3j (synth15): anchors that differ in their arguments but call one head
+    # (`t.equal(data, 'x');`, `t.equal(body, 'y');`): next to a statement calling that head,
+    # the first (last) such in its container, then every one — not one rule per literal
+    # anchor, which reaches no other neighbour.
+    anchors = {seed.node.text(), *(p.node.text() for p in peers)}
+    heads = {_anchor_head(a) for a in anchors}
+    head = heads.pop() if len(heads) == 1 else None
+    if len(anchors) > 1 and head:
+        called = {"regex": "^" + re.escape(head) + r"\s*\("}
+        headed = {"kind": kind, "regex": called["regex"], "stopBy": "end"}
+        first_of = {"not": {"precedes": headed}} if after else {"not": {"follows": headed}}
+        out.append(
+            (
+                {
+                    "kind": kind,
+                    "pattern": "$ANCHOR",
+                    "all": [called, conjoin(first_of, held), guard],
+                },
+                fix,
+            )
+        )
+        out.append(
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [called, conjoin(local, held)]}, fix)
+        )
     literal = node.text()
     out.append(
         (
@@ -2815,6 +2872,17 @@ def _insert_candidates(
     )
     # A lone site whose own anchor yields no rule still gets the general one, last.
     return out + scoped + generic if lone else out
+
+
+_ANCHOR_HEAD = re.compile(
+    r"^((?:await\s+)?[A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*\("
+)
+
+
+def _anchor_head(text: str) -> str | None:
+    """The callee a statement starts by calling (`t.equal` of `t.equal(a, b);`), or None."""
+    m = _ANCHOR_HEAD.match(text)
+    return m.group(1) if m else None
 
 
 # A statement that declares a name (`const server = …`, `server := …`, `server = …`,

@@ -292,6 +292,10 @@ def constraints(
     # they are compared with `response.data` — the node every positive sits in also holds
     # a child of that exact text, no negative's does.
     beside = _sibling(seed, pos, negatives)
+    if beside is None:
+        # Wave 3j (synth15): the sibling's shape where its text differs among the sites or
+        # is no bare name (`req.form['test']`, `data.form['foo']`: ``$X.form[<str>]``).
+        beside = _shaped_sibling(seed, pos, negatives)
     if beside is not None and beside not in kept:
         kept.append(beside)
     # What the enclosing definition's signature lacks or has (wave 3f): Rust's
@@ -431,6 +435,82 @@ def _sibling(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dict[s
             continue
         has = {"kind": kind, "regex": "^" + _escape(text) + "$"}
         return {"inside": {"has": has, "stopBy": "neighbor"}}
+    return None
+
+
+def _shape(text: str) -> str | None:
+    """A regex for the shape of a member access ``text`` (``req.form['test']``): the
+    receiver (the leading name before a ``.``) any name, string and number literals any
+    literal, the member names kept — what the sibling names, not which local variable or
+    key. None unless ``text`` is such an access on one line that names a member."""
+    if "\n" in text or len(text) > SIBLING_CHARS:
+        return None
+    m = _RECEIVER.match(text)
+    if m is None:
+        return None
+    out = [r"[A-Za-z_]\w*"]
+    members = 0
+    for tok in _SHAPE_TOKENS.finditer(text, m.end(1)):
+        t = tok.group(0)
+        if tok.lastgroup == "str":
+            out.append(_ANY_STRING)
+        elif tok.lastgroup == "num":
+            out.append(r"\d[\w.]*")
+        elif tok.lastgroup == "ws":
+            out.append(r"\s*")
+        else:
+            if tok.lastgroup == "name":
+                members += 1
+            out.append(re.escape(t))
+    if not members:
+        return None
+    return "^" + "".join(out) + "$"
+
+
+_RECEIVER = re.compile(r"([A-Za-z_]\w*)\s*(?:\.|->)")
+_SHAPE_TOKENS = re.compile(
+    r"""(?P<str>[bBrRuUfF]{0,2}(?:"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))"""
+    r"|(?P<num>\d[\w.]*)|(?P<name>[A-Za-z_]\w*)|(?P<ws>\s+)|(?P<punct>.)"
+)
+_ANY_STRING = r"""[bBrRuUfF]{0,2}(?:"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*')"""
+
+
+def _shaped_sibling(
+    seed: SgNode, pos: list[SgNode], negatives: list[SgNode]
+) -> dict[str, Any] | None:
+    """As :func:`_sibling`, by the sibling's shape (see :func:`_shape`) and the parent's
+    kind: werkzeug's strings made `u'…'` where they are compared with a form value
+    (`assert_strict_equal(req.form['test'], …)`, `(data.form['foo'], …)`), kept beside
+    `req.method` and in `b.form['test'] = '…'` — every positive's parent is of one kind and
+    has a sibling of one kind and shape, no negative's parent of that kind has one."""
+
+    def siblings(node: SgNode) -> list[SgNode]:
+        parent = node.parent()
+        if parent is None or parent.kind() in ROOTS:
+            return []
+        r = node.range()
+        return [
+            c
+            for c in parent.children()
+            if c.is_named() and c.range() != r and c.kind() not in _COMMENTS
+        ]
+
+    parent = seed.parent()
+    if parent is None or any(_kind_at(p, 1) != parent.kind() for p in pos):
+        return None
+    shapes = {(c.kind(), x) for c in siblings(seed) if (x := _shape(c.text())) is not None}
+    for p in pos:
+        shapes &= {(c.kind(), x) for c in siblings(p) if (x := _shape(c.text())) is not None}
+        if not shapes:
+            return None
+    # The parent's kind too: `b.form['test'] = 'normal value'` is an assignment beside it.
+    others = [n for n in negatives if _kind_at(n, 1) == parent.kind()]
+    for kind, regex in sorted(shapes):
+        rx = re.compile(regex)
+        if any(c.kind() == kind and rx.match(c.text()) for n in others for c in siblings(n)):
+            continue
+        has = {"kind": kind, "regex": regex}
+        return {"inside": {"kind": parent.kind(), "has": has, "stopBy": "neighbor"}}
     return None
 
 
