@@ -1192,6 +1192,7 @@ def site_level_one(case: Case) -> Score:
     done: list[str] = []  # start files shown whole and refused: edited by hand, not scored
     refused: dict[str, list[Hunk]] = {}  # start hunks refused, of files still scored
     spent = 0
+    shown: list[str] = []  # the refused start sites, as `added_sites` names them
     first: Score | None = None
     for f in files:
         hunks = _hunks(f.before.splitlines(True), f.after.splitlines(True))
@@ -1205,7 +1206,12 @@ def site_level_one(case: Case) -> Score:
             ex0 = start_ex or [with_hunks(f, taken[f.path])]
             first = score(case, ex0, scored)
             spent += 1
-            if first.learned or spent > SITE_CAP:
+            if first.learned:
+                break
+            shown.append(
+                f"{f.path}:{hunk[0] + 1} start refused" if hunk else f"{f.path} start refused"
+            )
+            if spent > SITE_CAP:
                 break
             if len(hunks) <= 1:
                 done.append(f.path)
@@ -1217,10 +1223,12 @@ def site_level_one(case: Case) -> Score:
     assert first is not None
     first.example_sites = spent
     if not first.learned:
+        first.added_sites = shown
         return first
     s = site_level(case, first, (start_ex, scored, taken), refused)
     if s is not first:
         s.example_sites = max(s.example_sites, 1) + spent - 1
+    s.added_sites = shown + s.added_sites
     return s
 
 

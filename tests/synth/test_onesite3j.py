@@ -27,6 +27,7 @@ def test_a_start_site_the_synthesiser_refuses_does_not_end_the_protocol() -> Non
     s = site_level_one(case)
     assert s.learned and s.exact
     assert s.example_sites == 2
+    assert s.added_sites == ["a.py start refused"]
 
 
 def test_the_rest_of_an_edited_line_is_kept() -> None:
