@@ -1101,6 +1101,7 @@ def site_level(
     case: Case,
     first: Score,
     start: tuple[list[FileCase], list[FileCase], dict[str, list[Hunk]]] | None = None,
+    refused_start: dict[str, list[Hunk]] | None = None,
 ) -> Score:
     """Refazer's site-level protocol: while a held-out file is wrong, add its first wrongly
     edited site — the first wrong hunk of the first wrong held-out file — as a further,
@@ -1109,7 +1110,8 @@ def site_level(
     and are still scored whole, byte for byte. At most SITE_CAP sites added.
 
     ``start``: (examples, scored files, sites taken already) when the protocol does not
-    start from the one-shot split (:func:`site_level_one`)."""
+    start from the one-shot split (:func:`site_level_one`); ``refused_start``: start sites
+    the synthesiser refused there (not shown again)."""
     examples, heldout = split(case) if start is None else (start[0], start[1])
     taken: dict[str, list[Hunk]] = {k: list(v) for k, v in (start[2] if start else {}).items()}
     start_sites = sum(e.sites for e in examples) + sum(len(v) for v in taken.values())
@@ -1117,7 +1119,7 @@ def site_level(
     # Sites the synthesiser refused (wave 3h synth9): a user told "no rule" for the site
     # just added withdraws it, keeps the rules they had and shows the next wrong site; the
     # withdrawn site still counts as an example site (the user spent it).
-    refused: dict[str, list[Hunk]] = {}
+    refused: dict[str, list[Hunk]] = {k: list(v) for k, v in (refused_start or {}).items()}
     refused_lines: dict[str, list[int]] = {}
     added: list[str] = []
     s = first
@@ -1178,21 +1180,55 @@ def site_level_one(case: Case) -> Score:
     the first wrong file added until exact (at most SITE_CAP). Scored: every file of the
     commit but a start file whose one site is all of it — the other example files and the
     start file's own other sites too — so it is stricter than the one-shot split's scoring,
-    and its figures are its own line, not the headline's."""
+    and its figures are its own line, not the headline's.
+
+    A start site the synthesiser refuses (a comment's change, a statement added) does not
+    end the protocol (wave 3j synth16): it is withdrawn and the next site shown instead — the
+    start file's next hunk, then the next file's first — each refused one still counted as
+    a site the user spent (at most SITE_CAP of them); a start file shown whole stays out of
+    the scoring (the user edited it by hand)."""
     examples, heldout = split(case)
-    first_file = examples[0]
-    hunks = _hunks(first_file.before.splitlines(True), first_file.after.splitlines(True))
-    if len(hunks) <= 1:
-        start_ex, taken = [first_file], {}
-        scored = [*examples[1:], *heldout]
-    else:
-        start_ex, taken = [], {first_file.path: [hunks[0]]}
-        scored = [*examples, *heldout]
-    ex0 = start_ex or [with_hunks(first_file, taken[first_file.path])]
-    first = score(case, ex0, scored)
-    first.example_sites = 1
-    s = site_level(case, first, (start_ex, scored, taken))
-    s.example_sites = max(s.example_sites, 1)
+    files = [*examples, *heldout]
+    done: list[str] = []  # start files shown whole and refused: edited by hand, not scored
+    refused: dict[str, list[Hunk]] = {}  # start hunks refused, of files still scored
+    spent = 0
+    shown: list[str] = []  # the refused start sites, as `added_sites` names them
+    first: Score | None = None
+    for f in files:
+        hunks = _hunks(f.before.splitlines(True), f.after.splitlines(True))
+        for hunk in hunks if len(hunks) > 1 else [None]:
+            if len(hunks) <= 1:
+                start_ex, taken = [f], {}
+                scored = [g for g in files if g is not f and g.path not in done]
+            else:
+                start_ex, taken = [], {f.path: [hunk]}
+                scored = [g for g in files if g.path not in done]
+            ex0 = start_ex or [with_hunks(f, taken[f.path])]
+            first = score(case, ex0, scored)
+            spent += 1
+            if first.learned:
+                break
+            shown.append(
+                f"{f.path}:{hunk[0] + 1} start refused" if hunk else f"{f.path} start refused"
+            )
+            if spent > SITE_CAP:
+                break
+            if len(hunks) <= 1:
+                done.append(f.path)
+            else:
+                refused.setdefault(f.path, []).append(hunk)
+        else:
+            continue
+        break
+    assert first is not None
+    first.example_sites = spent
+    if not first.learned:
+        first.added_sites = shown
+        return first
+    s = site_level(case, first, (start_ex, scored, taken), refused)
+    if s is not first:
+        s.example_sites = max(s.example_sites, 1) + spent - 1
+    s.added_sites = shown + s.added_sites
     return s
 
 

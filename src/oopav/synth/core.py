@@ -1434,12 +1434,26 @@ def _partial_after(ex: _Ex, left_out: set[int]) -> str:
 
 def _free(ex: _Ex, start: int, end: int) -> bool:
     """A rewrite of ``ex.before[start:end]`` is free: ``ex`` is partial and the rewrite
-    reaches neither an edited site nor a line the example keeps."""
+    reaches neither an edited site nor a line the example keeps, nor the line of an edited
+    site (wave 3j synth16: the user edited that line and left the rest of it as it is —
+    `null != a && a !== b`, the site the second `!=`, keeps the first)."""
     return (
         ex.partial
         and not _touches(ex, start, end)
         and not any(a < end and start < b for a, b in ex.keep)
+        and not _on_site_line(ex, start, end)
     )
+
+
+def _on_site_line(ex: _Ex, start: int, end: int) -> bool:
+    """``ex.before[start:end]`` shares a line with one of ``ex``'s edited sites."""
+    for s in ex.sites:
+        lo = ex.before.rfind("\n", 0, s.start) + 1
+        hi = ex.before.find("\n", s.end)
+        hi = len(ex.before) if hi < 0 else hi
+        if (start < hi and lo < end) or (start == end and lo <= start <= hi):
+            return True
+    return False
 
 
 def _keep_spans(before: str, lines: list[int]) -> list[tuple[int, int]]:
@@ -1517,9 +1531,17 @@ def _reproduced(ex: _Ex, got: str, left_out: set[int] | None = None) -> bool:
             continue
         if not site_lines.intersection(range(i1, i2)):
             continue
-        # Lines that hold an edited site and differ: the unchanged code on the same line
-        # may be rewritten (`null != a && a !== b`, the site the second `!=`); the site's
-        # own characters may not.
+        if i2 - i1 == j2 - j1:
+            # Lines that hold an edited site and differ: neither the site's own characters
+            # nor the unchanged code on the same line may be rewritten (`null != a && a !==
+            # b`, the site the second `!=`: the user edited the line and kept the first,
+            # wave 3j synth16).
+            if any(
+                n in site_lines and ref_lines[n] != got_lines[j1 + n - i1] for n in range(i1, i2)
+            ):
+                return False
+            continue
+        # Lines re-laid out around an edited site: the site's own characters may not change.
         lo, hi = starts[i1], starts[min(i2, len(starts) - 1)]
         inner = [
             (a - lo, b - lo, (a, b) in kept_spans)
