@@ -277,7 +277,8 @@ async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> 
     )
     deadline = asyncio.get_running_loop().time() + timeout
     try:
-        await asyncio.wait({request, mine}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        racing: set[asyncio.Future[Any]] = {request, mine}
+        await asyncio.wait(racing, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if mine.done():
             return mine.result()
         reply: dict[str, Any] | None = None
