@@ -38,6 +38,7 @@ from oopav.synth.discriminate import (
     merge_constraints,
     not_called,
     signature,
+    own_first,
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
@@ -2029,6 +2030,9 @@ def _search(
                         # The names the sites call, before any list of texts (wave 3e).
                         for value in callee_constraints(names, pos, neg):
                             ranked[0] += _closed_first(rule, value, closed, shared_parent)
+                        # Wave 3j: two or more names or types the sites show: their own
+                        # list before any kept-value exclusion, closed or not (own_first).
+                        shown = own_first(names, pos, neg)
                         for value in value_constraints(names, pos, neg, own=True):
                             # Wave 3e: kept *names* excluded from a pattern that names
                             # nothing close it by the few kinds its sites sit in.
@@ -2040,6 +2044,8 @@ def _search(
                             options = _closed_first(rule, value, closed, parent)
                             if not any("not" in c for c in value.values()):
                                 ranked[1] += options
+                            elif set(value) & shown:
+                                ranked[2] += options
                             else:
                                 ranked[0] += options[:-1]
                                 ranked[2].append(options[-1])

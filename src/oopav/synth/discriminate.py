@@ -762,6 +762,41 @@ def conjoin(rule: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return {**rest, "all": [*rule.get("all", []), extra]}
 
 
+def _name_or_type(kind: str) -> bool:
+    """A node kind that is a name or a type (``identifier``, ``type_identifier``,
+    ``scoped_type_identifier``, ``generic_type``, ``reference_type``...)."""
+    return "identifier" in kind or kind.endswith("_type") or kind == "type"
+
+
+def own_first(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> set[str]:
+    """Wave 3j: the metavariables whose sites show at least two distinct names or types (two
+    example sites or more), where no kept value is among them: their list of the sites' own
+    values ranks above any list of kept values excluded ("any type but the ones kept"),
+    closed or not. An exclusion list generalises to every name the examples never show,
+    which a type or trait name almost never is (serde's trailing comma dropped on
+    ``-> Result<S::Ok, S::Error>`` and ``-> Result<V::Value, Self::Error>``, kept on
+    ``Result<()>``: "any return type but the two kept" rewrote 98 other signatures; log's
+    ``Log`` and ``Source`` -> ``dyn …``: "any type but the 15 kept" rewrote 66 other
+    types)."""
+    out: set[str] = set()
+    for name in names:
+        pv = [n.get_match(name) for n in _distinct(pos)]
+        nv = [n.get_match(name) for n in neg]
+        if not pv or not nv or any(v is None for v in pv + nv):
+            continue
+        pt = {v.text() for v in pv if v is not None}
+        nt = {v.text() for v in nv if v is not None}
+        kinds = {v.kind() for v in pv + nv if v is not None}
+        if (
+            len(pt) >= 2
+            and not pt & nt
+            and all(_name_or_type(k) for k in kinds)
+            and all("\n" not in t for t in pt | nt)
+        ):
+            out.add(name)
+    return out
+
+
 def value_constraints(
     names: list[str], pos: list[SgNode], neg: list[SgNode], own: bool = False
 ) -> list[dict[str, Any]]:
@@ -801,7 +836,13 @@ def value_constraints(
             # kept calls with their arguments is instances, not an API the change keeps
             # off (a kept call head, `ctx.type.should.equal`, is one).
             instances = all("(" in t for t in nt)
-            if own and (len(pt) < len(nt) or instances) and all("\n" not in t for t in pt):
+            # Wave 3j: so do two or more names or types the sites show (see own_first).
+            shown_names = name in own_first([name], pos, neg)
+            if (
+                own
+                and (len(pt) < len(nt) or instances or shown_names)
+                and all("\n" not in t for t in pt)
+            ):
                 shown = "|".join(re.escape(t) for t in sorted(pt))
                 out.append({name: {"regex": f"^(?:{shown})$"}})
             out.append({name: {"not": {"regex": f"^(?:{words})$"}}})
