@@ -1,4 +1,4 @@
-"""Kept-value exclusion lists ranked below the sites' own names or types (issue 26, wave 3j
+"""Kept-value exclusion lists ranked below the sites' own types (issue 26, wave 3j
 synth17): "any type but the ones kept" generalises to every type the examples never show.
 Self-written examples only."""
 

@@ -762,18 +762,20 @@ def conjoin(rule: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return {**rest, "all": [*rule.get("all", []), extra]}
 
 
-def _name_or_type(kind: str) -> bool:
-    """A node kind that is a name or a type (``identifier``, ``type_identifier``,
-    ``scoped_type_identifier``, ``generic_type``, ``reference_type``...)."""
-    return "identifier" in kind or kind.endswith("_type") or kind == "type"
+def _a_type(kind: str) -> bool:
+    """A node kind that is a type (``type_identifier``, ``scoped_type_identifier``,
+    ``generic_type``, ``reference_type``...). Not a plain ``identifier``: "every function but
+    the kept ``test_layout``" is what jinja's `(env)` dropped from thirteen `test_*`
+    functions means (tests/synth/test_narrow.py)."""
+    return re.search(r"(?:^|_)type(?:_|$)", kind) is not None
 
 
 def own_first(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> set[str]:
-    """Wave 3j: the metavariables whose sites show at least two distinct names or types (two
-    example sites or more), where no kept value is among them: their list of the sites' own
+    """Wave 3j: the metavariables whose sites show at least two distinct types (two example
+    sites or more), where no kept value is among them: their list of the sites' own
     values ranks above any list of kept values excluded ("any type but the ones kept"),
-    closed or not. An exclusion list generalises to every name the examples never show,
-    which a type or trait name almost never is (serde's trailing comma dropped on
+    closed or not, unless another metavariable binds one text at every site (the caller's). An exclusion list generalises to every name the examples never show,
+    which a type or trait name almost never does (serde's trailing comma dropped on
     ``-> Result<S::Ok, S::Error>`` and ``-> Result<V::Value, Self::Error>``, kept on
     ``Result<()>``: "any return type but the two kept" rewrote 98 other signatures; log's
     ``Log`` and ``Source`` -> ``dyn …``: "any type but the 15 kept" rewrote 66 other
@@ -790,7 +792,7 @@ def own_first(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> set[str
         if (
             len(pt) >= 2
             and not pt & nt
-            and all(_name_or_type(k) for k in kinds)
+            and all(_a_type(k) for k in kinds)
             and all("\n" not in t for t in pt | nt)
         ):
             out.add(name)
@@ -836,7 +838,7 @@ def value_constraints(
             # kept calls with their arguments is instances, not an API the change keeps
             # off (a kept call head, `ctx.type.should.equal`, is one).
             instances = all("(" in t for t in nt)
-            # Wave 3j: so do two or more names or types the sites show (see own_first).
+            # Wave 3j: so do two or more types the sites show (see own_first).
             shown_names = name in own_first([name], pos, neg)
             if (
                 own
