@@ -28,4 +28,3 @@ def test_two_trait_names_are_a_list_of_their_own_not_every_type_but_the_kept() -
         "fn g(x: &dyn Log, y: Box<dyn Source>, z: Box<Thing>, w: &Config) {}\n"
     )
     assert result.apply(BEFORE)[0] == AFTER
-

@@ -37,8 +37,8 @@ from oopav.synth.discriminate import (
     context_closure,
     merge_constraints,
     not_called,
-    signature,
     own_first,
+    signature,
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
