@@ -776,9 +776,10 @@ def own_first(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> set[str
     values ranks above any list of kept values excluded ("any type but the ones kept"),
     closed or not, unless another metavariable binds one text at every site (the caller's). An exclusion list generalises to every name the examples never show,
     which a type or trait name almost never does (serde's trailing comma dropped on
-    ``-> Result<S::Ok, S::Error>`` and ``-> Result<V::Value, Self::Error>``, kept on
-    ``Result<()>``: "any return type but the two kept" rewrote 98 other signatures; log's
-    ``Log`` and ``Source`` -> ``dyn …``: "any type but the 15 kept" rewrote 66 other
+    ``-> Result<Self::Ok>`` and ``-> Result<V::Value, Self::Error>``, kept on ``Result<()>``
+    and ``Result<V::Value, Error>``: "any return type but the two kept" rewrote 98 other
+    signatures; log's
+    ``Log`` and ``Visitor`` -> ``dyn …``: "any type but the 16 kept" rewrote 66 other
     types)."""
     out: set[str] = set()
     for name in names:
