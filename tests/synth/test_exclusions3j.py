@@ -28,3 +28,16 @@ def test_two_trait_names_are_a_list_of_their_own_not_every_type_but_the_kept() -
         "fn g(x: &dyn Log, y: Box<dyn Source>, z: Box<Thing>, w: &Config) {}\n"
     )
     assert result.apply(BEFORE)[0] == AFTER
+
+
+def test_one_kept_type_among_more_changed_is_the_exception_to_a_sweep() -> None:
+    """Two types made `dyn`, ONE kept: the sites show more types than the kept code, so the
+    commit reads as a sweep with an exception (zustand's trailing commas on every
+    `=> StateCreator<…>` but one): the kept type excluded still comes first and an unseen
+    `&Thing` is rewritten too. (Without the bound — the sites' own list first whenever they
+    show two types — it was left alone.)"""
+    before = "fn a(x: &Log) {}\nfn b(x: &Source) {}\nfn c(x: &Error) {}\n"
+    after = before.replace("&Log", "&dyn Log").replace("&Source", "&dyn Source")
+    result = synthesize([Example(before, after, path="src/a.rs")])
+    held = "fn g(x: &Log, z: &Thing, w: &Error) {}\n"
+    assert result.apply(held)[0] == "fn g(x: &dyn Log, z: &dyn Thing, w: &Error) {}\n"

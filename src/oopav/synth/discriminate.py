@@ -772,7 +772,9 @@ def _a_type(kind: str) -> bool:
 
 def own_first(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> set[str]:
     """Wave 3j: the metavariables whose sites show at least two distinct types (two example
-    sites or more), where no kept value is among them: their list of the sites' own
+    sites or more), no kept value among them and no more of them than the kept code shows
+    (one kept type among many changed is the exception to a sweep: zustand's trailing
+    commas on every `=> StateCreator<…>` but one): their list of the sites' own
     values ranks above any list of kept values excluded ("any type but the ones kept"),
     closed or not, unless another metavariable binds one text at every site (the caller's). An exclusion list generalises to every name the examples never show,
     which a type or trait name almost never does (serde's trailing comma dropped on
@@ -791,7 +793,7 @@ def own_first(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> set[str
         nt = {v.text() for v in nv if v is not None}
         kinds = {v.kind() for v in pv + nv if v is not None}
         if (
-            len(pt) >= 2
+            2 <= len(pt) <= len(nt)
             and not pt & nt
             and all(_a_type(k) for k in kinds)
             and all("\n" not in t for t in pt | nt)
