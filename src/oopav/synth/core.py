@@ -37,6 +37,7 @@ from oopav.synth.discriminate import (
     context_closure,
     merge_constraints,
     not_called,
+    own_first,
     signature,
     value_constraints,
 )
@@ -2029,6 +2030,10 @@ def _search(
                         # The names the sites call, before any list of texts (wave 3e).
                         for value in callee_constraints(names, pos, neg):
                             ranked[0] += _closed_first(rule, value, closed, shared_parent)
+                        # Wave 3j: two or more types the sites show: their own list
+                        # before any kept-value exclusion (own_first) that no other
+                        # metavariable's one text closes.
+                        shown = own_first(names, pos, neg)
                         for value in value_constraints(names, pos, neg, own=True):
                             # Wave 3e: kept *names* excluded from a pattern that names
                             # nothing close it by the few kinds its sites sit in.
@@ -2040,6 +2045,13 @@ def _search(
                             options = _closed_first(rule, value, closed, parent)
                             if not any("not" in c for c in value.values()):
                                 ranked[1] += options
+                            elif set(value) & shown and not any(
+                                "regex" in c for k, c in closed.items() if k not in value
+                            ):
+                                # (unless another metavariable is one text at every site:
+                                # serde's `de::$B` -> `de::$B<'de>`, every `de::` trait but
+                                # the kept `de::Error`, tests/synth/test_precision.py)
+                                ranked[2] += options
                             else:
                                 ranked[0] += options[:-1]
                                 ranked[2].append(options[-1])

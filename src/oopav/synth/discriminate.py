@@ -762,6 +762,46 @@ def conjoin(rule: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return {**rest, "all": [*rule.get("all", []), extra]}
 
 
+def _a_type(kind: str) -> bool:
+    """A node kind that is a type (``type_identifier``, ``scoped_type_identifier``,
+    ``generic_type``, ``reference_type``...). Not a plain ``identifier``: "every function but
+    the kept ``test_layout``" is what jinja's `(env)` dropped from thirteen `test_*`
+    functions means (tests/synth/test_narrow.py)."""
+    return re.search(r"(?:^|_)type(?:_|$)", kind) is not None
+
+
+def own_first(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> set[str]:
+    """Wave 3j: the metavariables whose sites show at least two distinct types (two example
+    sites or more), no kept value among them and no more of them than the kept code shows
+    (one kept type among many changed is the exception to a sweep: zustand's trailing
+    commas on every `=> StateCreator<…>` but one): their list of the sites' own
+    values ranks above any list of kept values excluded ("any type but the ones kept"),
+    closed or not, unless another metavariable binds one text at every site (the caller's). An exclusion list generalises to every name the examples never show,
+    which a type or trait name almost never does (serde's trailing comma dropped on
+    ``-> Result<Self::Ok>`` and ``-> Result<V::Value, Self::Error>``, kept on ``Result<()>``
+    and ``Result<V::Value, Error>``: "any return type but the two kept" rewrote 98 other
+    signatures; log's
+    ``Log`` and ``Visitor`` -> ``dyn …``: "any type but the 16 kept" rewrote 66 other
+    types)."""
+    out: set[str] = set()
+    for name in names:
+        pv = [n.get_match(name) for n in _distinct(pos)]
+        nv = [n.get_match(name) for n in neg]
+        if not pv or not nv or any(v is None for v in pv + nv):
+            continue
+        pt = {v.text() for v in pv if v is not None}
+        nt = {v.text() for v in nv if v is not None}
+        kinds = {v.kind() for v in pv + nv if v is not None}
+        if (
+            2 <= len(pt) <= len(nt)
+            and not pt & nt
+            and all(_a_type(k) for k in kinds)
+            and all("\n" not in t for t in pt | nt)
+        ):
+            out.add(name)
+    return out
+
+
 def value_constraints(
     names: list[str], pos: list[SgNode], neg: list[SgNode], own: bool = False
 ) -> list[dict[str, Any]]:
@@ -801,7 +841,13 @@ def value_constraints(
             # kept calls with their arguments is instances, not an API the change keeps
             # off (a kept call head, `ctx.type.should.equal`, is one).
             instances = all("(" in t for t in nt)
-            if own and (len(pt) < len(nt) or instances) and all("\n" not in t for t in pt):
+            # Wave 3j: so do two or more types the sites show (see own_first).
+            shown_names = name in own_first([name], pos, neg)
+            if (
+                own
+                and (len(pt) < len(nt) or instances or shown_names)
+                and all("\n" not in t for t in pt)
+            ):
                 shown = "|".join(re.escape(t) for t in sorted(pt))
                 out.append({name: {"regex": f"^(?:{shown})$"}})
             out.append({name: {"not": {"regex": f"^(?:{words})$"}}})
