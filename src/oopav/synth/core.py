@@ -56,6 +56,7 @@ from oopav.synth.precision import (
 )
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
+from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -1133,6 +1134,19 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
             f"gains one; the rule repeats as {len(semis) - 1} nested follow-up(s), one "
             "statement depth each"
         ]
+    elif (scoped := _scoped_renames(exs, lang)) is not None:
+        # A parameter renamed in its scope (wave 3j synth14): the binder and its uses, not
+        # the function literal around them.
+        result = SynthResult(rules=scoped, language=lang, examples_reproduced=len(exs))
+        notes = [
+            "scoped rename: "
+            + ", ".join(f"`{_rename_pair(r)}`" for r in scoped)
+            + (
+                " where a function's parameter is unused (the binder alone)"
+                if "any" in scoped[0].rule
+                else " in every function that binds it as a parameter (the binder and its uses)"
+            )
+        ]
     else:
         result, notes = _learn_all(learn, learn_sequential)
     return result, notes
@@ -1196,6 +1210,28 @@ def _semicolons(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     if not all(_reproduced(ex, result.apply(ex.before)[0]) for ex in exs):
         return None
     return rules
+
+
+def _scoped_renames(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
+    """The scoped-rename rule set (``synth.scoped``): the first candidate (the binder alone
+    where unused, then the binder and its uses) that reproduces every example."""
+    pairs = [(ex.before, ex.after) for ex in exs]
+    for candidate, sites in scoped_rename_rules(pairs, lang):
+        rules = [
+            SynthRule(id=f"synth-{n}", language=lang, rule=rule, fix=fix, sites=sites * (n == 1))
+            for n, (rule, fix) in enumerate(candidate, 1)
+        ]
+        result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
+        try:
+            if all(_reproduced(ex, result.apply(ex.before)[0]) for ex in exs):
+                return rules
+        except RuleError:
+            continue
+    return None
+
+
+def _rename_pair(rule: SynthRule) -> str:
+    return f"{rule.rule['regex'][1:-1].replace(chr(92), '')} -> {rule.fix}"
 
 
 def _follow_ups(result: SynthResult, exs: list[_Ex]) -> list[str]:

@@ -1,0 +1,253 @@
+"""A parameter renamed in its scope (wave 3j, synth14): issue 26 class 1, "too narrow".
+
+A commit that renames a callback's or a function's parameter (`(err) => { log(err) }` ->
+`(error) => { log(error) }`, `def has(cl)` -> `def has(cls)`, a lint fix's `catch (e)` ->
+`catch (_e)`) changes one name at the binder and at its uses, all inside one function. The
+smallest node holding every change is the whole function literal, so the rule learned was
+that literal (header and body), which reproduces its own example and no held-out callback,
+whose body is different at every site.
+
+The change is a *scoped rename*: the examples differ only in identifiers, each `X` renamed to
+one `Y`. Two rules, one per evidence:
+
+- **Renamed with its uses** (some renamed identifier is a use of the parameter): every
+  identifier `X` inside a scope that binds `X` (a function, method, arrow function or lambda
+  whose parameters hold `X`; a `catch (X)`; a Python comprehension `for X in …`) becomes
+  `Y`; an `X` outside such a scope (a module variable of the same name), an attribute name
+  (`obj.X`) or a keyword argument's name (`f(X=…)`) stays:
+
+  ```yaml
+  rule:
+    kind: identifier
+    regex: ^err$
+    inside:
+      stopBy: end
+      any:
+      - kind: arrow_function
+        has: {field: parameters, has: {kind: identifier, regex: ^err$, stopBy: end}}
+      - kind: catch_clause
+        has: {field: parameter, kind: identifier, regex: ^err$}
+      # … function_expression, function_declaration, method_definition
+  fix: error
+  ```
+- **The binder alone, where it is unused** (every renamed identifier is a parameter and
+  none of its uses changed: what a lint's `no-unused-vars` fix does, `catch (e)` ->
+  `catch (_e)` where the examples keep `catch (e) { console.error(e) }`): only a parameter
+  `X` whose scope's body does not mention `X`.
+
+The rule is kept only where it reproduces every example (an example that keeps a parameter
+of that name in some function, or renames an `X` outside any binding scope, refuses it; the
+search goes on as before). A held-out callback with any body, any number of uses, in any
+call, is then renamed, and nothing else of that name."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from oopav.synth.sites import leaves, parse
+
+_NAME = re.compile(r"^[A-Za-z_$][\w$]*$")
+_JS_FUNCS = (
+    "function_declaration",
+    "function_expression",
+    "function",
+    "arrow_function",
+    "method_definition",
+    "generator_function",
+    "generator_function_declaration",
+)
+# Per language: the kinds of a name's use, the scope kinds that bind a name in their
+# ``parameters`` field, those that bind one in a single-node field (field, kind), the
+# Python comprehensions, and the positions of an identifier that are no use of a variable.
+_LANG: dict[str, dict[str, Any]] = {
+    "python": {
+        "uses": ("identifier",),
+        "params": ("function_definition", "lambda"),
+        "single": (),
+        "comprehensions": (
+            "list_comprehension",
+            "set_comprehension",
+            "dictionary_comprehension",
+            "generator_expression",
+        ),
+        "not_uses": (("attribute", "attribute"), ("keyword_argument", "name")),
+    },
+    "javascript": {
+        "uses": ("identifier", "shorthand_property_identifier"),
+        "params": _JS_FUNCS,
+        "single": (("arrow_function", "parameter"), ("catch_clause", "parameter")),
+        "comprehensions": (),
+        "not_uses": (),
+    },
+    "go": {
+        "uses": ("identifier",),
+        "params": ("function_declaration", "method_declaration", "func_literal"),
+        "single": (),
+        "comprehensions": (),
+        "not_uses": (),
+    },
+    "rust": {
+        "uses": ("identifier",),
+        "params": ("function_item", "closure_expression"),
+        "single": (),
+        "comprehensions": (),
+        "not_uses": (),
+    },
+}
+_LANG["typescript"] = _LANG["tsx"] = _LANG["javascript"]
+
+
+def renames(pairs: list[tuple[str, str]], lang: str) -> dict[str, str] | None:
+    """``{X: Y}`` when every changed pair differs only in identifiers (the same tokens, of
+    the same kinds, in the same order), each ``X`` always renamed to one ``Y``; else None."""
+    spec = _LANG.get(lang)
+    if spec is None:
+        return None
+    found: dict[str, str] = {}
+    for before, after in pairs:
+        if before == after:
+            continue
+        bl, al = leaves(parse(before, lang)), leaves(parse(after, lang))
+        if len(bl) != len(al):
+            return None
+        out, pos = [], 0
+        for b, a in zip(bl, al, strict=True):
+            if b.text == a.text:
+                continue
+            out += [before[pos : b.start], a.text]
+            pos = b.end
+            kind = b.node.kind()
+            if kind != a.node.kind() or kind not in spec["uses"]:
+                return None
+            if not (_NAME.match(b.text) and _NAME.match(a.text)):
+                return None
+            if found.setdefault(b.text, a.text) != a.text:
+                return None
+        # Layout too: only the names differ (a reflowed example is no plain rename).
+        if "".join(out) + before[pos:] != after:
+            return None
+    if not found or set(found) & set(found.values()):
+        return None
+    return found
+
+
+@functools.lru_cache(maxsize=256)
+def _valid(kind: str, lang: str) -> bool:
+    """``kind`` is a node kind of ``lang``'s grammar (ast-grep refuses a rule with another)."""
+    try:
+        parse("", lang).find(kind=kind)
+    except Exception:
+        return False
+    return True
+
+
+def _named(kind: str, name: str) -> dict[str, Any]:
+    return {"kind": kind, "regex": f"^{re.escape(name)}$"}
+
+
+def _binders(name: str, lang: str) -> list[dict[str, Any]]:
+    """Rules for the scopes that bind ``name`` as a parameter."""
+    spec = _LANG[lang]
+    ident = _named("identifier", name)
+    out: list[dict[str, Any]] = [
+        {"kind": k, "has": {"field": "parameters", "has": {**ident, "stopBy": "end"}}}
+        for k in spec["params"]
+        if _valid(k, lang)
+    ]
+    out += [
+        {"kind": k, "has": {"field": f, **ident}} for k, f in spec["single"] if _valid(k, lang)
+    ]
+    out += [
+        {
+            "kind": k,
+            "has": {
+                "kind": "for_in_clause",
+                "has": {"field": "left", "any": [ident, {"has": {**ident, "stopBy": "end"}}]},
+            },
+        }
+        for k in spec["comprehensions"]
+        if _valid(k, lang)
+    ]
+    return out
+
+
+def _no_use(rule: dict[str, Any], name: str, lang: str) -> dict[str, Any]:
+    """``rule`` (an identifier) less the positions that are no variable's use."""
+    not_uses = _LANG[lang]["not_uses"]
+    if not not_uses:
+        return rule
+    return {
+        **rule,
+        "not": {"any": [{"inside": {"kind": k, "field": f}} for k, f in not_uses]},
+    }
+
+
+def renamed_with_uses(name: str, lang: str) -> dict[str, Any]:
+    """Every use of ``name`` inside a scope that binds it (the binder included)."""
+    return _no_use(
+        {**_named("identifier", name), "inside": {"stopBy": "end", "any": _binders(name, lang)}},
+        name,
+        lang,
+    )
+
+
+def renamed_unused(name: str, lang: str) -> dict[str, Any]:
+    """A parameter ``name`` whose scope's body does not use it."""
+    spec = _LANG[lang]
+    uses = [_named(k, name) for k in spec["uses"] if _valid(k, lang)]
+    unused = {
+        "not": {
+            "has": {
+                "field": "body",
+                "any": [*uses, {"has": {"stopBy": "end", "any": uses}}],
+            }
+        }
+    }
+    scopes = [{**b, **unused} for b in _binders(name, lang) if "for_in_clause" not in str(b)]
+    # The identifier is the binder: in the scope's parameters (at any depth of a typed or
+    # defaulted parameter) or its single parameter field.
+    params = [
+        {"inside": {"stopBy": "end", "field": "parameters", "any": scopes}},
+        *(
+            {"inside": {"field": f, "kind": k, **unused}}
+            for k, f in spec["single"]
+            if _valid(k, lang)
+        ),
+    ]
+    return {
+        **_named("identifier", name),
+        # A default value (`def f(a, b=a)`) is a use, not the binder.
+        "not": {
+            "any": [
+                {"inside": {"kind": k, "field": f}}
+                for k, f in (
+                    ("default_parameter", "value"),
+                    ("typed_default_parameter", "value"),
+                    ("assignment_pattern", "right"),
+                )
+                if _valid(k, lang)
+            ]
+        },
+        "any": params,
+    }
+
+
+def scoped_rename_rules(
+    pairs: list[tuple[str, str]], lang: str
+) -> list[tuple[list[tuple[dict[str, Any], str]], int]]:
+    """The candidate rule sets for a scoped rename, most specific first: each a list of
+    (rule, fix) and the example sites it should make; ``synth.core`` keeps the first that
+    reproduces every example. Empty when the examples are no plain rename."""
+    names = renames(pairs, lang)
+    if names is None:
+        return []
+    sites = 0
+    for before, after in pairs:
+        bl, al = leaves(parse(before, lang)), leaves(parse(after, lang))
+        sites += sum(1 for b, a in zip(bl, al, strict=False) if b.text != a.text)
+    return [
+        ([(renamed_unused(x, lang), y) for x, y in names.items()], sites),
+        ([(renamed_with_uses(x, lang), y) for x, y in names.items()], sites),
+    ]
