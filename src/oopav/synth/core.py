@@ -41,6 +41,7 @@ from oopav.synth.discriminate import (
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
+from oopav.synth.discriminate import unused_parameter
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.precision import (
@@ -2011,6 +2012,13 @@ def _search(
                         transform,
                         False,
                     )
+                unused = unused_parameter(pos, neg) if node is not None else None
+                if unused is not None:
+                    # Wave 3j (synth14): the kept functions of this shape use a parameter
+                    # the sites do not (a parameter removed because it is unused).
+                    consider(
+                        conjoin(rule, unused), fix, key, level, None, constraints, transform, False
+                    )
                 if node is not None:
                     names = sorted(
                         set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", key.split("\0")[0]))
@@ -2110,10 +2118,15 @@ def _search(
         best = max(len(c.covered) for c in choices)
         top = min((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
         plain = top.key.split("\0")[0]
+        # Wave 3j (synth14): a definition changed in its header only (`fn advance(…)` ->
+        # `unsafe fn advance(…)`): its body, literal in the plain winner, is no context at
+        # all, so a body-abstract pattern narrowed by the enclosing definitions' names (the
+        # trait implemented) is preferred too.
+        names_too = _header_only(seed)
         ups = [
             d
             for d in deferred
-            if d[0] == 1
+            if (d[0] == 1 or (names_too and d[0] == 2 and "$$$" in d[2][2].split("\0")[0]))
             and d[2][3] == top.level
             and "'not'" not in repr(d[2][4])  # a kept value excluded is no context
             and id(d[2][0]) in where
@@ -2453,6 +2466,18 @@ def _made_statements(
     else:
         for c in new:
             c.order += DEFERRED
+
+
+def _header_only(seed: Site) -> bool:
+    """``seed`` is a function-like definition whose change leaves its body as it was (a
+    modifier, a parameter, a return type, a decorator of the header)."""
+    if seed.insert is not None or seed.delete is not None or seed.after_node is None:
+        return False
+    node, after = seed.node, seed.after_node
+    if node.field("parameters") is None or after.field("parameters") is None:
+        return False
+    body, after_body = node.field("body"), after.field("body")
+    return body is not None and after_body is not None and body.text() == after_body.text()
 
 
 def _generalises(general: str, specific: str) -> bool:

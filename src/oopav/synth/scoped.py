@@ -156,9 +156,7 @@ def _binders(name: str, lang: str) -> list[dict[str, Any]]:
         for k in spec["params"]
         if _valid(k, lang)
     ]
-    out += [
-        {"kind": k, "has": {"field": f, **ident}} for k, f in spec["single"] if _valid(k, lang)
-    ]
+    out += [{"kind": k, "has": {"field": f, **ident}} for k, f in spec["single"] if _valid(k, lang)]
     out += [
         {
             "kind": k,

@@ -1,0 +1,136 @@
+"""Wave 3j of issue 26 (synth14): a small change inside a function definition or a callback
+learned as the whole function literal (header and body), which reproduces only its own
+example — each a small self-written reproduction of what a real commit did (see
+docs/synth.md § Too narrow: function headers and scoped renames)."""
+
+from __future__ import annotations
+
+from oopav.synth import Example, synthesize
+
+
+def test_a_callback_parameter_renamed_with_its_uses_is_a_scoped_rename() -> None:
+    """`(err) => { log(err) }` -> `(error) => { log(error) }`: the rule was the callback
+    literal, body and all. Held-out callbacks with other bodies (a `function (err)`, a
+    `.catch(err => …)`) are renamed with their uses; an `err` no function binds stays."""
+    before = (
+        "fs.readFile(p, (err) => {\n  log(err)\n  done(err, 1)\n})\n"
+        "const err = 3\nconsole.log(err)\n"
+    )
+    after = before.replace("(err) =>", "(error) =>").replace(
+        "log(err)\n  done(err", "log(error)\n  done(error"
+    )
+    result = synthesize([Example(before, after, path="read.js")])
+    held = (
+        "get(u, function (err) {\n  if (err) throw err\n})\n"
+        "p.catch(err => {\n  console.error(err.message)\n})\n"
+        "class A {\n  fail(err, res) {\n    res.send({ err: err })\n  }\n}\n"
+        "console.log(err)\n"
+    )
+    want = (
+        "get(u, function (error) {\n  if (error) throw error\n})\n"
+        "p.catch(error => {\n  console.error(error.message)\n})\n"
+        "class A {\n  fail(error, res) {\n    res.send({ err: error })\n  }\n}\n"
+        "console.log(err)\n"
+    )
+    assert result.apply(held)[0] == want
+
+
+def test_a_python_parameter_rename_reaches_a_comprehension_and_keeps_attributes() -> None:
+    """attrs' `def has(cl)` -> `def has(cls)` (learned as the whole `def has` literal); the
+    held-out `frozenset(cl for cl in what if isclass(cl))` binds `cl` in a comprehension. A
+    keyword argument `cl=…`, an attribute `x.cl` and a module `cl` are no uses."""
+    before = (
+        "def asdict(inst, recurse=True):\n    return recurse\n\n\n"
+        'def has(cl):\n    """Check *cl*."""\n    return getattr(cl, "__attrs__", None) is not None\n\n\n'
+        'def assoc(inst):\n    return "{cl}".format(cl=inst.cl)\n'
+    )
+    after = before.replace("def has(cl)", "def has(cls)").replace("getattr(cl,", "getattr(cls,")
+    result = synthesize([Example(before, after, path="_funcs.py")])
+    held = (
+        "def include(*what):\n    return (\n"
+        "        frozenset(cl for cl in what if isclass(cl)),\n"
+        "        frozenset(a for a in what if a.cl),\n    )\n\n\n"
+        "def fields(cl, f=g(cl=1)):\n    return cl.x\n\n\ncl = 1\n"
+    )
+    want = (
+        "def include(*what):\n    return (\n"
+        "        frozenset(cls for cls in what if isclass(cls)),\n"
+        "        frozenset(a for a in what if a.cl),\n    )\n\n\n"
+        "def fields(cls, f=g(cl=1)):\n    return cls.x\n\n\ncl = 1\n"
+    )
+    assert result.apply(held)[0] == want
+
+
+def test_an_unused_catch_binder_renamed_alone_where_the_examples_keep_used_ones() -> None:
+    """zustand's lint fix `catch (e) {` -> `catch (_e) {` where `e` is unused, a `catch (e)
+    { console.warn(e) }` kept in the same file: the rule was the whole `try` statement. The
+    binder is renamed where its body does not use it, nowhere else."""
+    before = (
+        "function connect() {\n  try {\n    ext = window.__EXT__\n  } catch (e) {\n"
+        "    // ignored\n  }\n}\n\nfunction send(x) {\n  try {\n    post(x)\n"
+        "  } catch (e) {\n    console.warn(e)\n  }\n}\n"
+    )
+    after = before.replace("catch (e) {\n    // ignored", "catch (_e) {\n    // ignored")
+    result = synthesize([Example(before, after, path="devtools.ts")])
+    held = (
+        "const load = () => {\n  try {\n    return JSON.parse(s)\n  } catch (e) {\n"
+        "    return null\n  }\n}\n"
+        "try {\n  x()\n} catch (e: any) {\n  return e\n}\n"
+        "p.catch((e) => {\n  log(e)\n})\n"
+    )
+    want = held.replace("} catch (e) {\n    return null", "} catch (_e) {\n    return null")
+    assert result.apply(held)[0] == want
+
+
+def test_a_parameter_removed_where_it_is_unused_is_told_apart_by_its_use() -> None:
+    """express's lint fix `function(req, res, next){` -> `function(req, res){` on handlers
+    that never call `next`; the example keeps handlers that do. The rule was narrowed to
+    the one site's position among the call's arguments (`nthChild: 4`), which no held-out
+    `app.get(path, function(req, res, next){…})` shares; the use of the parameter is what
+    tells them apart."""
+    before = (
+        "app.get('/', function(req, res, next){\n  User.all(function(err, users){\n"
+        "    if (err) return next(err);\n    res.render('index', users);\n  });\n});\n\n"
+        "app.get('/middleware', count, function(req, res, next){\n"
+        "  res.render('index', {\n    title: 'Users'\n  });\n});\n\n"
+        "app.use(function(req, res, next){\n  res.locals.user = 1;\n  next();\n});\n"
+    )
+    after = before.replace("count, function(req, res, next){", "count, function(req, res){")
+    result = synthesize([Example(before, after, path="index.js")])
+    held = (
+        "app.get('/api/users', function(req, res, next){\n  res.send(users);\n});\n\n"
+        "app.get('/api/repos', function(req, res, next){\n"
+        "  if (!req.key) return next(error(400));\n  res.send(repos);\n});\n"
+    )
+    want = held.replace(
+        "'/api/users', function(req, res, next){", "'/api/users', function(req, res){"
+    )
+    assert result.apply(held)[0] == want
+
+
+def test_a_modifier_added_to_a_trait_method_is_learned_at_the_header() -> None:
+    """bytes' `fn advance(&mut self, cnt: usize) {…}` -> `unsafe fn advance(…)` in `impl
+    MutBuf for …` only (`impl Buf for …` kept): the rule was the one site's whole function,
+    body literal, reaching no held-out `advance` with another body. The body is no context
+    when the change is in the header: the trait implemented is."""
+    before = (
+        "pub struct S;\n\nimpl BufMut for S {\n    fn advance(&mut self, cnt: usize) {\n"
+        "        self.buf.advance(cnt)\n    }\n}\n\n"
+        "impl Buf for S {\n    fn advance(&mut self, cnt: usize) {\n"
+        "        self.pos += cnt;\n    }\n}\n"
+    )
+    after = before.replace(
+        "    fn advance(&mut self, cnt: usize) {\n        self.buf",
+        "    unsafe fn advance(&mut self, cnt: usize) {\n        self.buf",
+    )
+    result = synthesize([Example(before, after, path="byte.rs")])
+    held = (
+        "impl<T: BufMut> BufMut for Take<T> {\n    fn advance(&mut self, mut cnt: usize) {\n"
+        "        while cnt > 0 {\n            cnt -= 1;\n        }\n    }\n}\n\n"
+        "impl<T: Buf> Buf for Take<T> {\n    fn advance(&mut self, cnt: usize) {\n"
+        "        self.x += cnt;\n    }\n}\n"
+    )
+    want = held.replace(
+        "    fn advance(&mut self, mut cnt", "    unsafe fn advance(&mut self, mut cnt"
+    )
+    assert result.apply(held)[0] == want
