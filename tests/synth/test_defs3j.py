@@ -134,3 +134,32 @@ def test_a_modifier_added_to_a_trait_method_is_learned_at_the_header() -> None:
         "    fn advance(&mut self, mut cnt", "    unsafe fn advance(&mut self, mut cnt"
     )
     assert result.apply(held)[0] == want
+
+
+def test_a_return_annotation_added_is_learned_at_the_header_whatever_the_body() -> None:
+    """requests' `def init_per_thread_state(self):` -> `… -> None:`: the body opens with a
+    comment, which kept the body literal, so the rule was the whole `def` and reached no
+    other definition of that name. The header is the rule; the body and the parameters,
+    which stay, are any."""
+    before = (
+        "class HTTPDigestAuth(AuthBase):\n    def __init__(self, username):\n"
+        "        self.username = username\n\n"
+        "    def init_per_thread_state(self):\n"
+        "        # Ensure state is initialized just once per-thread\n"
+        '        if not hasattr(self._local, "init"):\n'
+        "            self._local.init = True\n\n"
+        "    def build(self, method):\n        return method\n"
+    )
+    after = before.replace(
+        "def init_per_thread_state(self):", "def init_per_thread_state(self) -> None:"
+    )
+    result = synthesize([Example(before, after, path="auth.py")])
+    held = (
+        "class Proxy(HTTPDigestAuth):\n    def init_per_thread_state(self, *args):\n"
+        "        super().init_per_thread_state()\n        # and the proxy's own\n"
+        "        self.proxy = None\n\n    def build(self, method):\n        return method\n"
+    )
+    want = held.replace(
+        "def init_per_thread_state(self, *args):", "def init_per_thread_state(self, *args) -> None:"
+    )
+    assert result.apply(held)[0] == want

@@ -2221,6 +2221,13 @@ def _search(
         # abstraction, and only of its own (anti-unifying hundreds of rows across sites
         # costs seconds for a rule that fits nothing else).
         large = top.end - top.start > MAX_PATTERN_CHARS
+        header = _header_template(top)
+        if header is not None:
+            # Wave 3j (synth14): a definition changed in its header only is learned at the
+            # header, its body (and its parameters, where they stay) any: first.
+            templates.append((header, [top]))
+            for rule in _pattern_rules(header, lang, top.node.kind()):
+                consider(rule, header.fix, header.pattern + "\0" + header.fix, level, [top])
         for opts in _OPTIONS if not large else (_OPTIONS[0], _OPTIONS[-1]):
             for group in groups if not large else [[top]]:
                 t = abstract_sites(group, opts)
@@ -2478,6 +2485,58 @@ def _header_only(seed: Site) -> bool:
         return False
     body, after_body = node.field("body"), after.field("body")
     return body is not None and after_body is not None and body.text() == after_body.text()
+
+
+def _header_part(node: SgNode, params: bool) -> str | None:
+    """``node``'s text (a definition) with its body written ``$$$BODY`` and, with
+    ``params``, its parameter list ``($$$PARAMS)``; continuation lines relative to the
+    node's column. None where the body is no block."""
+    body = node.field("body")
+    if body is None:
+        return None
+    start = node.range().start.index
+    text = node.text()
+    kind = body.kind()
+    if kind == "block" and node.kind() == "function_definition":
+        colon = next((c for c in node.children() if c.kind() == ":"), None)
+        if colon is None:
+            return None
+        head, tail = text[: colon.range().end.index - start], "\n    $$$BODY"
+    elif kind in ("block", "statement_block") and body.text().startswith("{"):
+        head = text[: body.range().start.index - start].rstrip()
+        tail = " {\n    $$$BODY\n}"
+    else:
+        return None
+    if params:
+        p = node.field("parameters")
+        if p is None or not (p.text().startswith("(") and p.text().endswith(")")):
+            return None
+        a, b = p.range().start.index - start, p.range().end.index - start
+        head = head[:a] + "($$$PARAMS)" + head[b:]
+    column = node.range().start.column
+    cut = " " * column
+    lines = head.split("\n")
+    head = "\n".join([lines[0]] + [ln[column:] if ln.startswith(cut) else ln for ln in lines[1:]])
+    return head + tail
+
+
+def _header_template(site: Site) -> Template | None:
+    """The header rule of a definition changed in its header only (see
+    :func:`_header_only`): `def NAME($$$PARAMS):` + `$$$BODY` -> the new header + the body.
+    The parameters are a metavariable where they stay as they were, the name and the rest of
+    the header literal."""
+    if not _header_only(site) or site.after_node is None:
+        return None
+    bp, ap = site.node.field("parameters"), site.after_node.field("parameters")
+    same = bp is not None and ap is not None and bp.text() == ap.text()
+    pattern = _header_part(site.node, same)
+    fix = _header_part(site.after_node, same)
+    if pattern is None or fix is None or pattern == fix:
+        return None
+    variables = {"BODY": site.node.field("body").text()}  # type: ignore[union-attr]
+    if same:
+        variables["PARAMS"] = bp.text()[1:-1]  # type: ignore[union-attr]
+    return Template(pattern, fix, variables)
 
 
 def _generalises(general: str, specific: str) -> bool:
