@@ -1224,11 +1224,24 @@ def _scoped_renames(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
         ]
         result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
         try:
-            if all(_reproduced(ex, result.apply(ex.before)[0]) for ex in exs):
+            if all(_renames_sites(ex, rules) for ex in exs) and all(
+                _reproduced(ex, result.apply(ex.before)[0]) for ex in exs
+            ):
                 return rules
         except RuleError:
             continue
     return None
+
+
+def _renames_sites(ex: _Ex, rules: list[SynthRule]) -> bool:
+    """Every edited site of ``ex`` holds an identifier one of ``rules`` matches (a partial
+    example's check is by lines, which a rule that matches nothing there may pass)."""
+    spans = [
+        (m.range().start.index, m.range().end.index)
+        for r in rules
+        for m in ex.root.find_all({"rule": r.rule})
+    ]
+    return all(any(s.start <= a and b <= s.end for a, b in spans) for s in ex.sites)
 
 
 def _rename_pair(rule: SynthRule) -> str:
