@@ -82,32 +82,6 @@ def test_an_unused_catch_binder_renamed_alone_where_the_examples_keep_used_ones(
     assert result.apply(held)[0] == want
 
 
-def test_a_parameter_removed_where_it_is_unused_is_told_apart_by_its_use() -> None:
-    """express's lint fix `function(req, res, next){` -> `function(req, res){` on handlers
-    that never call `next`; the example keeps handlers that do. The rule was narrowed to
-    the one site's position among the call's arguments (`nthChild: 4`), which no held-out
-    `app.get(path, function(req, res, next){…})` shares; the use of the parameter is what
-    tells them apart."""
-    before = (
-        "app.get('/', function(req, res, next){\n  User.all(function(err, users){\n"
-        "    if (err) return next(err);\n    res.render('index', users);\n  });\n});\n\n"
-        "app.get('/middleware', count, function(req, res, next){\n"
-        "  res.render('index', {\n    title: 'Users'\n  });\n});\n\n"
-        "app.use(function(req, res, next){\n  res.locals.user = 1;\n  next();\n});\n"
-    )
-    after = before.replace("count, function(req, res, next){", "count, function(req, res){")
-    result = synthesize([Example(before, after, path="index.js")])
-    held = (
-        "app.get('/api/users', function(req, res, next){\n  res.send(users);\n});\n\n"
-        "app.get('/api/repos', function(req, res, next){\n"
-        "  if (!req.key) return next(error(400));\n  res.send(repos);\n});\n"
-    )
-    want = held.replace(
-        "'/api/users', function(req, res, next){", "'/api/users', function(req, res){"
-    )
-    assert result.apply(held)[0] == want
-
-
 def test_a_modifier_added_to_a_trait_method_is_learned_at_the_header() -> None:
     """bytes' `fn advance(&mut self, cnt: usize) {…}` -> `unsafe fn advance(…)` in `impl
     MutBuf for …` only (`impl Buf for …` kept): the rule was the one site's whole function,

@@ -41,7 +41,6 @@ from oopav.synth.discriminate import (
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
-from oopav.synth.discriminate import unused_parameter
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.precision import (
@@ -55,9 +54,9 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
+from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
-from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -2025,13 +2024,6 @@ def _search(
                         transform,
                         False,
                     )
-                unused = unused_parameter(pos, neg) if node is not None else None
-                if unused is not None:
-                    # Wave 3j (synth14): the kept functions of this shape use a parameter
-                    # the sites do not (a parameter removed because it is unused).
-                    consider(
-                        conjoin(rule, unused), fix, key, level, None, constraints, transform, False
-                    )
                 if node is not None:
                     names = sorted(
                         set(re.findall(r"(?<!\$)\$([A-Z][A-Z0-9_]*)", key.split("\0")[0]))
@@ -2500,10 +2492,44 @@ def _header_only(seed: Site) -> bool:
     return body is not None and after_body is not None and body.text() == after_body.text()
 
 
-def _header_part(node: SgNode, params: bool) -> str | None:
-    """``node``'s text (a definition) with its body written ``$$$BODY`` and, with
-    ``params``, its parameter list ``($$$PARAMS)``; continuation lines relative to the
-    node's column. None where the body is no block."""
+# The header fields of a definition a header rule abstracts where they stay as they were:
+# (field, the metavariable's text) — a list metavariable inside the field's brackets.
+_HEADER_FIELDS = (
+    ("parameters", "($$$PARAMS)"),
+    ("type_parameters", "<$$$TPARAMS>"),
+    ("return_type", "$RET"),
+    ("result", "$RET"),
+)
+
+
+def _header_spans(node: SgNode, same: set[str]) -> list[tuple[int, int, str]]:
+    """The spans (relative to ``node``) of its header fields named in ``same``, each with
+    its metavariable text; a field whose brackets or type are not where the metavariable
+    expects them is left literal."""
+    start = node.range().start.index
+    out: list[tuple[int, int, str]] = []
+    for name, var in _HEADER_FIELDS:
+        f = node.field(name)
+        if f is None or name not in same:
+            continue
+        text = f.text()
+        if var.startswith("(") and not (text.startswith("(") and text.endswith(")")):
+            continue
+        if var.startswith("<") and not (text.startswith("<") and text.endswith(">")):
+            continue
+        if var == "$RET" and text.startswith(":"):
+            kids = [k for k in f.children() if k.is_named()]
+            if len(kids) != 1:
+                continue
+            f = kids[0]  # TypeScript's `: T`: the type after the colon
+        out.append((f.range().start.index - start, f.range().end.index - start, var))
+    return sorted(out)
+
+
+def _header_part(node: SgNode, same: set[str]) -> str | None:
+    """``node``'s text (a definition) with its body written ``$$$BODY`` and its header
+    fields in ``same`` as metavariables; continuation lines relative to the node's column.
+    None where the body is no block."""
     body = node.field("body")
     if body is None:
         return None
@@ -2520,12 +2546,13 @@ def _header_part(node: SgNode, params: bool) -> str | None:
         tail = " {\n    $$$BODY\n}"
     else:
         return None
-    if params:
-        p = node.field("parameters")
-        if p is None or not (p.text().startswith("(") and p.text().endswith(")")):
+    out, pos = [], 0
+    for a, b, var in _header_spans(node, same):
+        if a < pos or b > len(head):
             return None
-        a, b = p.range().start.index - start, p.range().end.index - start
-        head = head[:a] + "($$$PARAMS)" + head[b:]
+        out += [head[pos:a], var]
+        pos = b
+    head = "".join(out) + head[pos:]
     column = node.range().start.column
     cut = " " * column
     lines = head.split("\n")
@@ -2536,19 +2563,22 @@ def _header_part(node: SgNode, params: bool) -> str | None:
 def _header_template(site: Site) -> Template | None:
     """The header rule of a definition changed in its header only (see
     :func:`_header_only`): `def NAME($$$PARAMS):` + `$$$BODY` -> the new header + the body.
-    The parameters are a metavariable where they stay as they were, the name and the rest of
-    the header literal."""
+    The parameters, type parameters and return type are metavariables where they stay as
+    they were; the name and the changed part of the header literal."""
     if not _header_only(site) or site.after_node is None:
         return None
-    bp, ap = site.node.field("parameters"), site.after_node.field("parameters")
-    same = bp is not None and ap is not None and bp.text() == ap.text()
+    same: set[str] = set()
+    variables = {"BODY": site.node.field("body").text()}  # type: ignore[union-attr]
+    for name, _var in _HEADER_FIELDS:
+        b, a = site.node.field(name), site.after_node.field(name)
+        if b is not None and a is not None and b.text() == a.text():
+            same.add(name)
     pattern = _header_part(site.node, same)
     fix = _header_part(site.after_node, same)
     if pattern is None or fix is None or pattern == fix:
         return None
-    variables = {"BODY": site.node.field("body").text()}  # type: ignore[union-attr]
-    if same:
-        variables["PARAMS"] = bp.text()[1:-1]  # type: ignore[union-attr]
+    for v in re.findall(r"\$+([A-Z]+)", pattern):
+        variables.setdefault(v, "")
     return Template(pattern, fix, variables)
 
 

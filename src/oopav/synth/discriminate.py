@@ -336,55 +336,6 @@ def not_called(positives: list[SgNode], negatives: list[SgNode]) -> dict[str, An
     return {"not": {"inside": {"kind": kind, "field": "function", "stopBy": "neighbor"}}}
 
 
-def _param_names(node: SgNode) -> list[str]:
-    """The names ``node`` (a function) binds as parameters, in order; [] for other nodes."""
-    params = node.field("parameters")
-    if params is None or node.field("body") is None:
-        return []
-    out: list[str] = []
-    for n in params.find_all(kind="identifier"):
-        if n.text() not in out:
-            out.append(n.text())
-    return out
-
-
-def _uses(node: SgNode, name: str) -> bool:
-    body = node.field("body")
-    if body is None:
-        return False
-    if body.kind() == "identifier" and body.text() == name:
-        return True
-    return body.find(kind="identifier", regex=f"^{re.escape(name)}$") is not None
-
-
-def unused_parameter(positives: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
-    """Wave 3j (synth14): a function whose body does not use one of its parameters, where
-    every kept function of the same shape uses it. A parameter removed (express's lint fix
-    `function(req, res, next){` -> `function(req, res){`, the handlers that call `next()`
-    kept) or a binder renamed unused: the use is what tells them apart, before where the
-    few sites happen to sit (``nthChild: 4`` among a call's arguments)."""
-    if not negatives or not positives:
-        return None
-    names = _param_names(positives[0])
-    for name in names:
-        if all(name in _param_names(p) and not _uses(p, name) for p in positives) and all(
-            name in _param_names(n) and _uses(n, name) for n in negatives
-        ):
-            rx = f"^{re.escape(name)}$"
-            return {
-                "not": {
-                    "has": {
-                        "field": "body",
-                        "any": [
-                            {"kind": "identifier", "regex": rx},
-                            {"has": {"kind": "identifier", "regex": rx, "stopBy": "end"}},
-                        ],
-                    }
-                }
-            }
-    return None
-
-
 def _return_field(node: SgNode) -> str:
     kind = node.kind()
     if kind == "function_declaration" and node.text().startswith("func"):
