@@ -2227,12 +2227,14 @@ def _search(
         # costs seconds for a rule that fits nothing else).
         large = top.end - top.start > MAX_PATTERN_CHARS
         header = _header_template(top)
-        if header is not None:
+        if header is not None and "$$$PARAMS" in header.pattern:
             # Wave 3j (synth14): a definition changed in its header only is learned at the
-            # header, its body (and its parameters, where they stay) any: first.
+            # header, its body (and its parameters, which stay) any: first. Where the
+            # parameters changed, after the anti-unified templates (which abstract the
+            # parameters the sites vary, `($$$A, $B: int)`).
             templates.append((header, [top]))
-            for rule in _pattern_rules(header, lang, top.node.kind()):
-                consider(rule, header.fix, header.pattern + "\0" + header.fix, level, [top])
+            _consider_header(header, top, level, consider, lang)
+            header = None
         for opts in _OPTIONS if not large else (_OPTIONS[0], _OPTIONS[-1]):
             for group in groups if not large else [[top]]:
                 t = abstract_sites(group, opts)
@@ -2279,6 +2281,9 @@ def _search(
                         consider(rule, tc.fix, tc.pattern + "\0" + tc.fix, level, group)
                 for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
+        if header is not None:
+            templates.append((header, [top]))
+            _consider_header(header, top, level, consider, lang)
         # The smallest discriminating context: the same patterns, only where the site sits
         # (``inside`` its parent, in that field). Tried after the pattern lifted one level
         # (`$A.fetch` reads better than `fetch` inside an attribute) — unless that level
@@ -2478,6 +2483,11 @@ def _made_statements(
     else:
         for c in new:
             c.order += DEFERRED
+
+
+def _consider_header(header: Template, top: Site, level: int, consider: Any, lang: str) -> None:
+    for rule in _pattern_rules(header, lang, top.node.kind()):
+        consider(rule, header.fix, header.pattern + "\0" + header.fix, level, [top])
 
 
 def _header_only(seed: Site) -> bool:
