@@ -137,3 +137,30 @@ def test_a_return_annotation_added_is_learned_at_the_header_whatever_the_body() 
         "def init_per_thread_state(self, *args):", "def init_per_thread_state(self, *args) -> None:"
     )
     assert result.apply(held)[0] == want
+
+
+def test_the_scoped_rename_and_header_rules_run_in_the_cli_as_in_process() -> None:
+    """The scoped renames (`inside` with `field` and `any`, `not: {has: {field: body}}`) and
+    the header rules are rules the ast-grep CLI reads as the in-process rewriter does."""
+    from oopav.synth.clicheck import check_rules
+
+    js = "get(u, (err) => {\n  log(err)\n})\nconst err = 1\n"
+    js_after = js.replace("(err) => {\n  log(err)", "(error) => {\n  log(error)")
+    ts = "try {\n  a()\n} catch (e) {\n  // ignored\n}\ntry {\n  b()\n} catch (e) {\n  warn(e)\n}\n"
+    ts_after = ts.replace("catch (e) {\n  // ignored", "catch (_e) {\n  // ignored")
+    py = (
+        "def has(cl):\n    # a class?\n    return getattr(cl, 'x', None)\n\n\n"
+        "def close(self):\n    # done\n    self.f.close()\n"
+    )
+    py_renamed = py.replace("has(cl)", "has(cls)").replace("getattr(cl,", "getattr(cls,")
+    py_header = py.replace("def close(self):", "def close(self) -> None:")
+    for before, after, path, lang in (
+        (js, js_after, "a.js", "javascript"),
+        (ts, ts_after, "a.ts", "typescript"),
+        (py, py_renamed, "a.py", "python"),
+        (py, py_header, "b.py", "python"),
+    ):
+        result = synthesize([Example(before, after, path=path)])
+        assert result.apply(before)[0] == after
+        found = check_rules(result.rules, [(path, before)], lang)
+        assert not found, "\n".join(f.line() for f in found)
