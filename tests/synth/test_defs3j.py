@@ -139,6 +139,40 @@ def test_a_return_annotation_added_is_learned_at_the_header_whatever_the_body() 
     assert result.apply(held)[0] == want
 
 
+def test_a_lint_rename_of_locals_and_parameters_renames_both_in_their_blocks() -> None:
+    """A lint rename (unicorn's prevent-abbreviations: `err` -> `error`) of a local
+    `const err = …` and a callback's `err`, both in one test: as a scoped rename the block
+    that declares the local is a scope too. A held-out test's `const err` and a `catch
+    (err)` are renamed with their uses (in a template string too); a module `err`, read in a function that declares none,
+    stays."""
+    before = (
+        "test('cache', async t => {\n\tconst err = await t.throws(got(s.url));\n"
+        "\tt.is(err.code, 'E');\n\treq.on('error', err => {\n"
+        "\t\tt.fail(`error was emitted: ${err}`);\n\t});\n});\nconst err = 1;\n"
+        "const show = () => {\n\tconsole.log(err);\n};\n"
+    )
+    after = (
+        before.replace("const err = await", "const error = await")
+        .replace("t.is(err.code", "t.is(error.code")
+        .replace("'error', err =>", "'error', error =>")
+        .replace("${err}", "${error}")
+    )
+    result = synthesize([Example(before, after, path="cache.js")])
+    held = (
+        "test('404', async t => {\n\tconst err = await t.throws(got.get(`${s.url}/404`));\n"
+        "\tt.is(err.response.body, `${err.code}`);\n});\n"
+        "test('x', async t => {\n\ttry {\n\t\tawait f();\n\t} catch (err) {\n"
+        "\t\tt.truthy(err);\n\t}\n});\nconst f = () => {\n\treturn err;\n};\n"
+    )
+    want = (
+        "test('404', async t => {\n\tconst error = await t.throws(got.get(`${s.url}/404`));\n"
+        "\tt.is(error.response.body, `${error.code}`);\n});\n"
+        "test('x', async t => {\n\ttry {\n\t\tawait f();\n\t} catch (error) {\n"
+        "\t\tt.truthy(error);\n\t}\n});\nconst f = () => {\n\treturn err;\n};\n"
+    )
+    assert result.apply(held)[0] == want
+
+
 def test_the_scoped_rename_and_header_rules_run_in_the_cli_as_in_process() -> None:
     """The scoped renames (`inside` with `field` and `any`, `not: {has: {field: body}}`) and
     the header rules are rules the ast-grep CLI reads as the in-process rewriter does."""

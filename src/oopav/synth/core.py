@@ -1144,7 +1144,13 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
             + (
                 " where a function's parameter is unused (the binder alone)"
                 if "any" in scoped[0].rule
-                else " in every function that binds it as a parameter (the binder and its uses)"
+                else " in every function that binds it as a parameter"
+                + (
+                    " and every block that declares it"
+                    if re.search(r"variable_declarator|'assignment'", repr(scoped[0].rule))
+                    else ""
+                )
+                + " (the binder and its uses)"
             )
         ]
     else:

@@ -171,6 +171,39 @@ def _binders(name: str, lang: str) -> list[dict[str, Any]]:
     return out
 
 
+def _local_binders(name: str, lang: str) -> list[dict[str, Any]]:
+    """Rules for the blocks that declare ``name`` as a local variable (JavaScript and
+    TypeScript: a `const`/`let`/`var` statement of the block; Python: an assignment to the
+    bare name in a function's body)."""
+    ident = _named("identifier", name)
+    if lang in ("javascript", "typescript", "tsx"):
+        declarator = {"kind": "variable_declarator", "has": {"field": "name", **ident}}
+        return [
+            {
+                "kind": "statement_block",
+                "has": {
+                    "any": [{"kind": "lexical_declaration"}, {"kind": "variable_declaration"}],
+                    "has": declarator,
+                },
+            }
+        ]
+    if lang == "python":
+        return [
+            {
+                "kind": "function_definition",
+                "has": {
+                    "field": "body",
+                    "has": {
+                        "kind": "assignment",
+                        "stopBy": "end",
+                        "has": {"field": "left", **ident},
+                    },
+                },
+            }
+        ]
+    return []
+
+
 def _no_use(rule: dict[str, Any], name: str, lang: str) -> dict[str, Any]:
     """``rule`` (an identifier) less the positions that are no variable's use."""
     not_uses = _LANG[lang]["not_uses"]
@@ -182,10 +215,12 @@ def _no_use(rule: dict[str, Any], name: str, lang: str) -> dict[str, Any]:
     }
 
 
-def renamed_with_uses(name: str, lang: str) -> dict[str, Any]:
-    """Every use of ``name`` inside a scope that binds it (the binder included)."""
+def renamed_with_uses(name: str, lang: str, locals_too: bool = False) -> dict[str, Any]:
+    """Every use of ``name`` inside a scope that binds it (the binder included); with
+    ``locals_too``, a block that declares it as a local variable is such a scope too."""
+    scopes = _binders(name, lang) + (_local_binders(name, lang) if locals_too else [])
     return _no_use(
-        {**_named("identifier", name), "inside": {"stopBy": "end", "any": _binders(name, lang)}},
+        {**_named("identifier", name), "inside": {"stopBy": "end", "any": scopes}},
         name,
         lang,
     )
@@ -245,7 +280,10 @@ def scoped_rename_rules(
     for before, after in pairs:
         bl, al = leaves(parse(before, lang)), leaves(parse(after, lang))
         sites += sum(1 for b, a in zip(bl, al, strict=False) if b.text != a.text)
-    return [
+    out = [
         ([(renamed_unused(x, lang), y) for x, y in names.items()], sites),
         ([(renamed_with_uses(x, lang), y) for x, y in names.items()], sites),
     ]
+    if any(_local_binders(x, lang) for x in names):
+        out.append(([(renamed_with_uses(x, lang, True), y) for x, y in names.items()], sites))
+    return out
