@@ -35,6 +35,10 @@ one `Y`. Two rules, one per evidence:
   `catch (_e)` where the examples keep `catch (e) { console.error(e) }`): only a parameter
   `X` whose scope's body does not mention `X`.
 
+- **Locals too** (tried last): a block that declares `X` as a local (`const err = …` in
+  JavaScript and TypeScript, an assignment in a Python function) is a scope like a function
+  that binds it: a lint rename (`err` -> `error` of the locals and the callbacks alike).
+
 The rule is kept only where it reproduces every example (an example that keeps a parameter
 of that name in some function, or renames an `X` outside any binding scope, refuses it; the
 search goes on as before). A held-out callback with any body, any number of uses, in any
