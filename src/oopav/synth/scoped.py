@@ -271,23 +271,61 @@ def renamed_unused(name: str, lang: str) -> dict[str, Any]:
     }
 
 
+# The parents of an identifier that binds a name: a parameter (and the nodes a typed,
+# defaulted or rest parameter wraps it in), a `catch`, a comprehension's `for`; and a
+# local's declaration (``_LOCAL_PARENTS``).
+_PARAM_PARENTS = frozenset(
+    {
+        "parameters",
+        "typed_parameter",
+        "default_parameter",
+        "typed_default_parameter",
+        "lambda_parameters",
+        "list_splat_pattern",
+        "dictionary_splat_pattern",
+        "for_in_clause",
+        "formal_parameters",
+        "required_parameter",
+        "optional_parameter",
+        "assignment_pattern",
+        "rest_pattern",
+        "arrow_function",
+        "catch_clause",
+    }
+)
+_LOCAL_PARENTS = frozenset({"variable_declarator", "assignment"})
+
+
+def _binds(node: Any, parents: frozenset[str]) -> bool:
+    parent = node.parent()
+    return parent is not None and parent.kind() in parents
+
+
 def scoped_rename_rules(
     pairs: list[tuple[str, str]], lang: str
 ) -> list[tuple[list[tuple[dict[str, Any], str]], int]]:
     """The candidate rule sets for a scoped rename, most specific first: each a list of
     (rule, fix) and the example sites it should make; ``synth.core`` keeps the first that
-    reproduces every example. Empty when the examples are no plain rename."""
+    reproduces every example. Empty when the examples are no plain rename, or rename no
+    binder (a parameter, a `catch`, a local's declaration: then the name is no variable of
+    a scope, and the ordinary search decides)."""
     names = renames(pairs, lang)
     if names is None:
         return []
-    sites = 0
+    sites = binders = locals_ = 0
     for before, after in pairs:
         bl, al = leaves(parse(before, lang)), leaves(parse(after, lang))
-        sites += sum(1 for b, a in zip(bl, al, strict=False) if b.text != a.text)
-    out = [
-        ([(renamed_unused(x, lang), y) for x, y in names.items()], sites),
-        ([(renamed_with_uses(x, lang), y) for x, y in names.items()], sites),
-    ]
-    if any(_local_binders(x, lang) for x in names):
+        for b, a in zip(bl, al, strict=False):
+            if b.text == a.text:
+                continue
+            sites += 1
+            binders += _binds(b.node, _PARAM_PARENTS)
+            locals_ += _binds(b.node, _LOCAL_PARENTS)
+    out = []
+    if binders == sites:
+        out.append(([(renamed_unused(x, lang), y) for x, y in names.items()], sites))
+    if binders:
+        out.append(([(renamed_with_uses(x, lang), y) for x, y in names.items()], sites))
+    if locals_ and any(_local_binders(x, lang) for x in names):
         out.append(([(renamed_with_uses(x, lang, True), y) for x, y in names.items()], sites))
     return out
