@@ -1222,7 +1222,7 @@ def _scoped_renames(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     """The scoped-rename rule set (``synth.scoped``): the first candidate (the binder alone
     where unused, then the binder and its uses) that reproduces every example."""
     pairs = [(ex.before, ex.after) for ex in exs]
-    for candidate, sites in scoped_rename_rules(pairs, lang):
+    for candidate, sites in scoped_rename_rules(pairs, lang, [ex.root for ex in exs]):
         rules = [
             SynthRule(id=f"synth-{n}", language=lang, rule=rule, fix=fix, sites=sites * (n == 1))
             for n, (rule, fix) in enumerate(candidate, 1)

@@ -50,7 +50,7 @@ import functools
 import re
 from typing import Any
 
-from oopav.synth.sites import leaves, parse
+from oopav.synth.sites import node_at, parse
 
 _NAME = re.compile(r"^[A-Za-z_$][\w$]*$")
 _JS_FUNCS = (
@@ -103,38 +103,71 @@ _LANG: dict[str, dict[str, Any]] = {
 _LANG["typescript"] = _LANG["tsx"] = _LANG["javascript"]
 
 
-def renames(pairs: list[tuple[str, str]], lang: str) -> dict[str, str] | None:
-    """``{X: Y}`` when every changed pair differs only in identifiers (the same tokens, of
-    the same kinds, in the same order), each ``X`` always renamed to one ``Y``; else None."""
+_TOKEN = re.compile(r"[A-Za-z_$][\w$]*|\d+|\S")
+
+
+def _leaf_at(root: Any, start: int, end: int) -> Any:
+    """The innermost node of ``root`` spanning exactly [start, end), or None."""
+    node = node_at(root, start, end)
+    while node is not None:
+        kids = [k for k in node.children() if k.range().start.index == start]
+        if len(kids) != 1 or kids[0].range().end.index != end:
+            return node
+        node = kids[0]
+    return None
+
+
+def _changed(before: str, after: str) -> list[tuple[int, int, str]] | None:
+    """The words ``after`` renames in ``before`` ((start, end, new word)), when the two
+    differ only in words (the same tokens otherwise, the same layout); else None. Text
+    only: the cheap test that keeps a parse from every example that is no rename."""
+    bt, at = list(_TOKEN.finditer(before)), list(_TOKEN.finditer(after))
+    if len(bt) != len(at):
+        return None
+    out: list[tuple[int, int, str]] = []
+    for b, a in zip(bt, at, strict=True):
+        if b.group() == a.group():
+            continue
+        if not (_NAME.match(b.group()) and _NAME.match(a.group())):
+            return None
+        out.append((b.start(), b.end(), a.group()))
+    pos, parts = 0, []
+    for start, end, word in out:
+        parts += [before[pos:start], word]
+        pos = end
+    if "".join(parts) + before[pos:] != after:
+        return None
+    return out
+
+
+def renames(
+    pairs: list[tuple[str, str]], lang: str, roots: list[Any] | None = None
+) -> tuple[dict[str, str], list[Any]] | None:
+    """``({X: Y}, the renamed identifier nodes)`` when every changed pair differs only in
+    identifiers, each ``X`` always renamed to one ``Y``; else None. ``roots``: the pairs'
+    before trees, where the caller has them."""
     spec = _LANG.get(lang)
     if spec is None:
         return None
     found: dict[str, str] = {}
-    for before, after in pairs:
+    nodes: list[Any] = []
+    for i, (before, after) in enumerate(pairs):
         if before == after:
             continue
-        bl, al = leaves(parse(before, lang)), leaves(parse(after, lang))
-        if len(bl) != len(al):
+        changed = _changed(before, after)
+        if changed is None:
             return None
-        out, pos = [], 0
-        for b, a in zip(bl, al, strict=True):
-            if b.text == a.text:
-                continue
-            out += [before[pos : b.start], a.text]
-            pos = b.end
-            kind = b.node.kind()
-            if kind != a.node.kind() or kind not in spec["uses"]:
+        root = roots[i] if roots is not None else parse(before, lang)
+        for start, end, word in changed:
+            node = _leaf_at(root, start, end)
+            if node is None or node.kind() not in spec["uses"]:
                 return None
-            if not (_NAME.match(b.text) and _NAME.match(a.text)):
+            if found.setdefault(node.text(), word) != word:
                 return None
-            if found.setdefault(b.text, a.text) != a.text:
-                return None
-        # Layout too: only the names differ (a reflowed example is no plain rename).
-        if "".join(out) + before[pos:] != after:
-            return None
+            nodes.append(node)
     if not found or set(found) & set(found.values()):
         return None
-    return found
+    return found, nodes
 
 
 @functools.lru_cache(maxsize=256)
@@ -302,25 +335,20 @@ def _binds(node: Any, parents: frozenset[str]) -> bool:
 
 
 def scoped_rename_rules(
-    pairs: list[tuple[str, str]], lang: str
+    pairs: list[tuple[str, str]], lang: str, roots: list[Any] | None = None
 ) -> list[tuple[list[tuple[dict[str, Any], str]], int]]:
     """The candidate rule sets for a scoped rename, most specific first: each a list of
     (rule, fix) and the example sites it should make; ``synth.core`` keeps the first that
     reproduces every example. Empty when the examples are no plain rename, or rename no
     binder (a parameter, a `catch`, a local's declaration: then the name is no variable of
     a scope, and the ordinary search decides)."""
-    names = renames(pairs, lang)
-    if names is None:
+    found = renames(pairs, lang, roots)
+    if found is None:
         return []
-    sites = binders = locals_ = 0
-    for before, after in pairs:
-        bl, al = leaves(parse(before, lang)), leaves(parse(after, lang))
-        for b, a in zip(bl, al, strict=False):
-            if b.text == a.text:
-                continue
-            sites += 1
-            binders += _binds(b.node, _PARAM_PARENTS)
-            locals_ += _binds(b.node, _LOCAL_PARENTS)
+    names, nodes = found
+    sites = len(nodes)
+    binders = sum(_binds(n, _PARAM_PARENTS) for n in nodes)
+    locals_ = sum(_binds(n, _LOCAL_PARENTS) for n in nodes)
     out = []
     if binders == sites:
         out.append(([(renamed_unused(x, lang), y) for x, y in names.items()], sites))
