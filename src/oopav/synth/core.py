@@ -55,6 +55,7 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
+from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
 from oopav.synth.sites import (
@@ -1134,6 +1135,25 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
             f"gains one; the rule repeats as {len(semis) - 1} nested follow-up(s), one "
             "statement depth each"
         ]
+    elif (scoped := _scoped_renames(exs, lang)) is not None:
+        # A parameter renamed in its scope (wave 3j synth14): the binder and its uses, not
+        # the function literal around them.
+        result = SynthResult(rules=scoped, language=lang, examples_reproduced=len(exs))
+        notes = [
+            "scoped rename: "
+            + ", ".join(f"`{_rename_pair(r)}`" for r in scoped)
+            + (
+                " where a function's parameter is unused (the binder alone)"
+                if "any" in scoped[0].rule
+                else " in every function that binds it as a parameter"
+                + (
+                    " and every block that declares it"
+                    if re.search(r"variable_declarator|'assignment'", repr(scoped[0].rule))
+                    else ""
+                )
+                + " (the binder and its uses)"
+            )
+        ]
     else:
         result, notes = _learn_all(learn, learn_sequential)
     return result, notes
@@ -1197,6 +1217,41 @@ def _semicolons(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     if not all(_reproduced(ex, result.apply(ex.before)[0]) for ex in exs):
         return None
     return rules
+
+
+def _scoped_renames(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
+    """The scoped-rename rule set (``synth.scoped``): the first candidate (the binder alone
+    where unused, then the binder and its uses) that reproduces every example."""
+    pairs = [(ex.before, ex.after) for ex in exs]
+    for candidate, sites in scoped_rename_rules(pairs, lang, [ex.root for ex in exs]):
+        rules = [
+            SynthRule(id=f"synth-{n}", language=lang, rule=rule, fix=fix, sites=sites * (n == 1))
+            for n, (rule, fix) in enumerate(candidate, 1)
+        ]
+        result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
+        try:
+            if all(_renames_sites(ex, rules) for ex in exs) and all(
+                _reproduced(ex, result.apply(ex.before)[0]) for ex in exs
+            ):
+                return rules
+        except RuleError:
+            continue
+    return None
+
+
+def _renames_sites(ex: _Ex, rules: list[SynthRule]) -> bool:
+    """Every edited site of ``ex`` holds an identifier one of ``rules`` matches (a partial
+    example's check is by lines, which a rule that matches nothing there may pass)."""
+    spans = [
+        (m.range().start.index, m.range().end.index)
+        for r in rules
+        for m in ex.root.find_all({"rule": r.rule})
+    ]
+    return all(any(s.start <= a and b <= s.end for a, b in spans) for s in ex.sites)
+
+
+def _rename_pair(rule: SynthRule) -> str:
+    return f"{rule.rule['regex'][1:-1].replace(chr(92), '')} -> {rule.fix}"
 
 
 def _follow_ups(result: SynthResult, exs: list[_Ex]) -> list[str]:
@@ -2108,10 +2163,15 @@ def _search(
         best = max(len(c.covered) for c in choices)
         top = min((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
         plain = top.key.split("\0")[0]
+        # Wave 3j (synth14): a definition changed in its header only (`fn advance(…)` ->
+        # `unsafe fn advance(…)`): its body, literal in the plain winner, is no context at
+        # all, so a body-abstract pattern narrowed by the enclosing definitions' names (the
+        # trait implemented) is preferred too.
+        names_too = _header_only(seed)
         ups = [
             d
             for d in deferred
-            if d[0] == 1
+            if (d[0] == 1 or (names_too and d[0] == 2 and "$$$" in d[2][2].split("\0")[0]))
             and d[2][3] == top.level
             and "'not'" not in repr(d[2][4])  # a kept value excluded is no context
             and id(d[2][0]) in where
@@ -2206,6 +2266,15 @@ def _search(
         # abstraction, and only of its own (anti-unifying hundreds of rows across sites
         # costs seconds for a rule that fits nothing else).
         large = top.end - top.start > MAX_PATTERN_CHARS
+        header = _header_template(top)
+        if header is not None and "$$$PARAMS" in header.pattern:
+            # Wave 3j (synth14): a definition changed in its header only is learned at the
+            # header, its body (and its parameters, which stay) any: first. Where the
+            # parameters changed, after the anti-unified templates (which abstract the
+            # parameters the sites vary, `($$$A, $B: int)`).
+            templates.append((header, [top]))
+            _consider_header(header, top, level, consider, lang)
+            header = None
         for opts in _OPTIONS if not large else (_OPTIONS[0], _OPTIONS[-1]):
             for group in groups if not large else [[top]]:
                 t = abstract_sites(group, opts)
@@ -2262,6 +2331,9 @@ def _search(
                         consider(rule, tc.fix, tc.pattern + "\0" + tc.fix, level, group)
                 for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
+        if header is not None:
+            templates.append((header, [top]))
+            _consider_header(header, top, level, consider, lang)
         # The smallest discriminating context: the same patterns, only where the site sits
         # (``inside`` its parent, in that field). Tried after the pattern lifted one level
         # (`$A.fetch` reads better than `fetch` inside an attribute) — unless that level
@@ -2461,6 +2533,113 @@ def _made_statements(
     else:
         for c in new:
             c.order += DEFERRED
+
+
+def _consider_header(header: Template, top: Site, level: int, consider: Any, lang: str) -> None:
+    for rule in _pattern_rules(header, lang, top.node.kind()):
+        consider(rule, header.fix, header.pattern + "\0" + header.fix, level, [top])
+
+
+def _header_only(seed: Site) -> bool:
+    """``seed`` is a function-like definition whose change leaves its body as it was (a
+    modifier, a parameter, a return type, a decorator of the header)."""
+    if seed.insert is not None or seed.delete is not None or seed.after_node is None:
+        return False
+    node, after = seed.node, seed.after_node
+    if node.field("parameters") is None or after.field("parameters") is None:
+        return False
+    body, after_body = node.field("body"), after.field("body")
+    return body is not None and after_body is not None and body.text() == after_body.text()
+
+
+# The header fields of a definition a header rule abstracts where they stay as they were:
+# (field, the metavariable's text) — a list metavariable inside the field's brackets.
+_HEADER_FIELDS = (
+    ("parameters", "($$$PARAMS)"),
+    ("type_parameters", "<$$$TPARAMS>"),
+    ("return_type", "$RET"),
+    ("result", "$RET"),
+)
+
+
+def _header_spans(node: SgNode, same: set[str]) -> list[tuple[int, int, str]]:
+    """The spans (relative to ``node``) of its header fields named in ``same``, each with
+    its metavariable text; a field whose brackets or type are not where the metavariable
+    expects them is left literal."""
+    start = node.range().start.index
+    out: list[tuple[int, int, str]] = []
+    for name, var in _HEADER_FIELDS:
+        f = node.field(name)
+        if f is None or name not in same:
+            continue
+        text = f.text()
+        if var.startswith("(") and not (text.startswith("(") and text.endswith(")")):
+            continue
+        if var.startswith("<") and not (text.startswith("<") and text.endswith(">")):
+            continue
+        if var == "$RET" and text.startswith(":"):
+            kids = [k for k in f.children() if k.is_named()]
+            if len(kids) != 1:
+                continue
+            f = kids[0]  # TypeScript's `: T`: the type after the colon
+        out.append((f.range().start.index - start, f.range().end.index - start, var))
+    return sorted(out)
+
+
+def _header_part(node: SgNode, same: set[str]) -> str | None:
+    """``node``'s text (a definition) with its body written ``$$$BODY`` and its header
+    fields in ``same`` as metavariables; continuation lines relative to the node's column.
+    None where the body is no block."""
+    body = node.field("body")
+    if body is None:
+        return None
+    start = node.range().start.index
+    text = node.text()
+    kind = body.kind()
+    if kind == "block" and node.kind() == "function_definition":
+        colon = next((c for c in node.children() if c.kind() == ":"), None)
+        if colon is None:
+            return None
+        head, tail = text[: colon.range().end.index - start], "\n    $$$BODY"
+    elif kind in ("block", "statement_block") and body.text().startswith("{"):
+        head = text[: body.range().start.index - start].rstrip()
+        tail = " {\n    $$$BODY\n}"
+    else:
+        return None
+    out, pos = [], 0
+    for a, b, var in _header_spans(node, same):
+        if a < pos or b > len(head):
+            return None
+        out += [head[pos:a], var]
+        pos = b
+    head = "".join(out) + head[pos:]
+    column = node.range().start.column
+    cut = " " * column
+    lines = head.split("\n")
+    head = "\n".join([lines[0]] + [ln[column:] if ln.startswith(cut) else ln for ln in lines[1:]])
+    return head + tail
+
+
+def _header_template(site: Site) -> Template | None:
+    """The header rule of a definition changed in its header only (see
+    :func:`_header_only`): `def NAME($$$PARAMS):` + `$$$BODY` -> the new header + the body.
+    The parameters, type parameters and return type are metavariables where they stay as
+    they were; the name and the changed part of the header literal."""
+    if not _header_only(site) or site.after_node is None:
+        return None
+    same: set[str] = set()
+    variables = {"BODY": site.node.field("body").text()}  # type: ignore[union-attr]
+    for name, _var in _HEADER_FIELDS:
+        b, a = site.node.field(name), site.after_node.field(name)
+        if b is not None and a is not None and b.text() == a.text():
+            same.add(name)
+    pattern = _header_part(site.node, same)
+    fix = _header_part(site.after_node, same)
+    if pattern is None or fix is None or pattern == fix:
+        return None
+    for v in re.findall(r"\$+([A-Z]+)", pattern):
+        variables.setdefault(v, "")
+    return Template(pattern, fix, variables)
 
 
 def _generalises(general: str, specific: str) -> bool:

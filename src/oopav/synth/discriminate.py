@@ -155,12 +155,13 @@ def _enclosing(node: SgNode) -> set[str]:
     return {a.kind() for a in node.ancestors() if a.kind() not in ROOTS}
 
 
-def _def_name(node: SgNode, kind: str) -> str | None:
-    """The name of the innermost enclosing ``kind`` (a definition), or None."""
+def _def_name(node: SgNode, kind: str, field: str | None = None) -> str | None:
+    """The name of the innermost enclosing ``kind`` (a definition), or None; ``field``: the
+    field that names it (an `impl`'s ``trait``)."""
     for a in node.ancestors():
         if a.kind() == kind:
-            name = a.field("name")
-            if name is None and kind == "impl_item":
+            name = a.field(field) if field else a.field("name")
+            if name is None and kind == "impl_item" and not field:
                 name = a.field("type")
             return name.text() if name is not None else None
     return None
@@ -736,13 +737,25 @@ def _def_names(these: list[SgNode], others: list[SgNode], negate: bool) -> dict[
     # Members only by the names kept (``negate``): the changed members' names are a list of
     # instances (`get`, `post`, …) that stops short of the next one.
     for kind in (*NAMED_DEFINITIONS, *(NAMED_MEMBERS if negate else ())):
-        names = {_def_name(p, kind) for p in these}
+        field: str | None = None
+        if kind == "impl_item" and not negate:
+            # Wave 3j (synth14): the trait the changed methods implement, where they all
+            # implement one (bytes' `MutBuf::advance` made `unsafe`, `Buf::advance` kept):
+            # the trait is the class of the change, the implementing types its instances.
+            traits = {_def_name(p, kind, "trait") for p in these}
+            if len(traits) == 1 and None not in traits:
+                if not any(_def_name(n, kind, "trait") in traits for n in others):
+                    field = "trait"
+        names = {_def_name(p, kind, field) for p in these}
         if None in names or not names:
             continue
-        if any(_def_name(n, kind) in names for n in others):
+        if any(_def_name(n, kind, field) in names for n in others):
             continue
         regex = "^(?:" + "|".join(_escape(x) for x in sorted(n for n in names if n)) + ")$"
-        has: dict[str, Any] = {"field": "type" if kind == "impl_item" else "name", "regex": regex}
+        has: dict[str, Any] = {
+            "field": field or ("type" if kind == "impl_item" else "name"),
+            "regex": regex,
+        }
         inside = {"inside": {"kind": kind, "stopBy": "end", "has": has}}
         return {"not": inside} if negate else inside
     return None

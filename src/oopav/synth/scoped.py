@@ -1,0 +1,359 @@
+"""A parameter renamed in its scope (wave 3j, synth14): issue 26 class 1, "too narrow".
+
+A commit that renames a callback's or a function's parameter (`(err) => { log(err) }` ->
+`(error) => { log(error) }`, `def has(cl)` -> `def has(cls)`, a lint fix's `catch (e)` ->
+`catch (_e)`) changes one name at the binder and at its uses, all inside one function. The
+smallest node holding every change is the whole function literal, so the rule learned was
+that literal (header and body), which reproduces its own example and no held-out callback,
+whose body is different at every site.
+
+The change is a *scoped rename*: the examples differ only in identifiers, each `X` renamed to
+one `Y`. Two rules, one per evidence:
+
+- **Renamed with its uses** (some renamed identifier is a use of the parameter): every
+  identifier `X` inside a scope that binds `X` (a function, method, arrow function or lambda
+  whose parameters hold `X`; a `catch (X)`; a Python comprehension `for X in …`) becomes
+  `Y`; an `X` outside such a scope (a module variable of the same name), an attribute name
+  (`obj.X`) or a keyword argument's name (`f(X=…)`) stays:
+
+  ```yaml
+  rule:
+    kind: identifier
+    regex: ^err$
+    inside:
+      stopBy: end
+      any:
+      - kind: arrow_function
+        has: {field: parameters, has: {kind: identifier, regex: ^err$, stopBy: end}}
+      - kind: catch_clause
+        has: {field: parameter, kind: identifier, regex: ^err$}
+      # … function_expression, function_declaration, method_definition
+  fix: error
+  ```
+- **The binder alone, where it is unused** (every renamed identifier is a parameter and
+  none of its uses changed: what a lint's `no-unused-vars` fix does, `catch (e)` ->
+  `catch (_e)` where the examples keep `catch (e) { console.error(e) }`): only a parameter
+  `X` whose scope's body does not mention `X`.
+
+- **Locals too** (tried last): a block that declares `X` as a local (`const err = …` in
+  JavaScript and TypeScript, an assignment in a Python function) is a scope like a function
+  that binds it: a lint rename (`err` -> `error` of the locals and the callbacks alike).
+
+The rule is kept only where it reproduces every example (an example that keeps a parameter
+of that name in some function, or renames an `X` outside any binding scope, refuses it; the
+search goes on as before). A held-out callback with any body, any number of uses, in any
+call, is then renamed, and nothing else of that name."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from oopav.synth.sites import node_at, parse
+
+_NAME = re.compile(r"^[A-Za-z_$][\w$]*$")
+_JS_FUNCS = (
+    "function_declaration",
+    "function_expression",
+    "function",
+    "arrow_function",
+    "method_definition",
+    "generator_function",
+    "generator_function_declaration",
+)
+# Per language: the kinds of a name's use, the scope kinds that bind a name in their
+# ``parameters`` field, those that bind one in a single-node field (field, kind), the
+# Python comprehensions, and the positions of an identifier that are no use of a variable.
+_LANG: dict[str, dict[str, Any]] = {
+    "python": {
+        "uses": ("identifier",),
+        "params": ("function_definition", "lambda"),
+        "single": (),
+        "comprehensions": (
+            "list_comprehension",
+            "set_comprehension",
+            "dictionary_comprehension",
+            "generator_expression",
+        ),
+        "not_uses": (("attribute", "attribute"), ("keyword_argument", "name")),
+    },
+    "javascript": {
+        "uses": ("identifier", "shorthand_property_identifier"),
+        "params": _JS_FUNCS,
+        "single": (("arrow_function", "parameter"), ("catch_clause", "parameter")),
+        "comprehensions": (),
+        "not_uses": (),
+    },
+    "go": {
+        "uses": ("identifier",),
+        "params": ("function_declaration", "method_declaration", "func_literal"),
+        "single": (),
+        "comprehensions": (),
+        "not_uses": (),
+    },
+    "rust": {
+        "uses": ("identifier",),
+        "params": ("function_item", "closure_expression"),
+        "single": (),
+        "comprehensions": (),
+        "not_uses": (),
+    },
+}
+_LANG["typescript"] = _LANG["tsx"] = _LANG["javascript"]
+
+
+_TOKEN = re.compile(r"[A-Za-z_$][\w$]*|\d+|\S")
+
+
+def _leaf_at(root: Any, start: int, end: int) -> Any:
+    """The innermost node of ``root`` spanning exactly [start, end), or None."""
+    node = node_at(root, start, end)
+    while node is not None:
+        kids = [k for k in node.children() if k.range().start.index == start]
+        if len(kids) != 1 or kids[0].range().end.index != end:
+            return node
+        node = kids[0]
+    return None
+
+
+def _changed(before: str, after: str) -> list[tuple[int, int, str]] | None:
+    """The words ``after`` renames in ``before`` ((start, end, new word)), when the two
+    differ only in words (the same tokens otherwise, the same layout); else None. Text
+    only: the cheap test that keeps a parse from every example that is no rename."""
+    bt, at = list(_TOKEN.finditer(before)), list(_TOKEN.finditer(after))
+    if len(bt) != len(at):
+        return None
+    out: list[tuple[int, int, str]] = []
+    for b, a in zip(bt, at, strict=True):
+        if b.group() == a.group():
+            continue
+        if not (_NAME.match(b.group()) and _NAME.match(a.group())):
+            return None
+        out.append((b.start(), b.end(), a.group()))
+    pos, parts = 0, []
+    for start, end, word in out:
+        parts += [before[pos:start], word]
+        pos = end
+    if "".join(parts) + before[pos:] != after:
+        return None
+    return out
+
+
+def renames(
+    pairs: list[tuple[str, str]], lang: str, roots: list[Any] | None = None
+) -> tuple[dict[str, str], list[Any]] | None:
+    """``({X: Y}, the renamed identifier nodes)`` when every changed pair differs only in
+    identifiers, each ``X`` always renamed to one ``Y``; else None. ``roots``: the pairs'
+    before trees, where the caller has them."""
+    spec = _LANG.get(lang)
+    if spec is None:
+        return None
+    found: dict[str, str] = {}
+    nodes: list[Any] = []
+    for i, (before, after) in enumerate(pairs):
+        if before == after:
+            continue
+        changed = _changed(before, after)
+        if changed is None:
+            return None
+        root = roots[i] if roots is not None else parse(before, lang)
+        for start, end, word in changed:
+            node = _leaf_at(root, start, end)
+            if node is None or node.kind() not in spec["uses"]:
+                return None
+            if found.setdefault(node.text(), word) != word:
+                return None
+            nodes.append(node)
+    if not found or set(found) & set(found.values()):
+        return None
+    return found, nodes
+
+
+@functools.lru_cache(maxsize=256)
+def _valid(kind: str, lang: str) -> bool:
+    """``kind`` is a node kind of ``lang``'s grammar (ast-grep refuses a rule with another)."""
+    try:
+        parse("", lang).find(kind=kind)
+    except Exception:
+        return False
+    return True
+
+
+def _named(kind: str, name: str) -> dict[str, Any]:
+    return {"kind": kind, "regex": f"^{re.escape(name)}$"}
+
+
+def _binders(name: str, lang: str) -> list[dict[str, Any]]:
+    """Rules for the scopes that bind ``name`` as a parameter."""
+    spec = _LANG[lang]
+    ident = _named("identifier", name)
+    out: list[dict[str, Any]] = [
+        {"kind": k, "has": {"field": "parameters", "has": {**ident, "stopBy": "end"}}}
+        for k in spec["params"]
+        if _valid(k, lang)
+    ]
+    out += [{"kind": k, "has": {"field": f, **ident}} for k, f in spec["single"] if _valid(k, lang)]
+    out += [
+        {
+            "kind": k,
+            "has": {
+                "kind": "for_in_clause",
+                "has": {"field": "left", "any": [ident, {"has": {**ident, "stopBy": "end"}}]},
+            },
+        }
+        for k in spec["comprehensions"]
+        if _valid(k, lang)
+    ]
+    return out
+
+
+def _local_binders(name: str, lang: str) -> list[dict[str, Any]]:
+    """Rules for the blocks that declare ``name`` as a local variable (JavaScript and
+    TypeScript: a `const`/`let`/`var` statement of the block; Python: an assignment to the
+    bare name in a function's body)."""
+    ident = _named("identifier", name)
+    if lang in ("javascript", "typescript", "tsx"):
+        declarator = {"kind": "variable_declarator", "has": {"field": "name", **ident}}
+        return [
+            {
+                "kind": "statement_block",
+                "has": {
+                    "any": [{"kind": "lexical_declaration"}, {"kind": "variable_declaration"}],
+                    "has": declarator,
+                },
+            }
+        ]
+    if lang == "python":
+        return [
+            {
+                "kind": "function_definition",
+                "has": {
+                    "field": "body",
+                    "has": {
+                        "kind": "assignment",
+                        "stopBy": "end",
+                        "has": {"field": "left", **ident},
+                    },
+                },
+            }
+        ]
+    return []
+
+
+def _no_use(rule: dict[str, Any], name: str, lang: str) -> dict[str, Any]:
+    """``rule`` (an identifier) less the positions that are no variable's use."""
+    not_uses = _LANG[lang]["not_uses"]
+    if not not_uses:
+        return rule
+    return {
+        **rule,
+        "not": {"any": [{"inside": {"kind": k, "field": f}} for k, f in not_uses]},
+    }
+
+
+def renamed_with_uses(name: str, lang: str, locals_too: bool = False) -> dict[str, Any]:
+    """Every use of ``name`` inside a scope that binds it (the binder included); with
+    ``locals_too``, a block that declares it as a local variable is such a scope too."""
+    scopes = _binders(name, lang) + (_local_binders(name, lang) if locals_too else [])
+    return _no_use(
+        {**_named("identifier", name), "inside": {"stopBy": "end", "any": scopes}},
+        name,
+        lang,
+    )
+
+
+def renamed_unused(name: str, lang: str) -> dict[str, Any]:
+    """A parameter ``name`` whose scope's body does not use it."""
+    spec = _LANG[lang]
+    uses = [_named(k, name) for k in spec["uses"] if _valid(k, lang)]
+    unused = {
+        "not": {
+            "has": {
+                "field": "body",
+                "any": [*uses, {"has": {"stopBy": "end", "any": uses}}],
+            }
+        }
+    }
+    scopes = [{**b, **unused} for b in _binders(name, lang) if "for_in_clause" not in str(b)]
+    # The identifier is the binder: in the scope's parameters (at any depth of a typed or
+    # defaulted parameter) or its single parameter field.
+    params = [
+        {"inside": {"stopBy": "end", "field": "parameters", "any": scopes}},
+        *(
+            {"inside": {"field": f, "kind": k, **unused}}
+            for k, f in spec["single"]
+            if _valid(k, lang)
+        ),
+    ]
+    return {
+        **_named("identifier", name),
+        # A default value (`def f(a, b=a)`) is a use, not the binder.
+        "not": {
+            "any": [
+                {"inside": {"kind": k, "field": f}}
+                for k, f in (
+                    ("default_parameter", "value"),
+                    ("typed_default_parameter", "value"),
+                    ("assignment_pattern", "right"),
+                )
+                if _valid(k, lang)
+            ]
+        },
+        "any": params,
+    }
+
+
+# The parents of an identifier that binds a name: a parameter (and the nodes a typed,
+# defaulted or rest parameter wraps it in), a `catch`, a comprehension's `for`; and a
+# local's declaration (``_LOCAL_PARENTS``).
+_PARAM_PARENTS = frozenset(
+    {
+        "parameters",
+        "typed_parameter",
+        "default_parameter",
+        "typed_default_parameter",
+        "lambda_parameters",
+        "list_splat_pattern",
+        "dictionary_splat_pattern",
+        "for_in_clause",
+        "formal_parameters",
+        "required_parameter",
+        "optional_parameter",
+        "assignment_pattern",
+        "rest_pattern",
+        "arrow_function",
+        "catch_clause",
+    }
+)
+_LOCAL_PARENTS = frozenset({"variable_declarator", "assignment"})
+
+
+def _binds(node: Any, parents: frozenset[str]) -> bool:
+    parent = node.parent()
+    return parent is not None and parent.kind() in parents
+
+
+def scoped_rename_rules(
+    pairs: list[tuple[str, str]], lang: str, roots: list[Any] | None = None
+) -> list[tuple[list[tuple[dict[str, Any], str]], int]]:
+    """The candidate rule sets for a scoped rename, most specific first: each a list of
+    (rule, fix) and the example sites it should make; ``synth.core`` keeps the first that
+    reproduces every example. Empty when the examples are no plain rename, or rename no
+    binder (a parameter, a `catch`, a local's declaration: then the name is no variable of
+    a scope, and the ordinary search decides)."""
+    found = renames(pairs, lang, roots)
+    if found is None:
+        return []
+    names, nodes = found
+    sites = len(nodes)
+    binders = sum(_binds(n, _PARAM_PARENTS) for n in nodes)
+    locals_ = sum(_binds(n, _LOCAL_PARENTS) for n in nodes)
+    out = []
+    if binders == sites:
+        out.append(([(renamed_unused(x, lang), y) for x, y in names.items()], sites))
+    if binders:
+        out.append(([(renamed_with_uses(x, lang), y) for x, y in names.items()], sites))
+    if locals_ and any(_local_binders(x, lang) for x in names):
+        out.append(([(renamed_with_uses(x, lang, True), y) for x, y in names.items()], sites))
+    return out
