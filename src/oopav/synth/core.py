@@ -9,7 +9,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from ast_grep_py import SgNode
@@ -1245,7 +1245,7 @@ def _renames_sites(ex: _Ex, rules: list[SynthRule]) -> bool:
     spans = [
         (m.range().start.index, m.range().end.index)
         for r in rules
-        for m in ex.root.find_all({"rule": r.rule})
+        for m in ex.root.find_all(cast(Any, {"rule": r.rule}))
     ]
     return all(any(s.start <= a and b <= s.end for a, b in spans) for s in ex.sites)
 
