@@ -161,3 +161,31 @@ async def test_a_crashed_service_is_restarted_with_backoff_and_a_given_up_one_is
     except ConnectionLost:
         pass
     assert other.stopped  # the rest was stopped before the error surfaced
+
+
+async def test_a_server_that_stays_away_is_warned_about_once_not_per_reconnect(
+    tmp_path: Path,
+) -> None:
+    """Every reconnect attempt fails the same way while the server is down: one warning,
+    not one JSON line per attempt on a one-shot command's terminal (`oopav submit` while
+    `oopav up` stopped printed six)."""
+    from structlog.testing import capture_logs
+
+    server = EmbeddedServer(tmp_path / "nats", write_info=False)
+    url = server.start()
+    nc = await connect(url, give_up_after=30.0)
+    try:
+        with capture_logs() as logs:
+            await asyncio.to_thread(server.stop)
+            # nats-py retries every 2 s: three attempts or more fail while it is down.
+            await waits.until(
+                lambda: sum(1 for e in logs if e["event"] == "nats_error") >= 4,
+                timeout=30.0,
+                interval=0.1,
+            )
+        warned = [e for e in logs if e["event"] == "nats_error" and e["log_level"] == "warning"]
+        kinds = {e["error"].split(":")[0] for e in warned}
+        assert len(warned) == len(kinds), warned  # each kind of failure once
+    finally:
+        server.stop()
+        await nc.close()

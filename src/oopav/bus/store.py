@@ -86,6 +86,10 @@ class Appended:
     duplicate: bool = False
 
 
+# How often the same connection error is logged as a warning while the server stays away.
+REPEAT_WARNING_S = 30.0
+
+
 async def connect(url: str, name: str = "oopav", **kwargs: object) -> NATS:
     """Connect, or raise ``NatsUnavailable`` with a one-line, actionable message.
 
@@ -117,10 +121,20 @@ async def _connect_once(url: str, name: str, kwargs: dict[str, object]) -> NATS:
     failures: list[Exception] = []
     give_up_after = kwargs.pop("give_up_after", None)
 
+    warned: dict[str, float] = {}
+
     async def on_error(exc: Exception) -> None:
         failures.append(exc)
         if nc.is_connected or nc.is_reconnecting:
-            log.warning("nats_error", error=f"{type(exc).__name__}: {exc}", url=url)
+            # While the server is down every reconnect attempt fails the same way: say it
+            # once, then every 30 s (a one-shot command printed one JSON line per attempt).
+            kind = type(exc).__name__
+            now = time.monotonic()
+            if now - warned.get(kind, -REPEAT_WARNING_S) >= REPEAT_WARNING_S:
+                warned[kind] = now
+                log.warning("nats_error", error=f"{kind}: {exc}", url=url)
+            else:
+                log.debug("nats_error", error=f"{kind}: {exc}", url=url)
         else:
             log.debug("nats_connect_failed", error=f"{type(exc).__name__}: {exc}", url=url)
 
