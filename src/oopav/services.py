@@ -298,6 +298,17 @@ async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> 
                 with contextlib.suppress(TimeoutError):
                     return await asyncio.wait_for(asyncio.shield(mine), max(left, 0.0))
                 return reply
+        if not bus.nc.is_connected:
+            # The request may have been lost with the connection (or stored just before):
+            # "stored, do not resubmit" would be a guess, so say what to check.
+            return {
+                "error": f"lost the connection to NATS at {getattr(bus, 'url', 'the server')} "
+                "before the intake answered; the submission may not have been stored: once "
+                "the server is back, check `oopav sessions` (and `oopav sessions --rejected`) "
+                "before submitting it again",
+                "field": None,
+                "code": "disconnected",
+            }
         # OOPAV_INTAKE stored the submission all the same: an intake that starts later turns
         # it into a session, so this is not a rejection (resubmitting would make two).
         return {

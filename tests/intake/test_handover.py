@@ -125,3 +125,29 @@ async def test_submit_task_still_says_queued_when_no_outcome_comes(nc: Any, repo
     reply = await submit_task(SimpleNamespace(nc=nc), json.loads(_payload(repo)), timeout=1)
     await sub.unsubscribe()
     assert reply["code"] == "queued" and "do not submit it again" in reply["error"]
+
+
+async def test_submit_task_says_it_cannot_tell_when_the_connection_is_lost(tmp_path: Path) -> None:
+    """The server went away before any answer: the submission may or may not be stored, so
+    the reply does not say "stored, do not resubmit" (`oopav submit` while `oopav up`
+    stopped under it)."""
+    from oopav.bus.server import EmbeddedServer
+    from oopav.bus.store import connect
+    from oopav.bus.streams import ensure_streams
+
+    server = EmbeddedServer(tmp_path / "nats", write_info=False)
+    url = server.start()
+    nc = await connect(url, give_up_after=30.0)
+    try:
+        await ensure_streams(nc.jetstream())
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        body = json.loads(_payload(repo))
+        submitting = asyncio.create_task(submit_task(SimpleNamespace(nc=nc, url=url), body, 3))
+        await asyncio.to_thread(server.stop)
+        reply = await submitting
+    finally:
+        server.stop()
+        await nc.close()
+    assert reply["code"] == "disconnected", reply
+    assert url in reply["error"] and "may not have been stored" in reply["error"]

@@ -24,6 +24,14 @@ if TYPE_CHECKING:
     from oopav.projections.session import SessionState
 
 
+# Answers that are not a rejection: stored and not yet answered, or the connection lost.
+UNANSWERED = {"queued": "queued", "disconnected": "unanswered"}
+
+
+def _refusal_word(reply: dict[str, Any]) -> str:
+    return UNANSWERED.get(str(reply.get("code")), "rejected")
+
+
 # The intake consumer's ack_wait (ConsumerOptions: 30 s) and a margin.
 RUN_SUBMIT_TIMEOUT_S = 45.0
 
@@ -76,12 +84,12 @@ async def submit(
     async with open_bus(c.settings, name="oopav-submit") as bus:
         reply = await submit_task(bus, body)
         if "error" in reply:
-            queued = reply.get("code") == "queued"
+            queued = reply.get("code") in UNANSWERED
             if as_json:
                 _json_out(reply)
             else:
                 click.echo(
-                    f"{'queued' if queued else 'rejected'}: {reply['error']}"
+                    f"{_refusal_word(reply)}: {reply['error']}"
                     + (f" (field: {reply['field']})" if reply.get("field") else ""),
                     err=True,
                 )
@@ -213,8 +221,7 @@ async def run(
             reply = submitting.result()
             if "error" in reply:
                 click.echo(
-                    f"{'queued' if reply.get('code') == 'queued' else 'rejected'}: "
-                    f"{reply['error']}"
+                    f"{_refusal_word(reply)}: {reply['error']}"
                     + (f" (field: {reply['field']})" if reply.get("field") else ""),
                     err=True,
                 )
