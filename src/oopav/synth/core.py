@@ -1139,19 +1139,26 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
         # A parameter renamed in its scope (wave 3j synth14): the binder and its uses, not
         # the function literal around them.
         result = SynthResult(rules=scoped, language=lang, examples_reproduced=len(exs))
+        # The identifier rules name the rename; the shorthand ones (wave 3j synth18) follow.
+        named = [r for r in scoped if r.rule.get("kind") == "identifier"] or scoped
         notes = [
             "scoped rename: "
-            + ", ".join(f"`{_rename_pair(r)}`" for r in scoped)
+            + ", ".join(f"`{_rename_pair(r)}`" for r in named)
             + (
                 " where a function's parameter is unused (the binder alone)"
-                if "any" in scoped[0].rule
+                if "any" in named[0].rule
                 else " in every function that binds it as a parameter"
                 + (
                     " and every block that declares it"
-                    if re.search(r"variable_declarator|'assignment'", repr(scoped[0].rule))
+                    if re.search(r"variable_declarator|'assignment'", repr(named[0].rule))
                     else ""
                 )
                 + " (the binder and its uses)"
+                + (
+                    ", shorthand properties `{ X }` as `{ X: Y }`"
+                    if len(named) < len(scoped)
+                    else ""
+                )
             )
         ]
     else:
