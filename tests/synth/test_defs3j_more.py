@@ -34,3 +34,32 @@ def test_a_scoped_rename_expands_a_shorthand_property_and_a_destructured_binder(
         "f({ err })\n"
     )
     assert result.apply(held)[0] == want
+
+
+def test_a_modifier_added_to_an_impl_is_a_rule_on_the_kind_narrowed_by_the_trait() -> None:
+    """bytes' `impl<T, U> BufMut for Chain<T, U> where … {` -> `unsafe impl …`: learned as
+    the impl literal (type parameters, `where` clause, methods), which no held-out impl
+    matches. As a rule on `impl_item` with the trait `BufMut`, a held-out impl without
+    generics, one nested in a module and one with a `where` clause gain `unsafe`; an
+    `impl Buf for …` (another trait) and an inherent `impl` stay."""
+    before = (
+        "impl<T, U> Buf for Chain<T, U>\nwhere\n    T: Buf,\n{\n    fn a(&self) {}\n}\n\n"
+        "impl<T, U> BufMut for Chain<T, U>\nwhere\n    T: BufMut,\n    U: BufMut,\n{\n"
+        "    fn remaining_mut(&self) -> usize {\n        1\n    }\n}\n"
+    )
+    after = before.replace("impl<T, U> BufMut", "unsafe impl<T, U> BufMut")
+    before2 = "impl<T> Limit<T> {\n    fn new() {}\n}\n\nimpl<T: BufMut> BufMut for Limit<T> {\n    fn b() {}\n}\n"
+    after2 = before2.replace("impl<T: BufMut> BufMut", "unsafe impl<T: BufMut> BufMut")
+    result = synthesize(
+        [Example(before, after, path="chain.rs"), Example(before2, after2, path="limit.rs")]
+    )
+    held = (
+        "impl Buf for BytesMut {\n    fn c() {}\n}\n\n"
+        "impl BufMut for BytesMut {\n    #[inline]\n    fn d() {}\n}\n\n"
+        "mod m {\n    impl<T: BufMut + ?Sized> BufMut for &mut T\n    where\n        T: Sized,\n"
+        "    {\n        fn e() {}\n    }\n}\n\nimpl BytesMut {\n    fn f() {}\n}\n"
+    )
+    want = held.replace("impl BufMut for", "unsafe impl BufMut for").replace(
+        "    impl<T: BufMut + ?Sized>", "    unsafe impl<T: BufMut + ?Sized>"
+    )
+    assert result.apply(held)[0] == want
