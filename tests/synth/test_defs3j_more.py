@@ -63,3 +63,23 @@ def test_a_modifier_added_to_an_impl_is_a_rule_on_the_kind_narrowed_by_the_trait
         "    impl<T: BufMut + ?Sized>", "    unsafe impl<T: BufMut + ?Sized>"
     )
     assert result.apply(held)[0] == want
+
+
+def test_the_prefix_and_shorthand_rules_run_in_the_cli_as_in_process() -> None:
+    """The kind rule with `pattern: $A` and the shorthand rules are rules the ast-grep CLI
+    reads as the in-process rewriter does."""
+    from oopav.synth.clicheck import check_rules
+
+    rs = "impl<T> X for A<T> {\n    fn a() {}\n}\n\nimpl Y for B {}\n"
+    rs_after = rs.replace("impl<T> X", "unsafe impl<T> X")
+    js = "get(u, (err) => {\n  send({ err })\n})\non(({ err }) => warn(err))\n"
+    js_after = js.replace("(err) =>", "(error) =>").replace("send({ err })", "send({ err: error })")
+    js_after = js_after.replace("(({ err }) => warn(err))", "(({ err: error }) => warn(error))")
+    for before, after, path, lang in (
+        (rs, rs_after, "a.rs", "rust"),
+        (js, js_after, "a.js", "javascript"),
+    ):
+        result = synthesize([Example(before, after, path=path)])
+        assert result.apply(before)[0] == after
+        found = check_rules(result.rules, [(path, before)], lang)
+        assert not found, "\n".join(f.line() for f in found)
