@@ -1135,23 +1135,39 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
             f"gains one; the rule repeats as {len(semis) - 1} nested follow-up(s), one "
             "statement depth each"
         ]
+    elif (prefixed := _prefix_rules(exs, lang)) is not None:
+        # A modifier added in front of a definition (wave 3j synth18): a rule on its kind.
+        result = SynthResult(rules=prefixed, language=lang, examples_reproduced=len(exs))
+        rule = prefixed[0].rule
+        notes = [
+            f"prefix: `{prefixed[0].fix[:-2]}` added to every {rule['kind']} whose "
+            f"{rule['has']['field']} is "
+            f"`{rule['has']['regex'][4:-2]}` (a rule on the node kind, any header and body)"
+        ]
     elif (scoped := _scoped_renames(exs, lang)) is not None:
         # A parameter renamed in its scope (wave 3j synth14): the binder and its uses, not
         # the function literal around them.
         result = SynthResult(rules=scoped, language=lang, examples_reproduced=len(exs))
+        # The identifier rules name the rename; the shorthand ones (wave 3j synth18) follow.
+        named = [r for r in scoped if r.rule.get("kind") == "identifier"] or scoped
         notes = [
             "scoped rename: "
-            + ", ".join(f"`{_rename_pair(r)}`" for r in scoped)
+            + ", ".join(f"`{_rename_pair(r)}`" for r in named)
             + (
                 " where a function's parameter is unused (the binder alone)"
-                if "any" in scoped[0].rule
+                if "any" in named[0].rule
                 else " in every function that binds it as a parameter"
                 + (
                     " and every block that declares it"
-                    if re.search(r"variable_declarator|'assignment'", repr(scoped[0].rule))
+                    if re.search(r"variable_declarator|'assignment'", repr(named[0].rule))
                     else ""
                 )
                 + " (the binder and its uses)"
+                + (
+                    ", shorthand properties `{ X }` as `{ X: Y }`"
+                    if len(named) < len(scoped)
+                    else ""
+                )
             )
         ]
     else:
@@ -1217,6 +1233,63 @@ def _semicolons(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     if not all(_reproduced(ex, result.apply(ex.before)[0]) for ex in exs):
         return None
     return rules
+
+
+# A modifier added in front of a definition (`unsafe `, `pub `, `export `, `pub(crate) `).
+_PREFIX = re.compile(r"^(?:[a-z]+(?:\([a-z:]+\))? )+$")
+
+
+def _prefix_rules(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
+    """Wave 3j (synth18): every site of the examples is a definition of one kind that gains
+    one modifier in front (`impl X for T {` -> `unsafe impl X for T {`) and no definition
+    with parameters (a function's header rule, :func:`_header_template`, serves those). A
+    pattern keeps the header's shape (an `impl`'s type parameters and `where` clause, a
+    struct's generics), so the rule is on the node kind: ``kind`` with the trait (an
+    `impl`'s) or the name the examples change, the node's first word as it was (not the
+    modified one again), fixed to the modifier and the node (``$A``). Kept only where it
+    reproduces every example and matches every edited site."""
+    sites = [s for ex in exs for s in ex.sites]
+    if not sites or any(
+        s.insert is not None or s.delete is not None or s.after_node is None for s in sites
+    ):
+        return None
+    kinds = {s.node.kind() for s in sites} | {s.after_node.kind() for s in sites if s.after_node}
+    prefixes = {
+        s.after_text[: len(s.after_text) - len(s.before_text)]
+        for s in sites
+        if s.after_text.endswith(s.before_text)
+    }
+    if len(kinds) != 1 or len(prefixes) != 1:
+        return None
+    prefix = next(iter(prefixes))
+    if not all(s.after_text == prefix + s.before_text for s in sites):
+        return None
+    if not _PREFIX.match(prefix) or any(s.node.field("parameters") is not None for s in sites):
+        return None
+    fields = [f for f in ("trait", "name") if all(s.node.field(f) is not None for s in sites)]
+    first = {re.match(r"[A-Za-z_]+", s.before_text) for s in sites}
+    if not fields or None in first:
+        return None
+    words = {m.group() for m in first if m is not None}
+    if len(words) != 1 or prefix.split()[-1] == next(iter(words)):
+        return None
+    names = sorted({s.node.field(fields[0]).text() for s in sites})  # type: ignore[union-attr]
+    rule = {
+        "kind": next(iter(kinds)),
+        "pattern": "$A",
+        "regex": rf"^{re.escape(next(iter(words)))}\b",
+        "has": {"field": fields[0], "regex": "^(?:" + "|".join(map(re.escape, names)) + ")$"},
+    }
+    rules = [SynthRule(id="synth-1", language=lang, rule=rule, fix=prefix + "$A", sites=len(sites))]
+    result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
+    try:
+        if all(_renames_sites(ex, rules) for ex in exs) and all(
+            _reproduced(ex, result.apply(ex.before)[0]) for ex in exs
+        ):
+            return rules
+    except RuleError:
+        return None
+    return None
 
 
 def _scoped_renames(exs: list[_Ex], lang: str) -> list[SynthRule] | None:

@@ -84,6 +84,9 @@ _LANG: dict[str, dict[str, Any]] = {
         "single": (("arrow_function", "parameter"), ("catch_clause", "parameter")),
         "comprehensions": (),
         "not_uses": (),
+        # A shorthand property `{ err }` (a use) and a destructuring binder `({ err }) =>`:
+        # renamed, each becomes `err: error` (wave 3j, synth18).
+        "shorthands": ("shorthand_property_identifier", "shorthand_property_identifier_pattern"),
     },
     "go": {
         "uses": ("identifier",),
@@ -119,18 +122,34 @@ def _leaf_at(root: Any, start: int, end: int) -> Any:
 
 def _changed(before: str, after: str) -> list[tuple[int, int, str]] | None:
     """The words ``after`` renames in ``before`` ((start, end, new word)), when the two
-    differ only in words (the same tokens otherwise, the same layout); else None. Text
-    only: the cheap test that keeps a parse from every example that is no rename."""
+    differ only in words (the same tokens otherwise, the same layout); else None. A word
+    ``X`` that ``after`` writes ``X: Y`` (a shorthand property expanded by the rename)
+    comes with that text as its new word. Text only: the cheap test that keeps a parse
+    from every example that is no rename."""
     bt, at = list(_TOKEN.finditer(before)), list(_TOKEN.finditer(after))
-    if len(bt) != len(at):
-        return None
     out: list[tuple[int, int, str]] = []
-    for b, a in zip(bt, at, strict=True):
-        if b.group() == a.group():
+    i = j = 0
+    while i < len(bt) and j < len(at):
+        b, a = bt[i], at[j]
+        if (
+            b.group() == a.group()
+            and _NAME.match(b.group())
+            and j + 2 < len(at)
+            and at[j + 1].group() == ":"
+            and _NAME.match(at[j + 2].group())
+            and (i + 1 >= len(bt) or bt[i + 1].group() != ":")
+            and len(at) - j > len(bt) - i
+        ):
+            out.append((b.start(), b.end(), after[a.start() : at[j + 2].end()]))
+            i, j = i + 1, j + 3
             continue
-        if not (_NAME.match(b.group()) and _NAME.match(a.group())):
-            return None
-        out.append((b.start(), b.end(), a.group()))
+        if b.group() != a.group():
+            if not (_NAME.match(b.group()) and _NAME.match(a.group())):
+                return None
+            out.append((b.start(), b.end(), a.group()))
+        i, j = i + 1, j + 1
+    if i != len(bt) or j != len(at):
+        return None
     pos, parts = 0, []
     for start, end, word in out:
         parts += [before[pos:start], word]
@@ -160,7 +179,17 @@ def renames(
         root = roots[i] if roots is not None else parse(before, lang)
         for start, end, word in changed:
             node = _leaf_at(root, start, end)
-            if node is None or node.kind() not in spec["uses"]:
+            if node is None:
+                return None
+            shorthand = node.kind() in spec.get("shorthands", ())
+            if ":" in word:
+                # `X` -> `X: Y`: only a shorthand expanded; `{ X }` -> `{ Y }` would
+                # rename the property too, which is no rename of a variable.
+                head, _, word = word.partition(":")
+                word = word.strip()
+                if not shorthand or head != node.text():
+                    return None
+            elif shorthand or node.kind() not in spec["uses"]:
                 return None
             if found.setdefault(node.text(), word) != word:
                 return None
@@ -188,8 +217,13 @@ def _binders(name: str, lang: str) -> list[dict[str, Any]]:
     """Rules for the scopes that bind ``name`` as a parameter."""
     spec = _LANG[lang]
     ident = _named("identifier", name)
+    binder: dict[str, Any] = ident
+    if "shorthand_property_identifier_pattern" in spec.get("shorthands", ()):
+        # `({ err }) =>`: a destructured parameter binds the name too.
+        pattern = _named("shorthand_property_identifier_pattern", name)
+        binder = {"any": [ident, pattern]}
     out: list[dict[str, Any]] = [
-        {"kind": k, "has": {"field": "parameters", "has": {**ident, "stopBy": "end"}}}
+        {"kind": k, "has": {"field": "parameters", "has": {**binder, "stopBy": "end"}}}
         for k in spec["params"]
         if _valid(k, lang)
     ]
@@ -263,6 +297,18 @@ def renamed_with_uses(name: str, lang: str, locals_too: bool = False) -> dict[st
     )
 
 
+def shorthands_renamed(name: str, lang: str, locals_too: bool = False) -> list[dict[str, Any]]:
+    """The shorthand properties ``{ name }`` and destructuring binders ``({ name }) =>``
+    inside a scope that binds ``name`` (as :func:`renamed_with_uses`); each is fixed to
+    ``name: new`` (the property keeps its name). Empty where the language has none."""
+    scopes = _binders(name, lang) + (_local_binders(name, lang) if locals_too else [])
+    return [
+        {**_named(k, name), "inside": {"stopBy": "end", "any": scopes}}
+        for k in _LANG[lang].get("shorthands", ())
+        if _valid(k, lang)
+    ]
+
+
 def renamed_unused(name: str, lang: str) -> dict[str, Any]:
     """A parameter ``name`` whose scope's body does not use it."""
     spec = _LANG[lang]
@@ -322,6 +368,8 @@ _PARAM_PARENTS = frozenset(
         "optional_parameter",
         "assignment_pattern",
         "rest_pattern",
+        "object_pattern",
+        "object_assignment_pattern",
         "arrow_function",
         "catch_clause",
     }
@@ -349,11 +397,27 @@ def scoped_rename_rules(
     sites = len(nodes)
     binders = sum(_binds(n, _PARAM_PARENTS) for n in nodes)
     locals_ = sum(_binds(n, _LOCAL_PARENTS) for n in nodes)
-    out = []
-    if binders == sites:
+    out: list[tuple[list[tuple[dict[str, Any], str]], int]] = []
+    if binders == sites and not any(n.kind() in _LANG[lang].get("shorthands", ()) for n in nodes):
         out.append(([(renamed_unused(x, lang), y) for x, y in names.items()], sites))
-    if binders:
-        out.append(([(renamed_with_uses(x, lang), y) for x, y in names.items()], sites))
-    if locals_ and any(_local_binders(x, lang) for x in names):
-        out.append(([(renamed_with_uses(x, lang, True), y) for x, y in names.items()], sites))
+    for locals_too in (False, True):
+        if not (
+            binders if not locals_too else locals_ and any(_local_binders(x, lang) for x in names)
+        ):
+            continue
+        plain = [(renamed_with_uses(x, lang, locals_too), y) for x, y in names.items()]
+        # With the shorthands of the scopes first (`{ err }` -> `{ err: error }`); without,
+        # where an example keeps one (wave 3j, synth18).
+        shorthands = [
+            (rule, f"{x}: {y}")
+            for x, y in names.items()
+            for rule in shorthands_renamed(x, lang, locals_too)
+        ]
+        if shorthands:
+            # The rules apply in turn: the shorthand uses before the binder is renamed (their
+            # scope is found by it), the destructuring binders after the uses they bind.
+            uses = [s for s in shorthands if s[0]["kind"] == "shorthand_property_identifier"]
+            binders_ = [s for s in shorthands if s not in uses]
+            out.append((uses + plain + binders_, sites))
+        out.append((plain, sites))
     return out
