@@ -41,11 +41,25 @@ async def until(cond: Any) -> None:
     await waits.until(cond, timeout=15.0, interval=0.05)
 
 
+async def read_session(nc: Any, session_id: str) -> list[Any]:
+    """The session's events once stored: the intake answers when it sees the outcome on the
+    core subject, which can reach subscribers before the stream has stored it (CI under load:
+    the read right after the answer found nothing)."""
+    found: list[Any] = []
+
+    async def stored() -> bool:
+        found[:] = await EventStore(nc).read("session", session_id)
+        return bool(found)
+
+    await waits.until(stored, timeout=10.0, interval=0.05)
+    return found
+
+
 async def test_good_submission(nc: Any, intake: Intake, repo: Path) -> None:
     body = {"instruction": "rename fetch to fetch_page", "repo": str(repo), "mission": "renames"}
     reply = await request(nc, json.dumps(body).encode())
     assert set(reply) == {"session_id"}
-    [(_, event)] = await EventStore(nc).read("session", reply["session_id"])
+    [(_, event)] = await read_session(nc, reply["session_id"])
     assert isinstance(event, ev.TaskSubmitted)
     assert event.id == event.aggregate_id == reply["session_id"]
     assert event.instruction == body["instruction"] and event.repo == str(repo.resolve())
@@ -132,7 +146,7 @@ async def test_bad_submission_gets_a_specific_error(
     reply = await request(nc, payload)
     assert error in reply["error"], reply
     assert reply["field"] == field and reply["code"] == code
-    [(_, rejected)] = await EventStore(nc).read("session", reply["session_id"])
+    [(_, rejected)] = await read_session(nc, reply["session_id"])
     assert isinstance(rejected, ev.TaskRejected)
     assert rejected.error == reply["error"] and rejected.field == field
     # The intake keeps working.
@@ -145,7 +159,7 @@ async def test_huge_instruction(nc: Any, intake: Intake, repo: Path) -> None:
     reply = await request(nc, json.dumps(body).encode())
     assert reply["field"] == "instruction" and reply["code"] == "too_large"
     assert "1048576 bytes; the limit is 65536" in reply["error"]
-    rejected = (await EventStore(nc).read("session", reply["session_id"]))[0][1]
+    rejected = (await read_session(nc, reply["session_id"]))[0][1]
     assert isinstance(rejected, ev.TaskRejected) and len(rejected.excerpt) <= 200
     good = await request(nc, json.dumps({"instruction": "ok", "repo": str(repo)}).encode())
     assert "session_id" in good and "error" not in good
