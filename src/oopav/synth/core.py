@@ -1281,15 +1281,18 @@ def _prefix_rules(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
         "has": {"field": fields[0], "regex": "^(?:" + "|".join(map(re.escape, names)) + ")$"},
     }
     rules = [SynthRule(id="synth-1", language=lang, rule=rule, fix=prefix + "$A", sites=len(sites))]
+    return rules if _rules_hold(exs, rules, lang) else None
+
+
+def _rules_hold(exs: list[_Ex], rules: list[SynthRule], lang: str) -> bool:
+    """``rules`` match every edited site and reproduce every example (an invalid rule: no)."""
     result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
     try:
-        if all(_renames_sites(ex, rules) for ex in exs) and all(
+        return all(_renames_sites(ex, rules) for ex in exs) and all(
             _reproduced(ex, result.apply(ex.before)[0]) for ex in exs
-        ):
-            return rules
+        )
     except RuleError:
-        return None
-    return None
+        return False
 
 
 def _scoped_renames(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
@@ -1301,14 +1304,8 @@ def _scoped_renames(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
             SynthRule(id=f"synth-{n}", language=lang, rule=rule, fix=fix, sites=sites * (n == 1))
             for n, (rule, fix) in enumerate(candidate, 1)
         ]
-        result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
-        try:
-            if all(_renames_sites(ex, rules) for ex in exs) and all(
-                _reproduced(ex, result.apply(ex.before)[0]) for ex in exs
-            ):
-                return rules
-        except RuleError:
-            continue
+        if _rules_hold(exs, rules, lang):
+            return rules
     return None
 
 
