@@ -16,7 +16,6 @@ from oopav.bus.consumer import run_until_signalled
 from oopav.bus.streams import DLQ_STREAM, EVENTS_STREAM, INTAKE_SUBJECT
 from oopav.events import catalog as ev
 from oopav.events.catalog import Event
-from oopav.events.codec import REGISTRY
 from oopav.logging import get_logger
 from oopav.projections.runner import SESSIONS, ProjectionRunner
 from oopav.projections.session import SessionState, fold
@@ -331,8 +330,9 @@ async def _watch_own_outcome(
 ) -> list[Any]:
     """Subscribe to intake outcomes; resolve ``found`` with the reply for the one whose stored
     copy was sent with request id ``rid``."""
+    from oopav.bus.store import EventStore
     from oopav.bus.streams import INTAKE_STREAM
-    from oopav.handlers.intake import reply_for
+    from oopav.handlers.intake import answerable, reply_for
     from oopav.handlers.replies import digest, request_id
 
     key = digest(payload)
@@ -340,13 +340,9 @@ async def _watch_own_outcome(
     async def on_outcome(msg: Any) -> None:
         if found.done():
             return
-        try:
-            event = REGISTRY.decode(msg.data)
-        except Exception:
-            return
+        event = answerable(msg.data)
         source = getattr(event, "source", None)
-        group = getattr(event, "group", None)
-        if source is None or source.digest != key or (group is not None and group.index != 0):
+        if event is None or source is None or source.digest != key:
             return
         try:
             stored = await asyncio.wait_for(
@@ -355,7 +351,11 @@ async def _watch_own_outcome(
         except Exception:
             return  # the intake's own answer (or the deadline) decides
         if request_id(stored.headers) == rid and not found.done():
-            found.set_result(reply_for(event))
+            # Seen on the core subject: answer once the stream has it, so a `show` right
+            # after finds the session.
+            await EventStore(bus.nc).wait_stored("session", event.aggregate_id)
+            if not found.done():
+                found.set_result(reply_for(event))
 
     return [
         await bus.nc.subscribe(f"oopav.ev.session.*.{kind}", cb=on_outcome)

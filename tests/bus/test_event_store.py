@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -200,3 +201,14 @@ async def test_append_without_streams_says_what_to_do(nc: Any) -> None:
     with pytest.raises(AppendRejected, match="oopav streams init"):
         await EventStore(nc).append(verdict("s1", 0))
     await ensure_streams(nc.jetstream())
+
+
+async def test_wait_stored_returns_once_the_aggregate_is_in_the_stream(nc: Any) -> None:
+    store = EventStore(nc)
+    # Nothing stored: False at the deadline, not a hang.
+    assert await store.wait_stored("session", "w1", timeout=0.1) is False
+    waiting = asyncio.create_task(store.wait_stored("session", "w1", timeout=10.0))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await store.append(verdict("w1", 0))
+    assert await waiting is True

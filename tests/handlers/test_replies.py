@@ -6,6 +6,8 @@ import asyncio
 import json
 import time
 
+import pytest
+
 from oopav.handlers.replies import MATCH_WINDOW_MS, ReplyMatcher, digest
 
 
@@ -96,3 +98,53 @@ async def test_two_processes_answering_identical_requests_each_hand_out_their_ow
     }
     await sub_a.unsubscribe()
     await sub_b.unsubscribe()
+
+
+@pytest.mark.parametrize("order", ["request first", "outcome first"])
+async def test_an_answer_waits_until_its_outcome_is_stored(nc, order: str) -> None:
+    """The intake sees an outcome on the core subject, which can reach it before the stream
+    has stored the event; the requester's `oopav show` right after the answer must find the
+    session, so the answer waits for ``stored`` — whichever came first, request or outcome."""
+    matcher = ReplyMatcher(nc, b'{"error": "late"}')
+    subject = f"test.replies.stored.{order.split()[0]}"
+    sub = await nc.subscribe(subject, cb=matcher.on_request)
+    payload = f'{{"instruction": "{order}"}}'.encode()
+    key = digest(payload)
+    release = asyncio.Event()
+    waited: list[bool] = []
+
+    async def stored() -> bool:
+        waited.append(True)
+        await release.wait()
+        return True
+
+    async def outcome() -> None:
+        await matcher.on_outcome(
+            key, b'{"session_id": "s"}', int(time.time() * 1000), stored=stored
+        )
+
+    if order == "outcome first":
+        await outcome()
+    pending = asyncio.create_task(nc.request(subject, payload, timeout=3))
+    sending = None
+    if order == "request first":
+        for _ in range(100):
+            if matcher.waiting.get(key):
+                break
+            await asyncio.sleep(0.01)
+        sending = asyncio.create_task(outcome())
+    for _ in range(100):
+        if waited:
+            break
+        await asyncio.sleep(0.01)
+    assert waited
+    await asyncio.sleep(0.2)
+    assert not pending.done(), "answered before the outcome was stored"
+    # A stopping process settles an answer that is matched but not sent yet.
+    assert matcher.has_waiting()
+    release.set()
+    assert json.loads((await pending).data) == {"session_id": "s"}
+    if sending is not None:
+        await sending
+    assert not matcher.has_waiting()
+    await sub.unsubscribe()

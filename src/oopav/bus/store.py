@@ -52,6 +52,8 @@ UNCONDITIONAL_RETRIES = 20
 TAIL_CACHE = 4096
 # How long a read keeps retrying while a cluster elects a stream leader (seconds).
 READ_DEADLINE = 30.0
+# How long an answer waits for the stream to have stored the event it announces (wait_stored).
+STORED_WAIT_S = 2.0
 TRANSIENT_STATUS = frozenset({"503", "408"})
 
 
@@ -698,6 +700,27 @@ class EventStore:
         except NotFoundError:
             return 0
         return int(msg.seq or 0)
+
+    async def wait_stored(
+        self, aggregate: str, aggregate_id: str, timeout: float = STORED_WAIT_S
+    ) -> bool:
+        """Wait (at most ``timeout`` s) until the aggregate has an event in the stream.
+
+        A core subscriber can see a published event before JetStream has stored it, so an
+        answer sent on seeing it (the intake's ``{"session_id": …}``) could reach a client whose
+        ``oopav show`` right after finds nothing. False at the deadline (the caller answers
+        anyway: a late answer is worse than an early one)."""
+        deadline = time.monotonic() + timeout
+        pause = 0.002
+        while True:
+            with contextlib.suppress(Exception):  # a lost lookup is retried until the deadline
+                if await self.last_sequence(aggregate, aggregate_id):
+                    return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, 0.05)
 
     async def read(
         self,

@@ -18,7 +18,7 @@ import contextlib
 import functools
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 from nats.aio.client import Client as NATS
@@ -219,6 +219,20 @@ def reply_for(event: Event) -> dict[str, Any]:
     return {"session_id": event.aggregate_id}
 
 
+def answerable(data: bytes) -> Event | None:
+    """The intake outcome a requester is answered with, from a ``task_submitted`` or
+    ``task_rejected`` message: one made from a stored submission (it has a ``source``), and of
+    a group only the first member (its reply lists them all). None for anything else."""
+    try:
+        event = REGISTRY.decode(data)
+    except Exception:
+        return None
+    group = getattr(event, "group", None)
+    if getattr(event, "source", None) is None or (group is not None and group.index != 0):
+        return None
+    return event
+
+
 class Intake(RespondingHandler):
     """The intake handler process: durable consumer + reply responder."""
 
@@ -353,22 +367,18 @@ class Intake(RespondingHandler):
         await self.replies.on_request(msg)
 
     async def _on_result(self, msg: Msg) -> None:
-        try:
-            event = REGISTRY.decode(msg.data)
-        except Exception:
+        event = answerable(msg.data)
+        if event is None:
             return
-        source = getattr(event, "source", None)
-        group = getattr(event, "group", None)
-        if group is not None and group.index != 0:
-            return  # a group is answered once, by its first member (the reply lists them all)
-        if source is not None:
-            await self.replies.on_outcome(
-                source.digest,
-                json.dumps(reply_for(event)).encode(),
-                id_timestamp_ms(event.aggregate_id),
-                ANY,
-                functools.partial(self._stored_request_id, source.stream_sequence),
-            )
+        source = cast(IntakeSource, getattr(event, "source"))  # noqa: B009 - checked above
+        await self.replies.on_outcome(
+            source.digest,
+            json.dumps(reply_for(event)).encode(),
+            id_timestamp_ms(event.aggregate_id),
+            ANY,
+            functools.partial(self._stored_request_id, source.stream_sequence),
+            functools.partial(self.events.wait_stored, "session", event.aggregate_id),
+        )
 
     async def _stored_request_id(self, sequence: int) -> str | None:
         """The ``Oopav-Request`` header the stored copy was sent with: every process sees every

@@ -91,10 +91,13 @@ class ReplyMatcher:
         # digest -> (reply inbox, monotonic arrival, wall-clock arrival in ms, request id)
         self.waiting: dict[str, deque[tuple[str, float, int, str | None]]] = defaultdict(deque)
         # digest -> [reply body, monotonic arrival, stored time in ms or None, request id,
-        # how to look the id up when it is ANY]
+        # how to look the id up when it is ANY, what to wait for before answering or None]
         self.unclaimed: dict[str, deque[list[Any]]] = defaultdict(deque)
         # Set when a waiting request is answered (settle() waits on it).
         self._answered = asyncio.Event()
+        # Answers matched but not sent yet (waiting for their outcome to be stored): a
+        # stopping process settles them too.
+        self._sending = 0
 
     async def on_request(self, msg: Msg) -> None:
         """A request arrived on the core subscription (a plain publish has no reply: ignore)."""
@@ -115,7 +118,7 @@ class ReplyMatcher:
                 break
             for entry in fresh:
                 seen.add(id(entry))
-                body, _, stored_ms, stored_rid, lookup = entry
+                body, _, stored_ms, stored_rid, lookup, stored = entry
                 if not _close(stored_ms, now_ms):
                     continue
                 if stored_rid == ANY and lookup is not None and rid is not None:
@@ -128,7 +131,14 @@ class ReplyMatcher:
                         self.unclaimed[key].remove(entry)
                     except ValueError:
                         continue  # another request took it while the id was looked up
-                    await self.nc.publish(msg.reply, body)
+                    self._sending += 1
+                    try:
+                        if stored is not None:
+                            await stored()
+                        await self.nc.publish(msg.reply, body)
+                    finally:
+                        self._sending -= 1
+                        self._answered.set()
                     return
         self.waiting[key].append((msg.reply, now, now_ms, rid))
 
@@ -139,10 +149,13 @@ class ReplyMatcher:
         stored_ms: int | None = None,
         rid: str | None = None,
         lookup: Callable[[], Awaitable[str | None]] | None = None,
+        stored: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         """The outcome of the stored copy (stored at ``stored_ms``, sent with request id
         ``rid`` or none; ANY: not looked up yet, ``lookup`` tells it) of a payload with digest
-        ``key``."""
+        ``key``. ``stored``, awaited before the outcome is sent to a requester, waits until
+        what it announces can be read (the outcome came on a core subject, which can be
+        faster than the stream that stores it)."""
         if rid == ANY and lookup is not None and self.waits_for(key):
             rid, lookup = await lookup(), None
         waiting = self.waiting.get(key)
@@ -150,13 +163,19 @@ class ReplyMatcher:
             for i, (inbox, _, arrived_ms, waiting_rid) in enumerate(waiting):
                 if _close(stored_ms, arrived_ms) and rid in (waiting_rid, ANY):
                     del waiting[i]
-                    await self.nc.publish(inbox, body)
-                    self._answered.set()
+                    self._sending += 1
+                    try:
+                        if stored is not None:
+                            await stored()
+                        await self.nc.publish(inbox, body)
+                    finally:
+                        self._sending -= 1
+                        self._answered.set()
                     return
-        self.unclaimed[key].append([body, time.monotonic(), stored_ms, rid, lookup])
+        self.unclaimed[key].append([body, time.monotonic(), stored_ms, rid, lookup, stored])
 
     def has_waiting(self) -> bool:
-        return any(self.waiting.values())
+        return self._sending > 0 or any(self.waiting.values())
 
     async def settle(self, timeout: float) -> None:
         """Wait (at most ``timeout`` s) until no request waits for its outcome here."""
