@@ -125,3 +125,40 @@ def test_after_a_new_plan_the_last_rejection_still_stands() -> None:
     state.actions[-1].status = "rolled_back"  # undone by a failed gate: the verifier's line
     state.rejected_actions = ["the tests gate failed after …; undone"]
     assert feedback(state) == "the tests gate failed after …; undone"
+
+
+async def test_a_retry_after_the_observer_saw_the_tests_break_says_so(
+    nc, nats_url: str, data_dir: Path, repo: Path
+) -> None:
+    """Tests that passed before a change and fail after it make the observer ask for a new
+    plan (rule 5) without undoing the change; the retry's feedback says which rule broke them
+    and the first failure (before, its feedback line was empty: the new plan cleared the step
+    results and nothing was rolled back)."""
+    script = {
+        "actor": [
+            # renames only the definition: the callers break, the tests fail
+            action_answer(
+                {"type": "ast_grep", "rule": PARTIAL, "paths": ["webtool/client.py"]}, "def only"
+            ),
+            rename_all(),
+        ]
+    }
+    body = task(repo, policy={"prompt_profile": "compact"}, budgets={"iterations": 6})
+    async with loop(nats_url, script) as bus:
+        sid = await start(bus, body)
+        _state, events = await finish_session(bus, sid)
+    assert of(events, "session_completed")
+    observed = [o for o in of(events, "observation_recorded") if o.phase == "change"]
+    assert observed and observed[0].observer_action == "replan", [
+        (o.observer_action, o.reasons) for o in observed
+    ]
+    calls = [c for c in of(events, "model_called") if c.role == "actor"]
+    feedback = [c.prompt_state["feedback"] for c in calls]
+    assert len(feedback) >= 2 and feedback[0] == "", feedback
+    broke = feedback[1]
+    assert broke.startswith("rule kind identifier, regex ^fetch$ -> fix fetch_page: "), broke
+    assert "tests passed before" in broke and "fail after" in broke, broke
+    # The first failure, with the workspace's path left out (it only costs the small budget).
+    assert "first failure: ImportError: cannot import name 'fetch'" in broke, broke
+    assert "workspaces" not in broke, broke
+    await assert_replays(nats_url, sid)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from oopav.models.profiles import PromptState
 from oopav.projections.session import SessionState
@@ -128,9 +129,44 @@ def feedback(state: SessionState) -> str:
             from oopav.decide.gates import rule_brief
 
             return f"{rule_brief(last.action)}: rejected ({last.reason})"
+        broke = _observer_replan(state, last)
+        if broke:
+            return broke
     if state.rejected_actions:
         return state.rejected_actions[-1]
     return ""
+
+
+_WORKSPACE_PATH = re.compile(r"(?:/[^\s/'\"()]+)*/workspaces/[^\s/'\"()]+/")
+_RULE_NUMBER = re.compile(r"^rule \d+: ")
+_FAILURE = re.compile(r"^(FAILED |ERROR |E  |\w*Error\b|\w*Exception\b|AssertionError)")
+
+
+def _observer_replan(state: SessionState, last: Any) -> str:
+    """The observer asked for a new plan right after the last action (tests passed before it
+    and fail after it: rule 5) and left the change in place: which rule, why, and the first
+    failure line of the tests' output. Empty when that is not what happened last."""
+    replan = state.last_replan
+    if (
+        replan is None
+        or replan.source != "observer"
+        or last is None
+        or last.action is None
+        or last.status != "applied"
+        or state.last_observer_replan_at != len(state.actions)
+    ):
+        return ""
+    from oopav.decide.gates import rule_brief
+
+    why = "; ".join(_RULE_NUMBER.sub("", r) for r in replan.reason.split("; "))
+    first = next(
+        (ln.strip() for ln in replan.evidence.splitlines() if _FAILURE.match(ln.strip())), ""
+    )
+    # The session's workspace path only costs the small budget (and a replay's differs).
+    first = _WORKSPACE_PATH.sub("", first)
+    return f"{rule_brief(last.action)}: {why}; the change is still applied" + (
+        f"; first failure: {first}" if first else ""
+    )
 
 
 def language_of(path: str) -> str:
