@@ -47,6 +47,7 @@ from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.precision import (
     anchor_container,
     append_guard,
+    literal_strings,
     binds_names,
     closures,
     lone_insertion,
@@ -1984,6 +1985,7 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     for guarded in (
         append_guard(choice.rule, choice.fix),
         statement_guard(choice.rule, choice.fix, sites),
+        literal_strings(choice.rule, lang),
     ):
         if guarded is None:
             continue
