@@ -86,3 +86,21 @@ def test_a_literal_string_with_escapes_matches_its_own_text_only() -> None:
     return 2
 '''
     assert result.apply(held) == (held, 0)
+
+
+def test_a_predeclared_type_changed_keeps_to_the_places_the_sites_show() -> None:
+    """`int` -> `int64` in slice types and type arguments (urfave/cli 7cee89f282). Before:
+    a rename of every `int` (identifier, type or package name), which changed `Base int`,
+    `n int` and `var i int` of another file (11 wrong hunks). A commit cannot rename a
+    predeclared type; it changes it where it means to: the rule keeps to the parent kinds
+    the sites show."""
+    before = (
+        "package cli\n\n"
+        "type IntSlice = SliceBase[int, IntegerConfig, intValue]\n\n"
+        "func (c *Context) IntSlice(name string) []int {\n\treturn lookup(name).([]int)\n}\n"
+    )
+    after = before.replace("[int,", "[int64,").replace("[]int", "[]int64")
+    result = synthesize([Example(before, after, path="flag_int_slice.go")])
+    assert result.apply(before)[0] == after
+    held = "package cli\n\ntype Conf struct {\n\tBase int\n}\n\nfunc f(n int) []int {\n\treturn nil\n}\n"
+    assert result.apply(held)[0] == held.replace("[]int", "[]int64")
