@@ -104,3 +104,31 @@ def test_a_predeclared_type_changed_keeps_to_the_places_the_sites_show() -> None
     assert result.apply(before)[0] == after
     held = "package cli\n\ntype Conf struct {\n\tBase int\n}\n\nfunc f(n int) []int {\n\treturn nil\n}\n"
     assert result.apply(held)[0] == held.replace("[]int", "[]int64")
+
+
+def test_a_statement_inserted_after_assignments_to_one_target_keeps_to_that_target() -> None:
+    """`f.HasBeenSet = true` inserted after `f.Value = valBool` and `f.Value = valDuration`
+    (urfave/cli ef1ba861f7). Before: after the last assignment of any block, which wrote it
+    after `i.hasBeenSet = true` and `i.slice = append(…)` of other files (22 wrong hunks).
+    The anchors differ but assign one target: the rule keeps to assignments of it."""
+
+    def apply(kind: str, var: str) -> str:
+        return (
+            f"func (f *{kind}Flag) Apply() {{\n\tif val != \"\" {{\n\t\t{var}, err := parse(val)\n"
+            f"\t\tif err != nil {{\n\t\t\treturn err\n\t\t}}\n\t\tf.Value = {var}\n\t}}\n}}\n"
+        )
+
+    def done(kind: str, var: str) -> str:
+        return apply(kind, var).replace(
+            f"f.Value = {var}\n", f"f.Value = {var}\n\t\tf.HasBeenSet = true\n"
+        )
+
+    result = synthesize(
+        [
+            Example(apply("Bool", "valBool"), done("Bool", "valBool"), path="flag_bool.go"),
+            Example(apply("Int", "valInt"), done("Int", "valInt"), path="flag_int.go"),
+        ]
+    )
+    held = "func (i *IntSlice) Set(v string) {\n\tif v != \"\" {\n\t\ti.hasBeenSet = true\n\t}\n}\n"
+    assert result.apply(held) == (held, 0)
+    assert result.apply(apply("Uint", "valUint"))[0] == done("Uint", "valUint")

@@ -3141,6 +3141,26 @@ def _insert_candidates(
         ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(local, held)]}, fix),
     ]
     lone = lone_insertion(seed.node, peers)
+    # Wave 3k (synth22): anchors that differ but assign one target (`f.Value = valBool`,
+    # `f.Value = valDuration`): next to the last (then every) statement assigning it, before
+    # next to the last statement of the kind — the examples cannot tell the two apart, and
+    # the narrower one writes no statement after `i.hasBeenSet = true` or `i.slice =
+    # append(…)` of another file (urfave/cli ef1ba861f7: 22 wrong hunks).
+    targets = {_assigned(a.text()) for a in [seed.node, *(p.node for p in peers)]}
+    target = targets.pop() if len(targets) == 1 else None
+    if not lone and target and len({seed.node.text(), *(p.node.text() for p in peers)}) > 1:
+        assigns = {"regex": "^" + _rx_escape(target) + r"\s*=[^=]"}
+        same = {"kind": kind, "regex": assigns["regex"], "stopBy": "end"}
+        last_of = {"not": {"precedes": same}} if after else {"not": {"follows": same}}
+        out.append(
+            (
+                {"kind": kind, "pattern": "$ANCHOR", "all": [assigns, conjoin(last_of, held), guard]},
+                fix,
+            )
+        )
+        out.append(
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [assigns, conjoin(local, held)]}, fix)
+        )
     if not lone:
         out += generic
     # Wave 3g: where a name the statement uses is declared (ky's `await server.close();`
@@ -3197,6 +3217,15 @@ def _insert_candidates(
 _ANCHOR_HEAD = re.compile(
     r"^((?:await\s+)?[A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*\("
 )
+
+
+_ASSIGNED = re.compile(r"^([A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*=[^=]")
+
+
+def _assigned(text: str) -> str | None:
+    """The target a statement assigns (`f.Value` of `f.Value = x`), or None."""
+    m = _ASSIGNED.match(text)
+    return re.sub(r"\s+", "", m.group(1)) if m else None
 
 
 def _anchor_head(text: str) -> str | None:
