@@ -132,3 +132,19 @@ def test_a_statement_inserted_after_assignments_to_one_target_keeps_to_that_targ
     held = "func (i *IntSlice) Set(v string) {\n\tif v != \"\" {\n\t\ti.hasBeenSet = true\n\t}\n}\n"
     assert result.apply(held) == (held, 0)
     assert result.apply(apply("Uint", "valUint"))[0] == done("Uint", "valUint")
+
+
+def test_a_go_qualifier_dropped_from_calls_reaches_its_types() -> None:
+    """`cli.` dropped from calls (urfave/cli 8ea1232ede, tests moved into the package):
+    learned as `cli.$A` in a `selector_expression` only, so `cli.Command{…}` and
+    `*cli.Context` (`qualified_type`s) of another file kept their qualifier, half of many
+    lines (16 wrong hunks). The package's name is one name in both places."""
+    before = (
+        "package cli\n\nfunc TestHelp(t *testing.T) {\n\tcli.ShowAppHelp(nil)\n"
+        "\tcli.ShowCommandHelp(nil, \"x\")\n}\n"
+    )
+    after = before.replace("cli.Show", "Show")
+    result = synthesize([Example(before, after, path="help_test.go")])
+    assert result.apply(before)[0] == after
+    held = "package cli\n\nfunc TestX(c *cli.Context) {\n\tx := cli.Command{Name: cli.Foo()}\n\t_ = x\n}\n"
+    assert result.apply(held)[0] == held.replace("cli.", "")

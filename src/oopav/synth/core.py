@@ -1961,6 +1961,14 @@ def _qualified(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     of the same file as they were (half the edit). The rule reaches both, where it still
     rewrites every site it did and nothing the examples keep."""
     pattern = choice.rule.get("pattern")
+    # Wave 3k (synth22): the other way round too — learned on values (urfave/cli's `cli.$A`
+    # -> `$A` on calls, `pattern: {context: 'func _() { cli.$A }', selector:
+    # selector_expression}`), it left `cli.Command{…}` and `*cli.Context` as they were, half
+    # of many lines (16 wrong hunks).
+    if isinstance(pattern, dict) and pattern.get("selector") == "selector_expression":
+        context = str(pattern.get("context", ""))
+        inner = re.fullmatch(r"func _\(\) \{ (?:_ = )?(.*) \}", context)
+        pattern = inner.group(1) if inner else None
     if (
         lang != "go"
         or set(choice.rule) != {"pattern"}
@@ -1972,6 +1980,8 @@ def _qualified(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     ):
         return choice
     value = {"context": "func _() { _ = " + pattern + " }", "selector": "selector_expression"}
+    if isinstance(choice.rule["pattern"], dict):
+        value = choice.rule["pattern"]
     rule = {"any": [{"pattern": pattern}, {"pattern": value}]}
     candidate = Rule(
         id="c", language=lang, rule=rule, fix=choice.fix, constraints=choice.constraints
