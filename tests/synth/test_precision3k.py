@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from oopav.synth import Example, synthesize
 
-ATTRS = '''class TestPatternMatching:
+ATTRS = """class TestPatternMatching:
     def test_simple_match_case(self):
         @attr.s()
         class C(object):
@@ -23,7 +23,7 @@ ATTRS = '''class TestPatternMatching:
         class C(object):
             a = attr.ib(kw_only=True)
             b = attr.ib()
-'''
+"""
 
 
 def test_two_changed_definitions_against_one_kept_name_the_changed_ones() -> None:
@@ -114,7 +114,7 @@ def test_a_statement_inserted_after_assignments_to_one_target_keeps_to_that_targ
 
     def apply(kind: str, var: str) -> str:
         return (
-            f"func (f *{kind}Flag) Apply() {{\n\tif val != \"\" {{\n\t\t{var}, err := parse(val)\n"
+            f'func (f *{kind}Flag) Apply() {{\n\tif val != "" {{\n\t\t{var}, err := parse(val)\n'
             f"\t\tif err != nil {{\n\t\t\treturn err\n\t\t}}\n\t\tf.Value = {var}\n\t}}\n}}\n"
         )
 
@@ -129,7 +129,7 @@ def test_a_statement_inserted_after_assignments_to_one_target_keeps_to_that_targ
             Example(apply("Int", "valInt"), done("Int", "valInt"), path="flag_int.go"),
         ]
     )
-    held = "func (i *IntSlice) Set(v string) {\n\tif v != \"\" {\n\t\ti.hasBeenSet = true\n\t}\n}\n"
+    held = 'func (i *IntSlice) Set(v string) {\n\tif v != "" {\n\t\ti.hasBeenSet = true\n\t}\n}\n'
     assert result.apply(held) == (held, 0)
     assert result.apply(apply("Uint", "valUint"))[0] == done("Uint", "valUint")
 
@@ -141,7 +141,7 @@ def test_a_go_qualifier_dropped_from_calls_reaches_its_types() -> None:
     lines (16 wrong hunks). The package's name is one name in both places."""
     before = (
         "package cli\n\nfunc TestHelp(t *testing.T) {\n\tcli.ShowAppHelp(nil)\n"
-        "\tcli.ShowCommandHelp(nil, \"x\")\n}\n"
+        '\tcli.ShowCommandHelp(nil, "x")\n}\n'
     )
     after = before.replace("cli.Show", "Show")
     result = synthesize([Example(before, after, path="help_test.go")])

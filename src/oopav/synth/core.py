@@ -47,9 +47,9 @@ from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.precision import (
     anchor_container,
     append_guard,
-    literal_strings,
     binds_names,
     closures,
+    literal_strings,
     lone_insertion,
     names_nothing,
     nested_guard,
@@ -646,7 +646,7 @@ def _rename_candidates(
         # `SliceBase[int, …]` made `int64`, `Base int` of another file kept: 11 wrong
         # hunks). First, where every site's parent is one of a few kinds.
         parents = {
-            s.node.parent().kind() if s.node.parent() is not None else None
+            up.kind() if (up := s.node.parent()) is not None else None
             for s, _ in remaining
             if s.before_text == old and s.after_text == new
         }
@@ -3164,7 +3164,11 @@ def _insert_candidates(
         last_of = {"not": {"precedes": same}} if after else {"not": {"follows": same}}
         out.append(
             (
-                {"kind": kind, "pattern": "$ANCHOR", "all": [assigns, conjoin(last_of, held), guard]},
+                {
+                    "kind": kind,
+                    "pattern": "$ANCHOR",
+                    "all": [assigns, conjoin(last_of, held), guard],
+                },
                 fix,
             )
         )

@@ -553,7 +553,10 @@ def _escaped_strings(node: SgNode) -> list[SgNode]:
         if "string" not in n.kind() or "$" in n.text() or "\\" not in n.text():
             continue
         r = n.range()
-        if any(o.range().start.index <= r.start.index and r.end.index <= o.range().end.index for o in out):
+        if any(
+            o.range().start.index <= r.start.index and r.end.index <= o.range().end.index
+            for o in out
+        ):
             continue
         out.append(n)
     return out
