@@ -49,6 +49,7 @@ from oopav.synth.precision import (
     append_guard,
     binds_names,
     closures,
+    literal_strings,
     lone_insertion,
     names_nothing,
     nested_guard,
@@ -639,6 +640,25 @@ def _rename_candidates(
     if len(kinds) > 1 and set(kinds) != set(every):
         out.append({"regex": regex, "any": [{"kind": k} for k in kinds]})
     out.append({"kind": seed.node.kind(), "regex": regex})
+    if old in PREDECLARED_TYPES.get(language, ()):
+        # Wave 3k (synth22): a predeclared type is no name a commit renames; changed to
+        # another type it is changed where the sites show (urfave/cli's `[]int` and
+        # `SliceBase[int, …]` made `int64`, `Base int` of another file kept: 11 wrong
+        # hunks). First, where every site's parent is one of a few kinds.
+        parents = {
+            up.kind() if (up := s.node.parent()) is not None else None
+            for s, _ in remaining
+            if s.before_text == old and s.after_text == new
+        }
+        if None not in parents and len(parents) <= 3:
+            out.insert(
+                0,
+                {
+                    "kind": seed.node.kind(),
+                    "regex": regex,
+                    "inside": {**_kind_any(sorted(p for p in parents if p)), "stopBy": "neighbor"},
+                },
+            )
     if seed.node.kind() == "this":
         # What `this` means depends on the function that binds it (the nearest one that is
         # not an arrow function): renamed inside middleware generators, it is not the
@@ -650,6 +670,22 @@ def _rename_candidates(
                 0, {"kind": "this", "regex": regex, "inside": {"any": alts, "stopBy": "end"}}
             )
     return out
+
+
+def _kind_any(kinds: list[str]) -> dict[str, Any]:
+    return {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
+
+
+# The types a language predeclares (a commit changes them at some uses; it cannot rename them).
+PREDECLARED_TYPES: dict[str, frozenset[str]] = {
+    "go": frozenset(
+        "bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune "
+        "string uint uint8 uint16 uint32 uint64 uintptr any comparable".split()
+    ),
+    "rust": frozenset(
+        "bool char str i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64".split()
+    ),
+}
 
 
 _FUNCTIONS = (
@@ -1925,6 +1961,14 @@ def _qualified(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     of the same file as they were (half the edit). The rule reaches both, where it still
     rewrites every site it did and nothing the examples keep."""
     pattern = choice.rule.get("pattern")
+    # Wave 3k (synth22): the other way round too — learned on values (urfave/cli's `cli.$A`
+    # -> `$A` on calls, `pattern: {context: 'func _() { cli.$A }', selector:
+    # selector_expression}`), it left `cli.Command{…}` and `*cli.Context` as they were, half
+    # of many lines (16 wrong hunks).
+    if isinstance(pattern, dict) and pattern.get("selector") == "selector_expression":
+        context = str(pattern.get("context", ""))
+        inner = re.fullmatch(r"func _\(\) \{ (?:_ = )?(.*) \}", context)
+        pattern = inner.group(1) if inner else None
     if (
         lang != "go"
         or set(choice.rule) != {"pattern"}
@@ -1936,6 +1980,8 @@ def _qualified(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     ):
         return choice
     value = {"context": "func _() { _ = " + pattern + " }", "selector": "selector_expression"}
+    if isinstance(choice.rule["pattern"], dict):
+        value = choice.rule["pattern"]
     rule = {"any": [{"pattern": pattern}, {"pattern": value}]}
     candidate = Rule(
         id="c", language=lang, rule=rule, fix=choice.fix, constraints=choice.constraints
@@ -1984,6 +2030,7 @@ def _closed(choice: _Choice, exs: list[_Ex], lang: str) -> _Choice:
     for guarded in (
         append_guard(choice.rule, choice.fix),
         statement_guard(choice.rule, choice.fix, sites),
+        literal_strings(choice.rule, lang),
     ):
         if guarded is None:
             continue
@@ -3104,6 +3151,30 @@ def _insert_candidates(
         ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(local, held)]}, fix),
     ]
     lone = lone_insertion(seed.node, peers)
+    # Wave 3k (synth22): anchors that differ but assign one target (`f.Value = valBool`,
+    # `f.Value = valDuration`): next to the last (then every) statement assigning it, before
+    # next to the last statement of the kind — the examples cannot tell the two apart, and
+    # the narrower one writes no statement after `i.hasBeenSet = true` or `i.slice =
+    # append(…)` of another file (urfave/cli ef1ba861f7: 22 wrong hunks).
+    targets = {_assigned(a.text()) for a in [seed.node, *(p.node for p in peers)]}
+    target = targets.pop() if len(targets) == 1 else None
+    if not lone and target and len({seed.node.text(), *(p.node.text() for p in peers)}) > 1:
+        assigns = {"regex": "^" + _rx_escape(target) + r"\s*=[^=]"}
+        same = {"kind": kind, "regex": assigns["regex"], "stopBy": "end"}
+        last_of = {"not": {"precedes": same}} if after else {"not": {"follows": same}}
+        out.append(
+            (
+                {
+                    "kind": kind,
+                    "pattern": "$ANCHOR",
+                    "all": [assigns, conjoin(last_of, held), guard],
+                },
+                fix,
+            )
+        )
+        out.append(
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [assigns, conjoin(local, held)]}, fix)
+        )
     if not lone:
         out += generic
     # Wave 3g: where a name the statement uses is declared (ky's `await server.close();`
@@ -3160,6 +3231,15 @@ def _insert_candidates(
 _ANCHOR_HEAD = re.compile(
     r"^((?:await\s+)?[A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*\("
 )
+
+
+_ASSIGNED = re.compile(r"^([A-Za-z_$][\w$]*(?:\s*(?:\.|::|->)\s*[A-Za-z_$][\w$]*)*)\s*=[^=]")
+
+
+def _assigned(text: str) -> str | None:
+    """The target a statement assigns (`f.Value` of `f.Value = x`), or None."""
+    m = _ASSIGNED.match(text)
+    return re.sub(r"\s+", "", m.group(1)) if m else None
 
 
 def _anchor_head(text: str) -> str | None:

@@ -276,8 +276,13 @@ def constraints(
     # a few classes, or one that changed all but a few places).
     # Precision first: the kept side is named only when the examples changed clearly more
     # than they kept (at least twice as many sites; the seed is among the positives once).
+    # Wave 3k (synth22): and only when the changed sites read as a sweep — in two example
+    # files or more, or in three definitions or more. attrs' `attr.ib` -> `attr.field` made
+    # in two test functions of one file and kept in a third was "every function but the
+    # kept one", which rewrote 97 `attr.ib`s of another test file; two changed functions
+    # against one kept do not say which side is the exception.
     named = [_def_names(pos, negatives, False), _def_names(negatives, pos, True)]
-    if len(_distinct(negatives)) * 2 <= len(_distinct(pos)):
+    if len(_distinct(negatives)) * 2 <= len(_distinct(pos)) and _sweep(pos, named[1]):
         named.reverse()
     for by_name in named:
         if by_name is not None:
@@ -700,6 +705,17 @@ def _bound_name(seed: SgNode, pos: list[SgNode], negatives: list[SgNode]) -> dic
     if any((b := _binding(n)) is not None and b[2] == name for n in negatives):
         return None
     return {"inside": ctx}
+
+
+def _sweep(pos: list[SgNode], kept: dict[str, Any] | None) -> bool:
+    """The changed sites span two files or more, or three names or more of the definitions
+    ``kept`` (a `not inside` of the kept definitions' names) keeps off."""
+    if kept is None:
+        return False
+    if len({id(p.get_root()) for p in pos}) >= 2:
+        return True
+    kind = kept["not"]["inside"]["kind"]
+    return len({_def_name(p, kind) for p in pos}) >= 3
 
 
 def _distinct(nodes: list[SgNode]) -> list[SgNode]:

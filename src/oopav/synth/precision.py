@@ -542,3 +542,53 @@ def shared_names(
     if has:
         fragment = has[0] if len(has) == 1 else {"all": has}
     return out, fragment
+
+
+def _escaped_strings(node: SgNode) -> list[SgNode]:
+    """The outermost string literals under ``node`` (itself included) that hold a backslash:
+    ast-grep compares such a literal by its child nodes (the escapes) only, not by the text
+    between them."""
+    out: list[SgNode] = []
+    for n in [node, *node.find_all(regex=r"\\")]:
+        if "string" not in n.kind() or "$" in n.text() or "\\" not in n.text():
+            continue
+        r = n.range()
+        if any(
+            o.range().start.index <= r.start.index and r.end.index <= o.range().end.index
+            for o in out
+        ):
+            continue
+        out.append(n)
+    return out
+
+
+def literal_strings(rule: dict[str, Any], lang: str) -> dict[str, Any] | None:
+    """Wave 3k (synth22): ``rule`` with each string literal of its pattern that holds an
+    escape sequence pinned to its text, or None when it has none.
+
+    ast-grep matches a string literal with child nodes (``\\*``, ``\\n``) by those children
+    alone: requests' docstring ``\"\"\"Returns the json-encoded content … :param \\*\\*kwargs:
+    …\"\"\"`` -> ``r\"\"\"…\"\"\"`` matched every docstring with the same two escapes and wrote
+    the example's docstring over them (14 wrong hunks in one commit). A literal in a pattern
+    means that text: the whole match is pinned by ``regex`` where the pattern is the
+    literal, else the rule ``has`` it."""
+    from ast_grep_py import SgRoot
+
+    pattern = rule.get("pattern")
+    if not isinstance(pattern, str) or "\\" not in pattern:
+        return None
+    try:
+        root = SgRoot(pattern, lang).root()
+    except Exception:
+        return None
+    strings = _escaped_strings(root)
+    if not strings:
+        return None
+    out = rule
+    for s in strings:
+        rx = "^" + _rx_literal(s.text()) + "$"
+        if s.text() == pattern.strip():
+            out = conjoin(out, {"regex": rx})
+        else:
+            out = conjoin(out, {"has": {"kind": s.kind(), "regex": rx, "stopBy": "end"}})
+    return out
