@@ -98,3 +98,26 @@ def test_a_return_annotation_goes_on_the_definitions_that_return_nothing() -> No
         .replace("def release(self):", "def release(self) -> None:")
     )
     assert result.apply(held)[0] == want
+
+
+def test_a_decorator_added_above_methods_is_a_rule_on_the_method() -> None:
+    """`@staticmethod` added above the methods that take no `self`, kept off the others: the
+    inserted line was part of a rewrite of the whole class (the class literal, which no other
+    class matches). It is a rewrite of the method now (`def $A($$$B)` -> `@staticmethod\\ndef
+    $A($$$B)`), narrowed by the first parameter not being `self`."""
+    before = (
+        "class Codec:\n    def make(data):\n        return Codec(data)\n\n"
+        "    def run(self, n):\n        return self.n + n\n\n"
+        "    def build(raw, size):\n        return Codec(raw[:size])\n"
+    )
+    after = before.replace("    def make", "    @staticmethod\n    def make").replace(
+        "    def build", "    @staticmethod\n    def build"
+    )
+    result = synthesize([Example(before, after, path="codec.py")])
+    held = (
+        "class Parser:\n    def parse(self, text):\n        return self.go(text)\n\n"
+        "    def of(text, strict):\n        return Parser(text)\n\n"
+        "    @classmethod\n    def new(cls):\n        return cls()\n"
+    )
+    want = held.replace("    def of", "    @staticmethod\n    def of")
+    assert result.apply(held)[0] == want

@@ -134,7 +134,12 @@ def _python(node: SgNode, heads: set[str]) -> list[dict[str, Any]]:
     decorated = {"kind": "decorated_definition", "stopBy": "neighbor"}
     out: list[dict[str, Any]] = []
     if node.kind() == "function_definition":
-        out.append(_PY_RETURNS)
+        out += [
+            _PY_RETURNS,
+            # a method's receiver (`self`, `cls`) first among the parameters
+            {"has": {"field": "parameters", "regex": r"^\(\s*(?:self|cls)\b"}},
+            {"regex": r"^async\b"},
+        ]
     out.append({"inside": decorated})
     for head in sorted(heads):
         rx = r"^@\s*" + re.escape(head) + r"\b"
