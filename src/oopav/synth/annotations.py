@@ -13,8 +13,8 @@ held-out definition.
 :func:`own_features` returns the fragments (to conjoin with the rule, checked on the nodes
 here with ast-grep itself) that hold at every positive and at no negative — the examples'
 unchanged definitions of the kind — one property first, then two together where one does
-not separate them and the examples show two sites or more (one site says too little to
-combine properties: precision first).
+not separate them; only where the examples change two definitions or more (one site says
+too little about which definitions: precision first).
 """
 
 from __future__ import annotations

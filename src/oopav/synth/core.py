@@ -2031,8 +2031,7 @@ def annotates(seed: Site, sites: list[Site]) -> bool:
 def _by_name(rule: dict[str, Any]) -> bool:
     """An insertion rule that lists its anchors by name (``has: {field: name, regex}``)."""
     return any(
-        isinstance(x, dict) and x.get("has", {}).get("field") == "name"
-        for x in rule.get("all", [])
+        isinstance(x, dict) and x.get("has", {}).get("field") == "name" for x in rule.get("all", [])
     )
 
 
