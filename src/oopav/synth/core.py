@@ -27,6 +27,7 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites, collapse_chains
+from oopav.synth.annotations import RUST_ITEMS, made_here
 from oopav.synth.clishape import cli_rule, kinds_from_sites
 from oopav.synth.commas import DEPTH as COMMA_DEPTH
 from oopav.synth.commas import trailing_comma_rule
@@ -86,6 +87,9 @@ MAX_WRAP_LEVELS = 2
 # candidates, before the ones a context narrowed (1_000_000 on).
 LATE = 900_000
 DEFERRED = 1_000_000
+# Wave 3k: the name-list and literal insertion rules above definitions, when a general
+# rule narrowed by what the definitions are covers every site (after every deferred one).
+ANNOTATED_LATE = 3_000_000
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTIONS = (
     Options(),
@@ -2061,9 +2065,27 @@ def _is_list(cons: dict[str, Any]) -> bool:
     return all(str(c.get("regex", "")).startswith("^(?:") for c in cons.values())
 
 
+def annotates(seed: Site, sites: list[Site]) -> bool:
+    """The same Rust attribute line inserted above two items or more (wave 3k; one site
+    says too little about which items: its own anchor first, as before)."""
+    inserted = (seed.inserted or "").lstrip()
+    if seed.insert != "before" or seed.node.kind() not in RUST_ITEMS or inserted[:2] != "#[":
+        return False
+    same = {s.start for s in sites if s.insert == seed.insert and s.inserted == seed.inserted}
+    return len(same | {seed.start}) >= 2
+
+
+def _by_name(rule: dict[str, Any]) -> bool:
+    """An insertion rule that lists its anchors by name (``has: {field: name, regex}``)."""
+    return any(
+        isinstance(x, dict) and x.get("has", {}).get("field") == "name" for x in rule.get("all", [])
+    )
+
+
 def _names_fragment(fragment: dict[str, Any]) -> bool:
-    """A discriminating fragment that lists definitions by name (the most specific kind)."""
-    return "'has'" in repr(fragment)
+    """A discriminating fragment that lists definitions by name (the most specific kind);
+    not what a definition itself is (synth/annotations.py)."""
+    return "'has'" in repr(fragment) and not made_here(fragment)
 
 
 def _holds(node: SgNode, site: Site) -> bool:
@@ -2304,10 +2326,26 @@ def _search(
                     return
 
     if seed.insert is not None:
+        # Wave 3k (synth20): a line inserted above definitions (a Rust attribute): the
+        # rules by the definitions' names or by the literal anchor come after the general
+        # ones narrowed by what the definitions are (synth/annotations.py); a list of
+        # names reaches no other definition.
+        late: list[tuple[dict[str, Any], str]] = []
+        annotating = annotates(seed, [s for s, _ in remaining])
         for rule, fix in _insert_candidates(seed, remaining, lang):
+            if annotating and (rule.get("pattern") != "$ANCHOR" or _by_name(rule)):
+                late.append((rule, fix))
+                continue
             consider(rule, fix, fix)
         run_upgrades()
         run_deferred()
+        if late:
+            full = any(len(c.covered) == len(remaining) for c in choices)
+            start = len(choices)
+            for rule, fix in late:
+                consider(rule, fix, fix)
+            for c in choices[start:] if full else []:
+                c.order += ANNOTATED_LATE
         return choices
     if seed.delete is not None:
         tried: list[tuple[dict[str, Any], str, Any, Any, Any, bool]] = [
@@ -3150,6 +3188,11 @@ def _insert_candidates(
         ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(edge, held), guard]}, fix),
         ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(local, held)]}, fix),
     ]
+    if annotates(seed, peers):
+        # Wave 3k: an attribute above an item annotates that item, wherever it sits among
+        # its siblings: "before the first of the kind" is no candidate (it happened to be
+        # the first function of each impl in bytes' examples).
+        generic = generic[1:]
     lone = lone_insertion(seed.node, peers)
     # Wave 3k (synth22): anchors that differ but assign one target (`f.Value = valBool`,
     # `f.Value = valDuration`): next to the last (then every) statement assigning it, before

@@ -38,6 +38,7 @@ from typing import Any
 from ast_grep_py import SgNode
 
 from oopav.synth.abstract import DEFINITION_KINDS
+from oopav.synth.annotations import own_features
 from oopav.synth.sites import LIST_KINDS
 
 # Fields worth naming in a parent context (the first that holds the node exactly).
@@ -269,6 +270,12 @@ def constraints(
     cover = _cover(neg_sets, set.union(*pos_sets))
     if cover:
         negative.append({"not": {"inside": {**_kinds(cover), "stopBy": "end"}}})
+    # What the definition itself is (wave 3k, synth20): public, a method, in a trait's
+    # impl, carrying an attribute, returning nothing — after the positive contexts, before
+    # the negative ones and the names (an attribute or annotation added to some
+    # definitions of a kind, see synth/annotations.py).
+    for fragment in own_features(seed, positives, negatives):
+        add(fragment)
     for fragment in negative:
         add(fragment)
     # The enclosing definitions' names (innermost kinds first): where the positives are, or

@@ -277,7 +277,10 @@ def find_sites(
                 if r.start.index <= e.start and e.end <= r.end.index:
                     candidates.setdefault((r.start.index, r.end.index), anc)
         found = _smallest(candidates, accept, i)
-        if (found is None or found.node.parent() is None) and e.alt is not None:
+        # Wave 3k (synth20): a decorator line added above a method is a rewrite of that
+        # method (`def f` -> `@staticmethod\ndef f`), not of the class around it.
+        decorator = e.alt is not None and e.alt[0] == e.alt[1] and e.alt[2].startswith("@")
+        if (found is None or found.node.parent() is None or decorator) and e.alt is not None:
             edits[i] = Edit(*e.alt)
             alt_candidates: dict[tuple[int, int], SgNode] = {}
             for leaf in touching(edits[i]):
