@@ -115,11 +115,7 @@ def _python_names(text: str) -> set[str]:
     out = set()
     for part in _split_top(m.group(1)):
         words = part.split()
-        out.add(
-            words[-1]
-            if len(words) == 3 and words[1] == "as"
-            else words[0].split(".")[0]
-        )
+        out.add(words[-1] if len(words) == 3 and words[1] == "as" else words[0].split(".")[0])
     return {n for n in out if _IDENT.match(n)}
 
 
@@ -150,9 +146,7 @@ def _js_names(text: str) -> set[str]:
             for item in _split_top(part.strip("{} ")):
                 words = item.replace("type ", "", 1).split()
                 if words:
-                    out.add(
-                        words[-1] if len(words) == 3 and words[1] == "as" else words[0]
-                    )
+                    out.add(words[-1] if len(words) == 3 and words[1] == "as" else words[0])
         elif part.startswith("*"):
             words = part.split()
             if len(words) == 3:
@@ -188,9 +182,7 @@ def _go_names(text: str) -> set[str]:
         specs = [s for s in body.strip("() \n").splitlines() if s.strip()]
     else:
         specs = [body]
-    return {
-        n for s in specs if (n := _go_spec_name(re.sub(r"//.*", "", s))) is not None
-    }
+    return {n for s in specs if (n := _go_spec_name(re.sub(r"//.*", "", s))) is not None}
 
 
 def _rust_tree(text: str, prefix: str) -> set[str]:
@@ -212,9 +204,7 @@ def _rust_tree(text: str, prefix: str) -> set[str]:
         return {words[2]} if words[2] != "_" else set()
     last = text.split("::")[-1]
     if last == "self":
-        last = (
-            (prefix or text).split("::")[-2] if "::" in text else prefix.split("::")[-1]
-        )
+        last = (prefix or text).split("::")[-2] if "::" in text else prefix.split("::")[-1]
     return {last} if _IDENT.match(last) else set()
 
 
@@ -222,9 +212,7 @@ def _rust_names(text: str) -> set[str]:
     m = re.match(r"\s*(?:pub(?:\([^)]*\))?\s+)?use\s+(.*?);?\s*$", text, re.S)
     if not m:
         return set()
-    return {
-        n for n in _rust_tree(m.group(1).lstrip(":"), "") if n not in ("crate", "super")
-    }
+    return {n for n in _rust_tree(m.group(1).lstrip(":"), "") if n not in ("crate", "super")}
 
 
 _NAMERS: dict[str, Callable[[str], set[str]]] = {
@@ -277,9 +265,7 @@ def _not_in_imports(language: str) -> dict[str, Any]:
     return {"not": {"inside": {"any": kinds, "stopBy": "end"}}}
 
 
-def uses(
-    names: Sequence[str], language: str, *, var: str | None = None
-) -> dict[str, Any]:
+def uses(names: Sequence[str], language: str, *, var: str | None = None) -> dict[str, Any]:
     """A rule: the file (the root node around the match) uses one of ``names`` outside its
     imports (``var``: the name the match captured in that metavariable instead)."""
     kinds = USE_KINDS[language]
@@ -418,9 +404,7 @@ def _fold(language: str) -> bool:
 def _below(c: str, fold: bool) -> str:
     """A character class of the printable characters that sort before ``c`` (and controls)."""
     key = c.lower() if fold else c
-    chars = [
-        chr(x) for x in range(0x20, 0x7F) if (chr(x).lower() if fold else chr(x)) < key
-    ]
+    chars = [chr(x) for x in range(0x20, 0x7F) if (chr(x).lower() if fold else chr(x)) < key]
     body = "".join("\\" + ch if ch in "\\]^-[&~|" else ch for ch in chars)
     return "[\\x00-\\x1f" + body + "]"
 
@@ -479,9 +463,7 @@ def _block_alternatives(
     if key is not None:
         lt = _lt_regex(key, language)
         # `from __future__` stays first: it takes no part in the order.
-        sortable = {
-            "any": [m for m in matchers if m.get("kind") != "future_import_statement"]
-        }
+        sortable = {"any": [m for m in matchers if m.get("kind") != "future_import_statement"]}
         after_lt = {
             **sortable,
             "pattern": "$ANCHOR",
@@ -598,7 +580,7 @@ def _section_alternatives(
     sections = _section_rules(language)
     at = _section_of(new, language)
     key = _sort_key(new, language)
-    if not sections or at is None or key is None or at == 0 and language == "python":
+    if not sections or at is None or key is None or (at == 0 and language == "python"):
         return []
     body = new.strip(" \t\n")
     # A second import of the same module goes after the first (`import url = require('url')`
@@ -660,11 +642,7 @@ def _section_alternatives(
     later = {"any": sections[at + 1 :]} if at + 1 < len(sections) else None
     out: list[list[tuple[dict[str, Any], str]]] = []
     # Python and Rust separate sections by a blank line; JS/TS sorters mostly do not.
-    gaps = (
-        ("\n", "\n\n")
-        if language in ("javascript", "typescript", "tsx")
-        else ("\n\n", "\n")
-    )
+    gaps = ("\n", "\n\n") if language in ("javascript", "typescript", "tsx") else ("\n\n", "\n")
     for gap in gaps:
         opens: list[tuple[dict[str, Any], str]] = []
         if earlier is not None:
@@ -688,12 +666,8 @@ def _section_alternatives(
                 conds.append({"not": file_has(earlier)})
             rule = {"all": conds, "pattern": "$ANCHOR", "inside": root}
             opens.append((rule, body + gap + "$ANCHOR"))
-        out.append(
-            [(after_lt, "$ANCHOR\n" + body), (first, body + "\n$ANCHOR"), *opens]
-        )
-        out.append(
-            [(before_gt, body + "\n$ANCHOR"), (last, "$ANCHOR\n" + body), *opens]
-        )
+        out.append([(after_lt, "$ANCHOR\n" + body), (first, body + "\n$ANCHOR"), *opens])
+        out.append([(before_gt, body + "\n$ANCHOR"), (last, "$ANCHOR\n" + body), *opens])
     return out
 
 
@@ -704,10 +678,7 @@ def _future_alternative(new: str) -> list[tuple[dict[str, Any], str]]:
     body = new.strip(" \t\n")
     root = {"kind": "module", "stopBy": "neighbor"}
     docstring = {"kind": "expression_statement", "regex": "^[rRuUbBfF]*[\"']"}
-    kinds = [
-        {"kind": k}
-        for k in [*_STATEMENTS["python"], *IMPORT_KINDS["python"], "comment"]
-    ]
+    kinds = [{"kind": k} for k in [*_STATEMENTS["python"], *IMPORT_KINDS["python"], "comment"]]
     kinds.append({"kind": "future_import_statement"})
     first = {
         "any": kinds,
@@ -858,9 +829,7 @@ def _anchor_rules(language: str, statement: SgNode) -> list[tuple[dict[str, Any]
             "kind": "import_declaration",
             "pattern": "$ANCHOR",
             "not": {"has": {"kind": "import_spec_list"}},
-            "all": [
-                {"not": {"precedes": {"kind": "import_declaration", "stopBy": "end"}}}
-            ],
+            "all": [{"not": {"precedes": {"kind": "import_declaration", "stopBy": "end"}}}],
         }
         return [(spec, "$ANCHOR\n" + text), (single, "$ANCHOR\nimport " + text.strip())]
     kinds = [
@@ -895,8 +864,7 @@ def _import_edit(rule: SynthRule, befores: Sequence[str]) -> bool:
             if node.kind() in containers or is_import(node, lang):
                 continue
             if any(
-                a.kind() in IMPORT_KINDS[lang] or a.kind() in containers
-                for a in node.ancestors()
+                a.kind() in IMPORT_KINDS[lang] or a.kind() in containers for a in node.ancestors()
             ):
                 continue
             return False
@@ -917,9 +885,7 @@ def manage_imports(
     afters = [a for _, a in examples]
     # An after text that does not parse where its before text did: the edit broke it. A file
     # that does not parse elsewhere (Rust 2015's `try!`) keeps its imports managed (wave 3k).
-    if any(
-        has_error(parse(a, lang)) and not has_error(parse(b, lang)) for b, a in examples
-    ):
+    if any(has_error(parse(a, lang)) and not has_error(parse(b, lang)) for b, a in examples):
         return []
     rewrites: list[SynthRule] = []
     inserts: list[SynthRule] = []
@@ -965,9 +931,7 @@ def manage_imports(
                 continue
         if r.companion and last_guard is not None:
             # The same deletion first/last in a block (it may match nothing in the examples).
-            deletes.append(
-                replace(r, rule=_with(r.rule, last_guard), follow_up="import")
-            )
+            deletes.append(replace(r, rule=_with(r.rule, last_guard), follow_up="import"))
             continue
         last_guard = None
         if r.expand_start or r.expand_end:
@@ -986,25 +950,15 @@ def manage_imports(
                     deleted_texts |= {n.text() for n in nodes}
                     if gap is not None:
                         deletes.append(
-                            replace(
-                                gap, rule=_with(gap.rule, guard), follow_up="import"
-                            )
+                            replace(gap, rule=_with(gap.rule, guard), follow_up="import")
                         )
                         gap = None
-                    deletes.append(
-                        replace(r, rule=_with(r.rule, guard), follow_up="import")
-                    )
+                    deletes.append(replace(r, rule=_with(r.rule, guard), follow_up="import"))
                     if not r.companion:
-                        notes.append(
-                            f"{r.id}: deletes an import only where it is no longer used"
-                        )
+                        notes.append(f"{r.id}: deletes an import only where it is no longer used")
                     continue
         one = _added_import(r, examples, lang)
-        if (
-            gap is None
-            and one is not None
-            and not _introduces(result.rules, r, one, lang, befores)
-        ):
+        if gap is None and one is not None and not _introduces(result.rules, r, one, lang, befores):
             # An import list rewritten to hold one more import (Go's `import (...)`, learned
             # literally): the same insertion into any file's import block.
             choices = _insert_choices(r, one, lang, bound_names(one, lang), befores)
@@ -1024,12 +978,7 @@ def manage_imports(
     needed_alone: set[str] = set()
     import_edits = [r for r in rewrites if _import_edit(r, befores)]
     for r in rewrites:
-        if (
-            r.expand_start
-            or r.expand_end
-            or _inserted(r) is not None
-            or r in import_edits
-        ):
+        if r.expand_start or r.expand_end or _inserted(r) is not None or r in import_edits:
             continue
         pattern = r.rule.get("pattern")
         pattern_text = str(
@@ -1039,11 +988,7 @@ def manage_imports(
         for name in sorted(introduced - inserted_names):
             for before, after in examples:
                 imp = next(
-                    (
-                        n
-                        for n in imports_of(after, lang)
-                        if name in bound_names(n.text(), lang)
-                    ),
+                    (n for n in imports_of(after, lang) if name in bound_names(n.text(), lang)),
                     None,
                 )
                 if imp is None:
@@ -1060,9 +1005,7 @@ def manage_imports(
                     if bound_names(imp.text(), lang) == {name}:
                         needed_alone.add(name)
                 inserted_names.add(name)
-                notes.append(
-                    f"{r.id} needs `{imp.text().strip()[:60]}`: added where it is missing"
-                )
+                notes.append(f"{r.id} needs `{imp.text().strip()[:60]}`: added where it is missing")
                 break
         removed = _names_in(pattern_text) - _names_in(r.fix)
         for before in befores:
@@ -1096,9 +1039,7 @@ def manage_imports(
     added_for, dropped_for = fresh[: len(added_for)], fresh[len(added_for) :]
     result.rules = rewrites + inserts + added_for + deletes
     if insert_choices:
-        chosen = _choose(
-            result, rewrites, inserts, added_for, deletes, insert_choices, check
-        )
+        chosen = _choose(result, rewrites, inserts, added_for, deletes, insert_choices, check)
         if chosen is None:
             result.rules = original
             return []
@@ -1123,9 +1064,7 @@ def manage_imports(
         kept = list(result.rules)
         result.rules = [x for x in kept if x is not r]
         if check(result):
-            notes.append(
-                f"{r.id} (an edit of the import list) left to the import follow-up"
-            )
+            notes.append(f"{r.id} (an edit of the import list) left to the import follow-up")
         else:
             result.rules = kept
     # Unused-import drops the examples do not show are kept only where no example contradicts.
@@ -1143,8 +1082,7 @@ def _all_imports(text: str, language: str) -> bool:
     root = parse(text, language)
     kids = [c for c in root.children() if c.is_named() and "comment" not in c.kind()]
     return bool(kids) and all(
-        is_import(k, language)
-        or k.kind() in ("import_declaration", "future_import_statement")
+        is_import(k, language) or k.kind() in ("import_declaration", "future_import_statement")
         for k in kids
     )
 
@@ -1168,9 +1106,7 @@ def _name_var(rule: SynthRule, nodes: list[SgNode], language: str) -> str | None
     return None
 
 
-def _follow_up(
-    of: SynthRule, rule: dict[str, Any], fix: str, language: str
-) -> SynthRule:
+def _follow_up(of: SynthRule, rule: dict[str, Any], fix: str, language: str) -> SynthRule:
     # A copy of the rewrite with every field replaced (no import of core: it imports us).
     return replace(
         of,
@@ -1228,6 +1164,7 @@ def _insert_choices(
         zip(
             plain,
             ["after the file's last import", "where it sorts among the file's imports"],
+            strict=False,  # no "where it sorts" for a language without a sort key
         )
     )
     # Within its section (wave 3k synth19): before the plain "where it sorts".
@@ -1257,9 +1194,7 @@ def _insert_choices(
                 )
                 for j, (rule, fix) in enumerate(block)
             ]
-            out.append(
-                (rules, f"{r.id}: inserts `{text[:60]}` {where}{said}, once a file")
-            )
+            out.append((rules, f"{r.id}: inserts `{text[:60]}` {where}{said}, once a file"))
     if names:
         rule = _with(r.rule, uses(sorted(names), lang))
         out.append(
@@ -1320,9 +1255,7 @@ def _choose(
     return flat()
 
 
-def _added_import(
-    r: SynthRule, examples: Sequence[tuple[str, str]], lang: str
-) -> str | None:
+def _added_import(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) -> str | None:
     """The one import a rewrite of an import list adds in every example it applies to, and
     nothing else it changes there (``\t"strings"`` for Go's list); None otherwise."""
     if r.expand_start or r.expand_end or r.companion or lang != "go":
@@ -1347,14 +1280,8 @@ def _added_import(
     if len(found) != 1:
         return None
     text = found.pop()
-    spec = next(
-        (x for _, a in examples for x in imports_of(a, lang) if x.text() == text), None
-    )
-    if (
-        spec is None
-        or (parent := spec.parent()) is None
-        or parent.kind() != "import_spec_list"
-    ):
+    spec = next((x for _, a in examples for x in imports_of(a, lang) if x.text() == text), None)
+    if spec is None or (parent := spec.parent()) is None or parent.kind() != "import_spec_list":
         return None
     return "\t" + text
 
@@ -1373,9 +1300,7 @@ def _introduces(
         if r is but or _import_edit(r, befores):
             continue
         pattern = r.rule.get("pattern")
-        text = str(
-            pattern.get("context", "") if isinstance(pattern, dict) else pattern or ""
-        )
+        text = str(pattern.get("context", "") if isinstance(pattern, dict) else pattern or "")
         if names & (_names_in(r.fix) - _names_in(text)):
             return True
     return False
