@@ -109,3 +109,21 @@ def test_synth_reviews_by_rules_unless_a_fallback_model_can_critic() -> None:
     fallback = ScriptedBackend({"critic": [answer]})
     handed = asyncio.run(SynthBackend(fallback=fallback).complete(request))
     assert handed.text == answer and "fallback of synth" in (handed.backend or "")
+
+
+def test_plan_lets_every_rule_before_the_last_import_follow_up_fail_the_tests() -> None:
+    """Wave 3k (synth19): an inserted import is several follow-up rules (one per place in a
+    sectioned import block), and a file gets it only at the rule for its place: the rules
+    before the last follow-up, follow-ups too, may leave the tests failing (only the rewrite
+    steps were marked, so the loop refused a session at the second follow-up)."""
+    before = "import re\n\nfrom web import fetch\n\n\ndef g(u):\n    return fetch(u)\n"
+    after = before.replace("import re\n", "import os\nimport re\n").replace(
+        "fetch(u)", "fetch(os.fspath(u))"
+    )
+    context = "### Orient\nrisk=green test_decision=required\n\n" + examples_block(
+        [{"path": "w/a.py", "before": before, "after": after}]
+    )
+    plan = ask("planner", context)
+    rules = [s for s in plan.steps if s.description.startswith("Apply rule")]
+    assert len(rules) >= 3, [s.description for s in plan.steps]
+    assert [s.tests_may_fail for s in rules] == [True] * (len(rules) - 1) + [False]

@@ -34,6 +34,7 @@ alone.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -292,7 +293,12 @@ def _imports_already(text: str, language: str) -> dict[str, Any]:
             "kind": ROOT_KINDS[language],
             "stopBy": "end",
             "has": {
-                "any": [{"kind": k} for k in IMPORT_KINDS[language]],
+                # `from __future__ import …` too (a kind of its own in Python).
+                "any": [
+                    {"kind": k}
+                    for k in IMPORT_KINDS[language]
+                    + (("future_import_statement",) if language == "python" else ())
+                ],
                 "regex": regex,
                 "stopBy": "end",
             },
@@ -361,7 +367,11 @@ def _import_matchers(language: str) -> list[dict[str, Any]]:
 # the key (every such character sorts before the key's own characters, or is listed).
 _KEY_AT: dict[str, tuple[str, str, str]] = {
     # (regex before the key, regex reading the key, regex of a terminator)
-    "python": (r"^(?:from|import)\s+", r"^\s*(?:from|import)\s+([\w.]+)", r"(?:\s|,|$)"),
+    "python": (
+        r"^(?:from|import)\s+",
+        r"^\s*(?:from|import)\s+([\w.]+)",
+        r"(?:\s|,|$)",
+    ),
     "javascript": (
         r"(?:\bfrom\s*|\brequire\s*\(\s*|^import\s*)['\"]",
         r"(?:\bfrom\s*|\brequire\s*\(\s*|^import\s*)['\"]([^'\"]*)['\"]",
@@ -405,9 +415,10 @@ def _same(c: str, fold: bool) -> str:
     return re.escape(c)
 
 
-def _lt_regex(key: str, language: str) -> str:
+def _lt_regex(key: str, language: str, *, or_equal: bool = False) -> str:
     """A regex an import statement's text matches when the module it names sorts before
-    ``key`` (a proper prefix of it, or a smaller character where they first differ)."""
+    ``key`` (a proper prefix of it, or a smaller character where they first differ; or the
+    same module, ``or_equal``)."""
     before, _, term = _KEY_AT[language]
     fold = _fold(language)
     alts = []
@@ -416,6 +427,8 @@ def _lt_regex(key: str, language: str) -> str:
         alts.append(prefix + _below(c, fold))
         if i:
             alts.append(prefix + term)
+    if or_equal:
+        alts.append("".join(_same(x, fold) for x in key) + term)
     return before + "(?:" + "|".join(alts) + ")"
 
 
@@ -477,6 +490,208 @@ def _block_alternatives(
         }
         out.append([(after_lt, after_fix), (first, before_fix)])
     return out
+
+
+# --- sections: isort's and rustfmt's groups (wave 3k synth19) --------------------------------
+#
+# A sorted Python or Rust import block is sorted within *sections* separated by blank lines:
+# isort's `__future__`, standard library, third party (and first party), local (relative)
+# imports; Rust's `std`/`core`/`alloc` before the rest. "Where it sorts" over the whole block
+# put attrs' `import types` after `from . import _config` (`.` sorts first), and a file whose
+# block has no section of the new import (`import pytest` only) got it among the third-party
+# ones. Here the new import goes where it sorts among the imports of its own section (isort:
+# `import m` lines before `from m import` lines), or, where the file has none, opens its
+# section: after the last import of an earlier section or before the first of a later one,
+# a blank line between, as the examples show.
+
+_STDLIB = sorted(n for n in sys.stdlib_module_names if not n.startswith("_"))
+_PY_STDLIB = r"^(?:import|from)\s+(?:" + "|".join(_STDLIB) + r")(?:[.\s,]|$)"
+_PY_LOCAL = r"^from\s+\."
+_RUST_STD = r"^(?:pub(?:\([^)]*\))?\s+)?use\s+(?:::)?(?:std|core|alloc)\b"
+# JS/TS: eslint-plugin-import's `order` groups, Node's built-in modules, packages, parent
+# (`../`) and sibling (`./`) modules.
+_NODE_BUILTINS = (
+    "assert async_hooks buffer child_process cluster console constants crypto dgram "
+    "diagnostics_channel dns domain events fs http http2 https inspector module net os path "
+    "perf_hooks process punycode querystring readline repl stream string_decoder sys timers "
+    "tls trace_events tty url util v8 vm wasi worker_threads zlib"
+).split()
+_JS_SPEC = r"(?:\bfrom\s*|\brequire\s*\(\s*|^import\s*)['\"]"
+_JS_BUILTIN = _JS_SPEC + r"(?:node:|(?:" + "|".join(_NODE_BUILTINS) + r")(?:/|['\"]))"
+
+
+def _section_rules(language: str) -> list[dict[str, Any]]:
+    """The sections of a language's import block, in order, as rule objects."""
+    if language == "python":
+        plain = [{"kind": "import_statement"}, {"kind": "import_from_statement"}]
+        return [
+            {"kind": "future_import_statement"},
+            {"any": plain, "regex": _PY_STDLIB},
+            {
+                "any": plain,
+                "all": [{"not": {"regex": _PY_STDLIB}}, {"not": {"regex": _PY_LOCAL}}],
+            },
+            {"any": plain, "regex": _PY_LOCAL},
+        ]
+    if language == "rust":
+        use = {"kind": "use_declaration"}
+        return [{**use, "regex": _RUST_STD}, {**use, "not": {"regex": _RUST_STD}}]
+    if language in ("javascript", "typescript", "tsx"):
+        imports = {"any": _import_matchers(language)}
+        return [
+            {**imports, "regex": _JS_BUILTIN},
+            {
+                **imports,
+                "all": [{"regex": _JS_SPEC + "[^.]"}, {"not": {"regex": _JS_BUILTIN}}],
+            },
+            {**imports, "regex": _JS_SPEC + r"\.\.(?:/|['\"])"},
+            {**imports, "regex": _JS_SPEC + r"\.(?:/|['\"])"},
+        ]
+    return []
+
+
+def _section_of(text: str, language: str) -> int | None:
+    body = text.strip()
+    if language == "python":
+        if re.match(r"from\s+__future__\b", body):
+            return 0
+        if re.match(_PY_STDLIB, body):
+            return 1
+        return 3 if re.match(_PY_LOCAL, body) else 2
+    if language == "rust":
+        return 0 if re.match(_RUST_STD, body) else 1
+    if language in ("javascript", "typescript", "tsx"):
+        if re.search(_JS_BUILTIN, body):
+            return 0
+        if re.search(_JS_SPEC + r"\.\.(?:/|['\"])", body):
+            return 2
+        if re.search(_JS_SPEC + r"\.(?:/|['\"])", body):
+            return 3
+        return 1 if re.search(_JS_SPEC, body) else None
+    return None
+
+
+def _section_alternatives(
+    new: str, language: str, root_kind: str
+) -> list[list[tuple[dict[str, Any], str]]]:
+    """Rule sets that insert ``new`` where it sorts within its section of the import block
+    (a new section where the file has none: with a blank line between sections, then
+    without; JS/TS the other way round)."""
+    sections = _section_rules(language)
+    at = _section_of(new, language)
+    key = _sort_key(new, language)
+    if not sections or at is None or key is None or (at == 0 and language == "python"):
+        return []
+    body = new.strip(" \t\n")
+    # A second import of the same module goes after the first (`import url = require('url')`
+    # then `import {URL} from 'url'`).
+    lt = _lt_regex(key, language, or_equal=language != "python")
+    if language == "python":
+        # isort's default order within a section: `import m` lines, then `from m import`.
+        before = _KEY_AT[language][0]
+        alts = lt[len(before) :]
+        if body.startswith("from"):
+            lt = r"(?:^import\s|^from\s+" + alts + ")"
+        else:
+            lt = r"^import\s+" + alts
+    same = sections[at]
+    root = {"kind": root_kind, "stopBy": "neighbor"}
+    same_lt = {"all": [same, {"regex": lt}]}
+
+    def file_has(rule: dict[str, Any]) -> dict[str, Any]:
+        return {"inside": {**root, "has": rule}}
+
+    after_lt = {
+        "all": [same, {"regex": lt}],
+        "pattern": "$ANCHOR",
+        "inside": root,
+        "not": {"precedes": {**same_lt, "stopBy": "end"}},
+    }
+    first = {
+        "all": [
+            same,
+            {"not": {"follows": {**same, "stopBy": "end"}}},
+            {"not": file_has(same_lt)},
+        ],
+        "pattern": "$ANCHOR",
+        "inside": root,
+    }
+    # Variant B: before the first import of its section that does not sort before it (where
+    # a section is not quite sorted: got's `./helpers/invalid-url.js` after
+    # `./helpers/with-server.js`, the new import before the latter), else after the last.
+    not_lt = {"all": [same, {"not": {"regex": lt}}]}
+    before_gt = {
+        "all": [
+            same,
+            {"not": {"regex": lt}},
+            {"not": {"follows": {**not_lt, "stopBy": "end"}}},
+        ],
+        "pattern": "$ANCHOR",
+        "inside": root,
+    }
+    last = {
+        "all": [
+            same,
+            {"not": {"precedes": {**same, "stopBy": "end"}}},
+            {"not": file_has(not_lt)},
+        ],
+        "pattern": "$ANCHOR",
+        "inside": root,
+    }
+    earlier = {"any": sections[:at]} if at else None
+    later = {"any": sections[at + 1 :]} if at + 1 < len(sections) else None
+    out: list[list[tuple[dict[str, Any], str]]] = []
+    # Python and Rust separate sections by a blank line; JS/TS sorters mostly do not.
+    gaps = ("\n", "\n\n") if language in ("javascript", "typescript", "tsx") else ("\n\n", "\n")
+    for gap in gaps:
+        opens: list[tuple[dict[str, Any], str]] = []
+        if earlier is not None:
+            rule = {
+                "all": [
+                    earlier,
+                    {"not": {"precedes": {**earlier, "stopBy": "end"}}},
+                    {"not": file_has(same)},
+                ],
+                "pattern": "$ANCHOR",
+                "inside": root,
+            }
+            opens.append((rule, "$ANCHOR" + gap + body))
+        if later is not None:
+            conds: list[dict[str, Any]] = [
+                later,
+                {"not": {"follows": {**later, "stopBy": "end"}}},
+                {"not": file_has(same)},
+            ]
+            if earlier is not None:
+                conds.append({"not": file_has(earlier)})
+            rule = {"all": conds, "pattern": "$ANCHOR", "inside": root}
+            opens.append((rule, body + gap + "$ANCHOR"))
+        out.append([(after_lt, "$ANCHOR\n" + body), (first, body + "\n$ANCHOR"), *opens])
+        out.append([(before_gt, body + "\n$ANCHOR"), (last, "$ANCHOR\n" + body), *opens])
+    return out
+
+
+def _future_alternative(new: str) -> list[tuple[dict[str, Any], str]]:
+    """``from __future__ import …`` goes first in a Python file: before its first statement
+    or comment, or right after the module docstring (a `#!` or coding line stays first: such
+    a file gets nothing)."""
+    body = new.strip(" \t\n")
+    root = {"kind": "module", "stopBy": "neighbor"}
+    docstring = {"kind": "expression_statement", "regex": "^[rRuUbBfF]*[\"']"}
+    kinds = [{"kind": k} for k in [*_STATEMENTS["python"], *IMPORT_KINDS["python"], "comment"]]
+    kinds.append({"kind": "future_import_statement"})
+    first = {
+        "any": kinds,
+        "pattern": "$ANCHOR",
+        "nthChild": 1,
+        "inside": root,
+        "all": [
+            {"not": docstring},
+            {"not": {"kind": "comment", "regex": "^#!|coding[:=]"}},
+        ],
+    }
+    doc = {**docstring, "pattern": "$ANCHOR", "nthChild": 1, "inside": root}
+    return [(first, body + "\n$ANCHOR"), (doc, "$ANCHOR\n" + body)]
 
 
 # What may come before a file's imports: comments, a docstring or a directive
@@ -668,7 +883,9 @@ def manage_imports(
         return []
     befores = [b for b, _ in examples]
     afters = [a for _, a in examples]
-    if any(has_error(parse(t, lang)) for t in afters):
+    # An after text that does not parse where its before text did: the edit broke it. A file
+    # that does not parse elsewhere (Rust 2015's `try!`) keeps its imports managed (wave 3k).
+    if any(has_error(parse(a, lang)) and not has_error(parse(b, lang)) for b, a in examples):
         return []
     rewrites: list[SynthRule] = []
     inserts: list[SynthRule] = []
@@ -676,6 +893,7 @@ def manage_imports(
     notes: list[str] = []
     inserted_names: set[str] = set()
     deleted_texts: set[str] = set()
+    inserted_texts: set[str] = set()
     last_guard: dict[str, Any] | None = None
     # Per inserted import: where it sits in `inserts`, and its alternatives (rules, note).
     insert_choices: list[tuple[int, list[tuple[list[SynthRule], str]]]] = []
@@ -696,6 +914,11 @@ def manage_imports(
             continue
         new = _inserted(r, literal=True)
         if new is not None and _all_imports(new, lang):
+            if new.strip() in inserted_texts:
+                # The same import inserted at another anchor (one rule per example's
+                # neighbour): one insertion into the import block covers both.
+                continue
+            inserted_texts.add(new.strip())
             names = bound_names(new, lang)
             inserted_names |= names
             choices = _insert_choices(r, new, lang, names, befores)
@@ -774,7 +997,9 @@ def manage_imports(
                     break  # the rewrite edits the import itself (a rename): nothing to add
                 for rule, fix in _anchor_rules(lang, imp):
                     rule = _with(
-                        rule, uses([name], lang), {"not": _imports_already(imp.text(), lang)}
+                        rule,
+                        uses([name], lang),
+                        {"not": _imports_already(imp.text(), lang)},
                     )
                     added_for.append(_follow_up(r, rule, fix, lang))
                     if bound_names(imp.text(), lang) == {name}:
@@ -857,7 +1082,8 @@ def _all_imports(text: str, language: str) -> bool:
     root = parse(text, language)
     kids = [c for c in root.children() if c.is_named() and "comment" not in c.kind()]
     return bool(kids) and all(
-        is_import(k, language) or k.kind() == "import_declaration" for k in kids
+        is_import(k, language) or k.kind() in ("import_declaration", "future_import_statement")
+        for k in kids
     )
 
 
@@ -906,6 +1132,9 @@ def _insert_choices(
     ``r``'s own anchor, only where used (the wave 3c follow-up); ``r`` as learned. Each is
     once per file (not where the file imports it already)."""
     text = new.strip()
+    future = lang == "python" and re.match(r"from\s+__future__\b", text) is not None
+    if future:
+        names = set()  # binds no name a file uses: it goes into every file
     already: dict[str, Any] = {"not": _imports_already(text, lang)}
     if names:
         # Nor where another import already binds one of its names (`KyError` imported from
@@ -922,16 +1151,34 @@ def _insert_choices(
     guards: list[tuple[list[dict[str, Any]], str]] = []
     if names:
         guards.append(
-            ([uses(sorted(names), lang)], f" only where {', '.join(sorted(names))} is used")
+            (
+                [uses(sorted(names), lang)],
+                f" only where {', '.join(sorted(names))} is used",
+            )
         )
     guards.append(([], ""))
     root_kind = ROOT_KINDS[lang]
     out: list[tuple[list[SynthRule], str]] = []
-    blocks = _block_alternatives(new, lang, root_kind)
-    where = ["after the file's last import", "where it sorts among the file's imports"]
+    plain = _block_alternatives(new, lang, root_kind)
+    labelled = list(
+        zip(
+            plain,
+            ["after the file's last import", "where it sorts among the file's imports"],
+            strict=False,  # no "where it sorts" for a language without a sort key
+        )
+    )
+    # Within its section (wave 3k synth19): before the plain "where it sorts".
+    sections = [
+        (b, "where it sorts within its section of the file's imports")
+        for b in _section_alternatives(new, lang, root_kind)
+    ]
+    blocks = labelled[:1] + sections + labelled[1:]
+    if future:
+        blocks = [(_future_alternative(new), "first in the file (after its docstring)")]
+        blocks += labelled
     lone = _no_import_rule(new, lang)
     for conds, said in guards:
-        for i, block in enumerate(blocks):
+        for block, where in blocks:
             if conds and lone is not None:
                 # Only where the name is used: a file without imports gets it too.
                 block = [*block, lone]
@@ -947,9 +1194,7 @@ def _insert_choices(
                 )
                 for j, (rule, fix) in enumerate(block)
             ]
-            out.append(
-                (rules, f"{r.id}: inserts `{text[:60]}` {where[min(i, 1)]}{said}, once a file")
-            )
+            out.append((rules, f"{r.id}: inserts `{text[:60]}` {where}{said}, once a file"))
     if names:
         rule = _with(r.rule, uses(sorted(names), lang))
         out.append(
@@ -1042,7 +1287,11 @@ def _added_import(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) 
 
 
 def _introduces(
-    rules: Sequence[SynthRule], but: SynthRule, imp: str, lang: str, befores: Sequence[str]
+    rules: Sequence[SynthRule],
+    but: SynthRule,
+    imp: str,
+    lang: str,
+    befores: Sequence[str],
 ) -> bool:
     """Whether a rewrite other than ``but`` brings a name ``imp`` binds (then the import is
     the one that rewrite needs, added where it puts the name: see `manage_imports`)."""
