@@ -7,7 +7,8 @@
         [--explore-iterations N] [--negatives W]
         [--negative-tokens all|structure] [--seed2 N] [--failure-positives N] [--replay K]
         [--dpo W] [--dpo-beta B] [--negatives-from all|pairs] [--feedback-positives N]
-        [--gen1-b-no-feedback]
+        [--gen1-b-no-feedback] [--pass-at 1,4,8 [--pass-temperature T] [--pass-on b,pool]
+        [--pass-only] [--pass-iterations N]] [--expert M] [--pass-from JSON]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -47,6 +48,11 @@
   refused answers there (trainer/preference.py); ``--dpo W`` adds a DPO term on those pairs
   (reference: generation 1, frozen), ``--negatives W --negatives-from pairs`` an unlikelihood
   term on their rejected answers only. Held-out files are never failure states.
+- ``--pass-at 1,4,8``: generation 1's pass@k on held-out B and the pool, each task as a group
+  of max(k) independent one-attempt sessions through the loop, sampled at
+  ``--pass-temperature`` (the ceiling of self-training from its own samples); ``--expert M``:
+  generation 2's own data are those verified samples of the pool, at most M distinct answers
+  per task (expert iteration); ``--pass-from`` reuses an earlier run's samples (same workdir).
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
@@ -916,8 +922,6 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             )
             f["gen1_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
             print(f"gen1     trained {args.steps} steps in {time.perf_counter() - t0:.0f} s")
-        r1 = await evaluate(url, work, "gen1", held_a, ck1, args.verify, args)
-        f["gen1"] = r1
         if args.pass_from:
             # An earlier --pass-at run in this same --workdir (its sessions are in this
             # store): its figures and verified sessions, not measured again.
@@ -927,9 +931,21 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             # Headroom: generation 1's pass@k on held-out B and on the pool (its own sample
             # diversity, the ceiling of self-training from its verified samples).
             ks = sorted({int(k) for k in args.pass_at.split(",") if k})
-            f["pass_at"] = {"b": await pass_at(url, work, "B", held_b, ck1, ks, args)}
-            if pool:
+            sets = {x for x in args.pass_on.split(",") if x}
+            f["pass_at"] = {}
+            if "b" in sets:
+                f["pass_at"]["b"] = await pass_at(url, work, "B", held_b, ck1, ks, args)
+            if pool and "pool" in sets:
                 f["pass_at"]["pool"] = await pass_at(url, work, "pool", pool, ck1, ks, args)
+        if args.pass_only:
+            # Only generation 1's pass@k: no held-out A evaluation, no generation 2 (the
+            # server stops in the finally below).
+            f["wall_seconds"] = time.perf_counter() - t_start
+            f["load"] = [load0, load()]
+            print(f"wall {f['wall_seconds']:.0f} s  load {load0:.1f} -> {load():.1f}")
+            return f
+        r1 = await evaluate(url, work, "gen1", held_a, ck1, args.verify, args)
+        f["gen1"] = r1
         if args.gen2:
             own_sids = set(r1["sids"])
             retried = set(r1["retried_sids"])
@@ -1300,6 +1316,16 @@ def main() -> None:
         metavar="K,K",
         help="generation 1's pass@k on held-out B and the pool (e.g. 1,4,8): each task as "
         "max(K) independent one-attempt sessions through the loop, sampled (--pass-temperature)",
+    )
+    ap.add_argument(
+        "--pass-only",
+        action="store_true",
+        help="with --pass-at: measure generation 1's pass@k and stop (no held-out A, no gen 2)",
+    )
+    ap.add_argument(
+        "--pass-on",
+        default="b,pool",
+        help="where --pass-at samples: b (held-out B), pool (the pool's training files), or both",
     )
     ap.add_argument(
         "--pass-from",
