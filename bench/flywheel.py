@@ -1065,8 +1065,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             extra = [p for p in (positives, fb_positives) if p is not None]
             f["gen2_records"] = merge(mixed, gen0_data, own, *extra)
             print(
-                f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own verified "
-                f"sessions (held-out A and pool; never a file of held-out B)"
+                f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own"
+                + (
+                    " verified pass@k samples (the pool only"
+                    if args.expert
+                    else " verified sessions (held-out A and pool"
+                )
+                + "; never a file of held-out B)"
                 + (
                     f" + {f['failure_states']['positive_rows']} failure-state positive rows"
                     if positives is not None
