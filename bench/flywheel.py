@@ -7,7 +7,8 @@
         [--explore-iterations N] [--negatives W]
         [--negative-tokens all|structure] [--seed2 N] [--failure-positives N] [--replay K]
         [--dpo W] [--dpo-beta B] [--negatives-from all|pairs] [--feedback-positives N]
-        [--gen1-b-no-feedback]
+        [--gen1-b-no-feedback] [--pass-at 1,4,8 [--pass-temperature T] [--pass-on b,pool]
+        [--pass-only] [--pass-iterations N]] [--expert M] [--pass-from JSON]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -47,6 +48,11 @@
   refused answers there (trainer/preference.py); ``--dpo W`` adds a DPO term on those pairs
   (reference: generation 1, frozen), ``--negatives W --negatives-from pairs`` an unlikelihood
   term on their rejected answers only. Held-out files are never failure states.
+- ``--pass-at 1,4,8``: generation 1's pass@k on held-out B and the pool, each task as a group
+  of max(k) independent one-attempt sessions through the loop, sampled at
+  ``--pass-temperature`` (the ceiling of self-training from its own samples); ``--expert M``:
+  generation 2's own data are those verified samples of the pool, at most M distinct answers
+  per task (expert iteration); ``--pass-from`` reuses an earlier run's samples (same workdir).
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
@@ -120,6 +126,8 @@ def body(
     candidates: int = 1,
     feedback: bool = True,
     copy_names: str | None = None,
+    group: int = 0,
+    group_temperature: float = 0.7,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {
         "instruction": task.instruction,
@@ -153,6 +161,15 @@ def body(
         # Copy-constrained decoding: the action's words are the instruction's (or the
         # prompt's) or the checkpoint's answer vocabulary (policy.copy_names, models/copying.py).
         out["policy"]["copy_names"] = copy_names
+    if group:
+        # K independent sessions of this one task (a group submission,
+        # reflection/groups.py): each its own workspace, every actor call sampled at
+        # ``group_temperature`` with the member's own seed 0..K-1 (``--pass-at``).
+        out["group"] = {
+            "k": group,
+            "grid": [{"temperature": group_temperature, "top_p": 1.0, "seed": i}
+                     for i in range(group)],
+        }  # fmt: skip
     if candidates > 1:
         # Competing candidates per step, each tried on a copy and graded by the task's test
         # (handlers/support/candidates.py); with retry_temperature the later ones sample.
@@ -195,6 +212,13 @@ async def run_sessions(
                 reply = await submit_task(bus, b, timeout=60)
                 if "session_id" not in reply:
                     raise SystemExit(f"submission refused: {reply}")
+                if "group" in b:
+                    # A group: every member's final state, in member order (member i
+                    # sampled with seed i).
+                    return [
+                        await wait_session(bus, sid, 600)
+                        for sid in reply.get("session_ids") or [reply["session_id"]]
+                    ]
                 return await wait_session(bus, reply["session_id"], 600)
 
         try:
@@ -645,6 +669,118 @@ async def evaluate(
     return res
 
 
+def pass_at_rates(solved: list[list[bool]], ks: list[int]) -> dict[str, Any]:
+    """pass@k of each task's independent sessions (``solved[t][i]``: session i of task t passed
+    its test): for each k, the tasks that any of their first k sessions solved (a count, with
+    its Wilson interval) and the unbiased estimate from all n sessions, the mean over tasks of
+    1 - C(n - c, k) / C(n, k) (Chen et al. 2021; c solved of n)."""
+    from math import comb
+
+    from oopav.trainer.stats import rate as stat_rate
+
+    out: dict[str, Any] = {}
+    for k in ks:
+        if any(len(s) < k for s in solved):
+            raise ValueError(f"pass@{k} needs {k} sessions per task")
+        hits = sum(any(s[:k]) for s in solved)
+        est = [1.0 - comb(len(s) - sum(s), k) / comb(len(s), k) for s in solved]
+        out[str(k)] = stat_rate(hits, len(solved)) | {"unbiased": sum(est) / max(1, len(est))}
+    return out
+
+
+async def pass_at(
+    url: str,
+    work: Path,
+    name: str,
+    tasks: list[Any],
+    checkpoint: str,
+    ks: list[int],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """pass@k through the real loop (``--pass-at``): each task submitted once as a group of
+    max(ks) independent sessions (reflection/groups.py; each its own workspace), every actor
+    call sampled at ``--pass-temperature`` with the member's seed, one attempt per session
+    (``--pass-iterations``, no retry); a session counts when it ends ``success`` (its test
+    passed in the verifier). The decoding is the evaluation's (``--copy-names``)."""
+    k_max = max(ks)
+    repos = work / f"repos-pass-{name}"
+    bodies = [
+        body(
+            t,
+            make_repo(repos, t),
+            f"hf:{checkpoint}",
+            False,
+            iterations=args.pass_iterations,
+            retries=0,
+            copy_names=args.copy_names,
+            group=k_max,
+            group_temperature=args.pass_temperature,
+        )
+        for t in tasks
+    ]
+    t0, load0 = time.perf_counter(), load()
+    groups = await run_sessions(url, work / "data", bodies, concurrency=max(1, 8 // k_max))
+    solved = [[s.outcome == "success" for s in g] for g in groups]
+    res: dict[str, Any] = {
+        "n": len(tasks),
+        "sessions": sum(len(g) for g in groups),
+        "temperature": args.pass_temperature,
+        "iterations": args.pass_iterations,
+        "pass_at": pass_at_rates(solved, ks),
+        "solved_per_task": dict(sorted(Counter(sum(s) for s in solved).items())),
+        "outcomes": dict(Counter(f"{s.outcome}:{s.end_reason}" for g in groups for s in g)),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "load": [load0, load()],
+        # Each task's verified sessions (member order): expert iteration's candidates.
+        "verified": [[s.session_id for s in g if s.outcome == "success"] for g in groups],
+    }
+    rates = "  ".join(
+        f"pass@{k} {rate(res['pass_at'][str(k)]['k'], len(tasks))} "
+        f"(unbiased {100 * res['pass_at'][str(k)]['unbiased']:.1f}%)"
+        for k in ks
+    )
+    print(
+        f"pass@k   {name}: {rates}  T {args.pass_temperature}, {res['sessions']} sessions "
+        f"in {res['seconds']:.0f} s (load {load0} -> {load()}); tasks by sessions solved "
+        f"{res['solved_per_task']}",
+        flush=True,
+    )
+    return res
+
+
+def expert_records(
+    records: list[dict[str, Any]], verified: list[list[str]], per_task: int
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Expert iteration's data from ``--pass-at`` samples (``--expert M``): ``verified[t]`` the
+    verified sessions of task t (member order), ``records`` their compact SFT records; per task
+    its distinct answers (the completion's text; a task's sampled sessions share the first
+    prompt), at most ``per_task``, in member order, each from its first-attempt prompt."""
+    from oopav.trainer.star import first_attempt
+
+    by_sid: dict[str, list[dict[str, Any]]] = {}
+    for rec in records:
+        by_sid.setdefault(str(rec.get("session_id")), []).append(rec)
+    out: list[dict[str, Any]] = []
+    tasks = 0
+    for sids in verified:
+        seen: set[str] = set()
+        for sid in sids:
+            for rec in by_sid.get(sid, []):
+                first = first_attempt(rec)
+                if first is None or len(seen) >= per_task:
+                    continue
+                text = json.dumps(first["completion"], sort_keys=True)
+                if text in seen:
+                    continue
+                seen.add(text)
+                out.append(first)
+        tasks += bool(seen)
+    counts = {"tasks_with_verified": sum(bool(v) for v in verified), "tasks": tasks,
+              "verified_sessions": sum(len(v) for v in verified), "records": len(records),
+              "rows": len(out), "per_task": per_task}  # fmt: skip
+    return out, counts
+
+
 def reuse(src: Path, minimal_rules: bool, f: dict[str, Any]) -> tuple[Path, str, int]:
     """(generation 0's data, generation 1's checkpoint, records) of an earlier run's workdir;
     a checkpoint trained before answer vocabularies were written gets its own, from the data it
@@ -786,13 +922,35 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             )
             f["gen1_train"] = {"seconds": time.perf_counter() - t0, "load": load()}
             print(f"gen1     trained {args.steps} steps in {time.perf_counter() - t0:.0f} s")
+        if args.pass_from:
+            # An earlier --pass-at run in this same --workdir (its sessions are in this
+            # store): its figures and verified sessions, not measured again.
+            f["pass_at"] = json.loads(Path(args.pass_from).read_text())["pass_at"]
+            f["pass_at"]["from"] = args.pass_from
+        elif args.pass_at:
+            # Headroom: generation 1's pass@k on held-out B and on the pool (its own sample
+            # diversity, the ceiling of self-training from its verified samples).
+            ks = sorted({int(k) for k in args.pass_at.split(",") if k})
+            sets = {x for x in args.pass_on.split(",") if x}
+            f["pass_at"] = {}
+            if "b" in sets:
+                f["pass_at"]["b"] = await pass_at(url, work, "B", held_b, ck1, ks, args)
+            if pool and "pool" in sets:
+                f["pass_at"]["pool"] = await pass_at(url, work, "pool", pool, ck1, ks, args)
+        if args.pass_only:
+            # Only generation 1's pass@k: no held-out A evaluation, no generation 2 (the
+            # server stops in the finally below).
+            f["wall_seconds"] = time.perf_counter() - t_start
+            f["load"] = [load0, load()]
+            print(f"wall {f['wall_seconds']:.0f} s  load {load0:.1f} -> {load():.1f}")
+            return f
         r1 = await evaluate(url, work, "gen1", held_a, ck1, args.verify, args)
         f["gen1"] = r1
         if args.gen2:
             own_sids = set(r1["sids"])
             retried = set(r1["retried_sids"])
             tried = set(r1["session_ids"])
-            if pool:
+            if pool and not args.expert:
                 # Exploration: the pool's sessions feed generation 2 only, so they may try
                 # more often than the held-out evaluations (``--explore-iterations``).
                 rp = await evaluate(
@@ -809,10 +967,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             # verified ones: the retry states of --feedback-positives.
             train_tried: dict[str, Any] = {}
             train_won: set[str] = set()
-            if pool:
+            if pool and not args.expert:
                 train_tried |= dict(zip(rp["session_ids"], pool, strict=True))
                 train_won |= set(rp["sids"])
-            if pool:
+            if pool and not args.expert:
                 failed += [
                     (sid, t)
                     for sid, t in zip(rp["session_ids"], pool, strict=True)
@@ -858,7 +1016,26 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 print(f"gen2     feedback positives: {f['feedback_positives']}", flush=True)
             own = work / "data-gen1"
-            f["gen1_own_records"] = await export_compact(url, own, own_sids)
+            if args.expert:
+                # Expert iteration: generation 2's own data are generation 1's verified
+                # samples on the pool (--pass-at's one-attempt sessions, the loop's test
+                # passed), at most M distinct answers per task; nothing of held-out A.
+                if "pool" not in f.get("pass_at", {}):
+                    raise SystemExit("--expert needs --pass-at (or --pass-from) and --pool")
+                verified = f["pass_at"]["pool"]["verified"]
+                raw = work / "data-gen1-samples"
+                n_raw = await export_compact(url, raw, {s for v in verified for s in v})
+                from oopav.trainer.datasets import read_records
+
+                recs, f["expert"] = expert_records(
+                    read_records(raw) if n_raw else [], verified, args.expert
+                )
+                if not recs:
+                    raise SystemExit(f"--expert: no verified sample exported ({f['expert']})")
+                f["gen1_own_records"] = write_records(own, recs)
+                print(f"gen2     expert iteration from pass@k samples: {f['expert']}", flush=True)
+            else:
+                f["gen1_own_records"] = await export_compact(url, own, own_sids)
             if args.star:
                 # Expert iteration: each verified answer from its session's first-attempt
                 # prompt, the ones that needed a retry repeated (trainer/star.py).
@@ -888,8 +1065,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             extra = [p for p in (positives, fb_positives) if p is not None]
             f["gen2_records"] = merge(mixed, gen0_data, own, *extra)
             print(
-                f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own verified "
-                f"sessions (held-out A and pool; never a file of held-out B)"
+                f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own"
+                + (
+                    " verified pass@k samples (the pool only"
+                    if args.expert
+                    else " verified sessions (held-out A and pool"
+                )
+                + "; never a file of held-out B)"
                 + (
                     f" + {f['failure_states']['positive_rows']} failure-state positive rows"
                     if positives is not None
@@ -1132,6 +1314,51 @@ def main() -> None:
         default=None,
         help="an earlier run's --workdir: reuse its generation 0 data and generation 1 "
         "checkpoint (same task options) instead of running generation 0 and training",
+    )
+    ap.add_argument(
+        "--pass-at",
+        default="",
+        metavar="K,K",
+        help="generation 1's pass@k on held-out B and the pool (e.g. 1,4,8): each task as "
+        "max(K) independent one-attempt sessions through the loop, sampled (--pass-temperature)",
+    )
+    ap.add_argument(
+        "--pass-only",
+        action="store_true",
+        help="with --pass-at: measure generation 1's pass@k and stop (no held-out A, no gen 2)",
+    )
+    ap.add_argument(
+        "--pass-on",
+        default="b,pool",
+        help="where --pass-at samples: b (held-out B), pool (the pool's training files), or both",
+    )
+    ap.add_argument(
+        "--pass-from",
+        default=None,
+        metavar="JSON",
+        help="the --json of an earlier --pass-at run with the same --workdir (its sessions are "
+        "in that store): reuse its pass@k figures and verified samples instead of sampling again",
+    )
+    ap.add_argument(
+        "--expert",
+        type=int,
+        default=0,
+        metavar="M",
+        help="with --gen2: generation 2's own data are generation 1's verified --pass-at samples "
+        "on the pool, at most M distinct answers per task (expert iteration; 0: off)",
+    )
+    ap.add_argument(
+        "--pass-temperature",
+        type=float,
+        default=0.7,
+        help="--pass-at sessions' sampling temperature (the loop's group default and the "
+        "bench's --retry-temperature: 0.7)",
+    )
+    ap.add_argument(
+        "--pass-iterations",
+        type=int,
+        default=1,
+        help="--pass-at sessions' iteration budget (1: one attempt each, no retry)",
     )
     ap.add_argument("--gen2", action="store_true")
     ap.add_argument(
