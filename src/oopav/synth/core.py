@@ -27,6 +27,7 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites, collapse_chains
+from oopav.synth.appends import append_rules
 from oopav.synth.clishape import cli_rule, kinds_from_sites
 from oopav.synth.commas import DEPTH as COMMA_DEPTH
 from oopav.synth.commas import trailing_comma_rule
@@ -1170,9 +1171,34 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
                 )
             )
         ]
+    elif (appended := _append_rules(exs, lang)) is not None:
+        # One item appended to lists of one owner (wave 3k synth21): the item as its own
+        # rewrite on the list's last item, not the example's whole list.
+        result = SynthResult(rules=appended, language=lang, examples_reproduced=len(exs))
+        notes = [
+            f"append: `{appended[0].fix.split(chr(10))[-1].split(', ')[-1]}` added after the "
+            "last item of every list whose owner the examples name (any items, any layout "
+            "they show)"
+        ]
     else:
         result, notes = _learn_all(learn, learn_sequential)
     return result, notes
+
+
+def _append_rules(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
+    """The append rule set (``synth.appends``): the first candidate that matches every
+    edited site and reproduces every example (its unchanged lists are negatives)."""
+    if any(ex.partial for ex in exs):
+        return None
+    sites = sum(len(ex.sites) for ex in exs)
+    for candidate in append_rules([(ex.after, ex.root_after, ex.sites) for ex in exs], lang):
+        rules = [
+            SynthRule(id=f"synth-{n}", language=lang, rule=rule, fix=fix, sites=sites * (n == 1))
+            for n, (rule, fix) in enumerate(candidate, 1)
+        ]
+        if _rules_hold(exs, rules, lang):
+            return rules
+    return None
 
 
 def _learn_all(learn: Any, learn_sequential: Any) -> tuple[SynthResult, list[str]]:
