@@ -37,6 +37,7 @@ reproduces every example (a kept `cmdEcho.AddCommand(cmdTimes)` next to a change
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -52,6 +53,8 @@ STRING_KINDS = frozenset(
 )
 COMMENT_KINDS = frozenset({"comment", "line_comment", "block_comment"})
 _REQUIRE = re.compile(r"""^require\(\s*(['"])([^'"\n]*)\1\s*\)$""")
+# A keyed item: `key: value`, `key=value`, `"key": value` (the key).
+_KEY = re.compile(r"""^([\w$]+|"[^"\n]*"|'[^'\n]*')\s*[:=](?!=)""")
 _QUOTED = re.compile(r"""^(['"`])([^'"`\n]*)\1$""")
 
 
@@ -89,15 +92,44 @@ def _owner_regex(mode: str, values: set[str]) -> str:
         return rf"""^require\(\s*['"](?:[^'"]*/)?{alt}(?:\.\w+)?['"]\s*\)$"""
     if mode == "exact":
         return rf"^{alt}$"
+    if len(values) > 1:
+        alt = _shape(values)
     return rf"(?:^|\W){alt}$"
+
+
+def _shape(names: set[str]) -> str:
+    """Names the examples differ in, by their longer common end: `pager`, `_pipepager` ->
+    `_?\\w*pager`; `get_user`, `get_users` -> `get_user\\w*`; else their alternation (a
+    shared part under 3 characters says nothing)."""
+    bare = sorted(n.lstrip("_") for n in names)
+    under = "_?" if any(n.startswith("_") for n in names) else ""
+    prefix = bare[0]
+    for b in bare[1:]:
+        while not b.startswith(prefix):
+            prefix = prefix[:-1]
+    suffix = bare[0]
+    for b in bare[1:]:
+        while not b.endswith(suffix):
+            suffix = suffix[1:]
+    if max(len(prefix), len(suffix)) < 3:
+        return "(?:" + "|".join(re.escape(v) for v in sorted(names)) + ")"
+    if len(suffix) >= len(prefix):
+        return rf"(?:{under}\w*{re.escape(suffix)})"
+    return rf"(?:{under}{re.escape(prefix)}\w*)"
 
 
 class _Site:
     """One append: the list's kind, the chain of kinds from the list up to its owner, the
     owner's field and feature, the layout and the separator before the new item."""
 
-    def __init__(self, chain: tuple[str, ...], fld: str, mode: str, value: str, sep: str):
+    def __init__(
+        self, chain: tuple[str, ...], fld: str, mode: str, value: str, sep: str, after: str
+    ):
         self.chain, self.field, self.mode, self.value, self.sep = chain, fld, mode, value, sep
+        # "" : appended after the last item; else the key of the item it follows.
+        self.after = after
+        # The indentation of the list's closing bracket when it starts its line.
+        self.close: str | None = None
 
     @property
     def multi(self) -> bool:
@@ -113,9 +145,17 @@ def _append_at(root_after: SgNode, after: str, at: int, item: str) -> _Site | No
     if parent is None:
         return None
     items = _items(parent)
-    if len(items) < 2 or items[-1].range().start.index != at:
+    idx = next((i for i, n in enumerate(items) if n.range().start.index == at), 0)
+    if idx < 1:
         return None
-    prev = items[-2]
+    prev = items[idx - 1]
+    # In the middle of a list: after the item of one key (`Usage: …` -> `ArgsUsage: …`).
+    key = ""
+    if idx < len(items) - 1:
+        m = _KEY.match(prev.text())
+        if m is None or _KEY.match(item) is None:
+            return None
+        key = m.group(1)
     sep = after[prev.range().end.index : at]
     if "," not in sep or sep.strip() != ",":
         return None
@@ -137,7 +177,10 @@ def _append_at(root_after: SgNode, after: str, at: int, item: str) -> _Site | No
             feat = _feature(f, fld)
             if feat is None:
                 return None
-            return _Site(tuple(chain), fld, feat[0], feat[1], sep)
+            site = _Site(tuple(chain), fld, feat[0], feat[1], sep, key)
+            closing = re.search(r"\n([ \t]*)\S+$", parent.text())
+            site.close = closing.group(1) if closing else None
+            return site
     return None
 
 
@@ -159,61 +202,80 @@ def _node_at(root: SgNode, start: int, end: int) -> SgNode | None:
     return None
 
 
-def _insertion(before: str, after: str) -> tuple[int, str] | None:
-    """(offset in ``after``, text) of the one insertion that turns ``before`` into
-    ``after`` (prefix taken first), or None when something is also removed."""
-    n = min(len(before), len(after))
-    p = 0
-    while p < n and before[p] == after[p]:
-        p += 1
-    q = 0
-    while q < n - p and before[-1 - q] == after[-1 - q]:
-        q += 1
-    if len(before) - p - q != 0:
-        return None
-    return p, after[p : len(after) - q]
+def _insertions(before: str, after: str) -> list[tuple[int, str]] | None:
+    """(offset in ``after``, text) of each insertion that turns ``before`` into ``after``,
+    or None when something is also removed or replaced."""
+    out = []
+    ops = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+    for op, _i1, _i2, j1, j2 in ops:
+        if op == "insert":
+            out.append((j1, after[j1:j2]))
+        elif op != "equal":
+            return None
+    return out
+
+
+Candidate = tuple[list[tuple[dict[str, Any], str]], list[dict[str, Any]]]
 
 
 def append_rules(
-    examples: Sequence[tuple[str, SgNode, list[Any]]], lang: str
-) -> list[list[tuple[dict[str, Any], str]]]:
-    """Candidate rule sets (each a list of (rule, fix)) for examples (after text, after
-    root, sites) whose every site appends one same item to a list; [] when they do not.
-    The callers verify them."""
+    examples: Sequence[tuple[SgNode, str, SgNode, list[Any]]], lang: str
+) -> list[Candidate]:
+    """Candidate rule sets for examples (before root, after text, after root, sites) whose
+    every site (two at least: a recurring change) inserts one same item into a list; []
+    when they do not. Each candidate: the (rule, fix) pairs and their *probes*, the same
+    rules in any layout, whose every match in an example must be an edited site (the
+    examples' kept lists of the owner, in whatever layout, are negatives). The callers
+    verify them."""
     found: list[_Site] = []
     items: set[str] = set()
-    for after, root_after, sites in examples:
+    for _before, after, root_after, sites in examples:
         for s in sites:
             if s.insert is not None or s.delete is not None:
                 return []
-            ins = _insertion(s.before_text, s.after_text)
-            if ins is None:
+            inserted = _insertions(s.before_text, s.after_text)
+            if not inserted or len(inserted) > 8:
                 return []
-            p, text = ins
-            item = text.strip(" \t\r\n,")
-            if not item or "\n" in item:
-                return []
-            at = s.after_text.find(item, p)
-            if at < 0:
-                return []
-            site = _append_at(root_after, after, s.after_start + at, item)
-            if site is None:
-                return []
-            found.append(site)
-            items.add(item)
-    if len(items) != 1 or not found:
+            for p, text in inserted:
+                site, item = None, ""
+                for item, at in _placed(s.after_text, p, len(text)):
+                    site = _append_at(root_after, after, s.after_start + at, item)
+                    if site is not None:
+                        break
+                if site is None:
+                    return []
+                found.append(site)
+                items.add(item)
+    if len(items) != 1 or len(found) < 2:
         return []
     item = items.pop()
+    roots = [r for before, _a, root_after, _s in examples for r in (before, root_after)]
     groups: dict[tuple[Any, ...], list[_Site]] = {}
     for site in found:
-        groups.setdefault((site.chain, site.field, site.mode, site.multi), []).append(site)
-    out = []
+        groups.setdefault(
+            (site.chain, site.field, site.mode, site.multi, site.after), []
+        ).append(site)
+    out: list[Candidate] = []
     for relative in (True, False):
         rules: list[tuple[dict[str, Any], str]] = []
-        for (chain, fld, mode, multi), sites in groups.items():
+        probes: list[dict[str, Any]] = []
+        for (chain, fld, mode, multi, key), sites in groups.items():
             seps = {s.sep if not relative else _relative(s.sep) for s in sites}
             if len(seps) != 1:
                 break
+            depth: dict[str, Any] = {}
+            if multi and not relative:
+                # Written out (tabs: ast-grep re-indents a fix by spaces only): the depth
+                # the examples show, stated on the list (the anchor's line, or the line of
+                # its closing bracket).
+                ind = re.sub(r"^[^\n]*\n", "", next(iter(seps)))
+                closes = {s.close for s in sites}
+                if key:
+                    depth = {"regex": rf"\n{_ws(ind)}{re.escape(key)}\s*(?::|=[^=])"}
+                elif len(closes) == 1 and None not in closes:
+                    depth = {"regex": rf"\n{_ws(str(next(iter(closes))))}\S+$"}
+                else:
+                    break
             values = {s.value for s in sites}
             owner: dict[str, Any] = {
                 "kind": chain[-1],
@@ -223,24 +285,74 @@ def append_rules(
             for kind in reversed(chain[1:-1]):
                 owner = {"kind": kind, "stopBy": "neighbor", "inside": owner}
             layout: dict[str, Any] = {"regex": "\n"} if multi else {}
-            guard: dict[str, Any] = {"has": {"regex": f"^{re.escape(item)}$"}}
+            new_key = _KEY.match(item)
+            guard: dict[str, Any] = {
+                "has": {
+                    "regex": rf"^{re.escape(new_key.group(1))}\s*(?::|=[^=])"
+                    if new_key
+                    else f"^{re.escape(item)}$"
+                }
+            }
             lst: dict[str, Any] = {
                 "kind": chain[0],
                 "stopBy": "neighbor",
                 **layout,
+                **({"all": [depth]} if depth else {}),
                 "not": guard if multi else {"any": [guard, {"regex": "\n"}]},
                 "inside": owner,
             }
-            rule = {
-                "pattern": "$A",
-                "nthChild": {"position": 1, "reverse": True, "ofRule": {"not": _comment(lang)}},
-                "not": _comment(lang),
-                "inside": lst,
-            }
-            rules.append((rule, "$A" + seps.pop() + item))
+            anchor: dict[str, Any] = (
+                {"regex": rf"^{re.escape(key)}\s*(?::|=[^=])"}
+                if key
+                else {
+                    "nthChild": {
+                        "position": 1,
+                        "reverse": True,
+                        "ofRule": {"not": _comment(lang)},
+                    }
+                }
+            )
+            # The kinds an item of such a list has in the examples (the CLI wants a kind;
+            # the sites' own would keep the anchor to the example's: a string argument).
+            kinds = sorted(
+                {
+                    c.kind()
+                    for root in roots
+                    for lst_node in root.find_all(kind=chain[0])
+                    for c in _items(lst_node)
+                }
+            )
+            of_kind: dict[str, Any] = (
+                {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
+            )
+            top = {"pattern": "$A", **of_kind, **anchor, "not": _comment(lang)}
+            rules.append(({**top, "inside": lst}, "$A" + seps.pop() + item))
+            probe_list = {k: v for k, v in lst.items() if k not in ("regex", "all")}
+            probe_list["not"] = guard
+            probes.append({**top, "inside": probe_list})
         else:
             if rules:
-                out.append(rules)
+                out.append((rules, probes))
+    return out
+
+
+def _placed(text: str, p: int, n: int) -> list[tuple[str, int]]:
+    """The (item, offset) an insertion of ``n`` characters at ``p`` of ``text`` may be: the
+    diff may place it anywhere it could slide (`A` + `rgsUsage: …,\\n\\t\\tA` for a field
+    inserted before `Action`), so every placement, the diff's first, with its separators
+    stripped (the caller keeps the first that is a list's item)."""
+    lo = p
+    while lo > 0 and text[lo - 1] == text[lo - 1 + n]:
+        lo -= 1
+    hi = p
+    while hi + n < len(text) and text[hi] == text[hi + n]:
+        hi += 1
+    out = []
+    for k in [p, *range(lo, hi + 1)]:
+        window = text[k : k + n]
+        item = window.strip(" \t\r\n,")
+        if item and "\n" not in item:
+            out.append((item, k + window.index(item)))
     return out
 
 
@@ -248,6 +360,11 @@ def _comment(lang: str) -> dict[str, Any]:
     # A fresh dict each time: a shared one is written as a YAML anchor.
     kinds = COMMENTS.get(lang, ("comment",))
     return {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
+
+
+def _ws(text: str) -> str:
+    """Indentation as a regex (Rust's: a tab as ``\\t``)."""
+    return text.replace("\t", r"\t")
 
 
 def _relative(sep: str) -> str:

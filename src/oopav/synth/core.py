@@ -1187,17 +1187,28 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
 
 def _append_rules(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     """The append rule set (``synth.appends``): the first candidate that matches every
-    edited site and reproduces every example (its unchanged lists are negatives)."""
+    edited site and nothing else of its owner in any layout (the examples' kept lists are
+    negatives), and reproduces every example."""
     if any(ex.partial for ex in exs):
         return None
     sites = sum(len(ex.sites) for ex in exs)
-    for candidate in append_rules([(ex.after, ex.root_after, ex.sites) for ex in exs], lang):
+    examples = [(ex.root, ex.after, ex.root_after, ex.sites) for ex in exs]
+    for candidate, probes in append_rules(examples, lang):
         rules = [
             SynthRule(id=f"synth-{n}", language=lang, rule=rule, fix=fix, sites=sites * (n == 1))
             for n, (rule, fix) in enumerate(candidate, 1)
         ]
-        if _rules_hold(exs, rules, lang):
-            return rules
+        try:
+            kept = any(
+                not any(s.start <= m.range().start.index < s.end for s in ex.sites)
+                for ex in exs
+                for probe in probes
+                for m in ex.root.find_all(cast(Any, {"rule": probe}))
+            )
+            if not kept and _rules_hold(exs, rules, lang):
+                return rules
+        except RuntimeError:  # a rule ast-grep refuses (no candidate of ours should be)
+            continue
     return None
 
 
