@@ -89,12 +89,20 @@ def test_a_field_inserted_after_the_field_of_one_key_in_struct_literals() -> Non
     assert result.apply(held)[0] == want
 
 
-def test_an_unchanged_list_of_the_same_owner_in_an_example_refuses_the_append_rule() -> None:
-    """The examples' kept lists are negatives: a `.AddCommand(cmdTimes)` the example leaves
-    as it is says the change is not about every `AddCommand` call, so no append rule is
-    learned for it (the rule learned instead leaves that call alone)."""
-    before = "func f() {\n\tcmdEcho.AddCommand(cmdTimes)\n\tc.AddCommand(cmdEcho, cmdPrint)\n}\n"
-    after = before.replace("cmdPrint)", "cmdPrint, cmdDep)")
-    result = synthesize([Example(before, after, path="a_test.go")])
+def test_a_kept_list_of_the_same_owner_in_another_layout_refuses_the_append_rule() -> None:
+    """The examples' kept lists are negatives in any layout: `kNew` added to the multi-line
+    destructurings of `./symbols` while the example keeps a one-line one of the same module
+    unchanged says the change is not about every such list (the commit chose some), though
+    a multi-line rule would never match that one. No append rule is learned (the rule
+    learned instead leaves the kept list alone)."""
+    before = (
+        "const {\n  kA,\n  kB\n} = require('./symbols')\n"
+        "function f () {\n  const {\n    kC,\n    kD\n  } = require('./symbols')\n}\n"
+        "const { kE } = require('./symbols')\n"
+    )
+    after = before.replace("  kB\n}", "  kB,\n  kNew\n}").replace(
+        "    kD\n", "    kD,\n    kNew\n"
+    )
+    result = synthesize([Example(before, after, path="lib/a.js")])
     assert not any("nthChild" in str(r.rule) for r in result.rules)
     assert result.apply(before)[0] == after

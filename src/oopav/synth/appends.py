@@ -248,6 +248,11 @@ def append_rules(
                 items.add(item)
     if len(items) != 1 or len(found) < 2:
         return []
+    if all(f.field == "function" and not f.multi and not f.after for f in found):
+        # An argument appended to calls on one line: the call-head rule (`$A($$$B)` ->
+        # `$A($$$B, x)`, its names abstracted by a regex as far as the examples vary them)
+        # already reaches any call; left to it.
+        return []
     item = items.pop()
     roots = [r for before, _a, root_after, _s in examples for r in (before, root_after)]
     groups: dict[tuple[Any, ...], list[_Site]] = {}
