@@ -106,3 +106,25 @@ def test_a_kept_list_of_the_same_owner_in_another_layout_refuses_the_append_rule
     result = synthesize([Example(before, after, path="lib/a.js")])
     assert not any("nthChild" in str(r.rule) for r in result.rules)
     assert result.apply(before)[0] == after
+
+
+def test_a_field_appended_to_struct_literals_brings_the_comma_the_list_lacked() -> None:
+    """bytes' `mark: None,` added to every `ByteBuf { … }` literal (a Rust struct's literals
+    must all name a new field), where the last field had no comma: `lim: capacity` ->
+    `lim: capacity,\\n mark: None,`. Before, the rule was the example's literal, field by
+    field; now the last field of any such literal, not followed by a comma, gains both."""
+    before = (
+        "fn a() -> ByteBuf {\n    ByteBuf {\n        ptr: p,\n        lim: capacity\n    }\n}\n"
+        "fn b() -> ByteBuf {\n    ByteBuf {\n        lim: 0\n    }\n}\n"
+    )
+    after = before.replace("lim: capacity\n", "lim: capacity,\n        mark: None,\n").replace(
+        "lim: 0\n", "lim: 0,\n        mark: None,\n"
+    )
+    result = synthesize([Example(before, after, path="src/buf/byte.rs")])
+    held = (
+        "fn c() -> ByteBuf {\n    let b = ByteBuf {\n        pos: 0,\n        len: 0,\n"
+        "        cap: 4\n    };\n    b\n}\n"
+        "fn d() -> Other {\n    Other {\n        len: 0\n    }\n}\n"
+    )
+    want = held.replace("cap: 4\n", "cap: 4,\n        mark: None,\n")
+    assert result.apply(held)[0] == want

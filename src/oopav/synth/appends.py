@@ -130,6 +130,7 @@ class _Site:
         self.after = after
         # The indentation of the list's closing bracket when it starts its line.
         self.close: str | None = None
+        self.trail = ""
 
     @property
     def multi(self) -> bool:
@@ -238,9 +239,12 @@ def append_rules(
                 return []
             for p, text in inserted:
                 site, item = None, ""
-                for item, at in _placed(s.after_text, p, len(text)):
+                for item, at, window in _placed(s.after_text, p, len(text)):
                     site = _append_at(root_after, after, s.after_start + at, item)
                     if site is not None:
+                        # `len: 0` -> `len: 0,\n mark: None,`: the new last item brings the
+                        # trailing comma the list lacked (two commas inserted).
+                        site.trail = "," if window.replace(item, "", 1).count(",") == 2 else ""
                         break
                 if site is None:
                     return []
@@ -258,13 +262,15 @@ def append_rules(
     groups: dict[tuple[Any, ...], list[_Site]] = {}
     for site in found:
         groups.setdefault(
-            (site.chain, site.field, site.mode, site.multi, site.after), []
+            (site.chain, site.field, site.mode, site.multi, site.after, site.trail), []
         ).append(site)
     out: list[Candidate] = []
     for relative in (True, False):
         rules: list[tuple[dict[str, Any], str]] = []
         probes: list[dict[str, Any]] = []
-        for (chain, fld, mode, multi, key), sites in groups.items():
+        for (chain, fld, mode, multi, key, trail), sites in groups.items():
+            if trail and key:
+                break
             seps = {s.sep if not relative else _relative(s.sep) for s in sites}
             if len(seps) != 1:
                 break
@@ -330,8 +336,14 @@ def append_rules(
             of_kind: dict[str, Any] = (
                 {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
             )
-            top = {"pattern": "$A", **of_kind, **anchor, "not": _comment(lang)}
-            rules.append(({**top, "inside": lst}, "$A" + seps.pop() + item))
+            no_comma = {"precedes": {"pattern": ",", "stopBy": "neighbor"}}
+            top = {
+                "pattern": "$A",
+                **of_kind,
+                **anchor,
+                "not": {"any": [_comment(lang), no_comma]} if trail else _comment(lang),
+            }
+            rules.append(({**top, "inside": lst}, "$A" + seps.pop() + item + trail))
             probe_list = {k: v for k, v in lst.items() if k not in ("regex", "all")}
             probe_list["not"] = guard
             probes.append({**top, "inside": probe_list})
@@ -341,7 +353,7 @@ def append_rules(
     return out
 
 
-def _placed(text: str, p: int, n: int) -> list[tuple[str, int]]:
+def _placed(text: str, p: int, n: int) -> list[tuple[str, int, str]]:
     """The (item, offset) an insertion of ``n`` characters at ``p`` of ``text`` may be: the
     diff may place it anywhere it could slide (`A` + `rgsUsage: …,\\n\\t\\tA` for a field
     inserted before `Action`), so every placement, the diff's first, with its separators
@@ -357,7 +369,7 @@ def _placed(text: str, p: int, n: int) -> list[tuple[str, int]]:
         window = text[k : k + n]
         item = window.strip(" \t\r\n,")
         if item and "\n" not in item:
-            out.append((item, k + window.index(item)))
+            out.append((item, k + window.index(item), window))
     return out
 
 
