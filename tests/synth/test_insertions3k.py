@@ -67,23 +67,20 @@ def test_a_field_inserted_after_the_field_of_one_key_in_struct_literals() -> Non
     field; now the field of that key is the anchor, in any literal of that type with any
     other fields, at the depth the examples show (a fix with tabs is written out)."""
     a = (
-        "func NewApp() *App {\n\treturn &App{\n\t\tName:    \"x\",\n"
-        "\t\tUsage:   \"a new app\",\n\t\tVersion: \"0.0.0\",\n\t}\n}\n"
+        'func NewApp() *App {\n\treturn &App{\n\t\tName:    "x",\n'
+        '\t\tUsage:   "a new app",\n\t\tVersion: "0.0.0",\n\t}\n}\n'
     )
-    b = (
-        "func other() *App {\n\treturn &App{\n\t\tUsage: \"b\",\n"
-        "\t\tAction: run,\n\t}\n}\n"
-    )
+    b = 'func other() *App {\n\treturn &App{\n\t\tUsage: "b",\n\t\tAction: run,\n\t}\n}\n'
     new = '\t\tArgsUsage: "[arguments...]",\n'
     examples = [
-        Example(a, a.replace("app\",\n", "app\",\n" + new), path="app.go"),
+        Example(a, a.replace('app",\n', 'app",\n' + new), path="app.go"),
         Example(b, b.replace('"b",\n', '"b",\n' + new), path="other.go"),
     ]
     result = synthesize(examples)
     held = (
-        "func help() *App {\n\treturn &App{\n\t\tName:  \"help\",\n"
-        "\t\tUsage: \"shows help\",\n\t\tFlags: flags,\n\t}\n}\n"
-        "func f() {\n\tg(Options{\n\t\tUsage: \"u\",\n\t})\n}\n"
+        'func help() *App {\n\treturn &App{\n\t\tName:  "help",\n'
+        '\t\tUsage: "shows help",\n\t\tFlags: flags,\n\t}\n}\n'
+        'func f() {\n\tg(Options{\n\t\tUsage: "u",\n\t})\n}\n'
     )
     want = held.replace('"shows help",\n', '"shows help",\n' + new)
     assert result.apply(held)[0] == want
@@ -100,9 +97,7 @@ def test_a_kept_list_of_the_same_owner_in_another_layout_refuses_the_append_rule
         "function f () {\n  const {\n    kC,\n    kD\n  } = require('./symbols')\n}\n"
         "const { kE } = require('./symbols')\n"
     )
-    after = before.replace("  kB\n}", "  kB,\n  kNew\n}").replace(
-        "    kD\n", "    kD,\n    kNew\n"
-    )
+    after = before.replace("  kB\n}", "  kB,\n  kNew\n}").replace("    kD\n", "    kD,\n    kNew\n")
     result = synthesize([Example(before, after, path="lib/a.js")])
     assert not any("nthChild" in str(r.rule) for r in result.rules)
     assert result.apply(before)[0] == after
