@@ -206,11 +206,26 @@ def _node_at(root: SgNode, start: int, end: int) -> SgNode | None:
 def _insertions(before: str, after: str) -> list[tuple[int, str]] | None:
     """(offset in ``after``, text) of each insertion that turns ``before`` into ``after``,
     or None when something is also removed or replaced."""
+    if len(after) <= len(before):
+        return None
+    # The common ends first: a site may be a whole definition, and the diff is quadratic.
+    n = len(before)
+    p = 0
+    while p < n and before[p] == after[p]:
+        p += 1
+    q = 0
+    while q < n - p and before[-1 - q] == after[-1 - q]:
+        q += 1
+    mid_b, mid_a = before[p : n - q], after[p : len(after) - q]
+    if not mid_b:
+        return [(p, mid_a)]
+    if len(mid_a) > 2000:
+        return None
     out = []
-    ops = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+    ops = difflib.SequenceMatcher(None, mid_b, mid_a, autojunk=False).get_opcodes()
     for op, _i1, _i2, j1, j2 in ops:
         if op == "insert":
-            out.append((j1, after[j1:j2]))
+            out.append((p + j1, mid_a[j1:j2]))
         elif op != "equal":
             return None
     return out
