@@ -123,3 +123,22 @@ def test_a_field_appended_to_struct_literals_brings_the_comma_the_list_lacked() 
     )
     want = held.replace("cap: 4\n", "cap: 4,\n        mark: None,\n")
     assert result.apply(held)[0] == want
+
+
+def test_a_name_inserted_after_a_name_in_import_lists_of_any_path() -> None:
+    """bytes' `MutBufExt` imported next to `MutBuf` (`use traits::{Buf, MutBuf, ByteStr}`
+    -> `{Buf, MutBuf, MutBufExt, ByteStr}`) in two files; the held-out file's list has no
+    path (`pub use {Buf, BufExt, MutBuf, ByteStr};`) and other names. Before, the rule was
+    the example's whole `use` list; now the name it follows is the context, in any use list
+    (not where it is already imported, nor a list without `MutBuf`)."""
+    a = "use traits::{Buf, MutBuf, ByteStr};\n\nfn a() {}\n"
+    b = "use std::io;\nuse traits::{Buf, MutBuf, ByteStr};\n"
+    examples = [
+        Example(a, a.replace("MutBuf,", "MutBuf, MutBufExt,"), path="src/byte_buf.rs"),
+        Example(b, b.replace("MutBuf,", "MutBuf, MutBufExt,"), path="src/byte_str.rs"),
+    ]
+    result = synthesize(examples)
+    held = "mod traits {\n    pub use {Buf, BufExt, MutBuf, ByteStr};\n}\nuse x::{Buf, Other};\n"
+    want = held.replace("MutBuf, ByteStr", "MutBuf, MutBufExt, ByteStr")
+    assert result.apply(held)[0] == want
+    assert result.apply(want)[0] == want

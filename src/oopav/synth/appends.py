@@ -48,6 +48,11 @@ from oopav.synth.commas import COMMENTS
 
 # Fields that name what a list belongs to, in the order they are tried.
 OWNER_FIELDS = ("source", "module_name", "function", "name", "type", "value", "path")
+# Lists of names where a name inserted after another is placed by that name (imports,
+# exports, destructurings; never arguments, where a name says nothing of the call).
+NAME_LISTS = frozenset(
+    {"use_list", "named_imports", "export_clause", "import_from_statement", "object_pattern"}
+)
 STRING_KINDS = frozenset(
     {"string", "string_literal", "interpreted_string_literal", "raw_string_literal"}
 )
@@ -55,6 +60,7 @@ COMMENT_KINDS = frozenset({"comment", "line_comment", "block_comment"})
 _REQUIRE = re.compile(r"""^require\(\s*(['"])([^'"\n]*)\1\s*\)$""")
 # A keyed item: `key: value`, `key=value`, `"key": value` (the key).
 _KEY = re.compile(r"""^([\w$]+|"[^"\n]*"|'[^'\n]*')\s*[:=](?!=)""")
+_NAME = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*$")
 _QUOTED = re.compile(r"""^(['"`])([^'"`\n]*)\1$""")
 
 
@@ -152,14 +158,23 @@ def _append_at(root_after: SgNode, after: str, at: int, item: str) -> _Site | No
     prev = items[idx - 1]
     # In the middle of a list: after the item of one key (`Usage: …` -> `ArgsUsage: …`).
     key = ""
+    sibling = False
     if idx < len(items) - 1:
         m = _KEY.match(prev.text())
-        if m is None or _KEY.match(item) is None:
+        if m is not None and _KEY.match(item) is not None:
+            key = m.group(1)
+        elif parent.kind() in NAME_LISTS and _NAME.match(prev.text()) and _NAME.match(item):
+            # A name inserted after a name (`MutBuf, MutBufExt`): the name it follows is
+            # the context, in any list of the kind (an import list with or without a path).
+            key, sibling = prev.text(), True
+        else:
             return None
-        key = m.group(1)
     sep = after[prev.range().end.index : at]
     if "," not in sep or sep.strip() != ",":
         return None
+    if sibling:
+        site = _Site((parent.kind(),), "", "sibling", "", sep, key)
+        return site
     chain = [parent.kind()]
     owner: SgNode | None = parent
     for _ in range(3):
@@ -289,6 +304,12 @@ def append_rules(
             seps = {s.sep if not relative else _relative(s.sep) for s in sites}
             if len(seps) != 1:
                 break
+            # The item the new one follows: by its key, or (a name after a name) whole.
+            after_rx = (
+                rf"{re.escape(key)}\s*,"
+                if mode == "sibling"
+                else rf"{re.escape(key)}\s*(?::|=[^=])"
+            )
             depth: dict[str, Any] = {}
             if multi and not relative:
                 # Written out (tabs: ast-grep re-indents a fix by spaces only): the depth
@@ -297,19 +318,21 @@ def append_rules(
                 ind = re.sub(r"^[^\n]*\n", "", next(iter(seps)))
                 closes = {s.close for s in sites}
                 if key:
-                    depth = {"regex": rf"\n{_ws(ind)}{re.escape(key)}\s*(?::|=[^=])"}
+                    depth = {"regex": rf"\n{_ws(ind)}{after_rx}"}
                 elif len(closes) == 1 and None not in closes:
                     depth = {"regex": rf"\n{_ws(str(next(iter(closes))))}\S+$"}
                 else:
                     break
             values = {s.value for s in sites}
-            owner: dict[str, Any] = {
-                "kind": chain[-1],
-                "stopBy": "neighbor",
-                "has": {"field": fld, "regex": _owner_regex(mode, values)},
-            }
-            for kind in reversed(chain[1:-1]):
-                owner = {"kind": kind, "stopBy": "neighbor", "inside": owner}
+            owner: dict[str, Any] | None = None
+            if mode != "sibling":
+                owner = {
+                    "kind": chain[-1],
+                    "stopBy": "neighbor",
+                    "has": {"field": fld, "regex": _owner_regex(mode, values)},
+                }
+                for kind in reversed(chain[1:-1]):
+                    owner = {"kind": kind, "stopBy": "neighbor", "inside": owner}
             layout: dict[str, Any] = {"regex": "\n"} if multi else {}
             new_key = _KEY.match(item)
             guard: dict[str, Any] = {
@@ -325,10 +348,10 @@ def append_rules(
                 **layout,
                 **({"all": [depth]} if depth else {}),
                 "not": guard if multi else {"any": [guard, {"regex": "\n"}]},
-                "inside": owner,
+                **({"inside": owner} if owner is not None else {}),
             }
             anchor: dict[str, Any] = (
-                {"regex": rf"^{re.escape(key)}\s*(?::|=[^=])"}
+                {"regex": f"^{re.escape(key)}$" if mode == "sibling" else f"^{after_rx}"}
                 if key
                 else {
                     "nthChild": {

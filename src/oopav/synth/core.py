@@ -1176,9 +1176,9 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
         # rewrite on the list's last item, not the example's whole list.
         result = SynthResult(rules=appended, language=lang, examples_reproduced=len(exs))
         notes = [
-            f"append: `{appended[0].fix.split(chr(10))[-1].split(', ')[-1]}` added after the "
-            "last item of every list whose owner the examples name (any items, any layout "
-            "they show)"
+            f"insert: `{appended[0].fix.split(chr(10))[-1].split(', ')[-1].rstrip(',')}` "
+            "added to every list whose owner (or neighbouring item) the examples name, after "
+            "the item they show it after (any other items, the layouts they show)"
         ]
     else:
         result, notes = _learn_all(learn, learn_sequential)
