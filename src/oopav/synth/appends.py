@@ -1,4 +1,4 @@
-"""An item appended to a list, as its own rewrite (wave 3k, synth21; issue 26 class 1).
+"""An item inserted into a list, as its own rewrite (wave 3k, synth21; issue 26 class 1).
 
 Real commits add one item to the end of many lists of one kind: a name to every import
 list from one module (`} = require('./symbols.js')`, `} from '../../fastify'`), an argument
@@ -28,12 +28,17 @@ The owner is the nearest enclosing node (up to three levels) with a field that i
 list itself: an import's ``source`` (the module's base name: `./lib/symbols.js` and
 `../../lib/symbols` are one module), a ``require(...)`` value, a Python ``module_name``, a
 call's ``function`` (its last name: `c.AddCommand` and `cmdEcho.AddCommand` are one
-callee), a definition's ``name``, a composite literal's ``type``; the examples' names are an
-alternation. Single-line and multi-line lists are separate rules, each with the separator
-its examples show (a multi-line one re-indented to the last item's column). The examples'
-unchanged lists of the same owner are negatives: ``synth.core`` keeps the set only when it
-reproduces every example (a kept `cmdEcho.AddCommand(cmdTimes)` next to a changed
-`c.AddCommand(...)` refuses it)."""
+callee), a definition's ``name``, a composite literal's ``type``; names the examples differ
+in by their longer common end, else their alternation. An item inserted in the middle is
+anchored on the item it follows: by that item's key (`Usage: …` -> `ArgsUsage: …`), or, a
+name after a name in an import/destructuring list, by that name in any list of the kind.
+A last item that had no comma gets it with the new one. Single-line and multi-line lists
+are separate rules, each with the separator its examples show (a multi-line one relative to
+the anchor's column, or written out with tabs and kept to the examples' depth). Negatives:
+``synth.core`` keeps a set only when it reproduces every example and its *probes* (the same
+rules without the layout) match no list the examples keep. Needs two sites at least; an
+argument appended to one-line calls is left to the call-head rule (`$A($$$B)`).
+"""
 
 from __future__ import annotations
 
