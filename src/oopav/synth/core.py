@@ -28,6 +28,7 @@ from oopav.sandbox.astgrep import (
 )
 from oopav.synth.abstract import Options, Template, abstract_sites, collapse_chains
 from oopav.synth.annotations import RUST_ITEMS, made_here
+from oopav.synth.appends import append_rules
 from oopav.synth.clishape import cli_rule, kinds_from_sites
 from oopav.synth.commas import DEPTH as COMMA_DEPTH
 from oopav.synth.commas import trailing_comma_rule
@@ -1210,9 +1211,45 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
                 )
             )
         ]
+    elif (appended := _append_rules(exs, lang)) is not None:
+        # One item appended to lists of one owner (wave 3k synth21): the item as its own
+        # rewrite on the list's last item, not the example's whole list.
+        result = SynthResult(rules=appended, language=lang, examples_reproduced=len(exs))
+        notes = [
+            f"insert: `{appended[0].fix.split(chr(10))[-1].split(', ')[-1].rstrip(',')}` "
+            "added to every list whose owner (or neighbouring item) the examples name, after "
+            "the item they show it after (any other items, the layouts they show)"
+        ]
     else:
         result, notes = _learn_all(learn, learn_sequential)
     return result, notes
+
+
+def _append_rules(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
+    """The append rule set (``synth.appends``): the first candidate that matches every
+    edited site and nothing else of its owner in any layout (the examples' kept lists are
+    negatives), and reproduces every example."""
+    if any(ex.partial for ex in exs):
+        return None
+    sites = sum(len(ex.sites) for ex in exs)
+    examples = [(ex.root, ex.after, ex.root_after, ex.sites) for ex in exs]
+    for candidate, probes in append_rules(examples, lang):
+        rules = [
+            SynthRule(id=f"synth-{n}", language=lang, rule=rule, fix=fix, sites=sites * (n == 1))
+            for n, (rule, fix) in enumerate(candidate, 1)
+        ]
+        try:
+            kept = any(
+                not any(s.start <= m.range().start.index < s.end for s in ex.sites)
+                for ex in exs
+                for probe in probes
+                for m in ex.root.find_all(cast(Any, {"rule": probe}))
+            )
+            if not kept and _rules_hold(exs, rules, lang):
+                return rules
+        except RuntimeError:  # a rule ast-grep refuses (no candidate of ours should be)
+            continue
+    return None
 
 
 def _learn_all(learn: Any, learn_sequential: Any) -> tuple[SynthResult, list[str]]:

@@ -1,0 +1,433 @@
+"""An item inserted into a list, as its own rewrite (wave 3k, synth21; issue 26 class 1).
+
+Real commits add one item to the end of many lists of one kind: a name to every import
+list from one module (`} = require('./symbols.js')`, `} from '../../fastify'`), an argument
+to every call of one function, a parameter to the definitions of some names. Learned as
+whole nodes, the rule keeps what the example's list happened to hold (27 literal items of
+a destructuring, the example's two arguments), so no other list follows. Here the item is
+its own rewrite, anchored on the list's *last item* and narrowed by the list's owner only:
+
+```yaml
+rule:
+  pattern: $A
+  nthChild: {position: 1, reverse: true, ofRule: {not: {kind: comment}}}
+  not: {kind: comment}
+  inside:
+    kind: object_pattern
+    stopBy: neighbor
+    regex: \\n                                   # the layout the examples show
+    not: {has: {regex: ^kLogController$}}        # not twice
+    inside:
+      kind: variable_declarator
+      stopBy: neighbor
+      has: {field: value, regex: "^require\\\\(\\\\s*['\\"](?:[^'\\"]*/)?(?:symbols)(?:\\\\.\\\\w+)?['\\"]\\\\s*\\\\)$"}
+fix: "$A,\\nkLogController"
+```
+
+The owner is the nearest enclosing node (up to three levels) with a field that is not the
+list itself: an import's ``source`` (the module's base name: `./lib/symbols.js` and
+`../../lib/symbols` are one module), a ``require(...)`` value, a Python ``module_name``, a
+call's ``function`` (its last name: `c.AddCommand` and `cmdEcho.AddCommand` are one
+callee), a definition's ``name``, a composite literal's ``type``; names the examples differ
+in by their longer common end, else their alternation. An item inserted in the middle is
+anchored on the item it follows: by that item's key (`Usage: …` -> `ArgsUsage: …`), or, a
+name after a name in an import/destructuring list, by that name in any list of the kind.
+A last item that had no comma gets it with the new one. Single-line and multi-line lists
+are separate rules, each with the separator its examples show (a multi-line one relative to
+the anchor's column, or written out with tabs and kept to the examples' depth). Negatives:
+``synth.core`` keeps a set only when it reproduces every example and its *probes* (the same
+rules without the layout) match no list the examples keep. Needs two sites at least; an
+argument appended to one-line calls is left to the call-head rule (`$A($$$B)`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ast_grep_py import SgNode
+
+from oopav.synth.commas import COMMENTS
+
+# Fields that name what a list belongs to, in the order they are tried.
+OWNER_FIELDS = ("source", "module_name", "function", "name", "type", "value", "path")
+# Lists of names where a name inserted after another is placed by that name (imports,
+# exports, destructurings; never arguments, where a name says nothing of the call).
+NAME_LISTS = frozenset(
+    {"use_list", "named_imports", "export_clause", "import_from_statement", "object_pattern"}
+)
+STRING_KINDS = frozenset(
+    {"string", "string_literal", "interpreted_string_literal", "raw_string_literal"}
+)
+COMMENT_KINDS = frozenset({"comment", "line_comment", "block_comment"})
+_REQUIRE = re.compile(r"""^require\(\s*(['"])([^'"\n]*)\1\s*\)$""")
+# A keyed item: `key: value`, `key=value`, `"key": value` (the key).
+_KEY = re.compile(r"""^([\w$]+|"[^"\n]*"|'[^'\n]*')\s*[:=](?!=)""")
+_NAME = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*$")
+_QUOTED = re.compile(r"""^(['"`])([^'"`\n]*)\1$""")
+
+
+def _items(node: SgNode) -> list[SgNode]:
+    return [c for c in node.children() if c.is_named() and c.kind() not in COMMENT_KINDS]
+
+
+def _module_base(path: str) -> str:
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    stem = re.sub(r"\.[A-Za-z0-9]+$", "", base)
+    return stem or base
+
+
+def _feature(field: SgNode, name: str) -> tuple[str, str] | None:
+    """(mode, value): a module's base name, a dotted module's full name or a last name."""
+    text = field.text()
+    if name == "source" or field.kind() in STRING_KINDS:
+        m = _QUOTED.match(text)
+        return ("module", _module_base(m.group(2))) if m else None
+    if (m := _REQUIRE.match(text)) is not None:
+        return ("require", _module_base(m.group(2)))
+    if name == "module_name":
+        return ("exact", text) if re.fullmatch(r"[\w.]+", text) else None
+    m = re.search(r"(\w+)\s*$", text)
+    if m is None or "\n" in text:
+        return None
+    return ("name", m.group(1))
+
+
+def _owner_regex(mode: str, values: set[str]) -> str:
+    alt = "(?:" + "|".join(re.escape(v) for v in sorted(values)) + ")"
+    if mode == "module":
+        return rf"""^['"`](?:[^'"`]*/)?{alt}(?:\.\w+)?['"`]$"""
+    if mode == "require":
+        return rf"""^require\(\s*['"](?:[^'"]*/)?{alt}(?:\.\w+)?['"]\s*\)$"""
+    if mode == "exact":
+        return rf"^{alt}$"
+    if len(values) > 1:
+        alt = _shape(values)
+    return rf"(?:^|\W){alt}$"
+
+
+def _shape(names: set[str]) -> str:
+    """Names the examples differ in, by their longer common end: `pager`, `_pipepager` ->
+    `_?\\w*pager`; `get_user`, `get_users` -> `get_user\\w*`; else their alternation (a
+    shared part under 3 characters says nothing)."""
+    bare = sorted(n.lstrip("_") for n in names)
+    under = "_?" if any(n.startswith("_") for n in names) else ""
+    prefix = bare[0]
+    for b in bare[1:]:
+        while not b.startswith(prefix):
+            prefix = prefix[:-1]
+    suffix = bare[0]
+    for b in bare[1:]:
+        while not b.endswith(suffix):
+            suffix = suffix[1:]
+    if max(len(prefix), len(suffix)) < 3:
+        return "(?:" + "|".join(re.escape(v) for v in sorted(names)) + ")"
+    if len(suffix) >= len(prefix):
+        return rf"(?:{under}\w*{re.escape(suffix)})"
+    return rf"(?:{under}{re.escape(prefix)}\w*)"
+
+
+class _Site:
+    """One append: the list's kind, the chain of kinds from the list up to its owner, the
+    owner's field and feature, the layout and the separator before the new item."""
+
+    def __init__(
+        self, chain: tuple[str, ...], fld: str, mode: str, value: str, sep: str, after: str
+    ):
+        self.chain, self.field, self.mode, self.value, self.sep = chain, fld, mode, value, sep
+        # "" : appended after the last item; else the key of the item it follows.
+        self.after = after
+        # The indentation of the list's closing bracket when it starts its line.
+        self.close: str | None = None
+        self.trail = ""
+
+    @property
+    def multi(self) -> bool:
+        return "\n" in self.sep
+
+
+def _append_at(root_after: SgNode, after: str, at: int, item: str) -> _Site | None:
+    """The append whose new item starts at offset ``at`` of ``after``, or None."""
+    node = _node_at(root_after, at, at + len(item))
+    if node is None:
+        return None
+    parent = node.parent()
+    if parent is None:
+        return None
+    items = _items(parent)
+    idx = next((i for i, n in enumerate(items) if n.range().start.index == at), 0)
+    if idx < 1:
+        return None
+    prev = items[idx - 1]
+    # In the middle of a list: after the item of one key (`Usage: …` -> `ArgsUsage: …`).
+    key = ""
+    sibling = False
+    if idx < len(items) - 1:
+        m = _KEY.match(prev.text())
+        if m is not None and _KEY.match(item) is not None:
+            key = m.group(1)
+        elif parent.kind() in NAME_LISTS and _NAME.match(prev.text()) and _NAME.match(item):
+            # A name inserted after a name (`MutBuf, MutBufExt`): the name it follows is
+            # the context, in any list of the kind (an import list with or without a path).
+            key, sibling = prev.text(), True
+        else:
+            return None
+    sep = after[prev.range().end.index : at]
+    if "," not in sep or sep.strip() != ",":
+        return None
+    if sibling:
+        site = _Site((parent.kind(),), "", "sibling", "", sep, key)
+        return site
+    chain = [parent.kind()]
+    owner: SgNode | None = parent
+    for _ in range(3):
+        owner = owner.parent() if owner is not None else None
+        if owner is None:
+            return None
+        chain.append(owner.kind())
+        prange = parent.range()
+        for fld in OWNER_FIELDS:
+            f = owner.field(fld)
+            if f is None:
+                continue
+            r = f.range()
+            if r.start.index <= prange.start.index and prange.end.index <= r.end.index:
+                continue  # the list itself (a destructuring's `name`)
+            feat = _feature(f, fld)
+            if feat is None:
+                return None
+            site = _Site(tuple(chain), fld, feat[0], feat[1], sep, key)
+            closing = re.search(r"\n([ \t]*)\S+$", parent.text())
+            site.close = closing.group(1) if closing else None
+            return site
+    return None
+
+
+def _node_at(root: SgNode, start: int, end: int) -> SgNode | None:
+    """The highest node spanning exactly [start, end) (None when none does)."""
+    node: SgNode | None = root
+    while node is not None:
+        r = node.range()
+        if r.start.index == start and r.end.index == end:
+            return node
+        node = next(
+            (
+                c
+                for c in node.children()
+                if c.range().start.index <= start and end <= c.range().end.index
+            ),
+            None,
+        )
+    return None
+
+
+def _insertions(before: str, after: str) -> list[tuple[int, str]] | None:
+    """(offset in ``after``, text) of each insertion that turns ``before`` into ``after``,
+    or None when something is also removed or replaced."""
+    if len(after) <= len(before):
+        return None
+    # The common ends first: a site may be a whole definition, and the diff is quadratic.
+    n = len(before)
+    p = 0
+    while p < n and before[p] == after[p]:
+        p += 1
+    q = 0
+    while q < n - p and before[-1 - q] == after[-1 - q]:
+        q += 1
+    mid_b, mid_a = before[p : n - q], after[p : len(after) - q]
+    if not mid_b:
+        return [(p, mid_a)]
+    if len(mid_a) > 2000:
+        return None
+    out = []
+    ops = difflib.SequenceMatcher(None, mid_b, mid_a, autojunk=False).get_opcodes()
+    for op, _i1, _i2, j1, j2 in ops:
+        if op == "insert":
+            out.append((p + j1, mid_a[j1:j2]))
+        elif op != "equal":
+            return None
+    return out
+
+
+Candidate = tuple[list[tuple[dict[str, Any], str]], list[dict[str, Any]]]
+
+
+def append_rules(
+    examples: Sequence[tuple[SgNode, str, SgNode, list[Any]]], lang: str
+) -> list[Candidate]:
+    """Candidate rule sets for examples (before root, after text, after root, sites) whose
+    every site (two at least: a recurring change) inserts one same item into a list; []
+    when they do not. Each candidate: the (rule, fix) pairs and their *probes*, the same
+    rules in any layout, whose every match in an example must be an edited site (the
+    examples' kept lists of the owner, in whatever layout, are negatives). The callers
+    verify them."""
+    found: list[_Site] = []
+    items: set[str] = set()
+    for _before, after, root_after, sites in examples:
+        for s in sites:
+            if s.insert is not None or s.delete is not None:
+                return []
+            inserted = _insertions(s.before_text, s.after_text)
+            if not inserted or len(inserted) > 8:
+                return []
+            for p, text in inserted:
+                site, item = None, ""
+                for item, at, window in _placed(s.after_text, p, len(text)):
+                    site = _append_at(root_after, after, s.after_start + at, item)
+                    if site is not None:
+                        # `len: 0` -> `len: 0,\n mark: None,`: the new last item brings the
+                        # trailing comma the list lacked (two commas inserted).
+                        site.trail = "," if window.replace(item, "", 1).count(",") == 2 else ""
+                        break
+                if site is None:
+                    return []
+                found.append(site)
+                items.add(item)
+    if len(items) != 1 or len(found) < 2:
+        return []
+    if all(f.field == "function" and not f.multi and not f.after for f in found):
+        # An argument appended to calls on one line: the call-head rule (`$A($$$B)` ->
+        # `$A($$$B, x)`, its names abstracted by a regex as far as the examples vary them)
+        # already reaches any call; left to it.
+        return []
+    item = items.pop()
+    roots = [r for before, _a, root_after, _s in examples for r in (before, root_after)]
+    groups: dict[tuple[Any, ...], list[_Site]] = {}
+    for site in found:
+        groups.setdefault(
+            (site.chain, site.field, site.mode, site.multi, site.after, site.trail), []
+        ).append(site)
+    out: list[Candidate] = []
+    for relative in (True, False):
+        rules: list[tuple[dict[str, Any], str]] = []
+        probes: list[dict[str, Any]] = []
+        for (chain, fld, mode, multi, key, trail), sites in groups.items():
+            if trail and key:
+                break
+            seps = {s.sep if not relative else _relative(s.sep) for s in sites}
+            if len(seps) != 1:
+                break
+            # The item the new one follows: by its key, or (a name after a name) whole.
+            after_rx = (
+                rf"{re.escape(key)}\s*,"
+                if mode == "sibling"
+                else rf"{re.escape(key)}\s*(?::|=[^=])"
+            )
+            depth: dict[str, Any] = {}
+            if multi and not relative:
+                # Written out (tabs: ast-grep re-indents a fix by spaces only): the depth
+                # the examples show, stated on the list (the anchor's line, or the line of
+                # its closing bracket).
+                ind = re.sub(r"^[^\n]*\n", "", next(iter(seps)))
+                closes = {s.close for s in sites}
+                if key:
+                    depth = {"regex": rf"\n{_ws(ind)}{after_rx}"}
+                elif len(closes) == 1 and None not in closes:
+                    depth = {"regex": rf"\n{_ws(str(next(iter(closes))))}\S+$"}
+                else:
+                    break
+            values = {s.value for s in sites}
+            owner: dict[str, Any] | None = None
+            if mode != "sibling":
+                owner = {
+                    "kind": chain[-1],
+                    "stopBy": "neighbor",
+                    "has": {"field": fld, "regex": _owner_regex(mode, values)},
+                }
+                for kind in reversed(chain[1:-1]):
+                    owner = {"kind": kind, "stopBy": "neighbor", "inside": owner}
+            layout: dict[str, Any] = {"regex": "\n"} if multi else {}
+            new_key = _KEY.match(item)
+            guard: dict[str, Any] = {
+                "has": {
+                    "regex": rf"^{re.escape(new_key.group(1))}\s*(?::|=[^=])"
+                    if new_key
+                    else f"^{re.escape(item)}$"
+                }
+            }
+            lst: dict[str, Any] = {
+                "kind": chain[0],
+                "stopBy": "neighbor",
+                **layout,
+                **({"all": [depth]} if depth else {}),
+                "not": guard if multi else {"any": [guard, {"regex": "\n"}]},
+                **({"inside": owner} if owner is not None else {}),
+            }
+            anchor: dict[str, Any] = (
+                {"regex": f"^{re.escape(key)}$" if mode == "sibling" else f"^{after_rx}"}
+                if key
+                else {
+                    "nthChild": {
+                        "position": 1,
+                        "reverse": True,
+                        "ofRule": {"not": _comment(lang)},
+                    }
+                }
+            )
+            # The kinds an item of such a list has in the examples (the CLI wants a kind;
+            # the sites' own would keep the anchor to the example's: a string argument).
+            kinds = sorted(
+                {
+                    c.kind()
+                    for root in roots
+                    for lst_node in root.find_all(kind=chain[0])
+                    for c in _items(lst_node)
+                }
+            )
+            of_kind: dict[str, Any] = (
+                {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
+            )
+            no_comma = {"precedes": {"pattern": ",", "stopBy": "neighbor"}}
+            top = {
+                "pattern": "$A",
+                **of_kind,
+                **anchor,
+                "not": {"any": [_comment(lang), no_comma]} if trail else _comment(lang),
+            }
+            rules.append(({**top, "inside": lst}, "$A" + seps.pop() + item + trail))
+            probe_list = {k: v for k, v in lst.items() if k not in ("regex", "all")}
+            probe_list["not"] = guard
+            probes.append({**top, "inside": probe_list})
+        else:
+            if rules:
+                out.append((rules, probes))
+    return out
+
+
+def _placed(text: str, p: int, n: int) -> list[tuple[str, int, str]]:
+    """The (item, offset) an insertion of ``n`` characters at ``p`` of ``text`` may be: the
+    diff may place it anywhere it could slide (`A` + `rgsUsage: …,\\n\\t\\tA` for a field
+    inserted before `Action`), so every placement, the diff's first, with its separators
+    stripped (the caller keeps the first that is a list's item)."""
+    lo = p
+    while lo > 0 and text[lo - 1] == text[lo - 1 + n]:
+        lo -= 1
+    hi = p
+    while hi + n < len(text) and text[hi] == text[hi + n]:
+        hi += 1
+    out = []
+    for k in [p, *range(lo, hi + 1)]:
+        window = text[k : k + n]
+        item = window.strip(" \t\r\n,")
+        if item and "\n" not in item:
+            out.append((item, k + window.index(item), window))
+    return out
+
+
+def _comment(lang: str) -> dict[str, Any]:
+    # A fresh dict each time: a shared one is written as a YAML anchor.
+    kinds = COMMENTS.get(lang, ("comment",))
+    return {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
+
+
+def _ws(text: str) -> str:
+    """Indentation as a regex (Rust's: a tab as ``\\t``)."""
+    return text.replace("\t", r"\t")
+
+
+def _relative(sep: str) -> str:
+    """A multi-line separator without its indentation (ast-grep indents the fix's further
+    lines to the anchor's)."""
+    return re.sub(r"\n[ \t]*$", "\n", sep)
