@@ -59,6 +59,7 @@ from oopav.synth.precision import (
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
+from oopav.synth.removals import comments_kept
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -898,9 +899,13 @@ def synthesize(
             # A formatter may have reflowed the changed code: learn from the change in the
             # before side's layout instead (compared modulo layout), and say so.
             relaid = relayout(e.before, e.after, broot, aroot)
-            if relaid is None:
+            # Wave 3k (synth23): commented-out code edited along with the code — the
+            # comments' edits are left out, the rule is learned from the code.
+            kept = comments_kept(e.before, e.after, broot, aroot) if relaid is None else None
+            if relaid is None and kept is None:
                 raise SynthesisError(str(exc), i) from None
-            after, aroot = relaid, parse(relaid, lang)
+            after = relaid if relaid is not None else cast(str, kept)
+            aroot = parse(after, lang)
             try:
                 sites = find_sites(i, e.before, after, broot, aroot, where)
             except SiteError:
@@ -908,6 +913,9 @@ def synthesize(
             layout_notes.append(
                 f"example {i} also reflows the changed code (a formatter's layout); the rules "
                 "reproduce it modulo layout — run the project's formatter after them"
+                if relaid is not None
+                else f"example {i} also edits code inside comments; a rule rewrites code, so "
+                "those comments were left as they were — edit them by hand"
             )
         spans = _keep_spans(e.before, list(e.keep)) if e.keep else []
         exs.append(_Ex(i, e.before, after, broot, aroot, sites, e.partial, spans))

@@ -1,0 +1,89 @@
+"""Removals learned where they happen (issue 26, wave 3k synth23).
+
+An edit that removes a small piece — a call-chain member (``.map_err(InvalidUriBytes)``), a
+postfix or prefix operator (TypeScript's non-null ``!``), a modifier, a parameter — is a
+rewrite of the smallest node that holds it: what is removed stays literal, the rest is
+abstracted. Three things stood between such edits and a general rule:
+
+* :func:`comments_kept` — commented-out code edited along with the code (http's
+  ``.map_err(InvalidUriBytes)`` removed from a live call and from the same call in a
+  ``/* … */`` block): a rule rewrites code, not the text of a comment, so the example is
+  refused as "changes comments outside the rewritten code" and nothing is learned. The
+  comment's edit is left out of the example instead (its comments kept as they were), and
+  the rule is learned from the code; a note says so.
+* :func:`removal` — a pattern that names nothing but the token it removes (``$A!`` ->
+  ``$A``, ``let mut $A`` -> ``let $A``): the removed token is what the rule is about, as a
+  replaced operator is (``precision._substitution``). With two sites or more it is closed by
+  the shapes the sites bind (``A: member_expression``), not by where the sites happen to
+  sit (got's two ``!`` in spread arguments, the held-out one on a call's receiver).
+* :func:`unused_parameter` — a parameter removed from functions whose bodies never use it,
+  where the examples keep it in functions whose bodies do (express's ``function(req, res,
+  next)`` -> ``function(req, res)``, kept where the body calls ``next()``): the body not
+  naming the parameter is the context, rather than the argument position the sites share.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ast_grep_py import SgNode
+
+from oopav.synth.sites import COMMENT_KINDS
+
+
+def _comments(root: SgNode) -> list[SgNode]:
+    out: list[SgNode] = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.kind() in COMMENT_KINDS:
+            out.append(n)
+            continue
+        stack.extend(reversed(n.children()))
+    out.sort(key=lambda n: n.range().start.index)
+    return out
+
+
+def comments_kept(before: str, after: str, broot: SgNode, aroot: SgNode) -> str | None:
+    """``after`` with every comment that the edit changed given back its ``before`` text, or
+    None when no comment changed or the comments do not pair up one for one (a comment
+    added or removed is a change of its own)."""
+    cb, ca = _comments(broot), _comments(aroot)
+    if len(cb) != len(ca):
+        return None
+    out = after
+    changed = False
+    for b, a in sorted(zip(cb, ca, strict=True), key=lambda p: -p[1].range().start.index):
+        if b.text() == a.text():
+            continue
+        r = a.range()
+        out = out[: r.start.index] + b.text() + out[r.end.index :]
+        changed = True
+    if not changed or out == before:
+        return None
+    return out
+
+
+_SPLIT = re.compile(r"\$\$?\$?[A-Z][A-Z0-9_]*")
+_TOKENS = re.compile(r"\w+|[^\w\s]")
+
+
+def _subsequence(short: list[str], long: list[str]) -> bool:
+    it = iter(long)
+    return all(any(t == u for u in it) for t in short)
+
+
+def removal(pattern: str, fix: str) -> bool:
+    """The fix is the pattern with literal tokens removed, its metavariables kept in order
+    (``$A!`` -> ``$A``, ``let mut $A`` -> ``let $A``, ``$A.unwrap()`` -> ``$A``): the
+    removed tokens are what the rule is about."""
+    if _SPLIT.findall(pattern) != _SPLIT.findall(fix) or not _SPLIT.findall(pattern):
+        return False
+    removed = False
+    for a, b in zip(_SPLIT.split(pattern), _SPLIT.split(fix), strict=True):
+        ta, tb = _TOKENS.findall(a), _TOKENS.findall(b)
+        if len(tb) > len(ta) or not _subsequence(tb, ta):
+            return False
+        removed = removed or len(tb) < len(ta)
+    return removed
