@@ -71,3 +71,57 @@ def test_postfix_operator_removed_is_closed_by_shape_not_place() -> None:
     result = synthesize([Example(TS, after, path="source/create.ts")])
     assert result.apply(TS)[0] == after
     assert result.apply(TS_HELD)[0] == TS_HELD.replace("prefixUrl!", "prefixUrl")
+
+
+EXPRESS = """function load(req, res, next) {
+  db.load(function(err, items){
+    if (err) return next(err);
+    req.items = items;
+    next();
+  });
+}
+
+app.get('/', function(req, res, next){
+  if (!req.user) return next();
+  res.render('home');
+});
+
+app.get('/items', load, function(req, res, next){
+  res.render('items', { items: req.items });
+});
+
+app.get('/items/count', load, function(req, res, next){
+  res.send(String(req.items.length));
+});
+"""
+
+EXPRESS_HELD = """app.get('/api/users', function(req, res, next){
+  res.send(users);
+});
+
+app.use(function(req, res, next){
+  if (!req.query.key) return next(error(400, 'api key required'));
+  next();
+});
+
+app.use(function(err, req, res, next){
+  res.status(err.status || 500);
+});
+"""
+
+
+def test_unused_parameter_removed_where_the_body_never_names_it() -> None:
+    """express's `next` removed from route handlers whose bodies never call it, kept where
+    they do (expressjs/express 3c1d605da7). Before: the handlers' argument position
+    (`nthChild: 4`), which missed a handler passed second. The body not naming the
+    parameter is the context; the arity the sites show is kept (an error handler's
+    `(err, req, res, next)` is left alone)."""
+    after = EXPRESS.replace(
+        "'/items', load, function(req, res, next)", "'/items', load, function(req, res)"
+    ).replace("count', load, function(req, res, next)", "count', load, function(req, res)")
+    result = synthesize([Example(EXPRESS, after, path="examples/view-locals/index.js")])
+    assert result.apply(EXPRESS)[0] == after
+    want = EXPRESS_HELD.replace(
+        "'/api/users', function(req, res, next)", "'/api/users', function(req, res)"
+    )
+    assert result.apply(EXPRESS_HELD)[0] == want

@@ -59,7 +59,7 @@ from oopav.synth.precision import (
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
-from oopav.synth.removals import comments_kept
+from oopav.synth.removals import comments_kept, unused_parameter
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
@@ -2188,6 +2188,11 @@ def _search(
                     # How the bound name is used elsewhere in its file (wave 3e): an
                     # imported name used only as a type, where the kept ones are values.
                     usage = [(1, x) for x in usage_fragments(names, pos, neg, fix)]
+                    # Wave 3k (synth23): a parameter the sites' bodies never use, where the
+                    # kept functions' bodies do — before any other context.
+                    unused = unused_parameter(node, pos, neg)
+                    if unused is not None:
+                        usage.insert(0, (0, unused))
                     fragments = discriminating(node, pos, neg, fix if anchored else "")
                     for tier, extra in usage + [
                         (2 if _names_fragment(x) else 1, x) for x in fragments
@@ -2293,7 +2298,12 @@ def _search(
         # all, so a body-abstract pattern narrowed by the enclosing definitions' names (the
         # trait implemented) is preferred too.
         names_too = _header_only(seed)
+        # Wave 3k (synth23): an unused parameter (tier 0, see removals.py) first.
         ups = [
+            d
+            for d in deferred
+            if d[0] == 0 and d[2][3] == top.level and _generalises(d[2][2].split("\0")[0], plain)
+        ] + [
             d
             for d in deferred
             if (d[0] == 1 or (names_too and d[0] == 2 and "$$$" in d[2][2].split("\0")[0]))

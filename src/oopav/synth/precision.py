@@ -191,8 +191,11 @@ def closures(
     text = _pattern_text(rule) or ""
     # Wave 3k (synth23): a removal at two sites or more is closed by the shapes the sites
     # bind, not by where they happen to sit (see synth/removals.py).
-    if len(parents) == 1 and parent is not None and "inside" not in rule and not (
-        len(ps) >= 2 and removal(text, fix)
+    if (
+        len(parents) == 1
+        and parent is not None
+        and "inside" not in rule
+        and not (len(ps) >= 2 and removal(text, fix))
     ):
         fields = {_field(p) for p in ps}
         field = next(iter(fields))

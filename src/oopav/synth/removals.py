@@ -87,3 +87,82 @@ def removal(pattern: str, fix: str) -> bool:
             return False
         removed = removed or len(tb) < len(ta)
     return removed
+
+
+_NAME = re.compile(r"^[A-Za-z_$][\w$]*$")
+
+
+def _param_names(node: SgNode) -> set[str] | None:
+    params = node.field("parameters")
+    if params is None or node.field("body") is None:
+        return None
+    out: set[str] = set()
+    for c in params.children():
+        if not c.is_named():
+            continue
+        name = c if _NAME.match(c.text()) else (c.field("pattern") or c.field("name"))
+        if name is not None and _NAME.match(name.text()):
+            out.add(name.text())
+    return out
+
+
+def _uses(node: SgNode, name: str) -> set[str]:
+    """The kinds of the leaves of ``node``'s body that spell ``name`` (comments and strings
+    aside)."""
+    body = node.field("body")
+    out: set[str] = set()
+    stack = [body] if body is not None else []
+    while stack:
+        n = stack.pop()
+        if not n.children():
+            if n.text() == name and n.kind() not in COMMENT_KINDS and "string" not in n.kind():
+                out.add(n.kind())
+            continue
+        stack.extend(n.children())
+    return out
+
+
+def unused_parameter(
+    seed: SgNode, positives: list[SgNode], negatives: list[SgNode]
+) -> dict[str, Any] | None:
+    """A fragment for a function-level site whose parameter the positives' bodies never use
+    and every negative's body does: ``not`` a body naming it (see the module doc)."""
+    if not negatives:
+        return None
+    pos = [seed, *positives]
+    sets = [_param_names(p) for p in pos]
+    neg_sets = [_param_names(n) for n in negatives]
+    if any(s is None for s in sets) or any(s is None for s in neg_sets):
+        return None
+    common = set.intersection(*[s for s in sets if s is not None])
+    for name in sorted(common):
+        if any(_uses(p, name) for p in pos):
+            continue
+        kinds = [_uses(n, name) for n in negatives]
+        if all(name in (s or set()) and k for s, k in zip(neg_sets, kinds, strict=True)):
+            found = sorted(set().union(*kinds))
+            leaf: dict[str, Any] = (
+                {"kind": found[0]} if len(found) == 1 else {"any": [{"kind": k} for k in found]}
+            )
+            leaf = {**leaf, "regex": f"^{re.escape(name)}$", "stopBy": "end"}
+            unused = {"not": {"has": {"field": "body", "stopBy": "neighbor", "has": leaf}}}
+            # Of the arity the sites show, when they agree (express's `(req, res, next)`,
+            # not the error handler's `(err, req, res, next)`, whose arity is its meaning).
+            arities = {_arity(p) for p in pos}
+            if len(arities) != 1:
+                return unused
+            more = {
+                "has": {
+                    "field": "parameters",
+                    "stopBy": "neighbor",
+                    "has": {"nthChild": arities.pop() + 1},
+                }
+            }
+            return {"all": [unused, {"not": more}]}
+    return None
+
+
+def _arity(node: SgNode) -> int:
+    params = node.field("parameters")
+    return 0 if params is None else sum(1 for c in params.children() if c.is_named())
+    return None
