@@ -56,10 +56,10 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
+from oopav.synth.removals import comments_kept, unused_parameter
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
-from oopav.synth.removals import comments_kept, unused_parameter
 from oopav.synth.sites import (
     COMMENT_KINDS,
     IMPORT_LISTS,
