@@ -125,3 +125,32 @@ def test_unused_parameter_removed_where_the_body_never_names_it() -> None:
         "'/api/users', function(req, res, next)", "'/api/users', function(req, res)"
     )
     assert result.apply(EXPRESS_HELD)[0] == want
+
+
+FASTIFY = """'use strict'
+
+const { kReply, kRequest } = require('./symbols')
+const { FSTDEP010, FSTDEP013, FSTDEP019 } = require('./warnings')
+
+function send (reply) {
+  FSTDEP013()
+  return reply[kReply]
+}
+
+module.exports = { send, kRequest, FSTDEP019 }
+"""
+
+FASTIFY_HELD = """const t = require('tap')
+const { FSTDEP010, FSTDEP021 } = require('../../lib/warnings')
+const { kReply } = require('../../lib/symbols')
+"""
+
+
+def test_list_item_removed_with_the_rest_of_the_list_any_length() -> None:
+    """fastify's `FSTDEP010` removed from a destructuring of four names (fastify/fastify
+    2c2339b846). Before: `const { FSTDEP010, $A, $B } = $D`, three names exactly, which
+    missed the held-out destructuring of two. The kept items are a list metavariable."""
+    after = FASTIFY.replace("{ FSTDEP010, FSTDEP013", "{ FSTDEP013")
+    result = synthesize([Example(FASTIFY, after, path="lib/reply.js")])
+    assert result.apply(FASTIFY)[0] == after
+    assert result.apply(FASTIFY_HELD)[0] == FASTIFY_HELD.replace("FSTDEP010, ", "")

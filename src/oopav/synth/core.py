@@ -56,7 +56,7 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
-from oopav.synth.removals import comments_kept, unused_parameter
+from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
@@ -2464,6 +2464,13 @@ def _search(
                     templates.append((tc, group))
                     for rule in _pattern_rules(tc, lang, top.node.kind(), level == 0):
                         consider(rule, tc.fix, tc.pattern + "\0" + tc.fix, level, group)
+                # Wave 3k (synth23): an item removed from a list, the list's other items
+                # any number (`{ FSTDEP010, $$$REST }`), before the one example's count.
+                tr = collapse_runs(t)
+                if tr is not None:
+                    templates.append((tr, group))
+                    for rule in _pattern_rules(tr, lang, top.node.kind(), level == 0):
+                        consider(rule, tr.fix, tr.pattern + "\0" + tr.fix, level, group)
                 for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         if header is not None:

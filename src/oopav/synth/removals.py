@@ -166,3 +166,29 @@ def _arity(node: SgNode) -> int:
     params = node.field("parameters")
     return 0 if params is None else sum(1 for c in params.children() if c.is_named())
     return None
+
+
+_RUN = re.compile(r"(?<![\w$])\$[A-Z][A-Z0-9_]*(?:,\s*\$[A-Z][A-Z0-9_]*)+(?![\w$])")
+
+
+def collapse_runs(t: Any) -> Any | None:
+    """A removal's template with the items of a list it keeps — a run of two or more
+    metavariables, ``$A, $B, $C``, the same in the pattern and the fix — made one list
+    metavariable (``const { FSTDEP010, $A, $B, $C } = $D`` -> ``const { FSTDEP010,
+    $$$REST } = $D``): how many items the one example's list held is not what the removal
+    is about. None when there is no such run. The caller verifies the rule."""
+    pattern, fix = t.pattern, t.fix
+    if not removal(pattern, fix) or "$$$REST" in pattern:
+        return None
+    for m in sorted(_RUN.finditer(pattern), key=lambda m: m.start() - m.end()):
+        run = m.group(0)
+        names = re.findall(r"\$[A-Z][A-Z0-9_]*", run)
+        if fix.count(run) != 1 or any(
+            len(re.findall(re.escape(n) + r"(?![\w])", pattern + fix)) != 2 for n in names
+        ):
+            continue
+        variables = {
+            k: v for k, v in t.variables.items() if k not in names and "$" + k not in names
+        }
+        return type(t)(pattern.replace(run, "$$$REST"), fix.replace(run, "$$$REST"), variables)
+    return None
