@@ -1043,7 +1043,7 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
                 c
                 for c in top_choices
                 if c.level == chosen.level >= 0
-                and _vars(c.key) > _vars(chosen.key)
+                and _vars(_runs_collapsed(c.key)) > _vars(chosen.key)
                 and not _deeper_chain(c.key, chosen.key)
             ]
             if wider:
@@ -2082,6 +2082,14 @@ def _holds(node: SgNode, site: Site) -> bool:
 
 def _vars(key: str) -> int:
     return len(re.findall(r"\$+[A-Z]", key.split("\0")[0]))
+
+
+def _runs_collapsed(key: str) -> str:
+    """``key`` with a removal's run of kept list items one list metavariable (see
+    ``removals.collapse_runs``): `{ X, $A, $B }` is no more general than `{ X, $$$REST }`."""
+    pattern, _, fix = key.partition("\0")
+    t = collapse_runs(Template(pattern, fix, {}))
+    return key if t is None else t.pattern + "\0" + t.fix
 
 
 def _deeper_chain(key: str, chosen: str) -> bool:
