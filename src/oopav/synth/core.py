@@ -58,6 +58,7 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
+from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
@@ -903,9 +904,13 @@ def synthesize(
             # A formatter may have reflowed the changed code: learn from the change in the
             # before side's layout instead (compared modulo layout), and say so.
             relaid = relayout(e.before, e.after, broot, aroot)
-            if relaid is None:
+            # Wave 3k (synth23): commented-out code edited along with the code — the
+            # comments' edits are left out, the rule is learned from the code.
+            kept = comments_kept(e.before, e.after, broot, aroot) if relaid is None else None
+            if relaid is None and kept is None:
                 raise SynthesisError(str(exc), i) from None
-            after, aroot = relaid, parse(relaid, lang)
+            after = relaid if relaid is not None else cast(str, kept)
+            aroot = parse(after, lang)
             try:
                 sites = find_sites(i, e.before, after, broot, aroot, where)
             except SiteError:
@@ -913,6 +918,9 @@ def synthesize(
             layout_notes.append(
                 f"example {i} also reflows the changed code (a formatter's layout); the rules "
                 "reproduce it modulo layout — run the project's formatter after them"
+                if relaid is not None
+                else f"example {i} also edits code inside comments; a rule rewrites code, so "
+                "those comments were left as they were — edit them by hand"
             )
         spans = _keep_spans(e.before, list(e.keep)) if e.keep else []
         exs.append(_Ex(i, e.before, after, broot, aroot, sites, e.partial, spans))
@@ -1040,7 +1048,7 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
                 c
                 for c in top_choices
                 if c.level == chosen.level >= 0
-                and _vars(c.key) > _vars(chosen.key)
+                and _vars(_runs_collapsed(c.key)) > _vars(chosen.key)
                 and not _deeper_chain(c.key, chosen.key)
             ]
             if wider:
@@ -2135,6 +2143,14 @@ def _vars(key: str) -> int:
     return len(re.findall(r"\$+[A-Z]", key.split("\0")[0]))
 
 
+def _runs_collapsed(key: str) -> str:
+    """``key`` with a removal's run of kept list items one list metavariable (see
+    ``removals.collapse_runs``): `{ X, $A, $B }` is no more general than `{ X, $$$REST }`."""
+    pattern, _, fix = key.partition("\0")
+    t = collapse_runs(Template(pattern, fix, {}))
+    return key if t is None else t.pattern + "\0" + t.fix
+
+
 def _deeper_chain(key: str, chosen: str) -> bool:
     """``key`` is ``chosen`` with a member chain kept at the depth its sites show (see
     :func:`abstract.collapse_chains`): more metavariables, and narrower, not wider."""
@@ -2239,6 +2255,11 @@ def _search(
                     # How the bound name is used elsewhere in its file (wave 3e): an
                     # imported name used only as a type, where the kept ones are values.
                     usage = [(1, x) for x in usage_fragments(names, pos, neg, fix)]
+                    # Wave 3k (synth23): a parameter the sites' bodies never use, where the
+                    # kept functions' bodies do — before any other context.
+                    unused = unused_parameter(node, pos, neg)
+                    if unused is not None:
+                        usage.insert(0, (0, unused))
                     fragments = discriminating(node, pos, neg, fix if anchored else "")
                     for tier, extra in usage + [
                         (2 if _names_fragment(x) else 1, x) for x in fragments
@@ -2344,7 +2365,12 @@ def _search(
         # all, so a body-abstract pattern narrowed by the enclosing definitions' names (the
         # trait implemented) is preferred too.
         names_too = _header_only(seed)
+        # Wave 3k (synth23): an unused parameter (tier 0, see removals.py) first.
         ups = [
+            d
+            for d in deferred
+            if d[0] == 0 and d[2][3] == top.level and _generalises(d[2][2].split("\0")[0], plain)
+        ] + [
             d
             for d in deferred
             if (d[0] == 1 or (names_too and d[0] == 2 and "$$$" in d[2][2].split("\0")[0]))
@@ -2521,6 +2547,13 @@ def _search(
                     templates.append((tc, group))
                     for rule in _pattern_rules(tc, lang, top.node.kind(), level == 0):
                         consider(rule, tc.fix, tc.pattern + "\0" + tc.fix, level, group)
+                # Wave 3k (synth23): an item removed from a list, the list's other items
+                # any number (`{ FSTDEP010, $$$REST }`), before the one example's count.
+                tr = collapse_runs(t)
+                if tr is not None:
+                    templates.append((tr, group))
+                    for rule in _pattern_rules(tr, lang, top.node.kind(), level == 0):
+                        consider(rule, tr.fix, tr.pattern + "\0" + tr.fix, level, group)
                 for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         if header is not None:

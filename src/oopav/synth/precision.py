@@ -36,6 +36,7 @@ from typing import Any
 from ast_grep_py import SgNode
 
 from oopav.synth.discriminate import FIELDS, ROOTS, conjoin
+from oopav.synth.removals import removal
 
 _METAVAR = re.compile(r"\$\$?\$?([A-Z][A-Z0-9_]*)")
 _SINGLE = re.compile(r"(?<!\$)\$([A-Z][A-Z0-9_]*)")
@@ -187,7 +188,15 @@ def closures(
     where: dict[str, Any] | None = None
     parents = {_parent_kind(p) for p in ps}
     parent = next(iter(parents))
-    if len(parents) == 1 and parent is not None and "inside" not in rule:
+    text = _pattern_text(rule) or ""
+    # Wave 3k (synth23): a removal at two sites or more is closed by the shapes the sites
+    # bind, not by where they happen to sit (see synth/removals.py).
+    if (
+        len(parents) == 1
+        and parent is not None
+        and "inside" not in rule
+        and not (len(ps) >= 2 and removal(text, fix))
+    ):
         fields = {_field(p) for p in ps}
         field = next(iter(fields))
         inner: dict[str, Any] = {"kind": parent, "stopBy": "neighbor"}
@@ -195,7 +204,6 @@ def closures(
             inner["field"] = field
         where = {"inside": inner}
     kinds: dict[str, Any] = {}
-    text = _pattern_text(rule) or ""
     module = import_module(text, ps)
     if module:
         # Wave 3e: what an import is about is the module it names (structlog's `from
