@@ -4,11 +4,12 @@
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
+        [--gen0-from WORKDIR]
         [--explore-iterations N] [--negatives W]
         [--negative-tokens all|structure] [--seed2 N] [--failure-positives N] [--replay K]
         [--dpo W] [--dpo-beta B] [--negatives-from all|pairs] [--feedback-positives N]
         [--gen1-b-no-feedback] [--pass-at 1,4,8 [--pass-temperature T] [--pass-on b,pool]
-        [--pass-only] [--pass-iterations N]] [--expert M] [--pass-from JSON]
+        [--pass-only [--gen1-b]] [--pass-iterations N]] [--expert M] [--pass-from JSON]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -36,7 +37,8 @@
   action's words are the instruction's or the checkpoint's answer vocabulary.
   ``--gen1-from WORKDIR``: generation 0's data and generation 1's checkpoint come from an
   earlier run's workdir (same task options), so a decoding option is measured on the very
-  same policy without retraining. ``--negatives W``: generation 2 also learns to avoid
+  same policy without retraining; ``--gen0-from WORKDIR`` reuses generation 0's data only and
+  trains generation 1 anew on them (more ``--steps``, another ``--shape``). ``--negatives W``: generation 2 also learns to avoid
   generation 1's own refused or undone answers (its sessions on A and the pool) with an
   unlikelihood term of weight W (trainer/negatives.py; ``--negative-tokens structure`` leaves
   the copied names out of it); the control never sees them. ``--seed2 N``: another training
@@ -781,6 +783,17 @@ def expert_records(
     return out, counts
 
 
+def reuse_gen0(src: Path, minimal_rules: bool) -> tuple[Path, int]:
+    """(generation 0's data, records) of an earlier run's workdir (``--gen0-from``: generation 1
+    is trained anew on the very same records, e.g. for more steps)."""
+    from oopav.trainer.datasets import read_manifest
+
+    data = src / ("data-gen0-min" if minimal_rules else "data-gen0")
+    if not (data / "manifest.json").is_file():
+        raise SystemExit(f"--gen0-from {src}: no {data.name}/manifest.json there")
+    return data, int(read_manifest(data)["count"])
+
+
 def reuse(src: Path, minimal_rules: bool, f: dict[str, Any]) -> tuple[Path, str, int]:
     """(generation 0's data, generation 1's checkpoint, records) of an earlier run's workdir;
     a checkpoint trained before answer vocabularies were written gets its own, from the data it
@@ -878,6 +891,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             # task options (the tasks are drawn again, identically): a decoding-time option
             # (--copy-names) is then measured on the very same policy, without retraining.
             gen0_data, ck1, count = reuse(Path(args.gen1_from), args.minimal_rules, f)
+        elif args.gen0_from:
+            # Generation 0's data of an earlier run with the same task options (its minimal
+            # rules too); generation 1 is trained anew on them (--steps, --shape, --seed).
+            gen0_data, count = reuse_gen0(Path(args.gen0_from), args.minimal_rules)
+            f["gen0"] = {"reused": args.gen0_from, "records": count}
+            print(f"gen0     reused from {args.gen0_from}: {count} records", flush=True)
         else:
             t0 = time.perf_counter()
             bodies = [
@@ -899,6 +918,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f["minimal_rules"] = minimal(gen0_data, work / "data-gen0-min", by_sid)
                 gen0_data = work / "data-gen0-min"
                 print(f"gen0     minimal rules: {f['minimal_rules']}", flush=True)
+        if not args.gen1_from:
             t0 = time.perf_counter()
             base = build(
                 work / "gen1-base",
@@ -939,7 +959,20 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f["pass_at"]["pool"] = await pass_at(url, work, "pool", pool, ck1, ks, args)
         if args.pass_only:
             # Only generation 1's pass@k: no held-out A evaluation, no generation 2 (the
-            # server stops in the finally below).
+            # server stops in the finally below). ``--gen1-b``: also generation 1's own
+            # sessions on B (greedy first answer, sampled retries), what pass@k is compared to.
+            if args.gen1_b:
+                f["gen1_b"] = await evaluate(url, work, "gen1-B", held_b, ck1, args.verify, args)
+                rates = f.get("pass_at", {}).get("b", {}).get("pass_at", {})
+                if rates:
+                    top = max(rates, key=int)
+                    k, n = rates[top]["k"], f["gen1_b"]["n"]
+                    f["headroom_b"] = 100 * (k - f["gen1_b"]["success"]) / max(1, n)
+                    print(
+                        f"headroom on B: pass@{top} - gen1-B "
+                        f"{fmt_diff(k, n, f['gen1_b']['success'], n)}",
+                        flush=True,
+                    )
             f["wall_seconds"] = time.perf_counter() - t_start
             f["load"] = [load0, load()]
             print(f"wall {f['wall_seconds']:.0f} s  load {load0:.1f} -> {load():.1f}")
@@ -1316,6 +1349,12 @@ def main() -> None:
         "checkpoint (same task options) instead of running generation 0 and training",
     )
     ap.add_argument(
+        "--gen0-from",
+        default=None,
+        help="an earlier run's --workdir: reuse its generation 0 data (same task options) and "
+        "train generation 1 anew on them (e.g. more --steps or another --shape)",
+    )
+    ap.add_argument(
         "--pass-at",
         default="",
         metavar="K,K",
@@ -1331,6 +1370,12 @@ def main() -> None:
         "--pass-on",
         default="b,pool",
         help="where --pass-at samples: b (held-out B), pool (the pool's training files), or both",
+    )
+    ap.add_argument(
+        "--gen1-b",
+        action="store_true",
+        help="with --pass-only: also run generation 1's own sessions on held-out B (greedy "
+        "first answer, sampled retries), the figure pass@k's headroom is measured against",
     )
     ap.add_argument(
         "--pass-from",
@@ -1392,6 +1437,8 @@ def main() -> None:
     if args.short:
         args.tasks, args.heldout, args.steps, args.verify = 24, 12, 60, 1
     args.steps2 = args.steps2 or args.steps
+    if args.gen0_from and args.gen1_from:
+        ap.error("--gen0-from and --gen1-from exclude each other (--gen1-from reuses both)")
     sys.setrecursionlimit(10000)
     f = asyncio.run(main_async(args))
     if args.json_out:
