@@ -3271,23 +3271,23 @@ def _insert_candidates(
     # append(…)` of another file (urfave/cli ef1ba861f7: 22 wrong hunks).
     targets = {_assigned(a.text()) for a in [seed.node, *(p.node for p in peers)]}
     target = targets.pop() if len(targets) == 1 else None
-    if not lone and target and len({seed.node.text(), *(p.node.text() for p in peers)}) > 1:
-        assigns = {"regex": "^" + _rx_escape(target) + r"\s*=[^=]"}
-        same = {"kind": kind, "regex": assigns["regex"], "stopBy": "end"}
-        last_of = {"not": {"precedes": same}} if after else {"not": {"follows": same}}
-        out.append(
+
+    def by_regex(regex: str) -> list[tuple[dict[str, Any], str]]:
+        """Next to the statements matching ``regex``: the outermost such in its container,
+        then every one."""
+        matching = {"regex": regex}
+        same = {"kind": kind, "regex": regex, "stopBy": "end"}
+        edge = {"not": {"precedes": same}} if after else {"not": {"follows": same}}
+        return [
             (
-                {
-                    "kind": kind,
-                    "pattern": "$ANCHOR",
-                    "all": [assigns, conjoin(last_of, held), guard],
-                },
+                {"kind": kind, "pattern": "$ANCHOR", "all": [matching, conjoin(edge, held), guard]},
                 fix,
-            )
-        )
-        out.append(
-            ({"kind": kind, "pattern": "$ANCHOR", "all": [assigns, conjoin(local, held)]}, fix)
-        )
+            ),
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [matching, conjoin(local, held)]}, fix),
+        ]
+
+    if not lone and target and len({seed.node.text(), *(p.node.text() for p in peers)}) > 1:
+        out += by_regex("^" + _rx_escape(target) + r"\s*=[^=]")
     if not lone:
         out += generic
     # Wave 3g: where a name the statement uses is declared (ky's `await server.close();`
@@ -3314,22 +3314,7 @@ def _insert_candidates(
     heads = {_anchor_head(a) for a in anchors}
     head = heads.pop() if len(heads) == 1 else None
     if len(anchors) > 1 and head:
-        called = {"regex": "^" + re.escape(head) + r"\s*\("}
-        headed = {"kind": kind, "regex": called["regex"], "stopBy": "end"}
-        first_of = {"not": {"precedes": headed}} if after else {"not": {"follows": headed}}
-        out.append(
-            (
-                {
-                    "kind": kind,
-                    "pattern": "$ANCHOR",
-                    "all": [called, conjoin(first_of, held), guard],
-                },
-                fix,
-            )
-        )
-        out.append(
-            ({"kind": kind, "pattern": "$ANCHOR", "all": [called, conjoin(local, held)]}, fix)
-        )
+        out += by_regex("^" + re.escape(head) + r"\s*\(")
     literal = node.text()
     out.append(
         (
