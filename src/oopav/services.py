@@ -285,7 +285,14 @@ async def submit_task(bus: Bus, body: dict[str, Any], timeout: float = 10.0) -> 
             try:
                 msg = request.result()
             except nats.errors.NoRespondersError:
-                return {"error": "no intake handler is running: start `oopav up`", "field": None}
+                # Nothing captured the subject (no OOPAV_INTAKE stream, no intake): nothing
+                # was stored, so unlike "queued" the user should submit again once it runs.
+                return {
+                    "error": "no intake handler is running and no OOPAV_INTAKE stream stored "
+                    "the submission: start `oopav up`, then submit it again",
+                    "field": None,
+                    "code": "no_intake",
+                }
             except nats.errors.TimeoutError:
                 pass
             else:

@@ -157,3 +157,15 @@ async def test_submit_task_says_it_cannot_tell_when_the_connection_is_lost(tmp_p
             await nc.close()
     assert reply["code"] == "disconnected", reply
     assert url in reply["error"] and "may not have been stored" in reply["error"]
+
+
+async def test_submit_task_says_nothing_took_it_when_no_stream_and_no_intake(
+    nc: Any, repo: Path
+) -> None:
+    """Without the OOPAV_INTAKE stream (deleted, or a server oopav never set up) and without an
+    intake, the server answers "no responders": nothing was stored, so the reply has its own
+    code (the CLI says `unanswered:`, exit 1) and tells the user to submit it again."""
+    await nc.jetstream().delete_stream("OOPAV_INTAKE")
+    reply = await submit_task(SimpleNamespace(nc=nc), json.loads(_payload(repo)), timeout=3)
+    assert reply["code"] == "no_intake", reply
+    assert "submit it again" in reply["error"] and "oopav up" in reply["error"]

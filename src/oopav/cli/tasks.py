@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from oopav.projections.session import SessionState
 
 
-# Answers that are not a rejection: stored and not yet answered, or the connection lost.
-UNANSWERED = {"queued": "queued", "disconnected": "unanswered"}
+# Answers that are not a rejection: stored and not yet answered, the connection lost, or
+# nothing on the server to take it (exit 1, not 2: the task itself was not refused).
+UNANSWERED = {"queued": "queued", "disconnected": "unanswered", "no_intake": "unanswered"}
 
 
 def _refusal_word(reply: dict[str, Any]) -> str:
