@@ -58,6 +58,7 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
+from oopav.synth.roots import own_context
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
@@ -751,7 +752,7 @@ _MEMBER_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
 
 
 def _pattern_rules(
-    t: Template, language: str, kind: str, member: bool = False
+    t: Template, language: str, kind: str, member: bool = False, node: SgNode | None = None
 ) -> list[dict[str, Any]]:
     """``t``'s pattern as rules: bare, then in each wrapper that parses it (``member``: the
     site is a member itself, see ``_MEMBER_WRAPPERS``; a member lifted to from a smaller
@@ -766,6 +767,12 @@ def _pattern_rules(
         for guard in _clause_guards(t.pattern) if kind == "where_clause" else []:
             rule = conjoin(rule, guard)
         rules.append(rule)
+    if node is not None and len(rules) == 1 + len(_WRAPPERS.get(language, ())):
+        # Wave 3l (synth24): no wrapper of its own kind: the pattern in the site's own
+        # surroundings, rooted at the site (see roots.py).
+        own = own_context(node, t.pattern, kind, language)
+        if own is not None:
+            rules.append(own)
     return rules
 
 
@@ -2545,16 +2552,22 @@ def _search(
                 tc = collapse_chains(t)
                 if tc is not None:
                     templates.append((tc, group))
-                    for rule in _pattern_rules(tc, lang, top.node.kind(), level == 0):
+                    for rule in _pattern_rules(
+                        tc, lang, top.node.kind(), level == 0, top.node if level == 0 else None
+                    ):
                         consider(rule, tc.fix, tc.pattern + "\0" + tc.fix, level, group)
                 # Wave 3k (synth23): an item removed from a list, the list's other items
                 # any number (`{ FSTDEP010, $$$REST }`), before the one example's count.
                 tr = collapse_runs(t)
                 if tr is not None:
                     templates.append((tr, group))
-                    for rule in _pattern_rules(tr, lang, top.node.kind(), level == 0):
+                    for rule in _pattern_rules(
+                        tr, lang, top.node.kind(), level == 0, top.node if level == 0 else None
+                    ):
                         consider(rule, tr.fix, tr.pattern + "\0" + tr.fix, level, group)
-                for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
+                for rule in _pattern_rules(
+                    t, lang, top.node.kind(), level == 0, top.node if level == 0 else None
+                ):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         if header is not None:
             templates.append((header, [top]))
