@@ -58,8 +58,8 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
-from oopav.synth.roots import own_context
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
+from oopav.synth.roots import own_context
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule

@@ -101,7 +101,7 @@ def _selects(context: str, start: int, length: int, kind: str, lang: str) -> boo
     p_len = len(_plain(context[start : start + length]))
     try:
         root = SgRoot(plain, lang).root()
-    except BaseException:  # noqa: BLE001 - a language ast-grep-py cannot parse
+    except Exception:  # a language ast-grep-py cannot parse
         return False
     if has_error(root):
         return False
