@@ -59,7 +59,7 @@ from oopav.synth.precision import (
     statement_guard,
 )
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
-from oopav.synth.roots import own_context
+from oopav.synth.roots import local_context, own_context, own_rooted
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
@@ -2268,6 +2268,10 @@ def _search(
                     if unused is not None:
                         usage.insert(0, (0, unused))
                     fragments = discriminating(node, pos, neg, fix if anchored else "")
+                    if own_rooted(rule):
+                        # Wave 3l: a rule rooted at the site itself takes its context from
+                        # the site's parent and children only (see roots.py).
+                        fragments = [x for x in fragments if local_context(x)]
                     for tier, extra in usage + [
                         (2 if _names_fragment(x) else 1, x) for x in fragments
                     ]:

@@ -37,6 +37,10 @@ _BODIES = {
     "compound_statement",
 }
 
+# The surroundings made here (a rule rooted at its site is told by them, see own_rooted).
+_MADE: dict[str, None] = {}
+_MADE_MAX = 4096
+
 # Statement lists are no small root (a block is what the rule is rooted too high at).
 _LISTS = {"statement_list", "module", "program", "source_file", "ERROR"}
 
@@ -146,5 +150,32 @@ def own_context(node: SgNode, pattern: str, kind: str, lang: str) -> dict[str, A
         offset = len(_dedent(text[:lo], column))
         length = len(_dedent(text[:lo] + pattern, column)) - offset
         if _selects(context, offset, length, kind, lang):
+            if len(_MADE) >= _MADE_MAX:
+                _MADE.clear()
+            _MADE[context] = None
             return {"pattern": {"context": context, "selector": kind}}
     return None
+
+
+def own_rooted(rule: dict[str, Any]) -> bool:
+    """Whether ``rule`` is rooted at its site in the site's own surroundings."""
+    pattern = rule.get("pattern")
+    return isinstance(pattern, dict) and pattern.get("context") in _MADE
+
+
+def local_context(fragment: Any) -> bool:
+    """Whether a context says only what the node's parent or children are (``inside`` /
+    ``has`` / sibling relations to the neighbour, kinds, fields, texts): the context a rule
+    rooted at its site may take. A relation to any ancestor (``stopBy: end``: the one
+    enclosing decorated function among the examples' kept ones) or a position in a list
+    (``nthChild``) says where the few example sites happen to be, and reaches code the
+    commit kept (click's `flag=False` -> `flag: bool = False` made on some parameters)."""
+    if isinstance(fragment, dict):
+        if "nthChild" in fragment:
+            return False
+        if fragment.get("stopBy", "neighbor") != "neighbor":
+            return False
+        return all(local_context(v) for v in fragment.values())
+    if isinstance(fragment, list):
+        return all(local_context(v) for v in fragment)
+    return True
