@@ -59,7 +59,7 @@ from oopav.synth.precision import (
     statement_guard,
 )
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
-from oopav.synth.roots import local_context, own_context, own_rooted
+from oopav.synth.roots import closed_values, local_context, own_context, own_rooted
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
@@ -2319,6 +2319,8 @@ def _search(
                                 ranked[0] += options[:-1]
                                 ranked[2].append(options[-1])
                         for r, cons in (o for tier in ranked for o in tier):
+                            if own_rooted(rule) and not closed_values(cons):
+                                continue  # wave 3l: no bare list of kept texts (roots.py)
                             deferred.append((1, len(deferred), (r, fix, key, level, cons, None)))
         if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.

@@ -179,3 +179,15 @@ def local_context(fragment: Any) -> bool:
     if isinstance(fragment, list):
         return all(local_context(v) for v in fragment)
     return True
+
+
+def closed_values(constraints: dict[str, Any] | None) -> bool:
+    """Whether every metavariable constraint that excludes texts (the kept values listed,
+    ``not: {regex: …}``) also closes its metavariable by a kind: a rule rooted at its site
+    may exclude kept values only among values of the kinds its sites show (go's `$A := 0;
+    $A < $B` with ``B`` an `int_literal` other than the kept `4`), not every other name (click's
+    `$A=True` with ``A`` any parameter name but the two kept ones wrote 11 wrong hunks)."""
+    for c in (constraints or {}).values():
+        if isinstance(c, dict) and "regex" in repr(c.get("not", "")) and "kind" not in c:
+            return False
+    return True
