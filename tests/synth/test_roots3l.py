@@ -82,3 +82,19 @@ def test_the_own_surroundings_select_the_site_itself() -> None:
     assert call is not None and own_context(call, "f($A)", "call", "python") is None
     block = parse("if a:\n    b\n", "python").find(kind="block")
     assert block is not None and own_context(block, "$A", "block", "python") is None
+
+
+def test_a_rule_rooted_at_its_site_excludes_kept_names_only_within_a_kind() -> None:
+    """The guards of a rule rooted at its site (measured on the fourth draw's click
+    `flag=False` -> `flag: bool = False`, made on some parameters and kept on others: 13 wrong
+    hunks of 19 one-shot from `not: {inside: {kind: decorated_definition, stopBy: end}}`, 11
+    of 20 incremental from `A: {not: {regex: ^(?:clamp|color)$}}`): context from the parent
+    and children only, kept values excluded only with their kind closed."""
+    from oopav.synth.roots import closed_values, local_context
+
+    assert not closed_values({"A": {"not": {"regex": "^(?:clamp|color)$"}}})
+    assert closed_values({"B": {"not": {"regex": "^(?:4)$"}, "kind": "int_literal"}})
+    assert closed_values({"A": {"regex": "^(?:i)$"}})
+    assert local_context({"not": {"inside": {"kind": "typed_parameter", "stopBy": "neighbor"}}})
+    assert not local_context({"not": {"inside": {"kind": "decorated_definition", "stopBy": "end"}}})
+    assert not local_context({"nthChild": 6})
