@@ -59,6 +59,7 @@ from oopav.synth.precision import (
     statement_guard,
 )
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
+from oopav.synth.roots import closed_values, local_context, own_context, own_rooted
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
@@ -751,7 +752,7 @@ _MEMBER_WRAPPERS: dict[tuple[str, str], tuple[str, ...]] = {
 
 
 def _pattern_rules(
-    t: Template, language: str, kind: str, member: bool = False
+    t: Template, language: str, kind: str, member: bool = False, node: SgNode | None = None
 ) -> list[dict[str, Any]]:
     """``t``'s pattern as rules: bare, then in each wrapper that parses it (``member``: the
     site is a member itself, see ``_MEMBER_WRAPPERS``; a member lifted to from a smaller
@@ -766,6 +767,12 @@ def _pattern_rules(
         for guard in _clause_guards(t.pattern) if kind == "where_clause" else []:
             rule = conjoin(rule, guard)
         rules.append(rule)
+    if node is not None and len(rules) == 1 + len(_WRAPPERS.get(language, ())):
+        # Wave 3l (synth24): no wrapper of its own kind: the pattern in the site's own
+        # surroundings, rooted at the site (see roots.py).
+        own = own_context(node, t.pattern, kind, language)
+        if own is not None:
+            rules.append(own)
     return rules
 
 
@@ -2261,6 +2268,10 @@ def _search(
                     if unused is not None:
                         usage.insert(0, (0, unused))
                     fragments = discriminating(node, pos, neg, fix if anchored else "")
+                    if own_rooted(rule):
+                        # Wave 3l: a rule rooted at the site itself takes its context from
+                        # the site's parent and children only (see roots.py).
+                        fragments = [x for x in fragments if local_context(x)]
                     for tier, extra in usage + [
                         (2 if _names_fragment(x) else 1, x) for x in fragments
                     ]:
@@ -2308,6 +2319,8 @@ def _search(
                                 ranked[0] += options[:-1]
                                 ranked[2].append(options[-1])
                         for r, cons in (o for tier in ranked for o in tier):
+                            if own_rooted(rule) and not closed_values(cons):
+                                continue  # wave 3l: no bare list of kept texts (roots.py)
                             deferred.append((1, len(deferred), (r, fix, key, level, cons, None)))
         if group and len(group) > 1 and constraints is None:
             # Too general: the names the group's sites differ in, no wider than they show.
@@ -2545,16 +2558,22 @@ def _search(
                 tc = collapse_chains(t)
                 if tc is not None:
                     templates.append((tc, group))
-                    for rule in _pattern_rules(tc, lang, top.node.kind(), level == 0):
+                    for rule in _pattern_rules(
+                        tc, lang, top.node.kind(), level == 0, top.node if level == 0 else None
+                    ):
                         consider(rule, tc.fix, tc.pattern + "\0" + tc.fix, level, group)
                 # Wave 3k (synth23): an item removed from a list, the list's other items
                 # any number (`{ FSTDEP010, $$$REST }`), before the one example's count.
                 tr = collapse_runs(t)
                 if tr is not None:
                     templates.append((tr, group))
-                    for rule in _pattern_rules(tr, lang, top.node.kind(), level == 0):
+                    for rule in _pattern_rules(
+                        tr, lang, top.node.kind(), level == 0, top.node if level == 0 else None
+                    ):
                         consider(rule, tr.fix, tr.pattern + "\0" + tr.fix, level, group)
-                for rule in _pattern_rules(t, lang, top.node.kind(), level == 0):
+                for rule in _pattern_rules(
+                    t, lang, top.node.kind(), level == 0, top.node if level == 0 else None
+                ):
                     consider(rule, t.fix, t.pattern + "\0" + t.fix, level, group)
         if header is not None:
             templates.append((header, [top]))
