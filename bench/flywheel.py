@@ -10,6 +10,7 @@
         [--dpo W] [--dpo-beta B] [--negatives-from all|pairs] [--feedback-positives N]
         [--gen1-b-no-feedback] [--pass-at 1,4,8 [--pass-temperature T] [--pass-on b,pool]
         [--pass-only [--gen1-b]] [--pass-iterations N]] [--expert M] [--pass-from JSON]
+        [--pool-b N]
 
 - **Generation 0**: synthetic codemod tasks on the standard library (renames of functions,
   methods, attributes; ``migrate_api`` call-pattern changes with ``--families``), each a
@@ -55,6 +56,13 @@
   ``--pass-temperature`` (the ceiling of self-training from its own samples); ``--expert M``:
   generation 2's own data are those verified samples of the pool, at most M distinct answers
   per task (expert iteration); ``--pass-from`` reuses an earlier run's samples (same workdir).
+- ``--pool-b N``: transductive self-training, the flywheel of an agent at work on one
+  repository: N unlabelled tasks on **held-out B's own source files** (drawn from a corpus of
+  B's files alone; no task shares (file, target name) with a task of B, checked), attempted by
+  generation 1 without examples through the loop (``--explore-iterations``); its verified
+  sessions (and negatives) join generation 2's data, never the control's. With ``--pass-at``
+  and ``--pass-on pool-b`` the pool is sampled as groups instead, and ``--expert M`` distils
+  those verified samples. No task of B, no gold answer: the verifier's labels only.
 - Every policy's first ``--verify`` sessions are replayed (``replay --verify``).
 - Nobody answers a bench: sessions run with ``policy.escalation: abort`` (the loop never waits
   on a person) and the watchdog enforces ``human_deadline_s`` besides.
@@ -107,6 +115,79 @@ def split_heldout(held: list[Any], n_a: int, n_b: int) -> tuple[list[Any], list[
     seen = {t.source for t in a}
     b = [t for t in held[n_a:] if t.source not in seen][:n_b]
     return a, b
+
+
+def target_names(task: Any) -> frozenset[str]:
+    """The names a task's rule targets: every identifier of its pattern, metavariables left
+    out (``$OBJ.update($$$ARGS)`` -> ``{"update"}``, ``len($X)`` -> ``{"len"}``); a task without
+    a pattern counts every identifier-like word of its rule (stricter, never looser)."""
+    import re
+
+    pattern = task.rule.get("pattern") or json.dumps(task.rule.get("rule"), sort_keys=True)
+    return frozenset(re.findall(r"(?<![$\w])[A-Za-z_]\w*", re.sub(r"\$+\w+", "", pattern)))
+
+
+def pool_on_files(
+    held_b: list[Any],
+    n: int,
+    families: tuple[str, ...],
+    seed: int,
+    corpus: Path | None = None,
+    max_seeds: int = 200,
+    per_name: int = 4,
+) -> list[Any]:
+    """``--pool-b N``: N unlabelled tasks on held-out B's own source files (transductive
+    self-training: the files a user's agent works on), never one of B's tasks — no pool task
+    shares (file, target name) with a task of B, and at most ``per_name`` pool tasks (other
+    snippets, other new names) share one (B's 5 files hold ~40 names B does not use). The
+    main draw holds few more tasks on B's files (``generate`` walks each file once), so the
+    pool is drawn from a corpus of B's files alone, with seeds ``seed``, ``seed + 1``, … until
+    N are found (fewer if the files run out); B itself is never re-drawn."""
+    import shutil
+
+    from oopav.trainer.tasks import generate, stdlib_corpus
+
+    if n <= 0 or not held_b:
+        return []
+    b_keys = {(t.source, name) for t in held_b for name in target_names(t)}
+    b_ids = {t.id for t in held_b}
+    seen: set[str] = set()
+    uses: Counter[tuple[str, str]] = Counter()
+    root = corpus or stdlib_corpus()
+    out: list[Any] = []
+    with tempfile.TemporaryDirectory(prefix="oopav-pool-b-") as tmp:
+        for source in sorted({t.source for t in held_b}):
+            (Path(tmp) / source).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / source, Path(tmp) / source)
+        for i in range(max_seeds):
+            got = generate(
+                10 * n + 100,
+                seed=seed + i,
+                holdout=0.5,
+                corpus=Path(tmp),
+                families=families,
+                max_per_snippet=4,
+            )
+            for t in got.tasks:
+                keys = {(t.source, name) for name in target_names(t)}
+                if t.id in b_ids or t.id in seen or keys & b_keys:
+                    continue
+                if any(uses[k] >= per_name for k in keys):
+                    continue
+                seen.add(t.id)
+                uses.update(keys)
+                out.append(t)
+                if len(out) >= n:
+                    break
+            if len(out) >= n:
+                break
+    # The invariant the measurement rests on, checked on the result (not only while drawing).
+    for t in out:
+        if t.id in b_ids or {(t.source, name) for name in target_names(t)} & b_keys:
+            raise AssertionError(f"pool-b task {t.id} is one of held-out B's (file, name)")
+        if t.source not in {b.source for b in held_b}:
+            raise AssertionError(f"pool-b task {t.id} is not on a file of held-out B")
+    return out
 
 
 def make_repo(root: Path, task: Any) -> Path:
@@ -858,6 +939,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     # (its verified sessions there are generation 2's new data); never a held-out file.
     pool = train_split[args.tasks : args.tasks + args.pool]
     held_a, held_b = split_heldout([t for t in got.tasks if t.split == "test"], args.heldout, n_b)
+    # --pool-b: unlabelled tasks on held-out B's own files, none of B's (file, name) pairs.
+    pool_b = pool_on_files(held_b, getattr(args, "pool_b", 0), families, args.seed)
     f: dict[str, Any] = {
         "families": list(families),
         "shape": args.shape,
@@ -874,7 +957,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "pool": len(pool),
             "held_a": len(held_a),
             "held_b": len(held_b),
+            "pool_b": len(pool_b),
         },
+        # B's task ids: a run is compared with an earlier one only on the very same B.
+        "held_b_ids": [t.id for t in held_b],
     }
     print(
         f"tasks: gen0 {len(train_tasks)}  pool {len(pool)}  held-out {len(held_a)} + "
@@ -883,6 +969,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         f"{args.augment} {args.augment_parts})  work {work}",
         flush=True,
     )
+    if pool_b:
+        f["pool_b_files"] = dict(Counter(t.source for t in pool_b))
+        f["pool_b_families"] = dict(Counter(t.family for t in pool_b))
+        print(
+            f"pool-B   {len(pool_b)} unlabelled tasks on held-out B's {len(f['pool_b_files'])} "
+            f"files (no (file, name) pair of B's): {f['pool_b_files']} {f['pool_b_families']}",
+            flush=True,
+        )
     server = EmbeddedServer(work / "nats", write_info=False)
     url = server.start()
     try:
@@ -957,6 +1051,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f["pass_at"]["b"] = await pass_at(url, work, "B", held_b, ck1, ks, args)
             if pool and "pool" in sets:
                 f["pass_at"]["pool"] = await pass_at(url, work, "pool", pool, ck1, ks, args)
+            if pool_b and "pool-b" in sets:
+                f["pass_at"]["pool_b"] = await pass_at(url, work, "pool-B", pool_b, ck1, ks, args)
         if args.pass_only:
             # Only generation 1's pass@k: no held-out A evaluation, no generation 2 (the
             # server stops in the finally below). ``--gen1-b``: also generation 1's own
@@ -993,6 +1089,20 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 own_sids |= set(rp["sids"])
                 retried |= set(rp["retried_sids"])
                 tried |= set(rp["session_ids"])
+            if pool_b and not args.expert:
+                # Transductive self-training: generation 1's sessions on B's own files (never a
+                # task of B; no example, no gold answer: the verifier's labels only). Its
+                # verified sessions (and, with --negatives, its refused answers) join
+                # generation 2's data; never failure states (held-out files).
+                rpb = await evaluate(
+                    url, work, "gen1-poolB", pool_b, ck1, 0, args, args.explore_iterations
+                )
+                f["gen1_pool_b"] = {
+                    k: v for k, v in rpb.items() if k not in ("sids", "session_ids")
+                }
+                own_sids |= set(rpb["sids"])
+                retried |= set(rpb["retried_sids"])
+                tried |= set(rpb["session_ids"])
             # Generation 1's failure states on training files (the pool's failed tasks and,
             # with --replay K, the failed ones of K of generation 0's own tasks).
             failed: list[tuple[str, Any]] = []
@@ -1053,9 +1163,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 # Expert iteration: generation 2's own data are generation 1's verified
                 # samples on the pool (--pass-at's one-attempt sessions, the loop's test
                 # passed), at most M distinct answers per task; nothing of held-out A.
-                if "pool" not in f.get("pass_at", {}):
-                    raise SystemExit("--expert needs --pass-at (or --pass-from) and --pool")
-                verified = f["pass_at"]["pool"]["verified"]
+                sampled = [s for s in ("pool", "pool_b") if s in f.get("pass_at", {})]
+                if not sampled:
+                    raise SystemExit(
+                        "--expert needs --pass-at (or --pass-from) and --pool or --pool-b"
+                    )
+                verified = [v for s in sampled for v in f["pass_at"][s]["verified"]]
                 raw = work / "data-gen1-samples"
                 n_raw = await export_compact(url, raw, {s for v in verified for s in v})
                 from oopav.trainer.datasets import read_records
@@ -1100,11 +1213,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             print(
                 f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own"
                 + (
-                    " verified pass@k samples (the pool only"
+                    " verified pass@k samples ("
+                    + " and ".join(s for s in ("pool", "pool_b") if s in f.get("pass_at", {}))
                     if args.expert
                     else " verified sessions (held-out A and pool"
+                    + (" and pool-B" if pool_b else "")
                 )
-                + "; never a file of held-out B)"
+                + (
+                    "; on B's files, never a task of B)"
+                    if pool_b
+                    else "; never a file of held-out B)"
+                )
                 + (
                     f" + {f['failure_states']['positive_rows']} failure-state positive rows"
                     if positives is not None
@@ -1215,6 +1334,16 @@ def main() -> None:
         type=int,
         default=0,
         help="more tasks (training files) generation 1 attempts without examples for gen 2",
+    )
+    ap.add_argument(
+        "--pool-b",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N unlabelled tasks on held-out B's own source files (never a (file, name) pair "
+        "of B's): generation 1 attempts them without examples and its verified sessions join "
+        "generation 2's data (transductive self-training; with --pass-at, --pass-on pool-b "
+        "samples them and --expert distils those samples)",
     )
     ap.add_argument("--pretok", choices=("code", "gpt2"), default="gpt2")
     ap.add_argument("--prompt-loss", action="store_true", help="SFT loss on prompt tokens too")
@@ -1369,7 +1498,8 @@ def main() -> None:
     ap.add_argument(
         "--pass-on",
         default="b,pool",
-        help="where --pass-at samples: b (held-out B), pool (the pool's training files), or both",
+        help="where --pass-at samples: b (held-out B), pool (the pool's training files), pool-b "
+        "(--pool-b's tasks on B's files); comma-separated",
     )
     ap.add_argument(
         "--gen1-b",
