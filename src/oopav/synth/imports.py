@@ -957,6 +957,16 @@ def manage_imports(
                     if not r.companion:
                         notes.append(f"{r.id}: deletes an import only where it is no longer used")
                     continue
+        listed = _list_added(r, examples, lang) if gap is None else None
+        list_choices = _list_rules(r, listed, examples, lang) if listed is not None else None
+        if listed is not None and list_choices:
+            # A name added to an import's list (wave 3l): into the file's own list of that
+            # module, where it sorts, only where the name is used.
+            inserted_names.add(listed)
+            insert_choices.append((len(inserts), [*list_choices, ([r], "")]))
+            inserts.extend(list_choices[0][0])
+            notes.append("")
+            continue
         one = _added_import(r, examples, lang)
         if gap is None and one is not None and not _introduces(result.rules, r, one, lang, befores):
             # An import list rewritten to hold one more import (Go's `import (...)`, learned
@@ -995,11 +1005,23 @@ def manage_imports(
                     continue
                 if imp.text() not in before and imp.text() in r.apply(before)[0]:
                     break  # the rewrite edits the import itself (a rename): nothing to add
+                listed_for = _list_rules(r, name, [(before, after)], lang)
+                no_list: list[dict[str, Any]] = []
+                if listed_for:
+                    # The example's list of that module gained the name (wave 3l): the file's
+                    # own list gains it; a file without such a list gets the statement.
+                    added_for.extend(listed_for[0][0])
+                    found = _find_item(after, name, lang)
+                    if found is not None:
+                        root = {"kind": ROOT_KINDS[lang], "stopBy": "end"}
+                        has = {**found[2], "stopBy": "end"}
+                        no_list.append({"not": {"inside": {**root, "has": has}}})
                 for rule, fix in _anchor_rules(lang, imp):
                     rule = _with(
                         rule,
                         uses([name], lang),
                         {"not": _imports_already(imp.text(), lang)},
+                        *no_list,
                     )
                     added_for.append(_follow_up(r, rule, fix, lang))
                     if bound_names(imp.text(), lang) == {name}:
@@ -1304,3 +1326,363 @@ def _introduces(
         if names & (_names_in(r.fix) - _names_in(text)):
             return True
     return False
+
+
+# --- names added to an import's list (wave 3l synth27) ----------------------------------------
+#
+# A name added to an existing import's list (`task::{Context, Poll}` -> `task::{ready, Context,
+# Poll}`, `import {a, c} from './m'` -> `import {a, b, c} …`, `from m import (a, c)` with `b`
+# between) was learned as a rewrite of the whole statement (every file with a two-name list of
+# that shape got `ready`) or, where a rewrite needs the name, as a second copy of the example's
+# statement after the file's last import. The change is "the list of that module gains the
+# name": here it becomes a follow-up that inserts the name into the file's own list of the same
+# module (Rust: the same path in the same crate root; JS/TS: the same source, `import type` or
+# not; a `require` destructuring; Python: the same `from` module), only where the file uses the
+# name and binds it nowhere yet. Where it goes comes from the file: before the list's first
+# name that sorts after it, else after its last, in the order the examples' lists keep
+# (rustfmt's `self`, snake_case, CamelCase, UPPER_CASE; isort's CONSTANTS, Classes, others,
+# case-folded; byte-wise; case-folded), else at the end; one-line lists get `, name`,
+# one-per-line lists a line of their own at the list's indentation.
+
+_RUST_ITEMS = [
+    "identifier",
+    "scoped_identifier",
+    "use_as_clause",
+    "scoped_use_list",
+    "self",
+    "use_wildcard",
+]
+_USE_PREFIX = r"^(?:pub(?:\([^)]*\))?\s+)?use\s+(?:::)?"
+
+
+def _list_item_ctx(node: SgNode, lang: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """For a name in an import's list: (the rule of an item of such a list, the rule of the
+    list itself, naming the module), or None where the node is no such item."""
+    parent = node.parent()
+    if parent is None:
+        return None
+    kind = node.kind()
+    if lang == "python":
+        if kind not in ("dotted_name", "aliased_import"):
+            return None
+        if parent.kind() != "import_from_statement":
+            return None
+        module = parent.field("module_name")
+        if module is None or module.range() == node.range():
+            return None
+        item = {
+            "any": [{"kind": "dotted_name"}, {"kind": "aliased_import"}],
+            "not": {"precedes": {"regex": "^import$", "stopBy": "neighbor"}},
+        }
+        container = {
+            "kind": "import_from_statement",
+            "has": {"field": "module_name", "regex": "^" + re.escape(module.text()) + "$"},
+        }
+        return item, container
+    if lang == "rust":
+        if kind not in _RUST_ITEMS or parent.kind() != "use_list":
+            return None
+        scoped = parent.parent()
+        decl = next((a for a in node.ancestors() if a.kind() == "use_declaration"), None)
+        if scoped is None or decl is None or scoped.kind() != "scoped_use_list":
+            return None
+        path = scoped.field("path")
+        arg = decl.field("argument")
+        if path is None or arg is None:
+            return None
+        # The full path (`std::task` in `use std::{task::{…}}`): any nesting of it matches,
+        # a list whose own path is a tail of it in a declaration of the same root.
+        segs: list[str] = []
+        for a in [scoped, *scoped.ancestors()]:
+            p = a.field("path") if a.kind() == "scoped_use_list" else None
+            if p is not None:
+                segs = [x.strip() for x in p.text().lstrip(":").split("::")] + segs
+        if not segs:
+            return None
+        root_seg = segs[0]
+        tails = ["::".join(segs[i:]) for i in range(len(segs))]
+        path_rx = "^(?:" + "|".join(r"\s*::\s*".join(map(re.escape, t.split("::"))) for t in tails) + ")$"
+        container = {
+            "kind": "use_list",
+            "inside": {
+                "kind": "scoped_use_list",
+                "stopBy": "neighbor",
+                "has": {"field": "path", "regex": path_rx},
+                "inside": {
+                    "kind": "use_declaration",
+                    "stopBy": "end",
+                    "regex": _USE_PREFIX + re.escape(root_seg) + r"(?:$|[^\w])",
+                },
+            },
+        }
+        return {"any": [{"kind": k} for k in _RUST_ITEMS]}, container
+    if lang in ("javascript", "typescript", "tsx"):
+        if kind == "import_specifier" and parent.kind() == "named_imports":
+            stmt = next((a for a in node.ancestors() if a.kind() == "import_statement"), None)
+            source = stmt.field("source") if stmt is not None else None
+            if stmt is None or source is None:
+                return None
+            typed = r"^import\s+type\b"
+            statement: dict[str, Any] = {
+                "kind": "import_statement",
+                "stopBy": "end",
+                "has": {"field": "source", "regex": "^['\"]" + re.escape(source.text()[1:-1])},
+            }
+            if re.match(typed, stmt.text()):
+                statement["regex"] = typed
+            else:
+                statement["not"] = {"regex": typed}
+            container = {"kind": "named_imports", "inside": statement}
+            return {"kind": "import_specifier"}, container
+        if kind in ("shorthand_property_identifier_pattern", "pair_pattern"):
+            decl = parent.parent()
+            value = decl.field("value") if decl is not None else None
+            if parent.kind() != "object_pattern" or decl is None or value is None:
+                return None
+            m = re.fullmatch(r"require\(\s*(['\"])(.*)\1\s*\)", value.text())
+            if m is None:
+                return None
+            container = {
+                "kind": "object_pattern",
+                "inside": {
+                    "kind": "variable_declarator",
+                    "stopBy": "neighbor",
+                    "has": {
+                        "field": "value",
+                        "regex": r"^require\(\s*['\"]" + re.escape(m.group(2)) + r"['\"]\s*\)$",
+                    },
+                },
+            }
+            kinds = ["shorthand_property_identifier_pattern", "pair_pattern"]
+            return {"any": [{"kind": k} for k in kinds]}, container
+    return None
+
+
+def _item_key(text: str) -> str:
+    text = re.sub(r"^type\s+", "", text.strip())
+    return re.split(r"\s+as\s+|\s*:\s*(?!:)|\s*=", text)[0].strip()
+
+
+def _item_name(text: str) -> str:
+    """The name a list item binds (`x as y`: y; `a: b`: b; `d::e`: e)."""
+    words = re.sub(r"^type\s+", "", text.strip()).split()
+    if len(words) == 3 and words[1] == "as":
+        return words[2]
+    return text.split(":")[-1].strip().split("::")[-1].strip()
+
+
+def _rust_class(key: str) -> int:
+    if key in ("self", "super", "crate"):
+        return 0
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", key.split("::")[0]):
+        return 3
+    return 2 if key[:1].isupper() else 1
+
+
+def _isort_class(key: str) -> int:
+    if len(key) > 1 and key.isupper():
+        return 0
+    return 1 if key[:1].isupper() else 2
+
+
+# Per order: the key it sorts names by.
+_ORDERS: dict[str, Callable[[str], Any]] = {
+    "rustfmt": lambda k: (_rust_class(k), k),
+    "isort": lambda k: (_isort_class(k), k.lower()),
+    "bytes": lambda k: k,
+    "folded": lambda k: k.lower(),
+}
+_ORDER_PREFERENCE: dict[str, tuple[str, ...]] = {
+    "rust": ("rustfmt", "bytes"),
+    "python": ("isort", "folded", "bytes"),
+    "javascript": ("bytes", "folded"),
+    "typescript": ("bytes", "folded"),
+    "tsx": ("bytes", "folded"),
+}
+_WORD_END = r"(?:$|[^\w$])"
+
+
+def _word_lt(key: str, fold: bool) -> str:
+    """A regex an item's text matches when its leading word sorts before ``key``."""
+    alts = []
+    for i, c in enumerate(key):
+        prefix = "".join(_same(x, fold) for x in key[:i])
+        alts.append(prefix + _below(c, fold))
+        if i:
+            alts.append(prefix + _WORD_END)
+    return "^(?:" + "|".join(alts) + ")"
+
+
+def _class_rules(order: str) -> list[dict[str, Any]]:
+    """The classes an order sorts names into first, in order, as rule objects."""
+    if order == "rustfmt":
+        own = {"regex": r"^(?:self|super|crate)" + _WORD_END}
+        upper = {"regex": r"^[A-Z][A-Z0-9_]*" + _WORD_END}
+        camel = {"all": [{"regex": "^[A-Z]"}, {"not": upper}]}
+        return [own, {"not": {"any": [own, {"regex": "^[A-Z]"}]}}, camel, upper]
+    if order == "isort":
+        const = {"all": [{"regex": r"^[A-Z0-9_]{2,}" + _WORD_END}, {"regex": "^[A-Z0-9_]*[A-Z]"}]}
+        cls = {"all": [{"regex": "^[A-Z]"}, {"not": const}]}
+        return [const, cls, {"not": {"regex": "^[A-Z]"}}]
+    return [{"regex": "[\\s\\S]"}]
+
+
+def _sorts_before(name: str, order: str) -> dict[str, Any]:
+    """A rule an item matches when it sorts before ``name`` in ``order``."""
+    fold = order in ("isort", "folded")
+    classes = _class_rules(order)
+    if order == "rustfmt":
+        at = _rust_class(name)
+    elif order == "isort":
+        at = _isort_class(name)
+    else:
+        at = 0
+    same = {"all": [classes[at], {"regex": _word_lt(name, fold)}]}
+    return {"any": [*classes[:at], same]}
+
+
+def _orders_kept(keys: Sequence[str], lang: str) -> list[str]:
+    return [
+        o
+        for o in _ORDER_PREFERENCE.get(lang, ())
+        if len(keys) > 1 and [_ORDERS[o](k) for k in keys] == sorted(_ORDERS[o](k) for k in keys)
+    ]
+
+
+def _list_keys(node: SgNode, item: dict[str, Any]) -> list[str]:
+    """The sort keys of the names in the list ``node`` sits in."""
+    parent = node.parent()
+    if parent is None:
+        return []
+    return [_item_key(c.text()) for c in parent.children() if c.matches(**item)]
+
+
+def _list_insert_blocks(
+    name: str, item: dict[str, Any], container: dict[str, Any], orders: Sequence[str]
+) -> list[tuple[list[tuple[dict[str, Any], str]], str]]:
+    """Rule sets (rule, fix) inserting ``name`` into the file's list of the same module: one
+    per order the examples keep, then at the list's end."""
+    kind = container["kind"]
+    inside = {"inside": {**container, "stopBy": "neighbor"}}
+    layouts = [
+        ({"inside": {"kind": kind, "stopBy": "neighbor", "regex": r"^[^\n]*$"}}, ", "),
+        ({"inside": {"kind": kind, "stopBy": "neighbor", "regex": r"\n"}}, ",\n"),
+    ]
+    out: list[tuple[list[tuple[dict[str, Any], str]], str]] = []
+    for order in [*orders, None]:
+        rules: list[tuple[dict[str, Any], str]] = []
+        for layout, sep in layouts:
+            if order is None:
+                last = {
+                    "pattern": "$ANCHOR",
+                    "all": [item, inside, layout, {"not": {"precedes": {**item, "stopBy": "end"}}}],
+                }
+                rules.append((last, "$ANCHOR" + sep + name))
+                continue
+            after = {"all": [item, {"not": _sorts_before(name, order)}]}
+            first_after = {
+                "pattern": "$ANCHOR",
+                "all": [item, inside, layout, after, {"not": {"follows": {**after, "stopBy": "end"}}}]
+            }
+            last = {
+                "pattern": "$ANCHOR",
+                "all": [
+                    item,
+                    inside,
+                    layout,
+                    {"not": {"precedes": {**item, "stopBy": "end"}}},
+                    {"not": {"inside": {"kind": kind, "stopBy": "neighbor", "has": after}}},
+                ]
+            }
+            rules.append((first_after, name + sep + "$ANCHOR"))
+            rules.append((last, "$ANCHOR" + sep + name))
+        where = f"where it sorts ({order})" if order else "at its end"
+        out.append((rules, where))
+    return out
+
+
+def _name_guards(name: str, lang: str) -> list[dict[str, Any]]:
+    """Where the file uses ``name`` and no import binds it yet."""
+    word = r"(?:^|[^\w$])" + re.escape(name) + r"(?:$|[^\w$])"
+    bound = {
+        "inside": {
+            "kind": ROOT_KINDS[lang],
+            "stopBy": "end",
+            "has": {"any": _import_matchers(lang), "regex": word, "stopBy": "end"},
+        }
+    }
+    return [uses([name], lang), {"not": bound}]
+
+
+def _find_item(text: str, name: str, lang: str) -> tuple[SgNode, dict[str, Any], dict[str, Any]] | None:
+    """The list item binding ``name`` in one of ``text``'s imports, with its rules."""
+    for imp in imports_of(text, lang):
+        if name not in bound_names(imp.text(), lang):
+            continue
+        for node in imp.find_all(any=[{"kind": k} for k in _LIST_ITEM_KINDS.get(lang, [])]):
+            ctx = _list_item_ctx(node, lang)
+            if ctx is None:
+                continue
+            if _item_name(node.text()) == name:
+                return node, ctx[0], ctx[1]
+    return None
+
+
+_LIST_ITEM_KINDS: dict[str, list[str]] = {
+    "python": ["dotted_name", "aliased_import"],
+    "rust": _RUST_ITEMS,
+    "javascript": ["import_specifier", "shorthand_property_identifier_pattern", "pair_pattern"],
+    "typescript": ["import_specifier", "shorthand_property_identifier_pattern", "pair_pattern"],
+    "tsx": ["import_specifier", "shorthand_property_identifier_pattern", "pair_pattern"],
+}
+
+
+def _list_rules(
+    of: SynthRule, name: str, examples: Sequence[tuple[str, str]], lang: str
+) -> list[tuple[list[SynthRule], str]] | None:
+    """The ways to add ``name`` to the file's list of the module an example's list of it
+    gained it in (None: no example shows such a list, one that held other names before)."""
+    for before, after in examples:
+        found = _find_item(after, name, lang)
+        if found is None:
+            continue
+        node, item, container = found
+        if not any(True for _ in parse(before, lang).find_all({"rule": container})):
+            continue  # the list is new in this example
+        keys = [k for k in _list_keys(node, item)]
+        orders = _orders_kept(keys, lang)
+        guards = _name_guards(name, lang)
+        out = []
+        for block, where in _list_insert_blocks(name, item, container, orders):
+            rules = [
+                _follow_up(of, _with(rule, *guards), fix, lang)
+                for rule, fix in block
+            ]
+            rules = [replace(x, id=of.id if j == 0 else f"{of.id}-{j + 1}") for j, x in enumerate(rules)]
+            out.append((rules, f"{of.id}: adds `{name}` to the file's import list {where}, where used"))
+        return out
+    return None
+
+
+def _list_added(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) -> str | None:
+    """The one name an edit of an import list adds in every example it applies to, where it
+    changes nothing but that list (and removes no name)."""
+    if r.expand_start or r.expand_end or r.companion or lang == "go":
+        return None
+    if not _import_edit(r, [b for b, _ in examples]):
+        return None
+    found: set[str] = set()
+    for before, _after in examples:
+        got, n = r.apply(before)
+        if n == 0:
+            continue
+        had = [x.text() for x in imports_of(before, lang)]
+        now = [x.text() for x in imports_of(got, lang)]
+        if len(had) != len(now):
+            return None
+        names_had = set().union(set(), *(bound_names(t, lang) for t in had))
+        names_now = set().union(set(), *(bound_names(t, lang) for t in now))
+        if names_had - names_now or len(names_now - names_had) != 1:
+            return None
+        found |= names_now - names_had
+    return found.pop() if len(found) == 1 else None
