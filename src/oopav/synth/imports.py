@@ -507,6 +507,7 @@ def _block_alternatives(
 _STDLIB = sorted(n for n in sys.stdlib_module_names if not n.startswith("_"))
 _PY_STDLIB = r"^(?:import|from)\s+(?:" + "|".join(_STDLIB) + r")(?:[.\s,]|$)"
 _PY_LOCAL = r"^from\s+\."
+_GO_STD = r'^(?:[\w.]+\s+)?"[^"./]+(?:/|")'
 _RUST_STD = r"^(?:pub(?:\([^)]*\))?\s+)?use\s+(?:::)?(?:std|core|alloc)\b"
 # JS/TS: eslint-plugin-import's `order` groups, Node's built-in modules, packages, parent
 # (`../`) and sibling (`./`) modules.
@@ -536,6 +537,10 @@ def _section_rules(language: str) -> list[dict[str, Any]]:
     if language == "rust":
         use = {"kind": "use_declaration"}
         return [{**use, "regex": _RUST_STD}, {**use, "not": {"regex": _RUST_STD}}]
+    if language == "go":
+        # gofmt/goimports: the standard library (no dot in the path's first element) first.
+        spec = {"kind": "import_spec"}
+        return [{**spec, "regex": _GO_STD}, {**spec, "not": {"regex": _GO_STD}}]
     if language in ("javascript", "typescript", "tsx"):
         imports = {"any": _import_matchers(language)}
         return [
@@ -560,6 +565,8 @@ def _section_of(text: str, language: str) -> int | None:
         return 3 if re.match(_PY_LOCAL, body) else 2
     if language == "rust":
         return 0 if re.match(_RUST_STD, body) else 1
+    if language == "go":
+        return 0 if re.match(_GO_STD, body) else 1
     if language in ("javascript", "typescript", "tsx"):
         if re.search(_JS_BUILTIN, body):
             return 0
@@ -596,6 +603,12 @@ def _section_alternatives(
             lt = r"^import\s+" + alts
     same = sections[at]
     root = {"kind": root_kind, "stopBy": "neighbor"}
+    tab = ""
+    if language == "go":
+        # Go's specs sit in the declaration's list, one a line, tab-indented (ast-grep
+        # re-indents a fix by spaces only).
+        root = {"kind": "import_spec_list", "stopBy": "neighbor"}
+        tab = "\t"
     same_lt = {"all": [same, {"regex": lt}]}
 
     def file_has(rule: dict[str, Any]) -> dict[str, Any]:
@@ -655,7 +668,7 @@ def _section_alternatives(
                 "pattern": "$ANCHOR",
                 "inside": root,
             }
-            opens.append((rule, "$ANCHOR" + gap + body))
+            opens.append((rule, "$ANCHOR" + gap + tab + body))
         if later is not None:
             conds: list[dict[str, Any]] = [
                 later,
@@ -665,9 +678,11 @@ def _section_alternatives(
             if earlier is not None:
                 conds.append({"not": file_has(earlier)})
             rule = {"all": conds, "pattern": "$ANCHOR", "inside": root}
-            opens.append((rule, body + gap + "$ANCHOR"))
-        out.append([(after_lt, "$ANCHOR\n" + body), (first, body + "\n$ANCHOR"), *opens])
-        out.append([(before_gt, body + "\n$ANCHOR"), (last, "$ANCHOR\n" + body), *opens])
+            opens.append((rule, body + gap + tab + "$ANCHOR"))
+        after_fix = "$ANCHOR\n" + tab + body
+        before_fix = body + "\n" + tab + "$ANCHOR"
+        out.append([(after_lt, after_fix), (first, before_fix), *opens])
+        out.append([(before_gt, before_fix), (last, after_fix), *opens])
     return out
 
 
@@ -934,6 +949,13 @@ def manage_imports(
             deletes.append(replace(r, rule=_with(r.rule, last_guard), follow_up="import"))
             continue
         last_guard = None
+        if (r.expand_start or r.expand_end) and not r.companion:
+            # A name deleted from an import's list (wave 3l): only where nothing uses it.
+            item_guard = _item_deletion_guard(r, befores, lang)
+            if item_guard is not None:
+                deletes.append(replace(r, rule=_with(r.rule, item_guard), follow_up="import"))
+                notes.append(f"{r.id}: deletes a name from an import list only where unused")
+                continue
         if r.expand_start or r.expand_end:
             nodes = _deleted_imports(r, befores)
             if nodes:
@@ -1016,7 +1038,7 @@ def manage_imports(
                         root = {"kind": ROOT_KINDS[lang], "stopBy": "end"}
                         has = {**found[2], "stopBy": "end"}
                         no_list.append({"not": {"inside": {**root, "has": has}}})
-                for rule, fix in _anchor_rules(lang, imp):
+                for rule, fix in _needed_placement(r, imp, before, after, lang):
                     rule = _with(
                         rule,
                         uses([name], lang),
@@ -1050,6 +1072,21 @@ def manage_imports(
                 drop_notes.append(
                     f"{r.id} may leave `{imp.text().strip()[:60]}` unused: dropped where it is"
                 )
+            for imp in imports_of(before, lang):
+                # A name of a list that keeps others (wave 3l): the name alone goes.
+                names = bound_names(imp.text(), lang)
+                for name in sorted(names & removed if names - removed else set()):
+                    found = _find_item(imp.text(), name, lang) if lang != "go" else None
+                    key = f"{imp.text()}\0{name}"
+                    if found is None or key in deleted_texts:
+                        continue
+                    deleted_texts.add(key)
+                    for extra in _item_drops(r, name, found[1], found[2], lang):
+                        dropped_for.append(extra)
+                        drop_notes.append(
+                            f"{r.id} may leave `{name}` unused: dropped from its import list "
+                            "where it is"
+                        )
     if not (inserts or deletes or added_for or dropped_for):
         return []
     original = list(result.rules)
@@ -1199,11 +1236,15 @@ def _insert_choices(
         blocks = [(_future_alternative(new), "first in the file (after its docstring)")]
         blocks += labelled
     lone = _no_import_rule(new, lang)
+    single = _go_single_rules(new) if lang == "go" else []
     for conds, said in guards:
         for block, where in blocks:
             if conds and lone is not None:
                 # Only where the name is used: a file without imports gets it too.
                 block = [*block, lone]
+            if conds and single:
+                # Go: a lone `import "x"` becomes a parenthesised list (wave 3l).
+                block = [*block, *single]
             rules = [
                 replace(
                     r,
@@ -1686,3 +1727,146 @@ def _list_added(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) ->
             return None
         found |= names_now - names_had
     return found.pop() if len(found) == 1 else None
+
+
+def _item_drops(
+    of: SynthRule, name: str, item: dict[str, Any], container: dict[str, Any], lang: str
+) -> list[SynthRule]:
+    """Follow-ups deleting ``name`` from the file's list of a module where nothing uses it
+    any more, the list's layout kept: a later name with the comma before it; the first name
+    up to the next one."""
+    named = {"any": [{"regex": "^" + re.escape(name) + "$"}, {"regex": r"\sas\s+" + re.escape(name) + "$"}]}
+    inside = {"inside": {**container, "stopBy": "neighbor"}}
+    unused = {"not": uses([name], lang)}
+    comma = {"regex": "^,$"}
+    later = {
+        "pattern": "$ANCHOR",
+        "all": [item, named, inside, unused, {"follows": {**comma, "stopBy": "neighbor"}}],
+    }
+    first = {
+        "pattern": "$ANCHOR",
+        "all": [
+            item,
+            named,
+            inside,
+            unused,
+            {"not": {"follows": {**comma, "stopBy": "neighbor"}}},
+            {"precedes": {**comma, "stopBy": "neighbor"}},
+            {"precedes": {"all": [item, {"pattern": "$NEXT"}], "stopBy": "end"}},
+        ],
+    }
+    return [
+        replace(_follow_up(of, later, "", lang), expand_start=comma),
+        replace(_follow_up(of, first, "$NEXT", lang), expand_end=item),
+    ]
+
+
+def _item_deletion_guard(
+    rule: SynthRule, befores: Sequence[str], lang: str
+) -> dict[str, Any] | None:
+    """Where a deletion rule deletes names from import lists only (every node it matches in
+    the examples a list item): a rule that it holds only where the file uses none of them
+    (one name), or not the name its metavariable captured; None otherwise."""
+    cfg = rule.as_rule().config()
+    names: set[str] = set()
+    nodes: list[SgNode] = []
+    for text in befores:
+        for node in parse(text, lang).find_all(cfg):
+            if _list_item_ctx(node, lang) is None:
+                return None
+            names.add(_item_name(node.text()))
+            nodes.append(node)
+    if not nodes or not all(_IDENT.match(n) for n in names):
+        return None
+    if len(names) == 1:
+        return {"not": uses(sorted(names), lang)}
+    pattern = rule.rule.get("pattern")
+    if isinstance(pattern, str):
+        for var in re.findall(r"\$([A-Z_][A-Z0-9_]*)", pattern):
+            got = [n.get_match(var) for n in nodes]
+            if all(g is not None and g.text() == _item_name(n.text()) for g, n in zip(got, nodes)):
+                return {"not": uses([], lang, var="$" + var)}
+    return None
+
+
+def _go_single_rules(new: str) -> list[tuple[dict[str, Any], str]]:
+    """Go: a file whose one import declaration is a single `import "x"` gets a parenthesised
+    list of the two, as goimports writes it: sorted within a group, the standard library's
+    group first, a blank line between groups."""
+    core = new.strip()
+    at = _section_of(core, "go")
+    key = _sort_key(core, "go")
+    if at is None or key is None:
+        return []
+    sections = _section_rules("go")
+    lt = {"regex": _lt_regex(key, "go")}
+    decl = {"kind": "import_declaration", "stopBy": "end"}
+    base: dict[str, Any] = {
+        "kind": "import_declaration",
+        "pattern": "$ANCHOR",
+        "all": [
+            {"not": {"has": {"kind": "import_spec_list"}}},
+            {"not": {"follows": decl}},
+            {"not": {"precedes": decl}},
+        ],
+    }
+
+    def spec(*conds: dict[str, Any]) -> dict[str, Any]:
+        return {"has": {"kind": "import_spec", "pattern": "$S", "all": list(conds)}}
+
+    same = sections[at]
+    other = sections[1 - at]
+    return [
+        (_with(base, spec(same, lt)), f"import (\n\t$S\n\t{core}\n)"),
+        (_with(base, spec(same, {"not": lt})), f"import (\n\t{core}\n\t$S\n)"),
+        (
+            _with(base, spec(other)),
+            f"import (\n\t$S\n\n\t{core}\n)" if at == 1 else f"import (\n\t{core}\n\n\t$S\n)",
+        ),
+    ]
+
+
+def _import_region(text: str, lang: str) -> str:
+    """The text from the file's first import to its last (their layout included)."""
+    root = parse(text, lang)
+    kinds = ["import_declaration"] if lang == "go" else None
+    nodes = [
+        c
+        for c in root.children()
+        if (c.kind() in kinds if kinds else is_import(c, lang))
+        or c.kind() == "future_import_statement"
+    ]
+    if not nodes:
+        return ""
+    return text[nodes[0].range().start.index : nodes[-1].range().end.index]
+
+
+def _needed_placement(
+    r: SynthRule, imp: SgNode, before: str, after: str, lang: str
+) -> list[tuple[dict[str, Any], str]]:
+    """Where the import ``imp`` a rewrite needs goes (wave 3l): after the file's last import
+    where that is where the example has it; else where it sorts within its section (gofmt's,
+    isort's, rustfmt's, the JS sorters' groups), the first placement that gives the example's
+    import block. Go: a lone `import "x"` becomes a parenthesised list of the two."""
+    anchors = _anchor_rules(lang, imp)
+    if lang == "go":
+        anchors = anchors[:1] + _go_single_rules(imp.text())
+    got = r.apply(before)[0]
+    want = _import_region(after, lang)
+
+    def fits(block: list[tuple[dict[str, Any], str]]) -> bool:
+        text = got
+        for rule, fix in block:
+            probe = _follow_up(r, rule, fix, lang)
+            text = probe.apply(text)[0]
+        return _import_region(text, lang) == want
+
+    if fits(anchors):
+        return anchors
+    new = ("\t" if lang == "go" else "") + imp.text().strip()
+    for block in _section_alternatives(new, lang, ROOT_KINDS[lang]):
+        if lang == "go":
+            block = [*block, *_go_single_rules(new)]
+        if fits(block):
+            return block
+    return anchors
