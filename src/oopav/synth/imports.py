@@ -37,7 +37,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ast_grep_py import SgNode
 
@@ -415,18 +415,28 @@ def _same(c: str, fold: bool) -> str:
     return re.escape(c)
 
 
-def _lt_regex(key: str, language: str, *, or_equal: bool = False) -> str:
+def _lt_regex(key: str, language: str, *, or_equal: bool = False, rustfmt: bool = False) -> str:
     """A regex an import statement's text matches when the module it names sorts before
     ``key`` (a proper prefix of it, or a smaller character where they first differ; or the
     same module, ``or_equal``)."""
     before, _, term = _KEY_AT[language]
     fold = _fold(language)
     alts = []
+    # ``rustfmt``: rustfmt 1.x sorts paths from `self`, `super` and `crate` before the others,
+    # in that order (wave 3l): `use super::…; use crate::BoxError; use bytes::…` (older
+    # files sort byte-wise: `use HttpTryFrom; use self::…`).
+    specials = ["self", "super", "crate"] if rustfmt else []
+    first = re.split(r"::|[;{\s]", key)[0]
+    at = specials.index(first) if first in specials else len(specials)
+    alts += [re.escape(s) + r"(?:::|[;{\s])" for s in specials[:at]]
     for i, c in enumerate(key):
+        if at < len(specials) and i < len(first):
+            continue  # the same special first segment, compared after it
         prefix = "".join(_same(x, fold) for x in key[:i])
         alts.append(prefix + _below(c, fold))
         if i:
-            alts.append(prefix + term)
+            # rustfmt: a list (`crate::{…}`) sorts after a path at its level, not before.
+            alts.append(prefix + (r"(?:;|\s)" if specials else term))
     if or_equal:
         alts.append("".join(_same(x, fold) for x in key) + term)
     return before + "(?:" + "|".join(alts) + ")"
@@ -589,10 +599,24 @@ def _section_alternatives(
     key = _sort_key(new, language)
     if not sections or at is None or key is None or (at == 0 and language == "python"):
         return []
+    # Rust: in rustfmt 1.x's order first, then byte-wise (wave 3l).
+    out: list[list[tuple[dict[str, Any], str]]] = []
+    for rustfmt in (True, False) if language == "rust" else (False,):
+        out += _section_alternatives_by(new, language, root_kind, rustfmt=rustfmt)
+    return out
+
+
+def _section_alternatives_by(
+    new: str, language: str, root_kind: str, *, rustfmt: bool
+) -> list[list[tuple[dict[str, Any], str]]]:
+    sections = _section_rules(language)
+    at = _section_of(new, language)
+    key = _sort_key(new, language)
+    assert at is not None and key is not None
     body = new.strip(" \t\n")
     # A second import of the same module goes after the first (`import url = require('url')`
     # then `import {URL} from 'url'`).
-    lt = _lt_regex(key, language, or_equal=language != "python")
+    lt = _lt_regex(key, language, or_equal=language != "python", rustfmt=rustfmt)
     if language == "python":
         # isort's default order within a section: `import m` lines, then `from m import`.
         before = _KEY_AT[language][0]
@@ -1442,7 +1466,9 @@ def _list_item_ctx(node: SgNode, lang: str) -> tuple[dict[str, Any], dict[str, A
             return None
         root_seg = segs[0]
         tails = ["::".join(segs[i:]) for i in range(len(segs))]
-        path_rx = "^(?:" + "|".join(r"\s*::\s*".join(map(re.escape, t.split("::"))) for t in tails) + ")$"
+        path_rx = (
+            "^(?:" + "|".join(r"\s*::\s*".join(map(re.escape, t.split("::"))) for t in tails) + ")$"
+        )
         container = {
             "kind": "use_list",
             "inside": {
@@ -1623,7 +1649,13 @@ def _list_insert_blocks(
             after = {"all": [item, {"not": _sorts_before(name, order)}]}
             first_after = {
                 "pattern": "$ANCHOR",
-                "all": [item, inside, layout, after, {"not": {"follows": {**after, "stopBy": "end"}}}]
+                "all": [
+                    item,
+                    inside,
+                    layout,
+                    after,
+                    {"not": {"follows": {**after, "stopBy": "end"}}},
+                ],
             }
             last = {
                 "pattern": "$ANCHOR",
@@ -1633,7 +1665,7 @@ def _list_insert_blocks(
                     layout,
                     {"not": {"precedes": {**item, "stopBy": "end"}}},
                     {"not": {"inside": {"kind": kind, "stopBy": "neighbor", "has": after}}},
-                ]
+                ],
             }
             rules.append((first_after, name + sep + "$ANCHOR"))
             rules.append((last, "$ANCHOR" + sep + name))
@@ -1655,7 +1687,9 @@ def _name_guards(name: str, lang: str) -> list[dict[str, Any]]:
     return [uses([name], lang), {"not": bound}]
 
 
-def _find_item(text: str, name: str, lang: str) -> tuple[SgNode, dict[str, Any], dict[str, Any]] | None:
+def _find_item(
+    text: str, name: str, lang: str
+) -> tuple[SgNode, dict[str, Any], dict[str, Any]] | None:
     """The list item binding ``name`` in one of ``text``'s imports, with its rules."""
     for imp in imports_of(text, lang):
         if name not in bound_names(imp.text(), lang):
@@ -1688,19 +1722,20 @@ def _list_rules(
         if found is None:
             continue
         node, item, container = found
-        if not any(True for _ in parse(before, lang).find_all({"rule": container})):
+        if not parse(before, lang).find_all(cast(Any, {"rule": container})):
             continue  # the list is new in this example
-        keys = [k for k in _list_keys(node, item)]
+        keys = _list_keys(node, item)
         orders = _orders_kept(keys, lang)
         guards = _name_guards(name, lang)
         out = []
         for block, where in _list_insert_blocks(name, item, container, orders):
+            rules = [_follow_up(of, _with(rule, *guards), fix, lang) for rule, fix in block]
             rules = [
-                _follow_up(of, _with(rule, *guards), fix, lang)
-                for rule, fix in block
+                replace(x, id=of.id if j == 0 else f"{of.id}-{j + 1}") for j, x in enumerate(rules)
             ]
-            rules = [replace(x, id=of.id if j == 0 else f"{of.id}-{j + 1}") for j, x in enumerate(rules)]
-            out.append((rules, f"{of.id}: adds `{name}` to the file's import list {where}, where used"))
+            out.append(
+                (rules, f"{of.id}: adds `{name}` to the file's import list {where}, where used")
+            )
         return out
     return None
 
@@ -1735,7 +1770,12 @@ def _item_drops(
     """Follow-ups deleting ``name`` from the file's list of a module where nothing uses it
     any more, the list's layout kept: a later name with the comma before it; the first name
     up to the next one."""
-    named = {"any": [{"regex": "^" + re.escape(name) + "$"}, {"regex": r"\sas\s+" + re.escape(name) + "$"}]}
+    named = {
+        "any": [
+            {"regex": "^" + re.escape(name) + "$"},
+            {"regex": r"\sas\s+" + re.escape(name) + "$"},
+        ]
+    }
     inside = {"inside": {**container, "stopBy": "neighbor"}}
     unused = {"not": uses([name], lang)}
     comma = {"regex": "^,$"}
@@ -1784,7 +1824,10 @@ def _item_deletion_guard(
     if isinstance(pattern, str):
         for var in re.findall(r"\$([A-Z_][A-Z0-9_]*)", pattern):
             got = [n.get_match(var) for n in nodes]
-            if all(g is not None and g.text() == _item_name(n.text()) for g, n in zip(got, nodes)):
+            if all(
+                g is not None and g.text() == _item_name(n.text())
+                for g, n in zip(got, nodes, strict=True)
+            ):
                 return {"not": uses([], lang, var="$" + var)}
     return None
 
