@@ -1076,6 +1076,7 @@ def manage_imports(
                 notes.append(f"{r.id} needs `{imp.text().strip()[:60]}`: added where it is missing")
                 break
         removed = _names_in(pattern_text) - _names_in(r.fix)
+        list_losses = _names_lost(examples, lang) if removed else set()
         for before in befores:
             for imp in imports_of(before, lang):
                 names = bound_names(imp.text(), lang)
@@ -1097,12 +1098,14 @@ def manage_imports(
                     f"{r.id} may leave `{imp.text().strip()[:60]}` unused: dropped where it is"
                 )
             for imp in imports_of(before, lang):
-                # A name of a list that keeps others (wave 3l): the name alone goes.
+                # A name of a list that keeps others (wave 3l): the name alone goes — where
+                # an example shows a list losing it (a commit's other edits may keep it:
+                # axum's `body::{self, BoxBody}` after `Response<BoxBody>` -> `Response`).
                 names = bound_names(imp.text(), lang)
                 for name in sorted(names & removed if names - removed else set()):
                     found = _find_item(imp.text(), name, lang) if lang != "go" else None
                     key = f"{imp.text()}\0{name}"
-                    if found is None or key in deleted_texts:
+                    if found is None or key in deleted_texts or name not in list_losses:
                         continue
                     deleted_texts.add(key)
                     for extra in _item_drops(r, name, found[1], found[2], lang):
@@ -1913,3 +1916,13 @@ def _needed_placement(
         if fits(block):
             return block
     return anchors
+
+
+def _names_lost(examples: Sequence[tuple[str, str]], lang: str) -> set[str]:
+    """The names an example's imports bind before and no more after (imports that stay)."""
+    out: set[str] = set()
+    for before, after in examples:
+        had = set().union(set(), *(bound_names(n.text(), lang) for n in imports_of(before, lang)))
+        now = set().union(set(), *(bound_names(n.text(), lang) for n in imports_of(after, lang)))
+        out |= had - now
+    return out
