@@ -157,3 +157,21 @@ def test_rust_crate_use_sorts_after_super_as_rustfmt_does() -> None:
     )
     want = held.replace("RequestParts};\n", "RequestParts};\nuse crate::BoxError;\n")
     assert result.apply(held)[0] == want
+
+
+def test_rust_crate_use_sorts_before_std_in_one_rustfmt_block() -> None:
+    """rustfmt 1.x sorts one block of `use`s with `crate::` paths first, `std` among the
+    others, and leaves a `pub use` re-export group apart: the sections (std, then the rest)
+    and byte order both fail such examples, and the rule stayed the literal "before the
+    first `use`"."""
+    b1 = "use std::fmt;\n\npub fn f() -> BoxError {\n    todo!()\n}\n"
+    a1 = "use crate::BoxError;\n" + b1
+    b2 = "use crate::Error;\n\npub use bytes::Bytes;\n\npub fn g() -> BoxError {\n    todo!()\n}\n"
+    a2 = "use crate::BoxError;\n" + b2
+    result = synthesize([Example(b1, a1, path="a.rs"), Example(b2, a2, path="b.rs")])
+    held = (
+        "use super::A;\nuse crate::{body::B, C};\nuse bytes::Bytes;\nuse std::fmt;\n\n"
+        "pub fn h() -> BoxError {\n    todo!()\n}\n"
+    )
+    want = held.replace("use super::A;\n", "use super::A;\nuse crate::BoxError;\n")
+    assert result.apply(held)[0] == want

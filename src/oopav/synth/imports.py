@@ -470,10 +470,16 @@ def _block_alternatives(
     }
     out: list[list[tuple[dict[str, Any], str]]] = [[(last, after_fix)]]
     key = _sort_key(new, language)
-    if key is not None:
-        lt = _lt_regex(key, language)
+    # Rust: rustfmt 1.x's order (`self`, `super`, `crate` first) among the private `use`s
+    # (a `pub use` re-export block is a group of its own), then byte order among all (wave 3l).
+    modes = (True, False) if language == "rust" and not body.startswith("pub") else (False,)
+    for rustfmt in modes if key is not None else ():
+        assert key is not None
+        lt = _lt_regex(key, language, rustfmt=rustfmt)
         # `from __future__` stays first: it takes no part in the order.
         sortable = {"any": [m for m in matchers if m.get("kind") != "future_import_statement"]}
+        if rustfmt:
+            sortable = {"any": [{"kind": "use_declaration", "not": {"regex": r"^pub\b"}}]}
         after_lt = {
             **sortable,
             "pattern": "$ANCHOR",
@@ -1249,7 +1255,13 @@ def _insert_choices(
     labelled = list(
         zip(
             plain,
-            ["after the file's last import", "where it sorts among the file's imports"],
+            ["after the file's last import", "where it sorts among the file's imports"]
+            if lang != "rust"
+            else [
+                "after the file's last import",
+                "where it sorts among the file's `use`s (rustfmt)",
+                "where it sorts among the file's imports",
+            ],
             strict=False,  # no "where it sorts" for a language without a sort key
         )
     )
