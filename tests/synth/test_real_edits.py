@@ -709,7 +709,7 @@ from .console import (
     Measurement,
 )
 from .console import Console, ConsoleRenderable, RenderResult, Segment
-x = ConsoleRenderable
+x = Console
 """
 
 
@@ -737,6 +737,10 @@ def test_a_name_removed_from_import_lists_of_any_length_and_layout_is_one_deleti
         "Console, ConsoleRenderable, ", "Console, "
     )
     assert result.apply(IMPORT_LIST_HELD)[0] == want  # the use below the imports stays
+    # A file that still uses the name keeps it (wave 3l: a name leaves an import list only
+    # where nothing uses it any more).
+    used = IMPORT_LIST_HELD + "y = ConsoleRenderable\n"
+    assert result.apply(used)[0] == used
 
 
 def test_an_import_list_item_deletion_gives_the_same_file_through_the_ast_grep_cli(

@@ -37,7 +37,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ast_grep_py import SgNode
 
@@ -415,18 +415,28 @@ def _same(c: str, fold: bool) -> str:
     return re.escape(c)
 
 
-def _lt_regex(key: str, language: str, *, or_equal: bool = False) -> str:
+def _lt_regex(key: str, language: str, *, or_equal: bool = False, rustfmt: bool = False) -> str:
     """A regex an import statement's text matches when the module it names sorts before
     ``key`` (a proper prefix of it, or a smaller character where they first differ; or the
     same module, ``or_equal``)."""
     before, _, term = _KEY_AT[language]
     fold = _fold(language)
     alts = []
+    # ``rustfmt``: rustfmt 1.x sorts paths from `self`, `super` and `crate` before the others,
+    # in that order (wave 3l): `use super::…; use crate::BoxError; use bytes::…` (older
+    # files sort byte-wise: `use HttpTryFrom; use self::…`).
+    specials = ["self", "super", "crate"] if rustfmt else []
+    first = re.split(r"::|[;{\s]", key)[0]
+    at = specials.index(first) if first in specials else len(specials)
+    alts += [re.escape(s) + r"(?:::|[;{\s])" for s in specials[:at]]
     for i, c in enumerate(key):
+        if at < len(specials) and i < len(first):
+            continue  # the same special first segment, compared after it
         prefix = "".join(_same(x, fold) for x in key[:i])
         alts.append(prefix + _below(c, fold))
         if i:
-            alts.append(prefix + term)
+            # rustfmt: a list (`crate::{…}`) sorts after a path at its level, not before.
+            alts.append(prefix + (r"(?:;|\s)" if specials else term))
     if or_equal:
         alts.append("".join(_same(x, fold) for x in key) + term)
     return before + "(?:" + "|".join(alts) + ")"
@@ -460,10 +470,16 @@ def _block_alternatives(
     }
     out: list[list[tuple[dict[str, Any], str]]] = [[(last, after_fix)]]
     key = _sort_key(new, language)
-    if key is not None:
-        lt = _lt_regex(key, language)
+    # Rust: rustfmt 1.x's order (`self`, `super`, `crate` first) among the private `use`s
+    # (a `pub use` re-export block is a group of its own), then byte order among all (wave 3l).
+    modes = (True, False) if language == "rust" and not body.startswith("pub") else (False,)
+    for rustfmt in modes if key is not None else ():
+        assert key is not None
+        lt = _lt_regex(key, language, rustfmt=rustfmt)
         # `from __future__` stays first: it takes no part in the order.
         sortable = {"any": [m for m in matchers if m.get("kind") != "future_import_statement"]}
+        if rustfmt:
+            sortable = {"any": [{"kind": "use_declaration", "not": {"regex": r"^pub\b"}}]}
         after_lt = {
             **sortable,
             "pattern": "$ANCHOR",
@@ -507,6 +523,7 @@ def _block_alternatives(
 _STDLIB = sorted(n for n in sys.stdlib_module_names if not n.startswith("_"))
 _PY_STDLIB = r"^(?:import|from)\s+(?:" + "|".join(_STDLIB) + r")(?:[.\s,]|$)"
 _PY_LOCAL = r"^from\s+\."
+_GO_STD = r'^(?:[\w.]+\s+)?"[^"./]+(?:/|")'
 _RUST_STD = r"^(?:pub(?:\([^)]*\))?\s+)?use\s+(?:::)?(?:std|core|alloc)\b"
 # JS/TS: eslint-plugin-import's `order` groups, Node's built-in modules, packages, parent
 # (`../`) and sibling (`./`) modules.
@@ -536,6 +553,10 @@ def _section_rules(language: str) -> list[dict[str, Any]]:
     if language == "rust":
         use = {"kind": "use_declaration"}
         return [{**use, "regex": _RUST_STD}, {**use, "not": {"regex": _RUST_STD}}]
+    if language == "go":
+        # gofmt/goimports: the standard library (no dot in the path's first element) first.
+        spec = {"kind": "import_spec"}
+        return [{**spec, "regex": _GO_STD}, {**spec, "not": {"regex": _GO_STD}}]
     if language in ("javascript", "typescript", "tsx"):
         imports = {"any": _import_matchers(language)}
         return [
@@ -560,6 +581,8 @@ def _section_of(text: str, language: str) -> int | None:
         return 3 if re.match(_PY_LOCAL, body) else 2
     if language == "rust":
         return 0 if re.match(_RUST_STD, body) else 1
+    if language == "go":
+        return 0 if re.match(_GO_STD, body) else 1
     if language in ("javascript", "typescript", "tsx"):
         if re.search(_JS_BUILTIN, body):
             return 0
@@ -582,10 +605,24 @@ def _section_alternatives(
     key = _sort_key(new, language)
     if not sections or at is None or key is None or (at == 0 and language == "python"):
         return []
+    # Rust: in rustfmt 1.x's order first, then byte-wise (wave 3l).
+    out: list[list[tuple[dict[str, Any], str]]] = []
+    for rustfmt in (True, False) if language == "rust" else (False,):
+        out += _section_alternatives_by(new, language, root_kind, rustfmt=rustfmt)
+    return out
+
+
+def _section_alternatives_by(
+    new: str, language: str, root_kind: str, *, rustfmt: bool
+) -> list[list[tuple[dict[str, Any], str]]]:
+    sections = _section_rules(language)
+    at = _section_of(new, language)
+    key = _sort_key(new, language)
+    assert at is not None and key is not None
     body = new.strip(" \t\n")
     # A second import of the same module goes after the first (`import url = require('url')`
     # then `import {URL} from 'url'`).
-    lt = _lt_regex(key, language, or_equal=language != "python")
+    lt = _lt_regex(key, language, or_equal=language != "python", rustfmt=rustfmt)
     if language == "python":
         # isort's default order within a section: `import m` lines, then `from m import`.
         before = _KEY_AT[language][0]
@@ -596,6 +633,12 @@ def _section_alternatives(
             lt = r"^import\s+" + alts
     same = sections[at]
     root = {"kind": root_kind, "stopBy": "neighbor"}
+    tab = ""
+    if language == "go":
+        # Go's specs sit in the declaration's list, one a line, tab-indented (ast-grep
+        # re-indents a fix by spaces only).
+        root = {"kind": "import_spec_list", "stopBy": "neighbor"}
+        tab = "\t"
     same_lt = {"all": [same, {"regex": lt}]}
 
     def file_has(rule: dict[str, Any]) -> dict[str, Any]:
@@ -655,7 +698,7 @@ def _section_alternatives(
                 "pattern": "$ANCHOR",
                 "inside": root,
             }
-            opens.append((rule, "$ANCHOR" + gap + body))
+            opens.append((rule, "$ANCHOR" + gap + tab + body))
         if later is not None:
             conds: list[dict[str, Any]] = [
                 later,
@@ -665,9 +708,11 @@ def _section_alternatives(
             if earlier is not None:
                 conds.append({"not": file_has(earlier)})
             rule = {"all": conds, "pattern": "$ANCHOR", "inside": root}
-            opens.append((rule, body + gap + "$ANCHOR"))
-        out.append([(after_lt, "$ANCHOR\n" + body), (first, body + "\n$ANCHOR"), *opens])
-        out.append([(before_gt, body + "\n$ANCHOR"), (last, "$ANCHOR\n" + body), *opens])
+            opens.append((rule, body + gap + tab + "$ANCHOR"))
+        after_fix = "$ANCHOR\n" + tab + body
+        before_fix = body + "\n" + tab + "$ANCHOR"
+        out.append([(after_lt, after_fix), (first, before_fix), *opens])
+        out.append([(before_gt, before_fix), (last, after_fix), *opens])
     return out
 
 
@@ -934,6 +979,13 @@ def manage_imports(
             deletes.append(replace(r, rule=_with(r.rule, last_guard), follow_up="import"))
             continue
         last_guard = None
+        if (r.expand_start or r.expand_end) and not r.companion:
+            # A name deleted from an import's list (wave 3l): only where nothing uses it.
+            item_guard = _item_deletion_guard(r, befores, lang)
+            if item_guard is not None:
+                deletes.append(replace(r, rule=_with(r.rule, item_guard), follow_up="import"))
+                notes.append(f"{r.id}: deletes a name from an import list only where unused")
+                continue
         if r.expand_start or r.expand_end:
             nodes = _deleted_imports(r, befores)
             if nodes:
@@ -957,6 +1009,16 @@ def manage_imports(
                     if not r.companion:
                         notes.append(f"{r.id}: deletes an import only where it is no longer used")
                     continue
+        listed = _list_added(r, examples, lang) if gap is None else None
+        list_choices = _list_rules(r, listed, examples, lang) if listed is not None else None
+        if listed is not None and list_choices:
+            # A name added to an import's list (wave 3l): into the file's own list of that
+            # module, where it sorts, only where the name is used.
+            inserted_names.add(listed)
+            insert_choices.append((len(inserts), [*list_choices, ([r], "")]))
+            inserts.extend(list_choices[0][0])
+            notes.append("")
+            continue
         one = _added_import(r, examples, lang)
         if gap is None and one is not None and not _introduces(result.rules, r, one, lang, befores):
             # An import list rewritten to hold one more import (Go's `import (...)`, learned
@@ -995,11 +1057,23 @@ def manage_imports(
                     continue
                 if imp.text() not in before and imp.text() in r.apply(before)[0]:
                     break  # the rewrite edits the import itself (a rename): nothing to add
-                for rule, fix in _anchor_rules(lang, imp):
+                listed_for = _list_rules(r, name, [(before, after)], lang)
+                no_list: list[dict[str, Any]] = []
+                if listed_for:
+                    # The example's list of that module gained the name (wave 3l): the file's
+                    # own list gains it; a file without such a list gets the statement.
+                    added_for.extend(listed_for[0][0])
+                    found = _find_item(after, name, lang)
+                    if found is not None:
+                        root = {"kind": ROOT_KINDS[lang], "stopBy": "end"}
+                        has = {**found[2], "stopBy": "end"}
+                        no_list.append({"not": {"inside": {**root, "has": has}}})
+                for rule, fix in _needed_placement(r, imp, before, after, lang):
                     rule = _with(
                         rule,
                         uses([name], lang),
                         {"not": _imports_already(imp.text(), lang)},
+                        *no_list,
                     )
                     added_for.append(_follow_up(r, rule, fix, lang))
                     if bound_names(imp.text(), lang) == {name}:
@@ -1008,6 +1082,7 @@ def manage_imports(
                 notes.append(f"{r.id} needs `{imp.text().strip()[:60]}`: added where it is missing")
                 break
         removed = _names_in(pattern_text) - _names_in(r.fix)
+        list_losses = _names_lost(examples, lang) if removed else set()
         for before in befores:
             for imp in imports_of(before, lang):
                 names = bound_names(imp.text(), lang)
@@ -1028,6 +1103,23 @@ def manage_imports(
                 drop_notes.append(
                     f"{r.id} may leave `{imp.text().strip()[:60]}` unused: dropped where it is"
                 )
+            for imp in imports_of(before, lang):
+                # A name of a list that keeps others (wave 3l): the name alone goes — where
+                # an example shows a list losing it (a commit's other edits may keep it:
+                # axum's `body::{self, BoxBody}` after `Response<BoxBody>` -> `Response`).
+                names = bound_names(imp.text(), lang)
+                for name in sorted(names & removed if names - removed else set()):
+                    found = _find_item(imp.text(), name, lang) if lang != "go" else None
+                    key = f"{imp.text()}\0{name}"
+                    if found is None or key in deleted_texts or name not in list_losses:
+                        continue
+                    deleted_texts.add(key)
+                    for extra in _item_drops(r, name, found[1], found[2], lang):
+                        dropped_for.append(extra)
+                        drop_notes.append(
+                            f"{r.id} may leave `{name}` unused: dropped from its import list "
+                            "where it is"
+                        )
     if not (inserts or deletes or added_for or dropped_for):
         return []
     original = list(result.rules)
@@ -1163,7 +1255,13 @@ def _insert_choices(
     labelled = list(
         zip(
             plain,
-            ["after the file's last import", "where it sorts among the file's imports"],
+            ["after the file's last import", "where it sorts among the file's imports"]
+            if lang != "rust"
+            else [
+                "after the file's last import",
+                "where it sorts among the file's `use`s (rustfmt)",
+                "where it sorts among the file's imports",
+            ],
             strict=False,  # no "where it sorts" for a language without a sort key
         )
     )
@@ -1177,11 +1275,15 @@ def _insert_choices(
         blocks = [(_future_alternative(new), "first in the file (after its docstring)")]
         blocks += labelled
     lone = _no_import_rule(new, lang)
+    single = _go_single_rules(new) if lang == "go" else []
     for conds, said in guards:
         for block, where in blocks:
             if conds and lone is not None:
                 # Only where the name is used: a file without imports gets it too.
                 block = [*block, lone]
+            if conds and single:
+                # Go: a lone `import "x"` becomes a parenthesised list (wave 3l).
+                block = [*block, *single]
             rules = [
                 replace(
                     r,
@@ -1304,3 +1406,535 @@ def _introduces(
         if names & (_names_in(r.fix) - _names_in(text)):
             return True
     return False
+
+
+# --- names added to an import's list (wave 3l synth27) ----------------------------------------
+#
+# A name added to an existing import's list (`task::{Context, Poll}` -> `task::{ready, Context,
+# Poll}`, `import {a, c} from './m'` -> `import {a, b, c} …`, `from m import (a, c)` with `b`
+# between) was learned as a rewrite of the whole statement (every file with a two-name list of
+# that shape got `ready`) or, where a rewrite needs the name, as a second copy of the example's
+# statement after the file's last import. The change is "the list of that module gains the
+# name": here it becomes a follow-up that inserts the name into the file's own list of the same
+# module (Rust: the same path in the same crate root; JS/TS: the same source, `import type` or
+# not; a `require` destructuring; Python: the same `from` module), only where the file uses the
+# name and binds it nowhere yet. Where it goes comes from the file: before the list's first
+# name that sorts after it, else after its last, in the order the examples' lists keep
+# (rustfmt's `self`, snake_case, CamelCase, UPPER_CASE; isort's CONSTANTS, Classes, others,
+# case-folded; byte-wise; case-folded), else at the end; one-line lists get `, name`,
+# one-per-line lists a line of their own at the list's indentation.
+
+_RUST_ITEMS = [
+    "identifier",
+    "scoped_identifier",
+    "use_as_clause",
+    "scoped_use_list",
+    "self",
+    "use_wildcard",
+]
+_USE_PREFIX = r"^(?:pub(?:\([^)]*\))?\s+)?use\s+(?:::)?"
+
+
+def _list_item_ctx(node: SgNode, lang: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """For a name in an import's list: (the rule of an item of such a list, the rule of the
+    list itself, naming the module), or None where the node is no such item."""
+    parent = node.parent()
+    if parent is None:
+        return None
+    kind = node.kind()
+    if lang == "python":
+        if kind not in ("dotted_name", "aliased_import"):
+            return None
+        if parent.kind() != "import_from_statement":
+            return None
+        module = parent.field("module_name")
+        if module is None or module.range() == node.range():
+            return None
+        item = {
+            "any": [{"kind": "dotted_name"}, {"kind": "aliased_import"}],
+            "not": {"precedes": {"regex": "^import$", "stopBy": "neighbor"}},
+        }
+        container = {
+            "kind": "import_from_statement",
+            "has": {"field": "module_name", "regex": "^" + re.escape(module.text()) + "$"},
+        }
+        return item, container
+    if lang == "rust":
+        if kind not in _RUST_ITEMS or parent.kind() != "use_list":
+            return None
+        scoped = parent.parent()
+        decl = next((a for a in node.ancestors() if a.kind() == "use_declaration"), None)
+        if scoped is None or decl is None or scoped.kind() != "scoped_use_list":
+            return None
+        path = scoped.field("path")
+        arg = decl.field("argument")
+        if path is None or arg is None:
+            return None
+        # The full path (`std::task` in `use std::{task::{…}}`): any nesting of it matches,
+        # a list whose own path is a tail of it in a declaration of the same root.
+        segs: list[str] = []
+        for a in [scoped, *scoped.ancestors()]:
+            p = a.field("path") if a.kind() == "scoped_use_list" else None
+            if p is not None:
+                segs = [x.strip() for x in p.text().lstrip(":").split("::")] + segs
+        if not segs:
+            return None
+        root_seg = segs[0]
+        tails = ["::".join(segs[i:]) for i in range(len(segs))]
+        path_rx = (
+            "^(?:" + "|".join(r"\s*::\s*".join(map(re.escape, t.split("::"))) for t in tails) + ")$"
+        )
+        container = {
+            "kind": "use_list",
+            "inside": {
+                "kind": "scoped_use_list",
+                "stopBy": "neighbor",
+                "has": {"field": "path", "regex": path_rx},
+                "inside": {
+                    "kind": "use_declaration",
+                    "stopBy": "end",
+                    "regex": _USE_PREFIX + re.escape(root_seg) + r"(?:$|[^\w])",
+                },
+            },
+        }
+        return {"any": [{"kind": k} for k in _RUST_ITEMS]}, container
+    if lang in ("javascript", "typescript", "tsx"):
+        if kind == "import_specifier" and parent.kind() == "named_imports":
+            stmt = next((a for a in node.ancestors() if a.kind() == "import_statement"), None)
+            source = stmt.field("source") if stmt is not None else None
+            if stmt is None or source is None:
+                return None
+            typed = r"^import\s+type\b"
+            statement: dict[str, Any] = {
+                "kind": "import_statement",
+                "stopBy": "end",
+                "has": {"field": "source", "regex": "^['\"]" + re.escape(source.text()[1:-1])},
+            }
+            if re.match(typed, stmt.text()):
+                statement["regex"] = typed
+            else:
+                statement["not"] = {"regex": typed}
+            container = {"kind": "named_imports", "inside": statement}
+            return {"kind": "import_specifier"}, container
+        if kind in ("shorthand_property_identifier_pattern", "pair_pattern"):
+            decl = parent.parent()
+            value = decl.field("value") if decl is not None else None
+            if parent.kind() != "object_pattern" or decl is None or value is None:
+                return None
+            m = re.fullmatch(r"require\(\s*(['\"])(.*)\1\s*\)", value.text())
+            if m is None:
+                return None
+            container = {
+                "kind": "object_pattern",
+                "inside": {
+                    "kind": "variable_declarator",
+                    "stopBy": "neighbor",
+                    "has": {
+                        "field": "value",
+                        "regex": r"^require\(\s*['\"]" + re.escape(m.group(2)) + r"['\"]\s*\)$",
+                    },
+                },
+            }
+            kinds = ["shorthand_property_identifier_pattern", "pair_pattern"]
+            return {"any": [{"kind": k} for k in kinds]}, container
+    return None
+
+
+def _item_key(text: str) -> str:
+    text = re.sub(r"^type\s+", "", text.strip())
+    return re.split(r"\s+as\s+|\s*:\s*(?!:)|\s*=", text)[0].strip()
+
+
+def _item_name(text: str) -> str:
+    """The name a list item binds (`x as y`: y; `a: b`: b; `d::e`: e)."""
+    words = re.sub(r"^type\s+", "", text.strip()).split()
+    if len(words) == 3 and words[1] == "as":
+        return words[2]
+    return text.split(":")[-1].strip().split("::")[-1].strip()
+
+
+def _rust_class(key: str) -> int:
+    if key in ("self", "super", "crate"):
+        return 0
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", key.split("::")[0]):
+        return 3
+    return 2 if key[:1].isupper() else 1
+
+
+def _isort_class(key: str) -> int:
+    if len(key) > 1 and key.isupper():
+        return 0
+    return 1 if key[:1].isupper() else 2
+
+
+# Per order: the key it sorts names by.
+_ORDERS: dict[str, Callable[[str], Any]] = {
+    "rustfmt": lambda k: (_rust_class(k), k),
+    "isort": lambda k: (_isort_class(k), k.lower()),
+    "bytes": lambda k: k,
+    "folded": lambda k: k.lower(),
+}
+_ORDER_PREFERENCE: dict[str, tuple[str, ...]] = {
+    "rust": ("rustfmt", "bytes"),
+    "python": ("isort", "folded", "bytes"),
+    "javascript": ("bytes", "folded"),
+    "typescript": ("bytes", "folded"),
+    "tsx": ("bytes", "folded"),
+}
+_WORD_END = r"(?:$|[^\w$])"
+
+
+def _word_lt(key: str, fold: bool) -> str:
+    """A regex an item's text matches when its leading word sorts before ``key``."""
+    alts = []
+    for i, c in enumerate(key):
+        prefix = "".join(_same(x, fold) for x in key[:i])
+        alts.append(prefix + _below(c, fold))
+        if i:
+            alts.append(prefix + _WORD_END)
+    return "^(?:" + "|".join(alts) + ")"
+
+
+def _class_rules(order: str) -> list[dict[str, Any]]:
+    """The classes an order sorts names into first, in order, as rule objects."""
+    if order == "rustfmt":
+        own = {"regex": r"^(?:self|super|crate)" + _WORD_END}
+        upper = {"regex": r"^[A-Z][A-Z0-9_]*" + _WORD_END}
+        camel = {"all": [{"regex": "^[A-Z]"}, {"not": upper}]}
+        return [own, {"not": {"any": [own, {"regex": "^[A-Z]"}]}}, camel, upper]
+    if order == "isort":
+        const = {"all": [{"regex": r"^[A-Z0-9_]{2,}" + _WORD_END}, {"regex": "^[A-Z0-9_]*[A-Z]"}]}
+        cls = {"all": [{"regex": "^[A-Z]"}, {"not": const}]}
+        return [const, cls, {"not": {"regex": "^[A-Z]"}}]
+    return [{"regex": "[\\s\\S]"}]
+
+
+def _sorts_before(name: str, order: str) -> dict[str, Any]:
+    """A rule an item matches when it sorts before ``name`` in ``order``."""
+    fold = order in ("isort", "folded")
+    classes = _class_rules(order)
+    if order == "rustfmt":
+        at = _rust_class(name)
+    elif order == "isort":
+        at = _isort_class(name)
+    else:
+        at = 0
+    same = {"all": [classes[at], {"regex": _word_lt(name, fold)}]}
+    return {"any": [*classes[:at], same]}
+
+
+def _orders_kept(keys: Sequence[str], lang: str) -> list[str]:
+    return [
+        o
+        for o in _ORDER_PREFERENCE.get(lang, ())
+        if len(keys) > 1 and [_ORDERS[o](k) for k in keys] == sorted(_ORDERS[o](k) for k in keys)
+    ]
+
+
+def _list_keys(node: SgNode, item: dict[str, Any]) -> list[str]:
+    """The sort keys of the names in the list ``node`` sits in."""
+    parent = node.parent()
+    if parent is None:
+        return []
+    return [_item_key(c.text()) for c in parent.children() if c.matches(**item)]
+
+
+def _list_insert_blocks(
+    name: str, item: dict[str, Any], container: dict[str, Any], orders: Sequence[str]
+) -> list[tuple[list[tuple[dict[str, Any], str]], str]]:
+    """Rule sets (rule, fix) inserting ``name`` into the file's list of the same module: one
+    per order the examples keep, then at the list's end."""
+    kind = container["kind"]
+    inside = {"inside": {**container, "stopBy": "neighbor"}}
+    layouts = [
+        ({"inside": {"kind": kind, "stopBy": "neighbor", "regex": r"^[^\n]*$"}}, ", "),
+        ({"inside": {"kind": kind, "stopBy": "neighbor", "regex": r"\n"}}, ",\n"),
+    ]
+    out: list[tuple[list[tuple[dict[str, Any], str]], str]] = []
+    for order in [*orders, None]:
+        rules: list[tuple[dict[str, Any], str]] = []
+        for layout, sep in layouts:
+            if order is None:
+                last = {
+                    "pattern": "$ANCHOR",
+                    "all": [item, inside, layout, {"not": {"precedes": {**item, "stopBy": "end"}}}],
+                }
+                rules.append((last, "$ANCHOR" + sep + name))
+                continue
+            after = {"all": [item, {"not": _sorts_before(name, order)}]}
+            first_after = {
+                "pattern": "$ANCHOR",
+                "all": [
+                    item,
+                    inside,
+                    layout,
+                    after,
+                    {"not": {"follows": {**after, "stopBy": "end"}}},
+                ],
+            }
+            last = {
+                "pattern": "$ANCHOR",
+                "all": [
+                    item,
+                    inside,
+                    layout,
+                    {"not": {"precedes": {**item, "stopBy": "end"}}},
+                    {"not": {"inside": {"kind": kind, "stopBy": "neighbor", "has": after}}},
+                ],
+            }
+            rules.append((first_after, name + sep + "$ANCHOR"))
+            rules.append((last, "$ANCHOR" + sep + name))
+        where = f"where it sorts ({order})" if order else "at its end"
+        out.append((rules, where))
+    return out
+
+
+def _name_guards(name: str, lang: str) -> list[dict[str, Any]]:
+    """Where the file uses ``name`` and no import binds it yet."""
+    word = r"(?:^|[^\w$])" + re.escape(name) + r"(?:$|[^\w$])"
+    bound = {
+        "inside": {
+            "kind": ROOT_KINDS[lang],
+            "stopBy": "end",
+            "has": {"any": _import_matchers(lang), "regex": word, "stopBy": "end"},
+        }
+    }
+    return [uses([name], lang), {"not": bound}]
+
+
+def _find_item(
+    text: str, name: str, lang: str
+) -> tuple[SgNode, dict[str, Any], dict[str, Any]] | None:
+    """The list item binding ``name`` in one of ``text``'s imports, with its rules."""
+    for imp in imports_of(text, lang):
+        if name not in bound_names(imp.text(), lang):
+            continue
+        for node in imp.find_all(any=[{"kind": k} for k in _LIST_ITEM_KINDS.get(lang, [])]):
+            ctx = _list_item_ctx(node, lang)
+            if ctx is None:
+                continue
+            if _item_name(node.text()) == name:
+                return node, ctx[0], ctx[1]
+    return None
+
+
+_LIST_ITEM_KINDS: dict[str, list[str]] = {
+    "python": ["dotted_name", "aliased_import"],
+    "rust": _RUST_ITEMS,
+    "javascript": ["import_specifier", "shorthand_property_identifier_pattern", "pair_pattern"],
+    "typescript": ["import_specifier", "shorthand_property_identifier_pattern", "pair_pattern"],
+    "tsx": ["import_specifier", "shorthand_property_identifier_pattern", "pair_pattern"],
+}
+
+
+def _list_rules(
+    of: SynthRule, name: str, examples: Sequence[tuple[str, str]], lang: str
+) -> list[tuple[list[SynthRule], str]] | None:
+    """The ways to add ``name`` to the file's list of the module an example's list of it
+    gained it in (None: no example shows such a list, one that held other names before)."""
+    for before, after in examples:
+        found = _find_item(after, name, lang)
+        if found is None:
+            continue
+        node, item, container = found
+        if not parse(before, lang).find_all(cast(Any, {"rule": container})):
+            continue  # the list is new in this example
+        keys = _list_keys(node, item)
+        orders = _orders_kept(keys, lang)
+        guards = _name_guards(name, lang)
+        out = []
+        for block, where in _list_insert_blocks(name, item, container, orders):
+            rules = [_follow_up(of, _with(rule, *guards), fix, lang) for rule, fix in block]
+            rules = [
+                replace(x, id=of.id if j == 0 else f"{of.id}-{j + 1}") for j, x in enumerate(rules)
+            ]
+            out.append(
+                (rules, f"{of.id}: adds `{name}` to the file's import list {where}, where used")
+            )
+        return out
+    return None
+
+
+def _list_added(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) -> str | None:
+    """The one name an edit of an import list adds in every example it applies to, where it
+    changes nothing but that list (and removes no name)."""
+    if r.expand_start or r.expand_end or r.companion or lang == "go":
+        return None
+    if not _import_edit(r, [b for b, _ in examples]):
+        return None
+    found: set[str] = set()
+    for before, _after in examples:
+        got, n = r.apply(before)
+        if n == 0:
+            continue
+        had = [x.text() for x in imports_of(before, lang)]
+        now = [x.text() for x in imports_of(got, lang)]
+        if len(had) != len(now):
+            return None
+        names_had = set().union(set(), *(bound_names(t, lang) for t in had))
+        names_now = set().union(set(), *(bound_names(t, lang) for t in now))
+        if names_had - names_now or len(names_now - names_had) != 1:
+            return None
+        found |= names_now - names_had
+    return found.pop() if len(found) == 1 else None
+
+
+def _item_drops(
+    of: SynthRule, name: str, item: dict[str, Any], container: dict[str, Any], lang: str
+) -> list[SynthRule]:
+    """Follow-ups deleting ``name`` from the file's list of a module where nothing uses it
+    any more, the list's layout kept: a later name with the comma before it; the first name
+    up to the next one."""
+    named = {
+        "any": [
+            {"regex": "^" + re.escape(name) + "$"},
+            {"regex": r"\sas\s+" + re.escape(name) + "$"},
+        ]
+    }
+    inside = {"inside": {**container, "stopBy": "neighbor"}}
+    unused = {"not": uses([name], lang)}
+    comma = {"regex": "^,$"}
+    later = {
+        "pattern": "$ANCHOR",
+        "all": [item, named, inside, unused, {"follows": {**comma, "stopBy": "neighbor"}}],
+    }
+    first = {
+        "pattern": "$ANCHOR",
+        "all": [
+            item,
+            named,
+            inside,
+            unused,
+            {"not": {"follows": {**comma, "stopBy": "neighbor"}}},
+            {"precedes": {**comma, "stopBy": "neighbor"}},
+            {"precedes": {"all": [item, {"pattern": "$NEXT"}], "stopBy": "end"}},
+        ],
+    }
+    return [
+        replace(_follow_up(of, later, "", lang), expand_start=comma),
+        replace(_follow_up(of, first, "$NEXT", lang), expand_end=item),
+    ]
+
+
+def _item_deletion_guard(
+    rule: SynthRule, befores: Sequence[str], lang: str
+) -> dict[str, Any] | None:
+    """Where a deletion rule deletes names from import lists only (every node it matches in
+    the examples a list item): a rule that it holds only where the file uses none of them
+    (one name), or not the name its metavariable captured; None otherwise."""
+    cfg = rule.as_rule().config()
+    names: set[str] = set()
+    nodes: list[SgNode] = []
+    for text in befores:
+        for node in parse(text, lang).find_all(cfg):
+            if _list_item_ctx(node, lang) is None:
+                return None
+            names.add(_item_name(node.text()))
+            nodes.append(node)
+    if not nodes or not all(_IDENT.match(n) for n in names):
+        return None
+    if len(names) == 1:
+        return {"not": uses(sorted(names), lang)}
+    pattern = rule.rule.get("pattern")
+    if isinstance(pattern, str):
+        for var in re.findall(r"\$([A-Z_][A-Z0-9_]*)", pattern):
+            got = [n.get_match(var) for n in nodes]
+            if all(
+                g is not None and g.text() == _item_name(n.text())
+                for g, n in zip(got, nodes, strict=True)
+            ):
+                return {"not": uses([], lang, var="$" + var)}
+    return None
+
+
+def _go_single_rules(new: str) -> list[tuple[dict[str, Any], str]]:
+    """Go: a file whose one import declaration is a single `import "x"` gets a parenthesised
+    list of the two, as goimports writes it: sorted within a group, the standard library's
+    group first, a blank line between groups."""
+    core = new.strip()
+    at = _section_of(core, "go")
+    key = _sort_key(core, "go")
+    if at is None or key is None:
+        return []
+    sections = _section_rules("go")
+    lt = {"regex": _lt_regex(key, "go")}
+    decl = {"kind": "import_declaration", "stopBy": "end"}
+    base: dict[str, Any] = {
+        "kind": "import_declaration",
+        "pattern": "$ANCHOR",
+        "all": [
+            {"not": {"has": {"kind": "import_spec_list"}}},
+            {"not": {"follows": decl}},
+            {"not": {"precedes": decl}},
+        ],
+    }
+
+    def spec(*conds: dict[str, Any]) -> dict[str, Any]:
+        return {"has": {"kind": "import_spec", "pattern": "$S", "all": list(conds)}}
+
+    same = sections[at]
+    other = sections[1 - at]
+    return [
+        (_with(base, spec(same, lt)), f"import (\n\t$S\n\t{core}\n)"),
+        (_with(base, spec(same, {"not": lt})), f"import (\n\t{core}\n\t$S\n)"),
+        (
+            _with(base, spec(other)),
+            f"import (\n\t$S\n\n\t{core}\n)" if at == 1 else f"import (\n\t{core}\n\n\t$S\n)",
+        ),
+    ]
+
+
+def _import_region(text: str, lang: str) -> str:
+    """The text from the file's first import to its last (their layout included)."""
+    root = parse(text, lang)
+    kinds = ["import_declaration"] if lang == "go" else None
+    nodes = [
+        c
+        for c in root.children()
+        if (c.kind() in kinds if kinds else is_import(c, lang))
+        or c.kind() == "future_import_statement"
+    ]
+    if not nodes:
+        return ""
+    return text[nodes[0].range().start.index : nodes[-1].range().end.index]
+
+
+def _needed_placement(
+    r: SynthRule, imp: SgNode, before: str, after: str, lang: str
+) -> list[tuple[dict[str, Any], str]]:
+    """Where the import ``imp`` a rewrite needs goes (wave 3l): after the file's last import
+    where that is where the example has it; else where it sorts within its section (gofmt's,
+    isort's, rustfmt's, the JS sorters' groups), the first placement that gives the example's
+    import block. Go: a lone `import "x"` becomes a parenthesised list of the two."""
+    anchors = _anchor_rules(lang, imp)
+    if lang == "go":
+        anchors = anchors[:1] + _go_single_rules(imp.text())
+    got = r.apply(before)[0]
+    want = _import_region(after, lang)
+
+    def fits(block: list[tuple[dict[str, Any], str]]) -> bool:
+        text = got
+        for rule, fix in block:
+            probe = _follow_up(r, rule, fix, lang)
+            text = probe.apply(text)[0]
+        return _import_region(text, lang) == want
+
+    if fits(anchors):
+        return anchors
+    new = ("\t" if lang == "go" else "") + imp.text().strip()
+    for block in _section_alternatives(new, lang, ROOT_KINDS[lang]):
+        if lang == "go":
+            block = [*block, *_go_single_rules(new)]
+        if fits(block):
+            return block
+    return anchors
+
+
+def _names_lost(examples: Sequence[tuple[str, str]], lang: str) -> set[str]:
+    """The names an example's imports bind before and no more after (imports that stay)."""
+    out: set[str] = set()
+    for before, after in examples:
+        had = set().union(set(), *(bound_names(n.text(), lang) for n in imports_of(before, lang)))
+        now = set().union(set(), *(bound_names(n.text(), lang) for n in imports_of(after, lang)))
+        out |= had - now
+    return out
