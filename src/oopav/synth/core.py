@@ -59,6 +59,7 @@ from oopav.synth.precision import (
     statement_guard,
 )
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
+from oopav.synth.placement import bound_names, edge_candidates
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
@@ -2258,6 +2259,11 @@ def _search(
                     # Wave 3k (synth23): a parameter the sites' bodies never use, where the
                     # kept functions' bodies do — before any other context.
                     unused = unused_parameter(node, pos, neg)
+                    # Wave 3l (synth26): the definitions that bind, as a parameter, a name
+                    # the new code uses (synth/placement.py) — where kept ones do not.
+                    shown = rule.get("pattern")
+                    pattern = shown if isinstance(shown, str) else key.split("\0")[0]
+                    usage[:0] = [(1, x) for x in bound_names(node, pos, pattern, fix)]
                     if unused is not None:
                         usage.insert(0, (0, unused))
                     fragments = discriminating(node, pos, neg, fix if anchored else "")
@@ -3290,6 +3296,11 @@ def _insert_candidates(
         out += by_regex("^" + _rx_escape(target) + r"\s*=[^=]")
     if not lone:
         out += generic
+        # Wave 3l (synth26): next to the first (last) statement of its body whatever that
+        # statement is, when the anchors' kinds differ (synth/placement.py).
+        if any(p.node.kind() != kind for p in peers):
+            roots = list({id(ex): ex.root for _, ex in remaining}.values())
+            out += edge_candidates(after, held, guard, fix, roots)
     # Wave 3g: where a name the statement uses is declared (ky's `await server.close();`
     # after each test's last statement, only in tests that start a server).
     scoped = [

@@ -354,6 +354,11 @@ _CONTAINERS = frozenset(
 )
 
 
+# Go's list of a block's statements starts where its first statement does: no statement
+# itself (wave 3l: a line added first in a Go body is inserted before that statement).
+_LISTS = frozenset({"statement_list"})
+
+
 def _is_container(node: SgNode) -> bool:
     return node.kind() in _CONTAINERS
 
@@ -518,7 +523,7 @@ def _starts_statement(root: SgNode, offset: int, limit: int) -> bool:
         nxt = None
         for ch in node.children():
             r = ch.range()
-            if r.start.index == offset and ch.is_named():
+            if r.start.index == offset and ch.is_named() and ch.kind() not in _LISTS:
                 return node.kind() in _CONTAINERS and r.end.index <= limit
             if r.start.index <= offset < r.end.index:
                 nxt = ch
@@ -536,7 +541,7 @@ def _statement_at(root: SgNode, start: int | None = None, end: int | None = None
     while stack:
         n = stack.pop()
         r = n.range()
-        if n is not root and n.is_named() and n.kind() not in COMMENT_KINDS:
+        if n is not root and n.is_named() and n.kind() not in COMMENT_KINDS | _LISTS:
             hit = (end is not None and r.end.index == end) or (
                 start is not None and r.start.index == start
             )
