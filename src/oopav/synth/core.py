@@ -59,7 +59,7 @@ from oopav.synth.precision import (
     statement_guard,
 )
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
-from oopav.synth.placement import bound_names, edge_candidates
+from oopav.synth.placement import at_edge, bound_names, edge_candidates
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
@@ -1809,8 +1809,20 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
     holder = rewrapped(seed.after_node, seed.before_text)
     if holder is not None:
         inner.append({"kind": holder[0], "field": holder[1], "stopBy": "neighbor"})
-    for guard in inner:
-        guarded = conjoin(choice.rule, {"not": {"inside": guard}})
+    guards = [{"not": {"inside": g}} for g in inner]
+    # Wave 3l (synth26): a fix that writes a new line into the body it matches (the first
+    # statement of a function) matches its output again: not where the body holds it.
+    pattern = choice.rule.get("pattern")
+    if isinstance(pattern, str):
+        new = [
+            ln.strip()
+            for ln in choice.fix.split("\n")
+            if ln.strip() and "$" not in ln and ln.strip() not in pattern
+        ]
+        if new:
+            guards.append({"not": {"has": {"pattern": new[0], "stopBy": "end"}}})
+    for guard in guards:
+        guarded = conjoin(choice.rule, guard)
         g = Rule(
             id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints
         )
@@ -2252,6 +2264,10 @@ def _search(
                     )
                     # Closed by what every positive binds (precision first, see closure).
                     closed = closure(names, pos, neg)
+                    if anchored and "nthChild" in rule:
+                        # Wave 3l: next to the first (last) statement of a body whatever
+                        # it is: the anchors' kinds or texts are no closure (placement.py).
+                        closed.pop("ANCHOR", None)
                     shared_parent = context_closure(pos, neg)
                     # How the bound name is used elsewhere in its file (wave 3e): an
                     # imported name used only as a type, where the kept ones are values.
@@ -3295,12 +3311,17 @@ def _insert_candidates(
     if not lone and target and len({seed.node.text(), *(p.node.text() for p in peers)}) > 1:
         out += by_regex("^" + _rx_escape(target) + r"\s*=[^=]")
     if not lone:
-        out += generic
         # Wave 3l (synth26): next to the first (last) statement of its body whatever that
-        # statement is, when the anchors' kinds differ (synth/placement.py).
-        if any(p.node.kind() != kind for p in peers):
-            roots = list({id(ex): ex.root for _, ex in remaining}.values())
-            out += edge_candidates(after, held, guard, fix, roots)
+        # statement is (synth/placement.py): before "the first of the anchor's kind" when
+        # every anchor is the first (last) of its body, after it when the kinds differ.
+        roots = list({id(ex): ex.root for _, ex in remaining}.values())
+        edges = edge_candidates(after, held, guard, fix, roots, lang)
+        if at_edge([seed.node, *(p.node for p in peers)], after):
+            out += edges + generic
+        else:
+            out += generic
+            if any(p.node.kind() != kind for p in peers):
+                out += edges
     # Wave 3g: where a name the statement uses is declared (ky's `await server.close();`
     # after each test's last statement, only in tests that start a server).
     scoped = [

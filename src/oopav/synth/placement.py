@@ -93,12 +93,16 @@ def _chain(path: tuple[str, ...], inner: dict[str, Any]) -> dict[str, Any]:
 def bound_names(
     seed: SgNode, positives: list[SgNode], pattern: str, fix: str
 ) -> list[dict[str, Any]]:
-    """Fragments, for each name the fix introduces that every site's definition (the site
-    itself, or the nearest definition around it) binds as a parameter of one field: ``has``
-    that binder (the site is the definition); else ``inside`` the definition that binds it,
-    through the same kinds of node at every site (the definition's own body), then at any
-    depth. The caller keeps only a fragment that rewrites no unchanged code."""
-    out: list[dict[str, Any]] = []
+    """Fragments saying that the definitions around every site (the site itself, or the
+    nearest definition around it) bind, as parameters, the names the fix introduces that
+    every site's definition binds: the new line's names must be in scope where it goes (an
+    extractor's ``func(c echo.Context)`` binds ``c`` but not the middleware's ``next``). Per
+    name: ``has`` that binder (the site is the definition); else ``inside`` the definition
+    that binds it, through the same kinds of node at every site (the definition's own body)
+    — then at any depth. All the names together (the chains, then at any depth), then each
+    name alone. The caller keeps only a fragment that rewrites no unchanged code."""
+    chains: list[dict[str, Any]] = []
+    anywhere: list[dict[str, Any]] = []
     nodes = [seed, *[p for p in positives if p.range() != seed.range()]]
     for name in fix_names(pattern, fix):
         where = [_where(n, name) for n in nodes]
@@ -114,25 +118,70 @@ def bound_names(
         field = fields.pop()
         binds = _binds(field, name)
         if modes.pop() == "self":
-            out.append(binds)
+            chains.append(binds)
+            anywhere.append(binds)
             continue
         kind: dict[str, Any] = (
             {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
         )
-        if len(paths) == 1:
-            out.append(_chain(paths.pop(), {**kind, **binds}))
-        out.append({"inside": {**kind, "stopBy": "end", **binds}})
+        end = {"inside": {**kind, "stopBy": "end", **binds}}
+        chains.append(_chain(paths.pop(), {**kind, **binds}) if len(paths) == 1 else end)
+        anywhere.append(end)
+    out: list[dict[str, Any]] = []
+    for group in (chains, anywhere):
+        whole = group[0] if len(group) == 1 else {"all": group}
+        if group and whole not in out:
+            out.append(whole)
+    for one in chains + anywhere:
+        if one not in out:
+            out.append(one)
     return out
 
 
-def statement_kinds(roots: list[SgNode], container: str) -> list[str]:
-    """The kinds of statement the examples' bodies of kind ``container`` hold (comments
-    aside): what a rule next to "the first statement of a body" may anchor on (the CLI wants
-    the kinds a rule matches; the anchors' own kinds are only those the sites happened to
-    have)."""
+def at_edge(anchors: list[SgNode], after: bool) -> bool:
+    """Every anchor is the first (``after``: last) named child of its parent."""
+    for a in anchors:
+        parent = a.parent()
+        if parent is None:
+            return False
+        named = [c for c in parent.children() if c.is_named()]
+        if not named or named[-1 if after else 0].range() != a.range():
+            return False
+    return True
+
+
+# The statements a body holds, per language (the CLI wants the kinds a rule matches, and
+# the anchors' own kinds are only those the examples happened to show).
+STATEMENTS = {
+    "go": (
+        "assignment_statement defer_statement expression_statement for_statement go_statement "
+        "if_statement return_statement short_var_declaration var_declaration const_declaration "
+        "expression_switch_statement type_switch_statement select_statement inc_statement "
+        "dec_statement send_statement labeled_statement"
+    ),
+    "python": (
+        "expression_statement if_statement for_statement while_statement try_statement "
+        "with_statement return_statement raise_statement assert_statement pass_statement "
+        "function_definition class_definition decorated_definition delete_statement"
+    ),
+    "javascript": (
+        "expression_statement lexical_declaration variable_declaration if_statement "
+        "for_statement for_in_statement while_statement do_statement try_statement "
+        "return_statement throw_statement switch_statement function_declaration "
+        "class_declaration"
+    ),
+    "rust": "expression_statement let_declaration",
+}
+STATEMENTS["typescript"] = STATEMENTS["tsx"] = STATEMENTS["javascript"]
+
+
+def statement_kinds(roots: list[SgNode], container: str, lang: str = "") -> list[str]:
+    """The kinds of statement a rule next to "the first statement of a body" may anchor on:
+    those the examples' bodies of kind ``container`` hold (comments aside), and the
+    language's usual statements."""
     from oopav.synth.sites import COMMENT_KINDS
 
-    kinds: set[str] = set()
+    kinds: set[str] = set(STATEMENTS.get(lang, "").split())
     for root in roots:
         for body in root.find_all(kind=container):
             kinds.update(c.kind() for c in body.children() if c.is_named())
@@ -145,12 +194,13 @@ def edge_candidates(
     guard: dict[str, Any],
     fix: str,
     roots: list[SgNode],
+    lang: str = "",
 ) -> list[tuple[dict[str, Any], str]]:
     """The insertion next to the first (``after``: last) statement of its body, whatever its
     kind, inside the kind of body every anchor sits in (``held``; none when they differ)."""
     if not held:
         return []
-    kinds = statement_kinds(roots, held["inside"]["kind"])
+    kinds = statement_kinds(roots, held["inside"]["kind"], lang)
     if not kinds:
         return []
     edge: dict[str, Any] = (

@@ -387,7 +387,11 @@ def _insertion(
             anchor = _statement_at(broot, end=start)
         else:
             if e.alt is None:
-                if e.start != 0:
+                # At the top of the file, or (wave 3l) at the start of a statement's line
+                # (lines added first in a body, a blank line after them: the newline
+                # before them is the block's own).
+                line = before[before.rfind("\n", 0, e.start) + 1 : e.start]
+                if e.start != 0 and (line.strip() or not e.text.rstrip(" \t").endswith("\n")):
                     continue
                 start, text = e.start, e.text
             else:
