@@ -3316,7 +3316,10 @@ def _insert_candidates(
         # every anchor is the first (last) of its body, after it when the kinds differ.
         roots = list({id(ex): ex.root for _, ex in remaining}.values())
         edges = edge_candidates(after, held, guard, fix, roots, lang)
-        if at_edge([seed.node, *(p.node for p in peers)], after):
+        anchors = [seed.node, *(p.node for p in peers)]
+        # (a prologue: the line uses what the definition binds, a guard on its parameters;
+        # a line that names nothing of it, a debug print, keeps to the anchor's kind)
+        if at_edge(anchors, after) and bound_names(seed.node, anchors, "$ANCHOR", fix):
             out += edges + generic
         else:
             out += generic
