@@ -46,6 +46,7 @@ from oopav.synth.discriminate import (
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
+from oopav.synth.placement import at_edge, bound_names, edge_candidates
 from oopav.synth.precision import (
     anchor_container,
     append_guard,
@@ -59,7 +60,6 @@ from oopav.synth.precision import (
     statement_guard,
 )
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
-from oopav.synth.placement import at_edge, bound_names, edge_candidates
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
@@ -3316,10 +3316,10 @@ def _insert_candidates(
         # every anchor is the first (last) of its body, after it when the kinds differ.
         roots = list({id(ex): ex.root for _, ex in remaining}.values())
         edges = edge_candidates(after, held, guard, fix, roots, lang)
-        anchors = [seed.node, *(p.node for p in peers)]
+        nodes = [seed.node, *(p.node for p in peers)]
         # (a prologue: the line uses what the definition binds, a guard on its parameters;
         # a line that names nothing of it, a debug print, keeps to the anchor's kind)
-        if at_edge(anchors, after) and bound_names(seed.node, anchors, "$ANCHOR", fix):
+        if at_edge(nodes, after) and bound_names(seed.node, nodes, "$ANCHOR", fix):
             out += edges + generic
         else:
             out += generic
