@@ -359,6 +359,11 @@ _CONTAINERS = frozenset(
 _LISTS = frozenset({"statement_list"})
 
 
+def _in_go_body(node: SgNode | None) -> bool:
+    parent = node.parent() if node is not None else None
+    return parent is not None and parent.kind() in _LISTS
+
+
 def _is_container(node: SgNode) -> bool:
     return node.kind() in _CONTAINERS
 
@@ -387,9 +392,10 @@ def _insertion(
             anchor = _statement_at(broot, end=start)
         else:
             if e.alt is None:
-                # At the top of the file, or (wave 3l) at the start of a statement's line
-                # (lines added first in a body, a blank line after them: the newline
-                # before them is the block's own).
+                # At the top of the file, or (wave 3l) at the start of a Go statement's
+                # line (lines added first in a body, a blank line after them: the newline
+                # before them is the block's own). Elsewhere such a site stays the block
+                # rewritten (precision first: one such site says nothing general).
                 line = before[before.rfind("\n", 0, e.start) + 1 : e.start]
                 if e.start != 0 and (line.strip() or not e.text.rstrip(" \t").endswith("\n")):
                     continue
@@ -399,6 +405,8 @@ def _insertion(
             if not text.endswith(("\n", " ", "\t")) or "\n" not in text:
                 continue
             anchor = _statement_at(broot, start=start)
+            if e.alt is None and e.start != 0 and not _in_go_body(anchor):
+                continue
         if anchor is None:
             continue
         r = anchor.range()
