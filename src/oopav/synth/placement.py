@@ -104,6 +104,8 @@ def bound_names(
     chains: list[dict[str, Any]] = []
     anywhere: list[dict[str, Any]] = []
     nodes = [seed, *[p for p in positives if p.range() != seed.range()]]
+    if len({(n.range().start.index, n.range().end.index, n.text()) for n in nodes}) < 2:
+        return []  # one site says nothing of where else its line goes (precision first)
     for name in fix_names(pattern, fix):
         where = [_where(n, name) for n in nodes]
         found = [w for w in where if w is not None]
