@@ -46,6 +46,7 @@ from oopav.synth.discriminate import (
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
+from oopav.synth.placement import at_edge, bound_names, edge_candidates
 from oopav.synth.precision import (
     anchor_container,
     append_guard,
@@ -1815,8 +1816,20 @@ def _idempotent(choice: _Choice, seed: Site, exs: list[_Ex], lang: str) -> _Choi
     holder = rewrapped(seed.after_node, seed.before_text)
     if holder is not None:
         inner.append({"kind": holder[0], "field": holder[1], "stopBy": "neighbor"})
-    for guard in inner:
-        guarded = conjoin(choice.rule, {"not": {"inside": guard}})
+    guards = [{"not": {"inside": g}} for g in inner]
+    # Wave 3l (synth26): a fix that writes a new line into the body it matches (the first
+    # statement of a function) matches its output again: not where the body holds it.
+    pattern = choice.rule.get("pattern")
+    if isinstance(pattern, str):
+        new = [
+            ln.strip()
+            for ln in choice.fix.split("\n")
+            if ln.strip() and "$" not in ln and ln.strip() not in pattern
+        ]
+        if new:
+            guards.append({"not": {"has": {"pattern": new[0], "stopBy": "end"}}})
+    for guard in guards:
+        guarded = conjoin(choice.rule, guard)
         g = Rule(
             id="c", language=lang, rule=guarded, fix=choice.fix, constraints=choice.constraints
         )
@@ -2258,6 +2271,10 @@ def _search(
                     )
                     # Closed by what every positive binds (precision first, see closure).
                     closed = closure(names, pos, neg)
+                    if anchored and "nthChild" in rule:
+                        # Wave 3l: next to the first (last) statement of a body whatever
+                        # it is: the anchors' kinds or texts are no closure (placement.py).
+                        closed.pop("ANCHOR", None)
                     shared_parent = context_closure(pos, neg)
                     # How the bound name is used elsewhere in its file (wave 3e): an
                     # imported name used only as a type, where the kept ones are values.
@@ -2265,6 +2282,11 @@ def _search(
                     # Wave 3k (synth23): a parameter the sites' bodies never use, where the
                     # kept functions' bodies do — before any other context.
                     unused = unused_parameter(node, pos, neg)
+                    # Wave 3l (synth26): the definitions that bind, as a parameter, a name
+                    # the new code uses (synth/placement.py) — where kept ones do not.
+                    shown = rule.get("pattern")
+                    pattern = shown if isinstance(shown, str) else key.split("\0")[0]
+                    usage[:0] = [(1, x) for x in bound_names(node, pos, pattern, fix)]
                     if unused is not None:
                         usage.insert(0, (0, unused))
                     fragments = discriminating(node, pos, neg, fix if anchored else "")
@@ -3308,7 +3330,20 @@ def _insert_candidates(
     if not lone and target and len({seed.node.text(), *(p.node.text() for p in peers)}) > 1:
         out += by_regex("^" + _rx_escape(target) + r"\s*=[^=]")
     if not lone:
-        out += generic
+        # Wave 3l (synth26): next to the first (last) statement of its body whatever that
+        # statement is (synth/placement.py): before "the first of the anchor's kind" when
+        # every anchor is the first (last) of its body, after it when the kinds differ.
+        roots = list({id(ex): ex.root for _, ex in remaining}.values())
+        edges = edge_candidates(after, held, guard, fix, roots, lang)
+        nodes = [seed.node, *(p.node for p in peers)]
+        # (a prologue: the line uses what the definition binds, a guard on its parameters;
+        # a line that names nothing of it, a debug print, keeps to the anchor's kind)
+        if at_edge(nodes, after) and bound_names(seed.node, nodes, "$ANCHOR", fix):
+            out += edges + generic
+        else:
+            out += generic
+            if any(p.node.kind() != kind for p in peers):
+                out += edges
     # Wave 3g: where a name the statement uses is declared (ky's `await server.close();`
     # after each test's last statement, only in tests that start a server).
     scoped = [

@@ -354,6 +354,20 @@ _CONTAINERS = frozenset(
 )
 
 
+# Go's list of a block's statements starts where its first statement does: no statement
+# itself (wave 3l: a line added first in a Go body is inserted before that statement).
+_LISTS = frozenset({"statement_list"})
+
+
+def _in_go_body(node: SgNode | None) -> bool:
+    """``node`` is the first statement of a Go body."""
+    parent = node.parent() if node is not None else None
+    if node is None or parent is None or parent.kind() not in _LISTS:
+        return False
+    first = next((c for c in parent.children() if c.is_named()), None)
+    return first is not None and first.range() == node.range()
+
+
 def _is_container(node: SgNode) -> bool:
     return node.kind() in _CONTAINERS
 
@@ -375,6 +389,7 @@ def _insertion(
     before the one that starts where they end (the edit's unmoved form)."""
     shift = sum(len(x.text) - (x.end - x.start) for x in edits if x.end <= e.start and x is not e)
     for form in ("after", "before"):
+        lists = False
         if form == "after":
             start, text = e.start, e.text
             if not text.startswith("\n"):
@@ -382,14 +397,25 @@ def _insertion(
             anchor = _statement_at(broot, end=start)
         else:
             if e.alt is None:
-                if e.start != 0:
+                # At the top of the file, or (wave 3l) at the start of the first statement
+                # of a Go body (lines added first in it, a blank line after them: the newline
+                # before them is the block's own). Elsewhere such a site stays the block
+                # rewritten (precision first: one such site says nothing general).
+                line = before[before.rfind("\n", 0, e.start) + 1 : e.start]
+                if e.start != 0 and (line.strip() or not e.text.rstrip(" \t").endswith("\n")):
                     continue
                 start, text = e.start, e.text
             else:
                 start, _, text = e.alt
             if not text.endswith(("\n", " ", "\t")) or "\n" not in text:
                 continue
-            anchor = _statement_at(broot, start=start)
+            # Wave 3l: a Go body's first statement is the anchor, not the `statement_list`
+            # that starts with it — for lines free of string literals (a line holding a
+            # message is the one site's own; precision first, it stays the block rewritten).
+            lists = not re.search(r"[\"'`]", text)
+            anchor = _statement_at(broot, start=start, lists=lists)
+            if e.alt is None and e.start != 0 and not _in_go_body(anchor):
+                continue
         if anchor is None:
             continue
         r = anchor.range()
@@ -410,7 +436,7 @@ def _insertion(
         if form == "after":
             lead = (t - s) + len(text) - len(text.lstrip())
         limit = a_s + len(text) if form == "before" else a_s + len(after_text)
-        if not _starts_statement(aroot, a_s + lead, limit):
+        if not _starts_statement(aroot, a_s + lead, limit, form == "before" and lists):
             continue
         site = Site(index, anchor, s, t, a_s, a_s + len(after_text), after_text, None, [i])
         site.insert, site.inserted = form, inserted
@@ -511,14 +537,14 @@ def _deepest_cover(root: SgNode, start: int, end: int) -> SgNode | None:
         node = nxt
 
 
-def _starts_statement(root: SgNode, offset: int, limit: int) -> bool:
+def _starts_statement(root: SgNode, offset: int, limit: int, lists: bool = False) -> bool:
     """A direct child of a block-like node starts at ``offset`` and ends by ``limit``."""
     node = root
     while True:
         nxt = None
         for ch in node.children():
             r = ch.range()
-            if r.start.index == offset and ch.is_named():
+            if r.start.index == offset and ch.is_named() and not (lists and ch.kind() in _LISTS):
                 return node.kind() in _CONTAINERS and r.end.index <= limit
             if r.start.index <= offset < r.end.index:
                 nxt = ch
@@ -528,7 +554,9 @@ def _starts_statement(root: SgNode, offset: int, limit: int) -> bool:
         node = nxt
 
 
-def _statement_at(root: SgNode, start: int | None = None, end: int | None = None) -> SgNode | None:
+def _statement_at(
+    root: SgNode, start: int | None = None, end: int | None = None, lists: bool = False
+) -> SgNode | None:
     """The outermost named non-root node that ends at ``end`` (or starts at ``start``) and is
     a direct child of a node with several named children (a statement of a block)."""
     best = None
@@ -536,7 +564,11 @@ def _statement_at(root: SgNode, start: int | None = None, end: int | None = None
     while stack:
         n = stack.pop()
         r = n.range()
-        if n is not root and n.is_named() and n.kind() not in COMMENT_KINDS:
+        if (
+            n is not root
+            and n.is_named()
+            and n.kind() not in (COMMENT_KINDS | _LISTS if lists else COMMENT_KINDS)
+        ):
             hit = (end is not None and r.end.index == end) or (
                 start is not None and r.start.index == start
             )
