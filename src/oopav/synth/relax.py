@@ -41,8 +41,6 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from oopav.sandbox.astgrep import RuleError
-
 if TYPE_CHECKING:
     from oopav.synth.core import SynthResult, SynthRule, _Ex
 
@@ -82,14 +80,21 @@ def relax(
     how = how or mode()
     if how == "off" or not result.rules:
         return result, []
+    rules = list(result.rules)
+    # Evidence is another rule's sites rewritten the same way: a set of one change has none.
+    changes = sum(1 for r in rules if not (r.follow_up or r.companion))
+    phases = ["evidenced"] if changes > 1 else []
+    if how == "all":
+        phases.append("all")
+    if not phases:
+        return result, []
     try:
-        want = [_outputs(result.rules, ex) for ex in exs]
-    except (RuleError, Exception):
+        want = [_outputs(rules, ex) for ex in exs]
+    except Exception:
         return result, []
     budget = [MAX_CHECKS]
-    rules = list(result.rules)
     notes: list[str] = []
-    for phase in ("evidenced", "all") if how == "all" else ("evidenced",):
+    for phase in phases:
         for i in range(len(rules)):
             r = rules[i]
             if r.follow_up or r.companion or r.expand_start or r.expand_end:
@@ -111,7 +116,7 @@ def relax(
                         # pattern stays literal (a call head: `get(u)` is not every call).
                         continue
                     budget[0] -= 1
-                    trial = rules[:i] + [cand] + rules[i + 1 :]
+                    trial = [*rules[:i], cand, *rules[i + 1 :]]
                     if not _consistent(trial, rules[i], cand, exs, want):
                         continue
                     rules[i] = cand
@@ -243,7 +248,7 @@ def _rule_steps(rule: dict[str, Any], where: str = "") -> Iterator[tuple[str, di
                 yield f"{where}all[{n}] dropped", dict(rule, all=items[:n] + items[n + 1 :])
             if isinstance(item, dict):
                 for what, new in _rule_steps(item, f"{where}all[{n}]."):
-                    yield what, dict(rule, all=items[:n] + [new] + items[n + 1 :])
+                    yield what, dict(rule, all=[*items[:n], new, *items[n + 1 :]])
 
 
 def _positive_item(item: dict[str, Any]) -> bool:
@@ -261,8 +266,8 @@ def _widened(regex: str) -> list[str]:
     if not all(re.fullmatch(r"[A-Za-z_]\w*", n) for n in names):
         return []
     out: list[str] = []
-    prefix = os.path.commonprefix(names)
-    suffix = os.path.commonprefix([n[::-1] for n in names])[::-1]
+    prefix = _common_prefix(names)
+    suffix = _common_prefix([n[::-1] for n in names])[::-1]
     if len(names) > 1 and len(prefix) >= 2:
         out.append(f"^{re.escape(prefix)}\\w*$")
     if len(names) > 1 and len(suffix) >= 2:
@@ -271,6 +276,14 @@ def _widened(regex: str) -> list[str]:
     if shape:
         out.append(shape)
     return [rx for rx in out if rx != regex]
+
+
+def _common_prefix(names: list[str]) -> str:
+    first = min(names, key=len)
+    for n, ch in enumerate(first):
+        if any(name[n] != ch for name in names):
+            return first[:n]
+    return first
 
 
 def _shape(names: list[str]) -> str | None:
@@ -316,7 +329,7 @@ def _pattern_slot(rule: dict[str, Any]) -> tuple[str | None, Any]:
             if isinstance(item, dict) and isinstance(item.get("pattern"), str):
 
                 def put(p: str, n: int = n, item: dict[str, Any] = item) -> dict[str, Any]:
-                    return dict(rule, all=items[:n] + [dict(item, pattern=p)] + items[n + 1 :])
+                    return dict(rule, all=[*items[:n], dict(item, pattern=p), *items[n + 1 :]])
 
                 return item["pattern"], put
     return None, None
