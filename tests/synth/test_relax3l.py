@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from oopav.synth.core import SynthResult, SynthRule, _Ex, synthesize
-from oopav.synth.relax import relax
+from oopav.synth.core import SynthResult, SynthRule, _Ex, _rewrites, synthesize
+from oopav.synth.relax import relax as _relax
 from oopav.synth.sites import find_sites, parse
 
 
@@ -20,6 +20,10 @@ def _ex(before: str, after: str, lang: str = "python", index: int = 1) -> _Ex:
     broot, aroot = parse(before, lang), parse(after, lang)
     sites = find_sites(index, before, after, broot, aroot, "ex") if before != after else []
     return _Ex(index, before, after, broot, aroot, sites)
+
+
+def relax(result: SynthResult, exs: list[_Ex], how: str) -> tuple[SynthResult, list[str]]:
+    return _relax(result, exs, _rewrites, how)
 
 
 def _rule(rule: dict[str, Any], fix: str, n: int = 1, **kw: Any) -> SynthRule:

@@ -1233,7 +1233,7 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
         result, notes = _learn_all(learn, learn_sequential)
         # Wave 3l (synth25): the chosen rules' incidental constraints relaxed where every
         # example still comes out the same (synth/relax.py).
-        result, relaxed = relax(result, exs)
+        result, relaxed = relax(result, exs, _rewrites)
         notes = notes + relaxed
     return result, notes
 

@@ -37,17 +37,21 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from oopav.sandbox.astgrep import Rule
     from oopav.synth.core import SynthResult, SynthRule, _Ex
+
+    Rewrites = Callable[[Rule, _Ex], list[Any] | None]
 
 # The default mode (see the module doc): ``evidenced`` or ``all``.
 DEFAULT_MODE = "evidenced"
-# At most this many candidate rule sets are checked against the examples per rule set.
-MAX_CHECKS = 60
+# At most this many checks against the examples per rule set (a candidate's evidence: one
+# rule over the examples; its consistency: the whole set).
+MAX_CHECKS = 120
 
 RELATIONAL = ("inside", "has", "not", "follows", "precedes")
 POSITIVE = ("pattern", "kind", "regex", "all", "any", "inside", "has", "follows", "precedes")
@@ -73,10 +77,11 @@ def mode() -> str:
 
 
 def relax(
-    result: SynthResult, exs: list[_Ex], how: str | None = None
+    result: SynthResult, exs: list[_Ex], rewrites: Rewrites, how: str | None = None
 ) -> tuple[SynthResult, list[str]]:
     """``result`` with its rules' incidental constraints relaxed (module doc), and a note per
-    rule relaxed. The result is returned unchanged when nothing relaxes."""
+    rule relaxed. The result is returned unchanged when nothing relaxes. ``rewrites`` is
+    ``core._rewrites`` (what a rule rewrites in an example; passed in: no import cycle)."""
     how = how or mode()
     if how == "off" or not result.rules:
         return result, []
@@ -103,17 +108,19 @@ def relax(
             changed = True
             while changed and budget[0] > 0:
                 changed = False
-                base = _rewritten(rules[i], exs)
+                base = _rewritten(rules[i], exs, rewrites)
                 for what, cand in _candidates(rules[i]):
                     if budget[0] <= 0:
                         break
-                    evidenced = _rewritten(cand, exs) > base
-                    if not evidenced and (
-                        phase == "evidenced" or "$" not in cand.fix or " made $" in what
-                    ):
-                        # Without evidence, a constant fix (a rename) keeps what it
-                        # matches ("X -> Y" is not "anything -> Y"), and a literal of the
-                        # pattern stays literal (a call head: `get(u)` is not every call).
+                    if phase == "all" and ("$" not in cand.fix or " made $" in what):
+                        # Without evidence (phase 1 took what had some), a constant fix (a
+                        # rename) keeps what it matches ("X -> Y" is not "anything -> Y"),
+                        # and a literal of the pattern stays literal (a call head: `get(u)`
+                        # is not every call).
+                        continue
+                    budget[0] -= 1
+                    evidenced = _rewritten(cand, exs, rewrites) > base
+                    if phase == "evidenced" and not evidenced:
                         continue
                     budget[0] -= 1
                     trial = [*rules[:i], cand, *rules[i + 1 :]]
@@ -190,15 +197,13 @@ def _consistent(
     return True
 
 
-def _rewritten(rule: SynthRule, exs: list[_Ex]) -> int:
+def _rewritten(rule: SynthRule, exs: list[_Ex], rewrites: Rewrites) -> int:
     """How many nodes ``rule`` rewrites (into other text) in the examples' before texts. A
     match it leaves as it is tests nothing: a rename's constant fix leaves its own output,
     and any node of that text, alone."""
-    from oopav.synth.core import _rewrites
-
     try:
         as_rule = rule.as_rule()
-        return sum(len(_rewrites(as_rule, ex) or []) for ex in exs)
+        return sum(len(rewrites(as_rule, ex) or []) for ex in exs)
     except Exception:
         return -1
 
