@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 DEFAULT_MODE = "evidenced"
 # At most this many checks against the examples per rule set (a candidate's evidence: one
 # rule over the examples; its consistency: the whole set).
-MAX_CHECKS = 120
+MAX_CHECKS = 30
 
 RELATIONAL = ("inside", "has", "not", "follows", "precedes")
 POSITIVE = ("pattern", "kind", "regex", "all", "any", "inside", "has", "follows", "precedes")
