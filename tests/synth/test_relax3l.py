@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from oopav.synth.core import SynthResult, SynthRule, _Ex, _rewrites, synthesize
+from oopav.synth.core import SynthResult, SynthRule, _Ex, _right_rewrites, synthesize
 from oopav.synth.relax import relax as _relax
 from oopav.synth.sites import find_sites, parse
 
@@ -23,7 +23,7 @@ def _ex(before: str, after: str, lang: str = "python", index: int = 1) -> _Ex:
 
 
 def relax(result: SynthResult, exs: list[_Ex], how: str) -> tuple[SynthResult, list[str]]:
-    return _relax(result, exs, _rewrites, how)
+    return _relax(result, exs, _right_rewrites, how)
 
 
 def _rule(rule: dict[str, Any], fix: str, n: int = 1, **kw: Any) -> SynthRule:
@@ -123,3 +123,20 @@ def test_synthesis_still_reproduces_its_examples_in_every_mode(
     after = "a = pager(x, color)\nb = _nullpager(y, color)\nc = other(z)\n"
     result = synthesize([{"before": before, "after": after, "language": "python"}])
     assert result.apply(before)[0] == after
+
+
+def test_a_site_another_rule_rewrites_first_is_no_evidence_unless_rewritten_alike() -> None:
+    """Two changes told apart by their statement: `foo(a)` -> `foo(a, 2)` as a statement,
+    `return foo(b)` -> `return foo(b, 1)`. The second rule without its `inside` also matches
+    the return's call, which the first rule has already rewritten when it runs (so every
+    example still comes out the same), but alone it would write `foo(b, 2)` there: no
+    evidence, the context stays (a held-out `x = foo(c)` is not rewritten)."""
+    before = "def f(a, b):\n    foo(a)\n    return foo(b)\n"
+    after = "def f(a, b):\n    foo(a, 2)\n    return foo(b, 1)\n"
+    rules = [
+        _rule({"pattern": "foo($A)", "inside": {"kind": "return_statement"}}, "foo($A, 1)"),
+        _rule({"pattern": "foo($A)", "inside": {"kind": "expression_statement"}}, "foo($A, 2)", 2),
+    ]
+    result, notes = relax(SynthResult(rules, "python", 1), [_ex(before, after)], "evidenced")
+    assert result.rules == rules and not notes
+    assert result.apply("x = foo(c)\n")[0] == "x = foo(c)\n"

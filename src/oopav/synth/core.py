@@ -401,6 +401,15 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
     return covered
 
 
+def _right_rewrites(rule: Rule, ex: _Ex) -> list[tuple[int, int, SgNode, str]] | None:
+    """The rewrites ``rule`` makes of ``ex.before`` that are the example's own (the
+    replacement is the after text of the span; synth/relax.py's evidence)."""
+    rewrites = _rewrites(rule, ex)
+    if rewrites is None:
+        return None
+    return [r for r in rewrites if r[3] == _expected(ex, r[0], r[1])]
+
+
 def _insertion_twin(ex: _Ex, start: int, end: int, replacement: str) -> Site | None:
     """The insertion site that a rewrite of ``[start, end)`` makes from the other side
     (wave 3f): a statement inserted before ``next.ServeHTTP(w, r)`` is the one an example
@@ -1233,7 +1242,7 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
         result, notes = _learn_all(learn, learn_sequential)
         # Wave 3l (synth25): the chosen rules' incidental constraints relaxed where every
         # example still comes out the same (synth/relax.py).
-        result, relaxed = relax(result, exs, _rewrites)
+        result, relaxed = relax(result, exs, _right_rewrites)
         notes = notes + relaxed
     return result, notes
 

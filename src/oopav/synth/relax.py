@@ -81,7 +81,8 @@ def relax(
 ) -> tuple[SynthResult, list[str]]:
     """``result`` with its rules' incidental constraints relaxed (module doc), and a note per
     rule relaxed. The result is returned unchanged when nothing relaxes. ``rewrites`` is
-    ``core._rewrites`` (what a rule rewrites in an example; passed in: no import cycle)."""
+    ``core._right_rewrites`` (what a rule rewrites in an example as the example does; passed
+    in: no import cycle)."""
     how = how or mode()
     if how == "off" or not result.rules:
         return result, []
@@ -198,9 +199,10 @@ def _consistent(
 
 
 def _rewritten(rule: SynthRule, exs: list[_Ex], rewrites: Rewrites) -> int:
-    """How many nodes ``rule`` rewrites (into other text) in the examples' before texts. A
-    match it leaves as it is tests nothing: a rename's constant fix leaves its own output,
-    and any node of that text, alone."""
+    """How many nodes ``rule`` rewrites in the examples' before texts exactly as the examples
+    do (``rewrites``: ``core._right_rewrites``). A match it leaves as it is tests nothing (a
+    rename's constant fix leaves its own output alone), and a site another rule of the set
+    rewrites first is no evidence unless this rule, alone, would rewrite it the same way."""
     try:
         as_rule = rule.as_rule()
         return sum(len(rewrites(as_rule, ex) or []) for ex in exs)
