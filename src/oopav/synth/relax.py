@@ -21,14 +21,16 @@ constraint in turn is relaxed —
 and a relaxation is kept only when the whole rule set, so relaxed, makes exactly what it made
 before of every example (before text: the changed sites and the unchanged ones alike, explicit
 negatives too) and does to the examples' after texts what the rule did (no rewrite of its own
-output). A relaxation is *evidenced* when the relaxed rule rewrites more of the examples'
-nodes than before (sites another rule of the set rewrote, the same way: the examples show the
-wider rule at work); a match it leaves as it is tests nothing, and otherwise the examples say
-nothing either way. Evidenced relaxations are
-tried first; the others only in the ``all`` mode, and never for a constant fix (a rename
-whose replacement does not depend on what it matches: ``X -> Y`` is not ``anything -> Y``) (``OOPAV_RELAX=all``; ``evidenced`` and
-``off`` are the others), the default being what the draws of ``bench/synth_real.py`` said
-(docs/benchmarks.md § Synth on real edits). A rule another relaxed rule makes redundant (its
+output). A relaxation is *evidenced* when the relaxed rule, alone, rewrites more of the
+examples' nodes exactly as the examples do than the rule did (sites another rule of the set
+rewrites: the examples show the wider rule at work; a set of one change has no such
+evidence); a match it leaves as it is tests nothing, and otherwise the examples say nothing
+either way. Evidenced relaxations are kept (the default, ``OOPAV_RELAX=evidenced``): the
+draws of ``bench/synth_real.py`` showed the others writing wrong hunks on held-out files
+(docs/benchmarks.md § Synth on real edits, wave 3l synth25). ``OOPAV_RELAX=all`` keeps those
+too, after the evidenced ones, except for a constant fix (a rename whose replacement does not
+depend on what it matches: ``X -> Y`` is not ``anything -> Y``) and a literal made a
+metavariable; ``off`` skips the pass. A rule another relaxed rule makes redundant (its
 examples' sites rewritten by the relaxed one) is dropped.
 """
 
