@@ -1478,6 +1478,7 @@ def main() -> None:
     for n, case in enumerate(cases, 1):
         if only is not None and n not in only:
             continue
+        os.environ["OOPAV_RELAX_CASE"] = str(n)  # synth/relax.py's measurement log
         examples, heldout = split(case)
         one = score(case, examples, heldout)
         inc = incremental(case, one)

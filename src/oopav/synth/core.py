@@ -59,6 +59,7 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
+from oopav.synth.relax import relax
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
 from oopav.synth.roots import closed_values, local_context, own_context, own_rooted
 from oopav.synth.scoped import scoped_rename_rules
@@ -400,6 +401,15 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
                 continue
             covered.update(id(s) for s in ex.sites if start <= s.start and s.end <= end)
     return covered
+
+
+def _right_rewrites(rule: Rule, ex: _Ex) -> list[tuple[int, int, SgNode, str]] | None:
+    """The rewrites ``rule`` makes of ``ex.before`` that are the example's own (the
+    replacement is the after text of the span; synth/relax.py's evidence)."""
+    rewrites = _rewrites(rule, ex)
+    if rewrites is None:
+        return None
+    return [r for r in rewrites if r[3] == _expected(ex, r[0], r[1])]
 
 
 def _insertion_twin(ex: _Ex, start: int, end: int, replacement: str) -> Site | None:
@@ -1238,6 +1248,10 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
         ]
     else:
         result, notes = _learn_all(learn, learn_sequential)
+        # Wave 3l (synth25): the chosen rules' incidental constraints relaxed where every
+        # example still comes out the same (synth/relax.py).
+        result, relaxed = relax(result, exs, _right_rewrites)
+        notes = notes + relaxed
     return result, notes
 
 
