@@ -9,6 +9,7 @@ balanced rewrite (``foo(a)`` → ``list(foo(a))``, never ``foo`` → ``list(foo`
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -616,7 +617,11 @@ def relayout(before: str, after: str, broot: SgNode, aroot: SgNode) -> str | Non
     return relaid
 
 
+@functools.lru_cache(maxsize=64)
 def parse(source: str, language: str) -> SgNode:
+    # Memoised: one synthesis parses the same example files hundreds of times (each candidate
+    # rule, each follow-up, each import check); ast-grep trees are immutable, so a shared root
+    # is safe, and 64 entries bound what a long-running handler keeps.
     return SgRoot(source, language).root()
 
 
