@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -1357,6 +1357,19 @@ def _choose(
     return flat()
 
 
+def _imports_around(
+    r: SynthRule, examples: Sequence[tuple[str, str]], lang: str
+) -> Iterator[tuple[list[str], list[str]]]:
+    """For each example the rule applies to: its imports' texts before and after the rule."""
+    for before, _after in examples:
+        got, n = r.apply(before)
+        if n:
+            yield (
+                [x.text() for x in imports_of(before, lang)],
+                [x.text() for x in imports_of(got, lang)],
+            )
+
+
 def _added_import(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) -> str | None:
     """The one import a rewrite of an import list adds in every example it applies to, and
     nothing else it changes there (``\t"strings"`` for Go's list); None otherwise."""
@@ -1365,12 +1378,7 @@ def _added_import(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) 
     if not _import_edit(r, [b for b, _ in examples]):
         return None
     found: set[str] = set()
-    for before, _after in examples:
-        got, n = r.apply(before)
-        if n == 0:
-            continue
-        had = [x.text() for x in imports_of(before, lang)]
-        now = [x.text() for x in imports_of(got, lang)]
+    for had, now in _imports_around(r, examples, lang):
         extra = list(now)
         for t in had:
             if t not in extra:
@@ -1763,12 +1771,7 @@ def _list_added(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) ->
     if not _import_edit(r, [b for b, _ in examples]):
         return None
     found: set[str] = set()
-    for before, _after in examples:
-        got, n = r.apply(before)
-        if n == 0:
-            continue
-        had = [x.text() for x in imports_of(before, lang)]
-        now = [x.text() for x in imports_of(got, lang)]
+    for had, now in _imports_around(r, examples, lang):
         if len(had) != len(now):
             return None
         names_had = set().union(set(), *(bound_names(t, lang) for t in had))
