@@ -821,6 +821,10 @@ class Score:
     outputs: dict[str, str] = field(default_factory=dict)
     # The site-level protocol: the partial examples added, as "path:line" of each hunk.
     added_sites: list[str] = field(default_factory=list)
+    # --repo-aware: sites rewritten in files of the repository the commit did not touch (the
+    # commit kept them: every one is wrong), and whether the rules were fitted to the repository.
+    outside: int = 0
+    fitted: bool = False
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "outputs"}
@@ -828,6 +832,46 @@ class Score:
 
 # Set by --cli-check: every learned rule set is run by the real ast-grep CLI too.
 CLI_CHECK = False
+# Set by --repo-aware: synthesize() gets the repository's files at the commit's parent (their
+# text only: what `oopav synth --apply DIR` sees) as its `target` (synth/target.py).
+REPO_AWARE = False
+_REPO_FILES: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+_TOUCHED: dict[tuple[str, str], set[str]] = {}
+
+
+def commit_paths(case: Case) -> set[str]:
+    """Every path the commit changed (the miner leaves some of them out of a case)."""
+    key = (case.gitdir, case.commit)
+    if key not in _TOUCHED:
+        git = Git(Path(case.gitdir))
+        try:
+            out = git.run("diff-tree", "-r", "--no-commit-id", "--name-only", case.commit)
+        finally:
+            git.close()
+        _TOUCHED.clear()
+        _TOUCHED[key] = set(out.splitlines())
+    return _TOUCHED[key]
+
+
+def repo_files(case: Case) -> list[tuple[str, str]]:
+    """The case language's files of the repository at the commit's parent (path, text)."""
+    key = (case.gitdir, case.commit, case.language)
+    if key not in _REPO_FILES:
+        git = Git(Path(case.gitdir))
+        try:
+            paths = git.run("ls-tree", "-r", "--name-only", f"{case.commit}^").splitlines()
+            out = []
+            for p in paths:
+                if EXT.get(os.path.splitext(p)[1]) != case.language or SKIP_PATH.search(p):
+                    continue
+                text = git.show(f"{case.commit}^", p)
+                if text is not None:
+                    out.append((p, text))
+        finally:
+            git.close()
+        _REPO_FILES.clear()  # one commit's tree at a time: cases come commit by commit
+        _REPO_FILES[key] = out
+    return _REPO_FILES[key]
 
 
 def _layout_free(line: str) -> str:
@@ -924,9 +968,15 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
     ]
     for f in heldout:
         s.expected += len(_line_hunks(f.before, f.after))
+    target = None
+    if REPO_AWARE:
+        # The held-out files as the commit's parent has them (their before text), the rest of
+        # the repository too; never what they become.
+        held = {f.path: f.before for f in heldout}
+        target = [(p, held.get(p, t)) for p, t in repo_files(case)]
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        result = synthesize(exs)
+        result = synthesize(exs, target=target) if target is not None else synthesize(exs)
     except SynthesisError as exc:
         s.cpu_ms = (time.process_time() - c0) * 1000
         s.ms = (time.perf_counter() - t0) * 1000
@@ -944,6 +994,20 @@ def score(case: Case, examples: list[FileCase], heldout: list[FileCase]) -> Scor
     s.rules = len(result.rules)
     s.groups = len(getattr(result, "groups", []))  # a baseline's src may predate groups
     s.rule_text = result.to_yaml()
+    s.fitted = any(n.startswith("fitted to the repository") for n in result.notes)
+    if target is not None:
+        # Files the commit changed but the case leaves out (another change there) are not
+        # scored either way: only files the commit kept as they were count.
+        touched = {f.path for f in [*examples, *heldout]} | commit_paths(case)
+        for p, t in target:
+            if p in touched:
+                continue
+            try:
+                got, _ = result.apply(t)
+            except Exception:
+                continue
+            if got != t:
+                s.outside += len(_line_hunks(t, got))
     if CLI_CHECK:
         from oopav.synth.clicheck import check_file, check_rules
 
@@ -1430,10 +1494,18 @@ def main() -> None:
         help="run every learned rule with the real ast-grep CLI too and report the rules it "
         "refuses or applies otherwise than the in-process rewriter",
     )
+    ap.add_argument(
+        "--repo-aware",
+        action="store_true",
+        help="give synthesis the repository's files at the commit's parent (text only) as its "
+        "target: a rule set that rewrites nothing there is fitted to it (synth/target.py); "
+        "rewrites in files the commit did not touch are counted as wrong sites (outside)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
-    global CLI_CHECK
+    global CLI_CHECK, REPO_AWARE
     CLI_CHECK = args.cli_check
+    REPO_AWARE = args.repo_aware
 
     t0 = time.perf_counter()
     mined: list[Case] = []
@@ -1502,7 +1574,9 @@ def main() -> None:
             + f"; site-level {'EXACT' if site.exact else 'miss'} {site.example_sites} sites, "
             f"{site.correct}/{site.produced} of {site.expected}"
             + f"; from one site {'EXACT' if site1.exact else 'miss'} {site1.example_sites} sites"
-            + f"; {one.ms:.0f} ms {one.error}",
+            + f"; {one.ms:.0f} ms {one.error}"
+            + (f" [fitted to the repository; {one.outside} outside]" if one.fitted else "")
+            + (f" [{one.outside} sites outside]" if one.outside and not one.fitted else ""),
             flush=True,
         )
         if args.cli_check:
@@ -1595,6 +1669,18 @@ def main() -> None:
             f"{verdict(mod_cpu <= 400)} CPU"
         )
     print(f"one-shot exact: {one_x:.0%} (target >= 60%) {verdict(one_x >= 0.6)}")
+    if REPO_AWARE:
+        fitted = [a for a in one_all if a.fitted]
+        out_sites = sum(a.outside for a in one_all)
+        out_prec = sum(a.correct for a in one_all) / max(
+            1, sum(a.produced + a.outside for a in one_all)
+        )
+        print(
+            f"repo-aware (one-shot): {len(fitted)} rule sets fitted to the repository, "
+            f"{sum(a.exact for a in fitted)} of them exact; rewrites in files the commit did "
+            f"not touch: {out_sites} sites in {sum(1 for a in one_all if a.outside)} cases; "
+            f"site precision counting them: {out_prec:.3f}"
+        )
     print(
         f"incremental exact: {inc_x:.0%} with {inc_sites:.2f} example sites "
         f"(target >= 85%, <= 3) {verdict(inc_x >= 0.85 and inc_sites <= 3)}"

@@ -158,7 +158,17 @@ def register(cli: click.Group) -> None:
         except ValueError as exc:  # an unknown language, and such
             click.echo(f"oopav synth: {exc}", err=True)
             sys.exit(2)
-        report = _apply(result, apply_dir, write) if apply_dir is not None else None
+        report = None
+        if apply_dir is not None:
+            texts = _read_files(apply_dir, result.language)
+            if texts and not any(result.apply(t)[1] for _, t in texts):
+                # Nothing matches in DIR as learned: the least generalisation that still
+                # reproduces every example and does something there (synth/target.py).
+                try:
+                    result = synthesize(items, language=language or file_language, target=texts)
+                except (SynthesisError, ValueError):
+                    pass  # as learned: the report below says it matches nothing
+            report = _apply(result, apply_dir, write, texts)
         if split_dir is not None:
             written = write_split(result, split_dir)
             click.echo(_split_hint(written), err=True)
@@ -208,20 +218,26 @@ def _split_hint(written: list[Path]) -> str:
     return "\n".join(lines)
 
 
-def _apply(result: Any, root: Path, write: bool) -> dict[str, Any]:
-    from oopav.sandbox.apply import FileChange, unified_diff
+def _read_files(root: Path, language: str) -> list[tuple[str, str]]:
+    """(relative path, text) of DIR's files in ``language`` (unreadable ones left out)."""
     from oopav.sandbox.astgrep import files_for
+
+    texts: list[tuple[str, str]] = []
+    for rel in files_for(root, ["."], language):
+        try:
+            texts.append((rel, (root / rel).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
+
+
+def _apply(result: Any, root: Path, write: bool, texts: list[tuple[str, str]]) -> dict[str, Any]:
+    from oopav.sandbox.apply import FileChange, unified_diff
 
     files: list[dict[str, Any]] = []
     changes = []
-    texts: list[tuple[str, str]] = []
-    for rel in files_for(root, ["."], result.language):
+    for rel, before in texts:
         path = root / rel
-        try:
-            before = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        texts.append((rel, before))
         after, sites = result.apply(before)
         if after == before:
             continue

@@ -848,9 +848,15 @@ def _lift_less(top: list[_Choice]) -> _Choice:
 
 
 def synthesize(
-    examples: list[Example] | list[dict[str, Any]], language: str | None = None
+    examples: list[Example] | list[dict[str, Any]],
+    language: str | None = None,
+    *,
+    target: list[tuple[str, str]] | None = None,
 ) -> SynthResult:
-    """Learn the most general rule set that reproduces every example (see the module doc)."""
+    """Learn the most general rule set that reproduces every example (see the module doc).
+
+    ``target``: the (path, text) files of the repository the rules are for (``oopav synth
+    --apply DIR``); a rule set that rewrites nothing there is fitted to it (synth/target.py)."""
     t0 = time.perf_counter()
     exs_in = [e if isinstance(e, Example) else Example(**e) for e in examples]
     if not exs_in:
@@ -955,6 +961,12 @@ def synthesize(
     else:
         notes += _follow_ups(result, exs)
     notes += _partial_notes(result, exs)
+    if target:
+        from oopav.synth.target import Target, fit
+
+        skip = {e.path for e in exs_in if e.path}
+        result, fitted = fit(result, exs, Target(target, skip), _right_rewrites)
+        notes += fitted
     return _finish(result, notes, guessed, layout_notes, t0)
 
 
