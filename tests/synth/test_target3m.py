@@ -113,3 +113,21 @@ def test_cli_apply_fits_the_rule_to_the_directory(tmp_path: Path) -> None:
     assert data["apply"]["sites"] == 2
     assert any(n.startswith("fitted to the repository") for n in data["notes"])
     assert (repo / "pkg" / "models.py").read_text() == REPO  # a dry run
+
+
+def test_the_loop_stop_names_the_fitted_rule(tmp_path: Path) -> None:
+    # The observer's check before any test runs (handlers/support/examples_check.py): the
+    # session still stops (the loop applies no rule the examples do not show), and the reason
+    # names the fitted rule for the user to review.
+    from oopav.handlers.support.examples_check import examples_match_nothing
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "models.py").write_text(REPO)
+    why = examples_match_nothing(
+        tmp_path, [{"before": BEFORE, "after": AFTER, "path": "tests/test_x.py"}]
+    )
+    assert why is not None
+    assert "match nothing in the repository" in why
+    assert "a rule widened to fit the repository (its `any` of contexts dropped)" in why
+    assert "would rewrite 2 site(s)" in why
+    assert (tmp_path / "pkg" / "models.py").read_text() == REPO

@@ -43,6 +43,7 @@ def examples_match_nothing(root: Path, examples: list[Any]) -> str | None:
     except Exception:
         return None  # synthesis fails: the actor says why, as before
     idents: set[str] = set()
+    texts: dict[str, str] = {}
     for learned in result.rules:
         try:
             rule = rule_from_action(msgspec.convert(learned.as_action(), AstGrepAction))
@@ -58,6 +59,7 @@ def examples_match_nothing(root: Path, examples: list[Any]) -> str | None:
                 continue
             if count:
                 return None
+            texts[rel] = text
             idents.update(_IDENT.findall(text))
     names = _changed_names(raw)
     near: list[str] = []
@@ -73,5 +75,26 @@ def examples_match_nothing(root: Path, examples: list[Any]) -> str | None:
     )
     return (
         f"the rule(s) learned from the examples ({rules}) match nothing in the repository"
-        f"{what}: nothing to change{hint}"
+        f"{what}: nothing to change{hint}{_fitted_hint(raw, texts)}"
+    )
+
+
+def _fitted_hint(raw: list[dict[str, Any]], texts: dict[str, str]) -> str:
+    """``"; fitted to the repository, …"``: the least generalisation of the rules that still
+    reproduces every example and rewrites something here (synth/target.py), for the user to
+    review — the session does not apply a rule the examples do not show. "" when none."""
+    from oopav.synth import synthesize
+
+    try:
+        fitted = synthesize(raw, target=sorted(texts.items()))
+    except Exception:
+        return ""
+    notes = [n for n in fitted.notes if n.startswith("fitted to the repository")]
+    if not notes:
+        return ""
+    sites = notes[0].rsplit(" rewrites ", 1)[-1].split(" ", 1)[0]
+    steps = notes[0].split("there; ", 1)[-1].split(" (the least", 1)[0]
+    return (
+        f"; a rule widened to fit the repository ({steps}) would rewrite {sites} site(s): "
+        "review it with `oopav synth EXAMPLES --apply .` before using it"
     )
