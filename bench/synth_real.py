@@ -1679,7 +1679,8 @@ def main() -> None:
             f"repo-aware (one-shot): {len(fitted)} rule sets fitted to the repository, "
             f"{sum(a.exact for a in fitted)} of them exact; rewrites in files the commit did "
             f"not touch: {out_sites} sites in {sum(1 for a in one_all if a.outside)} cases; "
-            f"site precision counting them: {out_prec:.3f}"
+            f"site precision counting them: {out_prec:.3f}; exact with nothing written "
+            f"outside: {sum(a.exact and not a.outside for a in one_all) / max(1, n):.0%}"
         )
     print(
         f"incremental exact: {inc_x:.0%} with {inc_sites:.2f} example sites "

@@ -131,3 +131,24 @@ def test_the_loop_stop_names_the_fitted_rule(tmp_path: Path) -> None:
     assert "a rule widened to fit the repository (its `any` of contexts dropped)" in why
     assert "would rewrite 2 site(s)" in why
     assert (tmp_path / "pkg" / "models.py").read_text() == REPO
+
+
+def test_cli_write_needs_fit_to_write_the_fitted_rule(tmp_path: Path) -> None:
+    (tmp_path / "ex.yml").write_text(
+        yaml.safe_dump({"examples": [{"before": BEFORE, "after": AFTER, "path": "t.py"}]})
+    )
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    target = repo / "pkg" / "models.py"
+    target.write_text(REPO)
+    args = ["synth", str(tmp_path / "ex.yml"), "--apply", str(repo), "--write"]
+    out = CliRunner().invoke(cli, args)
+    assert out.exit_code == 0, out.output
+    assert target.read_text() == REPO  # the examples do not show the fitted rule: not written
+    assert "would rewrite 2 site(s); not written" in out.stderr
+    assert "pass --fit to write it" in out.stderr
+    out = CliRunner().invoke(cli, [*args, "--fit"])
+    assert out.exit_code == 0, out.output
+    assert target.read_text() == REPO.replace("OldClosed", "NewClosed")
+    bad = CliRunner().invoke(cli, ["synth", str(tmp_path / "ex.yml"), "--fit"])
+    assert bad.exit_code == 2 and "--fit needs --apply DIR --write" in bad.output

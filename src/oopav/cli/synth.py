@@ -101,6 +101,12 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--write", is_flag=True, help="With --apply: write the rewritten files.")
     @click.option(
+        "--fit",
+        is_flag=True,
+        help="With --apply --write: when the learned rules match nothing in DIR, write what "
+        "the rule fitted to DIR rewrites (a dry run always shows it).",
+    )
+    @click.option(
         "--split",
         "split_dir",
         type=click.Path(file_okay=False, path_type=Path),
@@ -129,6 +135,7 @@ def register(cli: click.Group) -> None:
         language: str | None,
         apply_dir: Path | None,
         write: bool,
+        fit: bool,
         from_git: tuple[str, str] | None,
         by: str,
         split_dir: Path | None,
@@ -147,6 +154,8 @@ def register(cli: click.Group) -> None:
             raise click.UsageError("give an EXAMPLES file, or --from-git REPO REV")
         if write and apply_dir is None:
             raise click.UsageError("--write needs --apply DIR")
+        if fit and not write:
+            raise click.UsageError("--fit needs --apply DIR --write (a dry run always fits)")
         from oopav.synth import SynthesisError, synthesize
 
         items, file_language = load_examples(examples)
@@ -161,14 +170,29 @@ def register(cli: click.Group) -> None:
         report = None
         if apply_dir is not None:
             texts = _read_files(apply_dir, result.language)
+            held_back = ""
             if texts and not any(result.apply(t)[1] for _, t in texts):
                 # Nothing matches in DIR as learned: the least generalisation that still
-                # reproduces every example and does something there (synth/target.py).
+                # reproduces every example and does something there (synth/target.py). A dry
+                # run shows it; --write writes it only with --fit (the examples do not show it).
                 try:
-                    result = synthesize(items, language=language or file_language, target=texts)
+                    fitted = synthesize(items, language=language or file_language, target=texts)
                 except (SynthesisError, ValueError):
-                    pass  # as learned: the report below says it matches nothing
+                    fitted = result  # as learned: the report below says it matches nothing
+                if fitted is not result and (fit or not write):
+                    result = fitted
+                elif fitted is not result and any(
+                    n.startswith("fitted to the repository") for n in fitted.notes
+                ):
+                    n = sum(fitted.apply(t)[1] for _, t in texts)
+                    held_back = (
+                        f"a rule fitted to {apply_dir} (the least generalisation that still "
+                        f"reproduces every example) would rewrite {n} site(s); not written: "
+                        "review it with a dry run (no --write), then pass --fit to write it"
+                    )
             report = _apply(result, apply_dir, write, texts)
+            if held_back:
+                report["fitted_not_written"] = held_back
         if split_dir is not None:
             written = write_split(result, split_dir)
             click.echo(_split_hint(written), err=True)
@@ -265,6 +289,8 @@ def _format_apply(report: dict[str, Any], write: bool) -> str:
     lines.append(f"{len(report['files'])} file(s), {report['sites']} site(s) {verb}")
     if report.get("unmatched"):
         lines.append(report["unmatched"])
+    if report.get("fitted_not_written"):
+        lines.append(report["fitted_not_written"])
     if report["diff"]:
         lines.append(report["diff"].rstrip("\n"))
     return "\n".join(lines)
