@@ -283,6 +283,43 @@ def uses(names: Sequence[str], language: str, *, var: str | None = None) -> dict
     }
 
 
+# A name that is the last segment of a qualified reference does not need an import of its
+# own (`std::future::ready(…)`, `os.path`): where ``uses_unqualified`` does not count it.
+_QUALIFIED: dict[str, dict[str, Any]] = {
+    "python": {"inside": {"kind": "attribute", "field": "attribute", "stopBy": "neighbor"}},
+    "rust": {"inside": {"kind": "scoped_identifier", "field": "name", "stopBy": "neighbor"}},
+}
+
+
+def uses_unqualified(names: Sequence[str], language: str) -> dict[str, Any]:
+    """:func:`uses`, counting a name only where it stands alone (not a qualified path's last
+    segment: that needs no import of the name)."""
+    rule = uses(names, language)
+    qualified = _QUALIFIED.get(language)
+    if qualified is not None:
+        has = rule["inside"]["has"]
+        has["any"] = [{**leaf, "not": qualified} for leaf in has["any"]]
+    return rule
+
+
+def bound_elsewhere(name: str, language: str) -> dict[str, Any]:
+    """A rule: another import of the file (the root around the match) binds ``name`` already."""
+    kinds: list[dict[str, Any]] = [{"kind": k} for k in IMPORT_KINDS[language]]
+    if language in ("javascript", "typescript", "tsx"):
+        kinds = _import_matchers(language)
+    return {
+        "inside": {
+            "kind": ROOT_KINDS[language],
+            "stopBy": "end",
+            "has": {
+                "any": kinds,
+                "regex": r"(?:^|[^\w$])" + re.escape(name) + r"(?:$|[^\w$])",
+                "stopBy": "end",
+            },
+        }
+    }
+
+
 def _imports_already(text: str, language: str) -> dict[str, Any]:
     """A rule: the file already has this import statement (one of the import kinds with the
     same text, layout aside)."""
@@ -1015,7 +1052,28 @@ def manage_imports(
             # A name added to an import's list (wave 3l): into the file's own list of that
             # module, where it sorts, only where the name is used.
             inserted_names.add(listed)
-            insert_choices.append((len(inserts), [*list_choices, ([r], "")]))
+            # Last, the rule as learned — but still only where the name is used (wave 3m: a
+            # use-list insertion kept as learned added axum's `ready` to 23 files of the
+            # repository that never use it); then as learned.
+            # First where the file uses the name on its own (not `x::ready`) and no other
+            # import binds it yet; then where it uses it on its own.
+            # The rule as learned, guarded, the strictest guard the examples allow first: the
+            # file uses the name on its own (not `x::ready`) and no other import binds it
+            # yet; then it uses the name at all (a rewrite of the same change may unqualify
+            # it: axum's `futures_util::ready!` -> `ready!`).
+            unbound = {"not": bound_elsewhere(listed, lang)}
+            guarded = []
+            for guard, why in (
+                (uses_unqualified([listed], lang), "is used on its own"),
+                (uses([listed], lang), "is used"),
+            ):
+                used = replace(r, rule=_with(r.rule, guard))
+                free = replace(used, rule=_with(used.rule, unbound))
+                guarded += [
+                    ([free], f"{r.id}: only where `{listed}` {why} and not imported yet"),
+                    ([used], f"{r.id}: only where `{listed}` {why}"),
+                ]
+            insert_choices.append((len(inserts), [*list_choices, *guarded, ([r], "")]))
             inserts.extend(list_choices[0][0])
             notes.append("")
             continue
@@ -1774,8 +1832,13 @@ def _list_added(r: SynthRule, examples: Sequence[tuple[str, str]], lang: str) ->
     for had, now in _imports_around(r, examples, lang):
         if len(had) != len(now):
             return None
-        names_had = set().union(set(), *(bound_names(t, lang) for t in had))
-        names_now = set().union(set(), *(bound_names(t, lang) for t in now))
+        # Statement by statement (wave 3m): the file may bind the name already through
+        # another import the commit drops elsewhere (axum's `futures_util::ready` for
+        # `std::task::ready`), so the file's union of names tells nothing.
+        changed = [(h, n) for h, n in zip(had, now, strict=True) if h != n]
+        if len(changed) != 1:
+            return None
+        names_had, names_now = (bound_names(t, lang) for t in changed[0])
         if names_had - names_now or len(names_now - names_had) != 1:
             return None
         found |= names_now - names_had
