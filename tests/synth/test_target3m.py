@@ -74,6 +74,34 @@ def test_the_examples_unchanged_code_bounds_the_fit() -> None:
     assert fitted.apply(before)[0] == after
 
 
+def test_the_fit_never_generalises_away_the_name_the_edit_changes() -> None:
+    # A repository with member names but no `OldClosed`: dropping the rename's regex would
+    # match every member (`t.BinaryIO` -> `t.NewClosed`); the fit keeps the old name, so it
+    # finds nothing and leaves the rule as learned.
+    repo = "import typing as t\n\n\ndef f(s: t.BinaryIO) -> t.TextIO:\n    return s.read()\n"
+    learned = synthesize([_example()])
+    fitted = synthesize([_example()], target=[("pkg/io.py", repo)])
+    assert fitted.to_yaml() == learned.to_yaml()
+    assert fitted.apply(repo)[0] == repo
+    assert not any(n.startswith("fitted") for n in fitted.notes)
+
+
+def test_a_fit_far_wider_than_the_examples_is_not_taken() -> None:
+    # An insertion (no word removed): the least step that matches rewrites 12 sites of the
+    # repository from 1 example site, past the cap (8): not taken.
+    before = (
+        "class A:\n    def __init__(self, a, b):\n"
+        "        self.flag = a and isinstance(b, int)\n        self.n = a\n"
+    )
+    after = before.replace("self.flag =", "self.flag: bool =")
+    ex = Example(before, after, path="m.py")
+    body = "".join(f"        self.z{i} = p and check(q)\n" for i in range(12))
+    repo = "class B:\n    def __init__(self, p, q):\n" + body
+    fitted = synthesize([ex], target=[("r.py", repo)])
+    assert fitted.apply(repo)[0] == repo
+    assert not any(n.startswith("fitted") for n in fitted.notes)
+
+
 def test_the_least_generalisation_is_taken() -> None:
     # The example keeps `self.n = a`, so the right-hand side stays a boolean `and`. Two
     # one-step generalisations match in the repository: the call head `isinstance` made a

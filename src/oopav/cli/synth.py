@@ -170,29 +170,27 @@ def register(cli: click.Group) -> None:
         report = None
         if apply_dir is not None:
             texts = _read_files(apply_dir, result.language)
-            held_back = ""
-            if texts and not any(result.apply(t)[1] for _, t in texts):
+            # As learned (a rule set that matches nothing writes nothing either way).
+            report = _apply(result, apply_dir, write, texts)
+            if texts and not report["files"]:
                 # Nothing matches in DIR as learned: the least generalisation that still
                 # reproduces every example and does something there (synth/target.py). A dry
                 # run shows it; --write writes it only with --fit (the examples do not show it).
                 try:
                     fitted = synthesize(items, language=language or file_language, target=texts)
                 except (SynthesisError, ValueError):
-                    fitted = result  # as learned: the report below says it matches nothing
-                if fitted is not result and (fit or not write):
-                    result = fitted
-                elif fitted is not result and any(
-                    n.startswith("fitted to the repository") for n in fitted.notes
-                ):
-                    n = sum(fitted.apply(t)[1] for _, t in texts)
-                    held_back = (
-                        f"a rule fitted to {apply_dir} (the least generalisation that still "
-                        f"reproduces every example) would rewrite {n} site(s); not written: "
-                        "review it with a dry run (no --write), then pass --fit to write it"
-                    )
-            report = _apply(result, apply_dir, write, texts)
-            if held_back:
-                report["fitted_not_written"] = held_back
+                    fitted = result  # as learned: the report says it matches nothing
+                if any(n.startswith("fitted to the repository") for n in fitted.notes):
+                    if fit or not write:
+                        result = fitted
+                        report = _apply(result, apply_dir, write, texts)
+                    else:
+                        n = sum(fitted.apply(t)[1] for _, t in texts)
+                        report["fitted_not_written"] = (
+                            f"a rule fitted to {apply_dir} (the least generalisation that still "
+                            f"reproduces every example) would rewrite {n} site(s); not written: "
+                            "review it with a dry run (no --write), then pass --fit to write it"
+                        )
         if split_dir is not None:
             written = write_split(result, split_dir)
             click.echo(_split_hint(written), err=True)

@@ -23,6 +23,12 @@ generalisation of that rule set that does something there:
 - a candidate is kept only when the whole set, so relaxed, still makes exactly what it made
   of every example (the changed sites and the unchanged code alike: the examples' negatives
   bound the generalisation, as in the search) and leaves its own output alone;
+- the words the examples' edit removes (a rename's old name) stay in the rule: the fit widens
+  *where* a rule applies, never *what* it rewrites (without this, ``OldClosed -> NewClosed``
+  learned from member accesses became "every member name -> NewClosed" in a repository that
+  has no ``OldClosed``: 823 sites of click);
+- a candidate that rewrites more than ``SITES_PER_EXAMPLE_SITE`` sites of ``target`` per
+  example site (at least ``MIN_CAP``) is no near generalisation and is not taken;
 - among those, the one that rewrites the **fewest** sites of ``target``, at least one (Occam:
   the smallest step that makes the rule do anything), fewer steps first.
 
@@ -33,6 +39,7 @@ checks); a fit that finds nothing leaves the result as it was.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -57,6 +64,11 @@ MAX_CHECKS = 40
 MAX_FRONTIER = 12
 # Sub-expressions of a pattern tried as metavariables, per rule.
 MAX_SUBEXPRESSIONS = 12
+# A fit rewrites at most this many sites of the target per example site (and at least
+# MIN_CAP): past that the "least" generalisation is no longer near what the examples show.
+SITES_PER_EXAMPLE_SITE = 4
+MIN_CAP = 8
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Target:
@@ -113,6 +125,14 @@ def fit(
         want = [relax._outputs(rules, ex) for ex in exs]
     except Exception:
         return result, []
+    # The words the examples' edit removes (a rename's old name) stay in the rule: the fit
+    # widens where the rule applies, never what it changes (`OldClosed -> NewClosed` is not
+    # "any member name -> NewClosed": in a repository without `OldClosed` that rewrote 823
+    # sites of click).
+    removed: set[str] = set()
+    for ex in exs:
+        removed |= set(_WORD.findall(ex.before)) - set(_WORD.findall(ex.after))
+    cap = max(MIN_CAP, SITES_PER_EXAMPLE_SITE * sum(len(ex.sites) for ex in exs))
     counts = [MAX_COUNTS]
     checks = [MAX_CHECKS]
     frontier: list[tuple[list[SynthRule], list[str]]] = [(rules, [])]
@@ -121,12 +141,17 @@ def fit(
         deeper: list[tuple[list[SynthRule], list[str]]] = []
         for cur, steps in frontier:
             for i in active:
+                keep = _words(rules[i]) & removed
                 for what, cand in _steps(cur[i], result.language):
                     if counts[0] <= 0:
                         break
+                    if keep - _words(cand):
+                        continue  # it would generalise away a word the edit removes
                     counts[0] -= 1
                     n = target.count(cand)
                     trial = [*cur[:i], cand, *cur[i + 1 :]]
+                    if n > cap:
+                        continue  # far wider than the examples: no near generalisation
                     if n > 0:
                         if checks[0] <= 0:
                             continue
@@ -148,6 +173,11 @@ def fit(
         if not frontier:
             break
     return result, []
+
+
+def _words(rule: SynthRule) -> set[str]:
+    """The words a rule's matcher names (its rule object and constraints, not its fix)."""
+    return set(_WORD.findall(json.dumps([rule.rule, rule.constraints], sort_keys=True)))
 
 
 def _steps(rule: SynthRule, language: str) -> Iterator[tuple[str, SynthRule]]:
