@@ -246,3 +246,35 @@ def test_a_line_the_commit_changed_by_this_edit_alone_is_expected(tmp_path: Path
         synth_real.STATS["v8: a line the commit changed by this edit alone added (no unit had it)"]
         >= 1
     )
+
+
+def test_repo_aware_fits_and_counts_what_is_written_outside_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--repo-aware`: synthesis gets the parent's files as its target (the learned member
+    rename matches nothing there, so it is fitted), and a site rewritten in a file the commit
+    did not touch is counted outside."""
+    ex_before = (
+        "import errs\n\n\ndef test_a():\n    with raises(errs.OldClosed):\n        a()\n\n\n"
+        "def test_b():\n    with raises(errs.OldClosed):\n        b()\n"
+    )
+    held_before = "from .exc import (\n    OldClosed,\n    Other,\n)\n\n\ndef close(s):\n    raise OldClosed()\n"
+    other = "from .exc import OldClosed\n"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, timeout=30)
+    files = {"tests/test_x.py": ex_before, "pkg/models.py": held_before, "pkg/other.py": other}
+    commit(repo, files, "parent")
+    after = {
+        p: t.replace("OldClosed", "NewClosed") for p, t in files.items() if p != "pkg/other.py"
+    }
+    sha = commit(repo, after, "rename")
+    ex = fc("tests/test_x.py", ex_before, after["tests/test_x.py"], 2)
+    held = fc("pkg/models.py", held_before, after["pkg/models.py"], 2)
+    case = Case("t/repo", str(repo / ".git"), sha, "python", "", [ex, held])
+    plain = score(case, [ex], [held])
+    assert not plain.exact and plain.produced == 0 and not plain.fitted
+    monkeypatch.setattr(synth_real, "REPO_AWARE", True)
+    aware = score(case, [ex], [held])
+    assert aware.fitted and aware.exact
+    assert aware.outside == 1  # pkg/other.py: the commit kept its `OldClosed`
