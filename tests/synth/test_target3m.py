@@ -33,6 +33,15 @@ REPO = (
 )
 
 
+# `self.flag` typed as bool; the example keeps `self.n = a`, so the right-hand side stays a
+# boolean `and` (a negative for "every assignment").
+FLAG_BEFORE = (
+    "class A:\n    def __init__(self, a, b):\n"
+    "        self.flag = a and isinstance(b, int)\n        self.n = a\n"
+)
+FLAG_AFTER = FLAG_BEFORE.replace("self.flag =", "self.flag: bool =")
+
+
 def _example() -> Example:
     return Example(BEFORE, AFTER, path="tests/test_x.py")
 
@@ -89,11 +98,7 @@ def test_the_fit_never_generalises_away_the_name_the_edit_changes() -> None:
 def test_a_fit_far_wider_than_the_examples_is_not_taken() -> None:
     # An insertion (no word removed): the least step that matches rewrites 12 sites of the
     # repository from 1 example site, past the cap (8): not taken.
-    before = (
-        "class A:\n    def __init__(self, a, b):\n"
-        "        self.flag = a and isinstance(b, int)\n        self.n = a\n"
-    )
-    after = before.replace("self.flag =", "self.flag: bool =")
+    before, after = FLAG_BEFORE, FLAG_AFTER
     ex = Example(before, after, path="m.py")
     body = "".join(f"        self.z{i} = p and check(q)\n" for i in range(12))
     repo = "class B:\n    def __init__(self, p, q):\n" + body
@@ -106,11 +111,7 @@ def test_the_least_generalisation_is_taken() -> None:
     # The example keeps `self.n = a`, so the right-hand side stays a boolean `and`. Two
     # one-step generalisations match in the repository: the call head `isinstance` made a
     # metavariable (one site there) and the whole call (two). The fewer wins.
-    before = (
-        "class A:\n    def __init__(self, a, b):\n"
-        "        self.flag = a and isinstance(b, int)\n        self.n = a\n"
-    )
-    after = before.replace("self.flag =", "self.flag: bool =")
+    before, after = FLAG_BEFORE, FLAG_AFTER
     ex = Example(before, after, path="m.py")
     repo = (
         "class B:\n    def __init__(self, p, q):\n        self.x = p and q\n"
