@@ -4,14 +4,12 @@ optionally scored under copy-constrained decoding (``negative_copy``)."""
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tiny_policy import Recipe, policy_fixtures, train
+from tiny_policy import Recipe, policy_fixtures, train, write_negatives, wrong_answers
 
 from oopav.trainer.negatives import (
     TAIL,
@@ -23,31 +21,6 @@ from oopav.trainer.negatives import (
 )
 
 tasks_dir, base_model = policy_fixtures(40, seed=11, hidden=32)
-
-
-def write_negatives(out: Path, recs: list[dict[str, Any]], fmt: str = "negatives") -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{fmt}-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    manifest = {"format": fmt, "count": len(recs), "shards": [{"path": f"{fmt}-00000.jsonl"}]}
-    (out / "manifest.json").write_text(json.dumps(manifest))
-    return out
-
-
-def wrong_answers(tasks: Path, n: int) -> list[dict[str, Any]]:
-    """Negatives of the train split's rename tasks: each task's answer with the NEW name where
-    the old one belongs (the flywheel's generation 1's commonest mistake)."""
-    from oopav.trainer.tasks import load_tasks, target_text, task_messages
-
-    out = []
-    for t in load_tasks(tasks, "train"):
-        if t.family != "rename_call" or len(out) == n:
-            continue
-        good = target_text(t.rule)
-        old, new = t.rule["pattern"].split("(")[0], t.rule["rewrite"].split("(")[0]
-        bad = good.replace(f'"pattern":"{old}(', f'"pattern":"{new}(')
-        assert bad != good
-        out.append({"prompt": task_messages(t.instruction, t.pre), "rejected": bad, "why": "x"})
-    return out
 
 
 def test_unlikelihood_is_minus_log_one_minus_p_and_linear_above_the_tail() -> None:

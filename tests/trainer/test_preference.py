@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tiny_policy import Recipe, policy_fixtures, train
+from tiny_policy import Recipe, policy_fixtures, task_pairs, train, write_pairs
 
 from oopav.trainer.preference import (
     LOG2,
@@ -99,33 +99,6 @@ def test_augmented_pairs_carry_one_name_mapping_to_both_answers() -> None:
         # the rejected answer's mistake survives the renaming: the new name in the pattern
         new_name = win.split("fix: ")[1].split("(")[0]
         assert f"pattern: {new_name}(" in lose and new_name in messages[0]["content"]
-
-
-def write_pairs(out: Path, recs: list[dict[str, Any]]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "pairs-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    manifest = {"format": "pairs", "count": len(recs), "shards": [{"path": "pairs-00000.jsonl"}]}
-    (out / "manifest.json").write_text(json.dumps(manifest))
-    return out
-
-
-def task_pairs(tasks: Path, n: int) -> list[dict[str, Any]]:
-    """Pairs of the train split's rename tasks: chosen the task's answer, rejected the same
-    answer with the NEW name where the old one belongs (generation 1's mistake)."""
-    from oopav.trainer.tasks import load_tasks, target_text, task_messages
-
-    out = []
-    for t in load_tasks(tasks, "train"):
-        if t.family != "rename_call" or len(out) == n:
-            continue
-        good = target_text(t.rule)
-        old, new = t.rule["pattern"].split("(")[0], t.rule["rewrite"].split("(")[0]
-        bad = good.replace(f'"pattern":"{old}(', f'"pattern":"{new}(')
-        assert bad != good
-        out.append({"prompt": task_messages(t.instruction, t.pre),
-                    "chosen": [{"role": "assistant", "content": good}],
-                    "rejected": [{"role": "assistant", "content": bad}]})  # fmt: skip
-    return out
 
 
 def margin_of(model_dir: str, cfg: Any) -> float:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -117,3 +118,59 @@ def train(
     assert r.exit_code == 0, r.output
     result = last_json(r.stdout)
     return result, read_run(nats_url, result["run_id"])
+
+
+# Datasets of refused answers and preference pairs (the negatives and preference tests, and
+# the GPU test that trains with every loss term at once).
+
+
+def write_negatives(out: Path, recs: list[dict[str, Any]], fmt: str = "negatives") -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{fmt}-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    manifest = {"format": fmt, "count": len(recs), "shards": [{"path": f"{fmt}-00000.jsonl"}]}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+def wrong_answers(tasks: Path, n: int) -> list[dict[str, Any]]:
+    """Negatives of the train split's rename tasks: each task's answer with the NEW name where
+    the old one belongs (the flywheel's generation 1's commonest mistake)."""
+    from oopav.trainer.tasks import load_tasks, target_text, task_messages
+
+    out = []
+    for t in load_tasks(tasks, "train"):
+        if t.family != "rename_call" or len(out) == n:
+            continue
+        good = target_text(t.rule)
+        old, new = t.rule["pattern"].split("(")[0], t.rule["rewrite"].split("(")[0]
+        bad = good.replace(f'"pattern":"{old}(', f'"pattern":"{new}(')
+        assert bad != good
+        out.append({"prompt": task_messages(t.instruction, t.pre), "rejected": bad, "why": "x"})
+    return out
+
+
+def write_pairs(out: Path, recs: list[dict[str, Any]]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pairs-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    manifest = {"format": "pairs", "count": len(recs), "shards": [{"path": "pairs-00000.jsonl"}]}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    return out
+
+
+def task_pairs(tasks: Path, n: int) -> list[dict[str, Any]]:
+    """Pairs of the train split's rename tasks: chosen the task's answer, rejected the same
+    answer with the NEW name where the old one belongs (generation 1's mistake)."""
+    from oopav.trainer.tasks import load_tasks, target_text, task_messages
+
+    out = []
+    for t in load_tasks(tasks, "train"):
+        if t.family != "rename_call" or len(out) == n:
+            continue
+        good = target_text(t.rule)
+        old, new = t.rule["pattern"].split("(")[0], t.rule["rewrite"].split("(")[0]
+        bad = good.replace(f'"pattern":"{old}(', f'"pattern":"{new}(')
+        assert bad != good
+        out.append({"prompt": task_messages(t.instruction, t.pre),
+                    "chosen": [{"role": "assistant", "content": good}],
+                    "rejected": [{"role": "assistant", "content": bad}]})  # fmt: skip
+    return out

@@ -250,7 +250,11 @@ def evaluate_spec(
         ]
         return EvalReport(spec, suite, list(tasks), texts, scores)
     if spec.startswith("hf:"):
+        import torch
+
         model, tok = load_hf(spec[3:])
+        # On the device when there is one, as the loop's hf: backend does (models/hf.py).
+        model.to("cuda" if torch.cuda.is_available() else "cpu")
         return evaluate_model(
             model,
             tok,

@@ -471,6 +471,18 @@ def save_answer_words(cfg: SFTRecipe, checkpoint: str) -> int:
     return len(vocabulary)
 
 
+def no_checkpointing(config_cls: Any) -> dict[str, Any]:
+    """Activation checkpointing off, under the name the installed transformers knows:
+    ``activation_checkpointing`` from 5.2x, ``gradient_checkpointing`` before (5.17, the GPU
+    image's, refused the new name: docs/training.md#7-gpu-path-vllm)."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(config_cls)}  # TRL's configs are dataclasses
+    if "activation_checkpointing" in names:
+        return {"activation_checkpointing": False}
+    return {"gradient_checkpointing": False}
+
+
 def sft_args(
     cfg: Any,
     *,
@@ -502,9 +514,9 @@ def sft_args(
         dataloader_num_workers=0,
         disable_tqdm=False,
         bf16=False,
-        # TRL turns it on by default (as gradient_checkpointing); it recomputes every layer's
-        # forward on the backward pass, which a 3M-parameter policy never needs for memory.
-        activation_checkpointing=False,
+        # TRL turns it on by default; it recomputes every layer's forward on the backward pass,
+        # which a 3M-parameter policy never needs for memory.
+        **no_checkpointing(SFTConfig),
         completion_only_loss=not getattr(cfg, "prompt_loss", False),
         # "sequential": the rows are already in their recorded order (curriculum, per-epoch
         # shuffle), which a random or length-grouped sampler would undo.
