@@ -6,7 +6,7 @@
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
         [--gen0-from WORKDIR]
         [--explore-iterations N] [--negatives W]
-        [--negative-tokens all|structure] [--seed2 N] [--failure-positives N] [--replay K]
+        [--negative-tokens all|structure] [--seed1 N] [--seed2 N] [--failure-positives N] [--replay K]
         [--dpo W] [--dpo-beta B] [--negatives-from all|pairs] [--feedback-positives N]
         [--gen1-b-no-feedback] [--pass-at 1,4,8 [--pass-temperature T] [--pass-on b,pool]
         [--pass-only [--gen1-b]] [--pass-iterations N]] [--expert M] [--pass-from JSON]
@@ -42,8 +42,9 @@
   trains generation 1 anew on them (more ``--steps``, another ``--shape``). ``--negatives W``: generation 2 also learns to avoid
   generation 1's own refused or undone answers (its sessions on A and the pool) with an
   unlikelihood term of weight W (trainer/negatives.py; ``--negative-tokens structure`` leaves
-  the copied names out of it); the control never sees them. ``--seed2 N``: another training
-  draw of generation 2 and the control. ``--failure-positives N``: at each training-file task
+  the copied names out of it); the control never sees them. ``--seed1 N``: another training
+  draw of generation 1 on the same tasks; ``--seed2 N``: another training draw of generation 2
+  and the control. ``--failure-positives N``: at each training-file task
   generation 1 failed in every attempt (the pool's; ``--replay K``: also K of generation 0's own
   tasks, attempted without examples), a ``synth:`` session with the task's example gives a
   verified answer from the very state generation 1 failed in (its compact prompt is
@@ -1014,11 +1015,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 print(f"gen0     minimal rules: {f['minimal_rules']}", flush=True)
         if not args.gen1_from:
             t0 = time.perf_counter()
+            seed1 = args.seed if args.seed1 is None else args.seed1
+            f["seed1"] = seed1
             base = build(
                 work / "gen1-base",
                 gen0_data,
                 args.shape,
-                args.seed,
+                seed1,
                 args.pretok,
                 args.augment,
                 args.augment_parts,
@@ -1029,7 +1032,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 args.steps,
                 base,
                 args.lr,
-                args.seed,
+                seed1,
                 args.prompt_loss,
                 args.augment,
                 args.augment_parts,
@@ -1554,6 +1557,13 @@ def main() -> None:
     ap.add_argument("--shape", choices=sorted(SHAPES), default="small")
     ap.add_argument("--verify", type=int, default=3, help="replay --verify this many per policy")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--seed1",
+        type=int,
+        default=None,
+        help="generation 1's training seed (default: --seed; the tasks stay --seed's): another "
+        "draw of generation 1 on the same data, e.g. with --gen0-from",
+    )
     ap.add_argument(
         "--seed2",
         type=int,
