@@ -59,10 +59,11 @@ def test_gen0_from_trains_generation_1_anew_on_the_earlier_data(
         families="rename_call", shape="small", steps=6000, pretok="code", prompt_loss=True,
         augment=0, augment_parts="all", minimal_rules=True, copy_names=None, gen1_from=None,
         gen0_from=str(src), lr=2e-3, pass_from=None, pass_at="", pass_on="b", pass_only=True,
-        gen1_b=False,
+        gen1_b=False, seed1=1,
     )  # fmt: skip
     f = asyncio.run(flywheel.main_async(args))
-    assert calls["build"] == (src / "data-gen0-min", "small", 0)
+    # --seed1: another draw of generation 1 (its initialisation and data order), same tasks
+    assert calls["build"] == (src / "data-gen0-min", "small", 1) and f["seed1"] == 1
     assert calls["train"] == (work / "gen1", src / "data-gen0-min", 6000, "base")
     assert f["gen0"] == {"reused": str(src), "records": 5}
     assert "gen1_train" in f
