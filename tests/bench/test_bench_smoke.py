@@ -114,3 +114,16 @@ def test_heldout_learning_bench_quick_checks_the_tokenizer_and_reports_intervals
     )
     assert re.search(r"RFT gain .* points \[[-+][\d.]+, [-+][\d.]+\]; control", out), out
     assert VERDICT.search(out), out[-2000:]
+
+
+def test_train_speed_quick_prints_the_cpu_figure_and_leaves_out_cuda_without_one() -> None:
+    pytest.importorskip("trl")
+    import torch
+
+    out = run_quick("train_speed.py")
+    assert re.search(r"^  CPU, 4 steps\s+\d+\.\d\d steps/s .*info$", out, re.M), out[-2000:]
+    if not torch.cuda.is_available():
+        assert re.search(r"^  CUDA / CPU\s+\(not measured\)$", out, re.M), out[-2000:]
+    else:
+        assert re.search(r"^  CUDA / CPU .* target >= 2.00x  (PASS|MISS)$", out, re.M), out
+    assert re.search(r"^targets: \d+/\d+ PASS$", out, re.M), out[-2000:]
