@@ -58,6 +58,22 @@ def test_train_sft_records_a_run_and_its_checkpoint_evaluates(
     assert report["n"] == 3 and 0.0 <= report["valid"] <= 1.0 and "families" in report
 
 
+def test_use_cpu_false_without_a_device_trains_on_the_cpu_and_says_so(
+    nats_url: str, tmp_path: Path, recipe: Recipe
+) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: the GPU tests cover use_cpu: false there")
+    cfg = recipe("run", max_steps=1, batch_size=2, eval_n=0, use_cpu=False)
+    (tmp_path / "sft.yaml").write_text(yaml.safe_dump(cfg))
+    r = invoke(nats_url, tmp_path / "data", "train", "sft", "--config", str(tmp_path / "sft.yaml"))
+    assert r.exit_code == 0, r.output
+    assert "no_cuda_device" in r.stderr and "training on the CPU" in r.stderr
+    result = last_json(r.stdout)
+    assert read_run(nats_url, result["run_id"])[0].device == "cpu"
+
+
 def test_eval_gold_table_and_errors(nats_url: str, tmp_path: Path, tasks_dir: Path) -> None:
     r = invoke(nats_url, tmp_path, "eval", "--model", "gold", "--suite", str(tasks_dir), "--n", "5")
     assert r.exit_code == 0, r.output

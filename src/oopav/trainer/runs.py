@@ -44,6 +44,14 @@ class RunRecorder:
         import torch
 
         device = "cuda" if torch.cuda.is_available() and not self.config.get("use_cpu") else "cpu"
+        if self.config.get("use_cpu") is False and device == "cpu":
+            # The trainers fall back to the CPU rather than fail; say so where the user looks,
+            # beside training_started.device.
+            log.warning(
+                "no_cuda_device",
+                recipe=self.recipe,
+                detail="use_cpu: false but torch sees no CUDA device: training on the CPU",
+            )
         self.started = root_event(
             rv.TrainingStarted,
             handler=HANDLER,
