@@ -59,12 +59,12 @@ def test_train_sft_records_a_run_and_its_checkpoint_evaluates(
 
 
 def test_use_cpu_false_without_a_device_trains_on_the_cpu_and_says_so(
-    nats_url: str, tmp_path: Path, recipe: Recipe
+    nats_url: str, tmp_path: Path, recipe: Recipe, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torch
 
-    if torch.cuda.is_available():
-        pytest.skip("a CUDA device is present: the GPU tests cover use_cpu: false there")
+    # No device, also on a machine that has one (the GPU tests cover use_cpu: false there).
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     cfg = recipe("run", max_steps=1, batch_size=2, eval_n=0, use_cpu=False)
     (tmp_path / "sft.yaml").write_text(yaml.safe_dump(cfg))
     r = invoke(nats_url, tmp_path / "data", "train", "sft", "--config", str(tmp_path / "sft.yaml"))

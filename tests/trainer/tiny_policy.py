@@ -125,6 +125,7 @@ def train(
 
 
 def write_negatives(out: Path, recs: list[dict[str, Any]], fmt: str = "negatives") -> Path:
+    """A dataset directory of format ``fmt`` (one shard and its manifest) holding ``recs``."""
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{fmt}-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     manifest = {"format": fmt, "count": len(recs), "shards": [{"path": f"{fmt}-00000.jsonl"}]}
@@ -132,9 +133,9 @@ def write_negatives(out: Path, recs: list[dict[str, Any]], fmt: str = "negatives
     return out
 
 
-def wrong_answers(tasks: Path, n: int) -> list[dict[str, Any]]:
-    """Negatives of the train split's rename tasks: each task's answer with the NEW name where
-    the old one belongs (the flywheel's generation 1's commonest mistake)."""
+def _renamed_wrong(tasks: Path, n: int) -> list[tuple[list[dict[str, str]], str, str]]:
+    """(prompt, answer, wrong answer) of the train split's first ``n`` rename tasks: the wrong
+    answer has the NEW name where the old one belongs (generation 1's commonest mistake)."""
     from oopav.trainer.tasks import load_tasks, target_text, task_messages
 
     out = []
@@ -145,32 +146,26 @@ def wrong_answers(tasks: Path, n: int) -> list[dict[str, Any]]:
         old, new = t.rule["pattern"].split("(")[0], t.rule["rewrite"].split("(")[0]
         bad = good.replace(f'"pattern":"{old}(', f'"pattern":"{new}(')
         assert bad != good
-        out.append({"prompt": task_messages(t.instruction, t.pre), "rejected": bad, "why": "x"})
+        out.append((task_messages(t.instruction, t.pre), good, bad))
     return out
+
+
+def wrong_answers(tasks: Path, n: int) -> list[dict[str, Any]]:
+    """Negatives records: each rename task's prompt and its wrong answer."""
+    return [{"prompt": p, "rejected": bad, "why": "x"} for p, _, bad in _renamed_wrong(tasks, n)]
 
 
 def write_pairs(out: Path, recs: list[dict[str, Any]]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "pairs-00000.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    manifest = {"format": "pairs", "count": len(recs), "shards": [{"path": "pairs-00000.jsonl"}]}
-    (out / "manifest.json").write_text(json.dumps(manifest))
-    return out
+    return write_negatives(out, recs, "pairs")
 
 
 def task_pairs(tasks: Path, n: int) -> list[dict[str, Any]]:
-    """Pairs of the train split's rename tasks: chosen the task's answer, rejected the same
-    answer with the NEW name where the old one belongs (generation 1's mistake)."""
-    from oopav.trainer.tasks import load_tasks, target_text, task_messages
-
-    out = []
-    for t in load_tasks(tasks, "train"):
-        if t.family != "rename_call" or len(out) == n:
-            continue
-        good = target_text(t.rule)
-        old, new = t.rule["pattern"].split("(")[0], t.rule["rewrite"].split("(")[0]
-        bad = good.replace(f'"pattern":"{old}(', f'"pattern":"{new}(')
-        assert bad != good
-        out.append({"prompt": task_messages(t.instruction, t.pre),
-                    "chosen": [{"role": "assistant", "content": good}],
-                    "rejected": [{"role": "assistant", "content": bad}]})  # fmt: skip
-    return out
+    """Pairs records: chosen the task's answer, rejected the wrong one, at the same prompt."""
+    return [
+        {
+            "prompt": p,
+            "chosen": [{"role": "assistant", "content": good}],
+            "rejected": [{"role": "assistant", "content": bad}],
+        }
+        for p, good, bad in _renamed_wrong(tasks, n)
+    ]
