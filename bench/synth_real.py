@@ -115,11 +115,15 @@ EXT = {
 LANGS = ("python", "javascript", "typescript", "go", "rust")
 SKIP_PATH = re.compile(r"(^|/)(dist|vendor|node_modules|build|\.yarn)/|\.min\.js$|\.d\.ts$")
 MAX_FILE_LINES = 4000
-MINER_VERSION = "8"  # bump when mining changes (invalidates --cache)
+MINER_VERSION = "9"  # bump when mining changes (invalidates --cache)
 _TOKEN = re.compile(
     r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\''
     r"|`(?:[^`\\]|\\.)*`|\d[\w.]*|\w+|\S"
 )
+# Miner v9: a change that takes in a docstring *and code* (a helper deleted with its docstring
+# and the decorator of the next function) is a change, not prose: v8 dropped it, so an edit's
+# site inside it (that `@threadpool`) stayed unchanged in the example, a false negative that
+# made synth refuse; now the clash check leaves that file out or repairs it.
 # Rust (miner v8): a lifetime (`'v`, `'static`) is one token, and a character literal holds one
 # character or escape. The generic string alternative read `'v> self::serde::Serialize for
 # Value<'` as one literal, so the edit on that line was keyed as another (literal) change and
@@ -369,7 +373,7 @@ def hunk_units(old: str, new: str, lang: str, fragments: list[Unit] | None = Non
         raw = olds + news
         if all(_VERSION.match(t) or t in ("__version__", "version") for t in raw):
             continue
-        if any(t.startswith(('"""', "'''")) for t in raw):
+        if raw and all(t.startswith(('"""', "'''")) for t in raw):
             continue  # a docstring
         key = _key(olds, news)
         if i2 > i1 and j2 > j1:
@@ -482,7 +486,10 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
                 base = offsets[i1]
                 unit = Unit(u.key, base + u.start, base + u.end, u.text, u.olds, u.news, u.repaired)
                 if any(
-                    (ds < unit.end and unit.start < de) or ds < unit.start < de for ds, de in prose
+                    ((ds < unit.end and unit.start < de) or ds < unit.start < de)
+                    # v9: a change that holds a whole docstring and code is code
+                    and not (unit.start <= ds and de <= unit.end)
+                    for ds, de in prose
                 ):
                     continue  # inside a docstring (or another triple-quoted text)
                 groups[u.key].append((path, n, unit))

@@ -278,3 +278,24 @@ def test_repo_aware_fits_and_counts_what_is_written_outside_the_commit(
     aware = score(case, [ex], [held])
     assert aware.fitted and aware.exact
     assert aware.outside == 1  # pkg/other.py: the commit kept its `OldClosed`
+
+
+def test_a_site_inside_a_change_that_takes_a_docstring_with_code_is_no_negative(
+    tmp_path: Path,
+) -> None:
+    """httpx 994403bec9 removed `@threadpool` from every test and, in one file, deleted the
+    `threadpool` helper itself — docstring, body and the first test's decorator in one
+    change. v8 skipped any change holding a docstring as prose, so that first `@threadpool`
+    stayed in the expected file: an example kept a site of its own edit unchanged (a false
+    negative) and synth refused ("no rule ... without changing something else"). v9 keeps
+    the larger change, so the clash is seen and the file is left out (another change took
+    the edit's tokens there)."""
+    helper = 'def threadpool(func):\n    """\n    Run in a thread.\n    """\n    return func\n\n\n'
+    tests = "".join(f"@threadpool\ndef test_{n}():\n    pass\n\n\n" for n in "abc")
+    before = {"a.py": helper + tests, "b.py": tests, "c.py": tests}
+    after = {p: t.replace("@threadpool\n", "") for p, t in before.items()}
+    after["a.py"] = after["a.py"].replace(helper, "")
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert case.signature == "@ threadpool -> "
+    assert expected(case) == {"b.py": after["b.py"], "c.py": after["c.py"]}

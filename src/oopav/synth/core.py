@@ -37,6 +37,7 @@ from oopav.synth.discriminate import (
     closure,
     conjoin,
     context_closure,
+    family_constraints,
     merge_constraints,
     not_called,
     own_first,
@@ -2340,6 +2341,9 @@ def _search(
                         ranked = [[], [], []]
                         # The names the sites call, before any list of texts (wave 3e).
                         for value in callee_constraints(names, pos, neg):
+                            ranked[0] += _closed_first(rule, value, closed, shared_parent)
+                        # Wave 3o: the sites' values of one type, the whole type.
+                        for value in family_constraints(names, pos, neg):
                             ranked[0] += _closed_first(rule, value, closed, shared_parent)
                         # Wave 3j: two or more types the sites show: their own list
                         # before any kept-value exclusion (own_first) that no other

@@ -838,6 +838,35 @@ def own_first(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> set[str
     return out
 
 
+# Wave 3o: the one value type a syntax tree tells by kind alone (Python): an expression that
+# is a bool. A commit that annotates the bool attributes of a class (click's
+# `self.is_bool_flag = is_flag and isinstance(…)`, `self.allow_interspersed_args = True`
+# -> `…: bool = …`) shows a few of these kinds; its other sites hold the others
+# (`self.autowidth = width == 0`, `self.is_hidden = not isatty(…)`).
+BOOL_KINDS = frozenset({"true", "false", "comparison_operator", "not_operator", "boolean_operator"})
+
+
+def family_constraints(
+    names: list[str], pos: list[SgNode], neg: list[SgNode]
+) -> list[dict[str, Any]]:
+    """Wave 3o: a metavariable whose sites bind values of one type — two kinds or more of
+    :data:`BOOL_KINDS` — where the kept code binds none: the whole family, not the kinds
+    the few sites show (``B: {any: [{kind: true}, {kind: comparison_operator}, …]}``), nor
+    a list of the sites' names, which reaches no other attribute. What the examples keep
+    decides: one kept bool and the family says nothing."""
+    out: list[dict[str, Any]] = []
+    for name in names:
+        pv = [n.get_match(name) for n in pos]
+        nv = [n.get_match(name) for n in neg]
+        if not pv or not nv or any(v is None for v in pv + nv):
+            continue
+        pk = {v.kind() for v in pv if v is not None}
+        nk = {v.kind() for v in nv if v is not None}
+        if len(pk) >= 2 and pk <= BOOL_KINDS and not nk & BOOL_KINDS:
+            out.append({name: {"any": [{"kind": k} for k in sorted(BOOL_KINDS)]}})
+    return out
+
+
 def value_constraints(
     names: list[str], pos: list[SgNode], neg: list[SgNode], own: bool = False
 ) -> list[dict[str, Any]]:
