@@ -81,6 +81,7 @@ their group, median synthesis <= 100 ms in process and <= 400 ms per CLI call.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import json
 import os
@@ -386,7 +387,13 @@ def hunk_units(old: str, new: str, lang: str, fragments: list[Unit] | None = Non
             ns = b[j1 - 1][1] if j1 > 0 else 0
             ne = b[j2][0] if j2 < len(b) else len(new)
             text = new[ns:ne]
-            if "\n" in text and "\n" not in old[os_:oe] and i2 == i1 and old.strip():
+            # v9: whole lines inserted in front of the hunk's first line (a new import above
+            # a rewritten one) are lines, not tokens folded into that line (that glued
+            # `from collections import OrderedDictfrom .compat import …`, requests 2aab9a9a39).
+            ahead = i1 == i2 == 0 and re.search(r"\n[ \t]*$", text) is not None
+            if ahead:
+                how = how or "whole-lines"
+            elif "\n" in text and "\n" not in old[os_:oe] and i2 == i1 and old.strip():
                 # Tokens inserted into a line that the commit also rewrapped: in the line's
                 # own layout. (Whole lines inserted, an empty old hunk, keep theirs: folding
                 # them put `stacklevel=2,` at column 0 of the next line.)
@@ -727,7 +734,15 @@ def _still_parses(before: str, after: str, lang: str) -> bool:
 
     def broken(text: str) -> bool:
         root = SgRoot(text, lang).root()
-        return root.find(kind="ERROR") is not None or root.kind() == "ERROR"
+        if root.find(kind="ERROR") is not None or root.kind() == "ERROR":
+            return True
+        if lang == "python":
+            # v9: tree-sitter recovers some broken lines without an ERROR node.
+            try:
+                ast.parse(text)
+            except (SyntaxError, ValueError):
+                return True
+        return False
 
     return broken(before) or not broken(after)
 

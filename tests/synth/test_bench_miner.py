@@ -299,3 +299,34 @@ def test_a_site_inside_a_change_that_takes_a_docstring_with_code_is_no_negative(
     assert case is not None
     assert case.signature == "@ threadpool -> "
     assert expected(case) == {"b.py": after["b.py"], "c.py": after["c.py"]}
+
+
+def test_an_import_line_added_above_a_rewritten_import_stays_a_line(tmp_path: Path) -> None:
+    """requests 2aab9a9a39 added `from collections import OrderedDict` to three modules; in
+    one it went above `from .compat import OrderedDict, Mapping`, which lost `OrderedDict`
+    (another change). v8 folded the inserted line into the one below as tokens inserted
+    into a rewrapped line — `from collections import OrderedDictfrom .compat import …` —
+    which tree-sitter parses without an ERROR node, so the broken example was kept."""
+    line = "from collections import OrderedDict\n"
+    before = {
+        "a.py": "import time\n\nx = 1\n",
+        "b.py": "import os\n\ny = 2\n",
+        "c.py": "from .compat import OrderedDict, Mapping\n\nz = 3\n",
+    }
+    after = {
+        "a.py": "import time\n" + line + "\nx = 1\n",
+        "b.py": "import os\n" + line + "\ny = 2\n",
+        "c.py": line + "\nfrom .compat import Mapping\n\nz = 3\n",
+    }
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    got = expected(case)
+    assert got["c.py"] == line + "\nfrom .compat import OrderedDict, Mapping\n\nz = 3\n"
+    for text in got.values():
+        compile(text, "x.py", "exec")  # every expected file parses
+
+
+def test_a_python_line_tree_sitter_recovers_is_still_unparseable() -> None:
+    glued = "from collections import OrderedDictfrom .compat import OrderedDict, Mapping\n"
+    assert not synth_real._still_parses("x = 1\n", glued, "python")
+    assert synth_real._still_parses("x = 1\n", "from a import b\n", "python")
