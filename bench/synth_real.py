@@ -481,6 +481,8 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
             for ds, de, t in (_spans(before, lang) if lang == "python" else [])
             if t.startswith(('"""', "'''"))
         ]
+        file_tokens: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        moved: dict[tuple[str, ...], bool] = {}
         offsets = [0]
         for line in a:
             offsets.append(offsets[-1] + len(line))
@@ -499,6 +501,17 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
                     for ds, de in prose
                 ):
                     continue  # inside a docstring (or another triple-quoted text)
+                if not u.olds or not u.news:
+                    # v9: moved, not removed or added: the file has the tokens as often
+                    # after as before (isort put `import json` above `import typing`;
+                    # the diff deletes it in one hunk and inserts it in another).
+                    if file_tokens is None:
+                        file_tokens = (tuple(_tokens(before, lang)), tuple(_tokens(after, lang)))
+                    seq = u.olds or u.news
+                    if seq not in moved:
+                        moved[seq] = _count(file_tokens[0], seq) == _count(file_tokens[1], seq)
+                    if moved[seq]:
+                        continue
                 groups[u.key].append((path, n, unit))
                 in_file[path].append(unit)
             for f in frags:

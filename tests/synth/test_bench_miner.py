@@ -330,3 +330,20 @@ def test_a_python_line_tree_sitter_recovers_is_still_unparseable() -> None:
     glued = "from collections import OrderedDictfrom .compat import OrderedDict, Mapping\n"
     assert not synth_real._still_parses("x = 1\n", glued, "python")
     assert synth_real._still_parses("x = 1\n", "from a import b\n", "python")
+
+
+def test_an_import_moved_by_a_sort_is_no_removal(tmp_path: Path) -> None:
+    """starlette bcf876c686 ran isort: `import json` moved above `import typing` in every
+    module. The diff deletes it in one place and inserts it in another; v8 mined the
+    deletion as an edit `import json -> ` whose examples removed the import (and kept a
+    blank line), which is not what the commit did."""
+    before = {
+        f"m{i}.py": f"import asyncio\nimport typing\nimport json\nfrom x import y{i}\n"
+        for i in range(3)
+    }
+    after = {
+        p: "import asyncio\nimport json\nimport typing\n\n" + t.split("import json\n")[1]
+        for p, t in before.items()
+    }
+    case = mined(tmp_path, before, after)
+    assert case is None or "json" not in case.signature
