@@ -4,7 +4,7 @@
         [--families rename_call,rename_method,rename_attr] [--shape small] [--verify 3]
         [--pool N] [--augment N] [--augment-parts all|shared] [--prompt-loss] [--pretok code]
         [--minimal-rules] [--copy-names instruction|prompt] [--gen1-from WORKDIR]
-        [--gen0-from WORKDIR]
+        [--gen0-from WORKDIR] [--gen2-data-from WORKDIR]
         [--explore-iterations N] [--negatives W]
         [--negative-tokens all|structure] [--seed1 N] [--seed2 N] [--failure-positives N] [--replay K]
         [--dpo W] [--dpo-beta B] [--negatives-from all|pairs] [--feedback-positives N]
@@ -1079,166 +1079,191 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         r1 = await evaluate(url, work, "gen1", held_a, ck1, args.verify, args)
         f["gen1"] = r1
         if args.gen2:
-            own_sids = set(r1["sids"])
-            retried = set(r1["retried_sids"])
-            tried = set(r1["session_ids"])
-            if pool and not args.expert:
-                # Exploration: the pool's sessions feed generation 2 only, so they may try
-                # more often than the held-out evaluations (``--explore-iterations``).
-                rp = await evaluate(
-                    url, work, "gen1-pool", pool, ck1, 0, args, args.explore_iterations
-                )
-                f["gen1_pool"] = {k: v for k, v in rp.items() if k not in ("sids", "session_ids")}
-                own_sids |= set(rp["sids"])
-                retried |= set(rp["retried_sids"])
-                tried |= set(rp["session_ids"])
-            if pool_b and not args.expert:
-                # Transductive self-training: generation 1's sessions on B's own files (never a
-                # task of B; no example, no gold answer: the verifier's labels only). Its
-                # verified sessions (and, with --negatives, its refused answers) join
-                # generation 2's data; never failure states (held-out files).
-                rpb = await evaluate(
-                    url, work, "gen1-poolB", pool_b, ck1, 0, args, args.explore_iterations
-                )
-                f["gen1_pool_b"] = {
-                    k: v for k, v in rpb.items() if k not in ("sids", "session_ids")
-                }
-                own_sids |= set(rpb["sids"])
-                retried |= set(rpb["retried_sids"])
-                tried |= set(rpb["session_ids"])
-            # Generation 1's failure states on training files (the pool's failed tasks and,
-            # with --replay K, the failed ones of K of generation 0's own tasks).
-            failed: list[tuple[str, Any]] = []
-            # Every session of generation 1 on training files (session id -> task) and the
-            # verified ones: the retry states of --feedback-positives.
-            train_tried: dict[str, Any] = {}
-            train_won: set[str] = set()
-            if pool and not args.expert:
-                train_tried |= dict(zip(rp["session_ids"], pool, strict=True))
-                train_won |= set(rp["sids"])
-            if pool and not args.expert:
-                failed += [
-                    (sid, t)
-                    for sid, t in zip(rp["session_ids"], pool, strict=True)
-                    if sid not in set(rp["sids"])
-                ]
-            if args.replay:
-                # Generation 0's own tasks, without examples: where generation 1 fails on a
-                # task it was trained on, generation 0's answer is the positive (the same
-                # teacher, the same task: selection, no new label). Its verified sessions
-                # there are not added (generation 0's data already holds those tasks).
-                rr = await evaluate(
-                    url, work, "gen1-replay", train_tasks[: args.replay], ck1, 0, args
-                )
-                f["gen1_replay"] = {k: v for k, v in rr.items() if k not in ("sids", "session_ids")}
-                failed += [
-                    (sid, t)
-                    for sid, t in zip(rr["session_ids"], train_tasks, strict=False)
-                    if sid not in set(rr["sids"])
-                ]
-                train_tried |= dict(zip(rr["session_ids"], train_tasks, strict=False))
-                train_won |= set(rr["sids"])
-            pairs_dir = positives = fb_positives = None
-            held_sources = {t.source for t in held_a} | {t.source for t in held_b}
-            if args.failure_positives or args.feedback_positives:
-                # With --feedback-positives alone the teacher's sessions run for their answers
-                # (the retry states' targets) and its first-state rows are not added.
-                positives, pairs_dir, fs = await failure_states(
-                    url, work, failed, args.failure_positives, args.minimal_rules, held_sources
-                )
-                f["failure_states"] = fs
-                print(f"gen2     failure states: {fs}", flush=True)
-                if not args.failure_positives:
-                    positives = None
-            if args.feedback_positives:
-                fb_positives, f["feedback_positives"] = await feedback_positives(
-                    url,
-                    work,
-                    args.feedback_positives,
-                    train_tried,
-                    train_won,
-                    Path(f["failure_states"]["firsts"]),
-                    held_sources,
-                )
-                print(f"gen2     feedback positives: {f['feedback_positives']}", flush=True)
-            own = work / "data-gen1"
-            if args.expert:
-                # Expert iteration: generation 2's own data are generation 1's verified
-                # samples on the pool (--pass-at's one-attempt sessions, the loop's test
-                # passed), at most M distinct answers per task; nothing of held-out A.
-                sampled = [s for s in ("pool", "pool_b") if s in f.get("pass_at", {})]
-                if not sampled:
+            negatives = pairs_dir = None
+            if args.gen2_data_from:
+                # Another draw of the generation-2 step on the data an earlier run built from
+                # the same generation 1 (its pool sessions, expert iteration, no negatives):
+                # the pool is not run again.
+                mixed = Path(args.gen2_data_from) / "data-gen2"
+                if not (mixed / "manifest.json").is_file():
+                    raise SystemExit(f"--gen2-data-from: no {mixed / 'manifest.json'}")
+                if args.negatives or args.dpo or args.failure_positives:
                     raise SystemExit(
-                        "--expert needs --pass-at (or --pass-from) and --pool or --pool-b"
+                        "--gen2-data-from reuses generation 2's records only: no --negatives, "
+                        "--dpo or --failure-positives"
                     )
-                verified = [v for s in sampled for v in f["pass_at"][s]["verified"]]
-                raw = work / "data-gen1-samples"
-                n_raw = await export_compact(url, raw, {s for v in verified for s in v})
-                from oopav.trainer.datasets import read_records
+                from oopav.trainer.datasets import read_manifest
 
-                recs, f["expert"] = expert_records(
-                    read_records(raw) if n_raw else [], verified, args.expert
-                )
-                if not recs:
-                    raise SystemExit(f"--expert: no verified sample exported ({f['expert']})")
-                f["gen1_own_records"] = write_records(own, recs)
-                print(f"gen2     expert iteration from pass@k samples: {f['expert']}", flush=True)
+                f["gen2_records"] = int(read_manifest(mixed)["count"])
+                f["gen2_data_from"] = str(mixed)
+                print(f"gen2     data: {f['gen2_records']} records reused from {mixed}", flush=True)
             else:
-                f["gen1_own_records"] = await export_compact(url, own, own_sids)
-            if args.star:
-                # Expert iteration: each verified answer from its session's first-attempt
-                # prompt, the ones that needed a retry repeated (trainer/star.py).
-                f["star"] = star(own, work / "data-gen1-star", args.star, retried)
-                own = work / "data-gen1-star"
-                print(f"gen2     expert iteration: {f['star']}", flush=True)
-            negatives = None
-            if args.negatives and args.negatives_from == "pairs":
-                # Only the refused answers that have a verified answer at the same state
-                # (--failure-positives): the unlikelihood term next to its positive.
-                if pairs_dir is None:
-                    raise SystemExit("--negatives-from pairs needs --failure-positives")
-                negatives = pairs_dir
-                f["negatives"] = {"from": "pairs", "weight": args.negatives,
-                                  "tokens": args.negative_tokens}  # fmt: skip
-            elif args.negatives:
-                # What generation 1 did wrong, in its own sessions (A and the pool; failed
-                # sessions and the failed attempts of won ones): generation 2 learns to avoid
-                # these answers (trainer/negatives.py); the control never sees them.
-                negatives = work / "data-gen1-neg"
-                f["negatives"] = await export_negatives(url, negatives, tried)
-                f["negatives"] |= {"weight": args.negatives, "tokens": args.negative_tokens}
-                print(f"gen2     negatives: {f['negatives']}", flush=True)
-            if args.dpo and pairs_dir is None:
-                raise SystemExit("--dpo needs --failure-positives (its pairs)")
-            mixed = work / "data-gen2"
-            extra = [p for p in (positives, fb_positives) if p is not None]
-            f["gen2_records"] = merge(mixed, gen0_data, own, *extra)
-            print(
-                f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own"
-                + (
-                    " verified pass@k samples ("
-                    + " and ".join(s for s in ("pool", "pool_b") if s in f.get("pass_at", {}))
-                    if args.expert
-                    else " verified sessions (held-out A and pool"
-                    + (" and pool-B" if pool_b else "")
+                own_sids = set(r1["sids"])
+                retried = set(r1["retried_sids"])
+                tried = set(r1["session_ids"])
+                if pool and not args.expert:
+                    # Exploration: the pool's sessions feed generation 2 only, so they may try
+                    # more often than the held-out evaluations (``--explore-iterations``).
+                    rp = await evaluate(
+                        url, work, "gen1-pool", pool, ck1, 0, args, args.explore_iterations
+                    )
+                    f["gen1_pool"] = {
+                        k: v for k, v in rp.items() if k not in ("sids", "session_ids")
+                    }
+                    own_sids |= set(rp["sids"])
+                    retried |= set(rp["retried_sids"])
+                    tried |= set(rp["session_ids"])
+                if pool_b and not args.expert:
+                    # Transductive self-training: generation 1's sessions on B's own files (never a
+                    # task of B; no example, no gold answer: the verifier's labels only). Its
+                    # verified sessions (and, with --negatives, its refused answers) join
+                    # generation 2's data; never failure states (held-out files).
+                    rpb = await evaluate(
+                        url, work, "gen1-poolB", pool_b, ck1, 0, args, args.explore_iterations
+                    )
+                    f["gen1_pool_b"] = {
+                        k: v for k, v in rpb.items() if k not in ("sids", "session_ids")
+                    }
+                    own_sids |= set(rpb["sids"])
+                    retried |= set(rpb["retried_sids"])
+                    tried |= set(rpb["session_ids"])
+                # Generation 1's failure states on training files (the pool's failed tasks and,
+                # with --replay K, the failed ones of K of generation 0's own tasks).
+                failed: list[tuple[str, Any]] = []
+                # Every session of generation 1 on training files (session id -> task) and the
+                # verified ones: the retry states of --feedback-positives.
+                train_tried: dict[str, Any] = {}
+                train_won: set[str] = set()
+                if pool and not args.expert:
+                    train_tried |= dict(zip(rp["session_ids"], pool, strict=True))
+                    train_won |= set(rp["sids"])
+                if pool and not args.expert:
+                    failed += [
+                        (sid, t)
+                        for sid, t in zip(rp["session_ids"], pool, strict=True)
+                        if sid not in set(rp["sids"])
+                    ]
+                if args.replay:
+                    # Generation 0's own tasks, without examples: where generation 1 fails on a
+                    # task it was trained on, generation 0's answer is the positive (the same
+                    # teacher, the same task: selection, no new label). Its verified sessions
+                    # there are not added (generation 0's data already holds those tasks).
+                    rr = await evaluate(
+                        url, work, "gen1-replay", train_tasks[: args.replay], ck1, 0, args
+                    )
+                    f["gen1_replay"] = {
+                        k: v for k, v in rr.items() if k not in ("sids", "session_ids")
+                    }
+                    failed += [
+                        (sid, t)
+                        for sid, t in zip(rr["session_ids"], train_tasks, strict=False)
+                        if sid not in set(rr["sids"])
+                    ]
+                    train_tried |= dict(zip(rr["session_ids"], train_tasks, strict=False))
+                    train_won |= set(rr["sids"])
+                pairs_dir = positives = fb_positives = None
+                held_sources = {t.source for t in held_a} | {t.source for t in held_b}
+                if args.failure_positives or args.feedback_positives:
+                    # With --feedback-positives alone the teacher's sessions run for their answers
+                    # (the retry states' targets) and its first-state rows are not added.
+                    positives, pairs_dir, fs = await failure_states(
+                        url, work, failed, args.failure_positives, args.minimal_rules, held_sources
+                    )
+                    f["failure_states"] = fs
+                    print(f"gen2     failure states: {fs}", flush=True)
+                    if not args.failure_positives:
+                        positives = None
+                if args.feedback_positives:
+                    fb_positives, f["feedback_positives"] = await feedback_positives(
+                        url,
+                        work,
+                        args.feedback_positives,
+                        train_tried,
+                        train_won,
+                        Path(f["failure_states"]["firsts"]),
+                        held_sources,
+                    )
+                    print(f"gen2     feedback positives: {f['feedback_positives']}", flush=True)
+                own = work / "data-gen1"
+                if args.expert:
+                    # Expert iteration: generation 2's own data are generation 1's verified
+                    # samples on the pool (--pass-at's one-attempt sessions, the loop's test
+                    # passed), at most M distinct answers per task; nothing of held-out A.
+                    sampled = [s for s in ("pool", "pool_b") if s in f.get("pass_at", {})]
+                    if not sampled:
+                        raise SystemExit(
+                            "--expert needs --pass-at (or --pass-from) and --pool or --pool-b"
+                        )
+                    verified = [v for s in sampled for v in f["pass_at"][s]["verified"]]
+                    raw = work / "data-gen1-samples"
+                    n_raw = await export_compact(url, raw, {s for v in verified for s in v})
+                    from oopav.trainer.datasets import read_records
+
+                    recs, f["expert"] = expert_records(
+                        read_records(raw) if n_raw else [], verified, args.expert
+                    )
+                    if not recs:
+                        raise SystemExit(f"--expert: no verified sample exported ({f['expert']})")
+                    f["gen1_own_records"] = write_records(own, recs)
+                    print(
+                        f"gen2     expert iteration from pass@k samples: {f['expert']}", flush=True
+                    )
+                else:
+                    f["gen1_own_records"] = await export_compact(url, own, own_sids)
+                if args.star:
+                    # Expert iteration: each verified answer from its session's first-attempt
+                    # prompt, the ones that needed a retry repeated (trainer/star.py).
+                    f["star"] = star(own, work / "data-gen1-star", args.star, retried)
+                    own = work / "data-gen1-star"
+                    print(f"gen2     expert iteration: {f['star']}", flush=True)
+                negatives = None
+                if args.negatives and args.negatives_from == "pairs":
+                    # Only the refused answers that have a verified answer at the same state
+                    # (--failure-positives): the unlikelihood term next to its positive.
+                    if pairs_dir is None:
+                        raise SystemExit("--negatives-from pairs needs --failure-positives")
+                    negatives = pairs_dir
+                    f["negatives"] = {"from": "pairs", "weight": args.negatives,
+                                      "tokens": args.negative_tokens}  # fmt: skip
+                elif args.negatives:
+                    # What generation 1 did wrong, in its own sessions (A and the pool; failed
+                    # sessions and the failed attempts of won ones): generation 2 learns to avoid
+                    # these answers (trainer/negatives.py); the control never sees them.
+                    negatives = work / "data-gen1-neg"
+                    f["negatives"] = await export_negatives(url, negatives, tried)
+                    f["negatives"] |= {"weight": args.negatives, "tokens": args.negative_tokens}
+                    print(f"gen2     negatives: {f['negatives']}", flush=True)
+                if args.dpo and pairs_dir is None:
+                    raise SystemExit("--dpo needs --failure-positives (its pairs)")
+                mixed = work / "data-gen2"
+                extra = [p for p in (positives, fb_positives) if p is not None]
+                f["gen2_records"] = merge(mixed, gen0_data, own, *extra)
+                print(
+                    f"gen2     data: {count} gen0 + {f['gen1_own_records']} of gen1's own"
+                    + (
+                        " verified pass@k samples ("
+                        + " and ".join(s for s in ("pool", "pool_b") if s in f.get("pass_at", {}))
+                        if args.expert
+                        else " verified sessions (held-out A and pool"
+                        + (" and pool-B" if pool_b else "")
+                    )
+                    + (
+                        "; on B's files, never a task of B)"
+                        if pool_b
+                        else "; never a file of held-out B)"
+                    )
+                    + (
+                        f" + {f['failure_states']['positive_rows']} failure-state positive rows"
+                        if positives is not None
+                        else ""
+                    )
+                    + (
+                        f" + {f['feedback_positives']['rows']} retry-state (feedback) rows"
+                        if fb_positives is not None
+                        else ""
+                    ),
+                    flush=True,
                 )
-                + (
-                    "; on B's files, never a task of B)"
-                    if pool_b
-                    else "; never a file of held-out B)"
-                )
-                + (
-                    f" + {f['failure_states']['positive_rows']} failure-state positive rows"
-                    if positives is not None
-                    else ""
-                )
-                + (
-                    f" + {f['feedback_positives']['rows']} retry-state (feedback) rows"
-                    if fb_positives is not None
-                    else ""
-                ),
-                flush=True,
-            )
             # Generation 2's and the control's training draw (the same for both: a second draw
             # of the generation-2 step re-runs both arms).
             seed2 = args.seed if args.seed2 is None else args.seed2
@@ -1563,6 +1588,14 @@ def main() -> None:
         default=None,
         help="generation 1's training seed (default: --seed; the tasks stay --seed's): another "
         "draw of generation 1 on the same data, e.g. with --gen0-from",
+    )
+    ap.add_argument(
+        "--gen2-data-from",
+        default=None,
+        metavar="WORKDIR",
+        help="with --gen1-from the same run: reuse WORKDIR/data-gen2 (generation 2's records "
+        "an earlier run built) instead of running the pool again: another draw of the "
+        "generation-2 step (--seed2) at the cost of training and evaluation only",
     )
     ap.add_argument(
         "--seed2",

@@ -105,3 +105,54 @@ def test_gen1_b_with_pass_only_runs_generation_1_on_held_out_b(
     seen.clear()
     f = asyncio.run(flywheel.main_async(args))
     assert seen == {} and "gen1_b" not in f
+
+
+def test_gen2_data_from_trains_another_draw_of_the_step_without_the_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--gen2-data-from WORKDIR``: generation 2 trains on the records an earlier run built
+    (its pool sessions are not run again); the control on generation 0's data; both from the
+    same generation 1, with the ``--seed2`` draw; B is evaluated for all three."""
+    src = tmp_path / "earlier"
+    _dataset(src / "data-gen0-min", 5)
+    _dataset(src / "data-gen2", 13)
+    (src / "gen1" / "final").mkdir(parents=True)
+    (src / "gen1" / "final" / "config.json").write_text("{}")
+    (src / "gen1" / "final" / "oopav_answer_words.json").write_text('{"words": []}')
+    seen: dict[str, Any] = {}
+    trained: dict[str, Any] = {}
+
+    async def evaluate(url: str, work: Path, name: str, tasks: list[Any], ck: str, *a: Any) -> Any:
+        seen[name] = (len(tasks), ck)
+        return {"n": len(tasks), "success": {"gen2": 2, "control": 1}.get(name, 1), "sids": []}
+
+    def train(
+        out: Path, dataset: Path, steps: int, model: str, lr: float, seed: int, *r: Any
+    ) -> str:
+        trained[out.name] = (dataset, steps, model, seed)
+        return str(out / "final")
+
+    monkeypatch.setattr(flywheel, "evaluate", evaluate)
+    monkeypatch.setattr(flywheel, "train", train)
+    args = argparse.Namespace(
+        workdir=str(tmp_path / "work"), tasks=40, pool=600, heldout=2, heldout_b=2, seed=0,
+        families="rename_call", shape="small", steps=60, steps2=30, pretok="code",
+        prompt_loss=True, augment=0, augment_parts="all", minimal_rules=True, copy_names=None,
+        gen1_from=str(src), gen0_from=None, lr=2e-3, lr2=5e-4, pass_from=None, pass_at="",
+        pass_on="b", pass_only=False, gen1_b=False, verify=0, gen2=True,
+        gen2_data_from=str(src), seed2=3, negatives=0.0, dpo=0.0, failure_positives=0,
+        expert=0, gen1_b_no_feedback=False, no_feedback=False, negative_tokens="all",
+        dpo_beta=0.1,
+    )  # fmt: skip
+    f = asyncio.run(flywheel.main_async(args))
+    ck1 = str(src / "gen1" / "final")
+    assert "gen1-pool" not in seen  # the pool is not run again
+    assert set(seen) == {"gen1", "gen1-B", "gen2", "control"}
+    assert trained == {
+        "gen2": (src / "data-gen2", 30, ck1, 3),
+        "control": (src / "data-gen0-min", 30, ck1, 3),
+    }
+    assert f["gen2_records"] == 13 and f["gen2_gain"] == 50.0 and f["control_gain"] == 0.0
+    args.negatives = 0.1
+    with pytest.raises(SystemExit, match="reuses generation 2's records only"):
+        asyncio.run(flywheel.main_async(args))
