@@ -501,10 +501,12 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
                     for ds, de in prose
                 ):
                     continue  # inside a docstring (or another triple-quoted text)
-                if not u.olds or not u.news:
-                    # v9: moved, not removed or added: the file has the tokens as often
-                    # after as before (isort put `import json` above `import typing`;
-                    # the diff deletes it in one hunk and inserts it in another).
+                if (not u.olds or not u.news) and _whole_lines(before, unit, lang):
+                    # v9: whole lines moved, not removed or added: the file has them as
+                    # often after as before (isort put `import json` above `import typing`;
+                    # the diff deletes it in one hunk and inserts it in another). Only whole
+                    # lines: uvicorn's `self.server_state.x` -> `self.x` deletes
+                    # `server_state.` where another change adds `= server_state.x`.
                     if file_tokens is None:
                         file_tokens = (tuple(_tokens(before, lang)), tuple(_tokens(after, lang)))
                     seq = u.olds or u.news
@@ -546,6 +548,17 @@ def mine_commit(git: Git, name: str, sha: str, paths: list[str]) -> Case | None:
     x, y = key
     sig_text = f"{' '.join(x)} -> {' '.join(y)}"[:100]
     return Case(name, str(git.dir), sha, lang, sig_text, files)
+
+
+def _whole_lines(before: str, unit: Unit, lang: str) -> bool:
+    """The unit deletes whole lines of ``before``, or inserts whole lines (its text ends a
+    line and holds exactly its new tokens)."""
+    if unit.olds:
+        ls = before.rfind("\n", 0, unit.start) + 1
+        le = before.find("\n", max(unit.start, unit.end - 1))
+        line = before[ls : len(before) if le < 0 else le]
+        return tuple(_tokens(line, lang)) == unit.olds
+    return "\n" in unit.text and tuple(_tokens(unit.text, lang)) == unit.news
 
 
 def _big(hunks: set[tuple[str, int]]) -> bool:

@@ -347,3 +347,30 @@ def test_an_import_moved_by_a_sort_is_no_removal(tmp_path: Path) -> None:
     }
     case = mined(tmp_path, before, after)
     assert case is None or "json" not in case.signature
+
+
+def test_a_token_run_removed_in_place_is_no_move_when_another_change_adds_it(
+    tmp_path: Path,
+) -> None:
+    """uvicorn c3c2db3f9e: `self.server_state.default_headers` -> `self.default_headers` at
+    each use, while a new line `self.default_headers = server_state.default_headers` adds the
+    same tokens back: the file holds `server_state .` as often after as before, yet the edit
+    is a removal in place, not a move (only whole lines move)."""
+    body = (
+        "class P:\n    def __init__(self, server_state):\n        self.server_state = server_state\n"
+        "\n    def f(self):\n        return self.server_state.default_headers\n"
+    )
+    before = {f"m{i}.py": body for i in range(3)}
+    after = {
+        p: t.replace("self.server_state.default_headers", "self.default_headers")
+        for p, t in before.items()
+    }
+    after["m0.py"] = after["m0.py"].replace(
+        "        self.server_state = server_state\n",
+        "        self.server_state = server_state\n"
+        "        self.default_headers = server_state.default_headers\n",
+    )
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert case.signature == "server_state . -> "
+    assert "m0.py" in expected(case)  # v9 before this fix took it for a move there
