@@ -374,3 +374,18 @@ def test_a_token_run_removed_in_place_is_no_move_when_another_change_adds_it(
     assert case is not None
     assert case.signature == "server_state . -> "
     assert "m0.py" in expected(case)  # v9 before this fix took it for a move there
+
+
+def test_lines_added_inside_a_multi_line_string_are_no_move(tmp_path: Path) -> None:
+    """zod a7cb6ed52e added `"exact": true,` to inline snapshots (template literals): the
+    hunk's lines are tokens, the whole file's text holds them inside one string token, so
+    "as often after as before" (0 = 0) is no evidence of a move."""
+    snap = 'test("a", () => {\n  expect(f()).toMatchInlineSnapshot(`\n    {\n      "code": "x",\n    }\n  `);\n});\n'
+    before = {f"t{i}.test.ts": snap for i in range(3)}
+    after = {
+        p: t.replace('"code": "x",\n', '"code": "x",\n      "exact": true,\n')
+        for p, t in before.items()
+    }
+    case = mined(tmp_path, before, after)
+    assert case is not None
+    assert case.signature == " -> <str> : true ,"
