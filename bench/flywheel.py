@@ -1080,7 +1080,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         f["gen1"] = r1
         if args.gen2:
             negatives = pairs_dir = None
-            if args.gen2_data_from:
+            if getattr(args, "gen2_data_from", None):
                 # Another draw of the generation-2 step on the data an earlier run built from
                 # the same generation 1 (its pool sessions, expert iteration, no negatives):
                 # the pool is not run again.
