@@ -838,6 +838,20 @@ def own_first(names: list[str], pos: list[SgNode], neg: list[SgNode]) -> set[str
     return out
 
 
+def bound(
+    name: str, pos: list[SgNode], neg: list[SgNode]
+) -> tuple[list[SgNode], list[SgNode]] | None:
+    """What metavariable ``name`` binds at every positive and every negative; None when either
+    side is empty or some match does not bind it."""
+    pv = [n.get_match(name) for n in pos]
+    nv = [n.get_match(name) for n in neg]
+    if not pv or not nv:
+        return None
+    p = [v for v in pv if v is not None]
+    q = [v for v in nv if v is not None]
+    return (p, q) if len(p) == len(pv) and len(q) == len(nv) else None
+
+
 # Wave 3o: the one value type a syntax tree tells by kind alone (Python): an expression that
 # is a bool. A commit that annotates the bool attributes of a class (click's
 # `self.is_bool_flag = is_flag and isinstance(…)`, `self.allow_interspersed_args = True`
@@ -856,12 +870,12 @@ def family_constraints(
     decides: one kept bool and the family says nothing."""
     out: list[dict[str, Any]] = []
     for name in names:
-        pv = [n.get_match(name) for n in pos]
-        nv = [n.get_match(name) for n in neg]
-        if not pv or not nv or any(v is None for v in pv + nv):
+        got = bound(name, pos, neg)
+        if got is None:
             continue
-        pk = {v.kind() for v in pv if v is not None}
-        nk = {v.kind() for v in nv if v is not None}
+        pv, nv = got
+        pk = {v.kind() for v in pv}
+        nk = {v.kind() for v in nv}
         if len(pk) >= 2 and pk <= BOOL_KINDS and not nk & BOOL_KINDS:
             out.append({name: {"any": [{"kind": k} for k in sorted(BOOL_KINDS)]}})
     return out
@@ -888,12 +902,12 @@ def value_constraints(
     the kept)."""
     out: list[dict[str, Any]] = []
     for name in names:
-        pv = [n.get_match(name) for n in pos]
-        nv = [n.get_match(name) for n in neg]
-        if not pv or not nv or any(v is None for v in pv + nv):
+        got = bound(name, pos, neg)
+        if got is None:
             continue
-        pk = {v.kind() for v in pv if v is not None}
-        nk = {v.kind() for v in nv if v is not None}
+        pv, nv = got
+        pk = {v.kind() for v in pv}
+        nk = {v.kind() for v in nv}
         if not pk & nk:
             alts = [{"kind": k} for k in sorted(nk)]
             out.append({name: {"not": alts[0] if len(alts) == 1 else {"any": alts}}})

@@ -36,6 +36,8 @@ from typing import Any
 
 from ast_grep_py import SgNode
 
+from oopav.synth.discriminate import bound
+
 # Call nodes per grammar whose callee is their ``function`` field.
 CALL_KINDS = frozenset({"call_expression", "call"})
 _LAST_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)$")
@@ -62,12 +64,12 @@ def callee_constraints(
     ``neg`` are matches of a rule that binds ``names``."""
     out: list[dict[str, Any]] = []
     for name in names:
-        pv = [n.get_match(name) for n in pos]
-        nv = [n.get_match(name) for n in neg]
-        if not pv or not nv or any(v is None for v in pv + nv):
+        got = bound(name, pos, neg)
+        if got is None:
             continue
-        kinds = {v.kind() for v in pv if v is not None}
-        called = {_callee(v) for v in pv if v is not None}
+        pv, nv = got
+        kinds = {v.kind() for v in pv}
+        called = {_callee(v) for v in pv}
         if len(kinds) != 1 or None in called:
             continue
         kept = {_callee(v) for v in nv if v is not None and v.kind() in kinds}
