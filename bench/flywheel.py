@@ -653,9 +653,11 @@ def train(
     preference_weight: float = 0.0,
     preference_beta: float = 0.1,
     record: dict[str, Any] | None = None,
+    on_error: Any = None,
 ) -> str:
     """Train; ``record`` (when given) gets the run's ``training_started`` data order (the
-    negatives' and preferences' records) and its last logged metrics."""
+    negatives' and preferences' records) and its last logged metrics; ``on_error`` runs
+    when training raises (stops the other arm's process)."""
     from oopav.trainer.sft import train_sft
 
     def emit(kind: str, fields: dict[str, Any]) -> None:
@@ -673,7 +675,34 @@ def train(
         negative_weight, negative_copy, negative_tokens, preferences, preference_weight,
         preference_beta,
     )  # fmt: skip
-    return str(train_sft(cfg, emit)["checkpoint"])
+    try:
+        return str(train_sft(cfg, emit)["checkpoint"])
+    except BaseException:
+        if on_error is not None:
+            on_error()
+        raise
+
+
+def train_recipe(cfg: Any) -> str:
+    from oopav.trainer.sft import train_sft
+
+    return str(train_sft(cfg, lambda kind, fields: None)["checkpoint"])
+
+
+def training_process(cfg: Any) -> Any:
+    from oopav.trainer.sft import TrainingProcess
+
+    return TrainingProcess(cfg)
+
+
+def control_checkpoint(side: Any, steps: int) -> str:
+    """The control arm's checkpoint from its process; one line and exit when it failed.
+    The deadline is generous (2 s a step, an hour at least): one thread here trains ~5
+    steps a second."""
+    try:
+        return str(side.result(max(3600.0, 2.0 * steps)))
+    except RuntimeError as exc:
+        raise SystemExit(f"the control arm: {exc}") from None
 
 
 async def verify(url: str, sids: list[str]) -> dict[str, int]:
@@ -1269,6 +1298,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             seed2 = args.seed if args.seed2 is None else args.seed2
             f["seed2"] = seed2
             t0 = time.perf_counter()
+            # The two arms are independent and each trains on one thread (recipe: threads=1):
+            # the control trains in a second process while generation 2 trains here, which
+            # halves the phase on a 2-core machine (the same seeds, data and steps: the same
+            # weights as one after the other). --serial-arms: one after the other.
+            control_cfg = recipe(
+                work / "control", gen0_data, args.steps2, ck1, args.lr2, seed2,
+                args.prompt_loss, args.augment, args.augment_parts,
+            )  # fmt: skip
+            side = None if getattr(args, "serial_arms", False) else training_process(control_cfg)
             ck2 = train(
                 work / "gen2",
                 mixed,
@@ -1289,18 +1327,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 args.dpo,
                 args.dpo_beta,
                 f.setdefault("gen2_training", {}),
+                on_error=side.stop if side else None,
             )
-            ckc = train(
-                work / "control",
-                gen0_data,
-                args.steps2,
-                ck1,
-                args.lr2,
-                seed2,
-                args.prompt_loss,
-                args.augment,
-                args.augment_parts,
-            )
+            ckc = control_checkpoint(side, args.steps2) if side else train_recipe(control_cfg)
             if args.copy_names:
                 # One decoding lever for all three policies: generation 2 and the control
                 # decode under generation 1's answer vocabulary, so that only their weights
@@ -1603,6 +1632,12 @@ def main() -> None:
         default=None,
         help="generation 2's and the control's training seed (default: --seed): another draw "
         "of the generation-2 step on the same tasks and generation 1",
+    )
+    ap.add_argument(
+        "--serial-arms",
+        action="store_true",
+        help="train generation 2 and the control one after the other (default: side by side, "
+        "the control in a second process; each trains on one thread)",
     )
     ap.add_argument("--workdir")
     ap.add_argument("--json", dest="json_out", type=Path)

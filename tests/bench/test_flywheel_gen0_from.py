@@ -127,13 +127,37 @@ def test_gen2_data_from_trains_another_draw_of_the_step_without_the_pool(
         return {"n": len(tasks), "success": {"gen2": 2, "control": 1}.get(name, 1), "sids": []}
 
     def train(
-        out: Path, dataset: Path, steps: int, model: str, lr: float, seed: int, *r: Any
+        out: Path, dataset: Path, steps: int, model: str, lr: float, seed: int, *r: Any, **k: Any
     ) -> str:
         trained[out.name] = (dataset, steps, model, seed)
         return str(out / "final")
 
+    def from_recipe(cfg: Any) -> str:
+        trained[Path(cfg.output_dir).name] = (
+            Path(cfg.dataset),
+            cfg.max_steps,
+            cfg.model,
+            cfg.seed,
+            cfg.threads,
+        )
+        return str(Path(cfg.output_dir) / "final")
+
+    class Side:
+        """The control arm's process (side by side with generation 2's training)."""
+
+        def __init__(self, cfg: Any) -> None:
+            self.path = from_recipe(cfg)
+
+        def result(self, deadline_s: float) -> str:
+            return self.path
+
+        def stop(self) -> None:
+            pass
+
     monkeypatch.setattr(flywheel, "evaluate", evaluate)
     monkeypatch.setattr(flywheel, "train", train)
+    monkeypatch.setattr(flywheel, "training_process", Side)
+    monkeypatch.setattr(flywheel, "train_recipe", from_recipe)
     args = argparse.Namespace(
         workdir=str(tmp_path / "work"), tasks=40, pool=600, heldout=2, heldout_b=2, seed=0,
         families="rename_call", shape="small", steps=60, steps2=30, pretok="code",
@@ -144,15 +168,21 @@ def test_gen2_data_from_trains_another_draw_of_the_step_without_the_pool(
         expert=0, gen1_b_no_feedback=False, no_feedback=False, negative_tokens="all",
         dpo_beta=0.1,
     )  # fmt: skip
-    f = asyncio.run(flywheel.main_async(args))
     ck1 = str(src / "gen1" / "final")
-    assert "gen1-pool" not in seen  # the pool is not run again
-    assert set(seen) == {"gen1", "gen1-B", "gen2", "control"}
-    assert trained == {
+    want = {
         "gen2": (src / "data-gen2", 30, ck1, 3),
-        "control": (src / "data-gen0-min", 30, ck1, 3),
+        # One thread: two arms side by side use the second core, not each other's.
+        "control": (src / "data-gen0-min", 30, ck1, 3, 1),
     }
-    assert f["gen2_records"] == 13 and f["gen2_gain"] == 50.0 and f["control_gain"] == 0.0
+    for serial in (False, True):  # side by side (the default) and --serial-arms alike
+        args.serial_arms = serial
+        seen.clear()
+        trained.clear()
+        f = asyncio.run(flywheel.main_async(args))
+        assert "gen1-pool" not in seen  # the pool is not run again
+        assert set(seen) == {"gen1", "gen1-B", "gen2", "control"}
+        assert trained == want
+        assert f["gen2_records"] == 13 and f["gen2_gain"] == 50.0 and f["control_gain"] == 0.0
     args.negatives = 0.1
     with pytest.raises(SystemExit, match="reuses generation 2's records only"):
         asyncio.run(flywheel.main_async(args))

@@ -2499,10 +2499,20 @@ def _search(
                     _Choice(rule, fix, covered, len(choices), fix, 0, cons, None, start, end)
                 )
             elif covered is None and may_narrow and budget[0] > 0:
-                # Deletes a statement the examples keep: narrow it to where they differ.
-                budget[0] -= 1
+                # Deletes a statement the examples keep: narrow it to where they differ. A
+                # rule ast-grep cannot run (a pattern whose context never yields the
+                # selector: `mut` in `fn _f() { mut }`) costs no narrowing: reqwest's
+                # `let mut rt` -> `let rt` spent the budget on five of them before the rule
+                # by kind got its turn (wave 3p).
                 split = _classify_deletion(candidate, exs)
-                if split is not None and any(_holds(p, seed) for p in split[0]):
+                if split is not None:
+                    budget[0] -= 1
+                # The seed's node, not its site: a deleted site spans the layout after it
+                # (`mut ` of `let mut rt`), which no matched node holds.
+                own = seed.node.range()
+                if split is not None and any(
+                    p.range() == own and p.get_root() is seed.node.get_root() for p in split[0]
+                ):
                     extras = discriminating(seed.node, *split)
                     tried[:0] = [(conjoin(rule, x), fix, start, end, cons, False) for x in extras]
         return choices

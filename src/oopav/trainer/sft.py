@@ -356,6 +356,66 @@ def train_and_save(trainer: Any, tokenizer: Any, cfg: Any, emit: Emit) -> dict[s
     return result
 
 
+def train_in_child(cfg: SFTRecipe, out: Any) -> None:
+    """:class:`TrainingProcess`'s entry point in the child: train ``cfg`` without progress
+    reports and put ``("ok", checkpoint)`` or ``("error", one line)`` on the queue ``out``."""
+    import os
+
+    os.environ.setdefault("TQDM_DISABLE", "1")  # one progress bar on the terminal: the parent's
+    try:
+        out.put(("ok", str(train_sft(cfg, lambda kind, fields: None)["checkpoint"])))
+    except BaseException as exc:  # the parent raises it as its own one-line failure
+        out.put(("error", f"{type(exc).__name__}: {exc}"[:500]))
+        raise
+
+
+class TrainingProcess:
+    """One recipe trained in a child process (``multiprocessing``, spawn: none of the
+    caller's event loop or threads), side by side with the caller's own work.
+
+    bench/flywheel.py trains its two generation-2 arms this way: each trains on one thread
+    (``threads: 1``), so two processes use a 2-core machine's second core, and the weights
+    are those of one run after the other (same seed, data and steps; tested)."""
+
+    def __init__(self, cfg: SFTRecipe) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self._results = ctx.Queue()
+        self._proc = ctx.Process(target=train_in_child, args=(cfg, self._results), daemon=True)
+        self._proc.start()
+
+    def result(self, deadline_s: float) -> str:
+        """The checkpoint's path; raises RuntimeError (one line) when the training failed,
+        its process died, or it overran ``deadline_s`` (then it is stopped)."""
+        import queue
+
+        deadline = time.monotonic() + deadline_s
+        while True:
+            try:
+                status, value = self._results.get(timeout=5)
+                break
+            except queue.Empty:
+                if not self._proc.is_alive():
+                    raise RuntimeError(
+                        f"the training process died (exit code {self._proc.exitcode})"
+                    ) from None
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(
+                        f"the training overran its deadline of {deadline_s:.0f} s"
+                    ) from None
+        self._proc.join(timeout=60)
+        if status != "ok":
+            raise RuntimeError(f"the training failed: {value}")
+        return str(value)
+
+    def stop(self) -> None:
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join(timeout=30)
+
+
 def train_sft(cfg: SFTRecipe, emit: Emit) -> dict[str, Any]:
     """Train; ``emit("started"|"step"|"checkpoint"|"evaluation", fields)`` reports progress."""
     import torch
