@@ -37,3 +37,17 @@ def test_a_modifier_deleted_at_some_bindings_is_narrowed_by_the_name() -> None:
     got, _ = result.apply(held)
     assert got == held.replace("let mut rt", "let rt")
     assert "let mut count" in got  # the other bindings keep their `mut`
+
+
+def test_a_line_added_after_the_module_docstring_is_an_insertion_at_the_top() -> None:
+    """uvicorn 32fa92fb put `from __future__ import annotations` and a blank line right
+    after each module's docstring. A new statement there is the top of the file's code, as
+    line 1 is for a file without a docstring: an insertion before the first statement, not a
+    rewrite of the whole module ("not a rewrite of one syntax node")."""
+    before = '"""Spawning child processes."""\nimport multiprocessing\nimport os\n\nX = 1\n'
+    after = before.replace('"""\n', '"""\nfrom __future__ import annotations\n\n', 1)
+    result = synthesize([Example(before, after, path="uvicorn/_subprocess.py")])
+    held = "import asyncio\nimport inspect\n\n\ndef main():\n    pass\n"
+    got, _ = result.apply(held)
+    assert got == "from __future__ import annotations\n\n" + held
+    assert result.apply(after)[0] == after  # once a file

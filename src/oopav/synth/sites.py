@@ -369,6 +369,28 @@ def _in_go_body(node: SgNode | None) -> bool:
     return first is not None and first.range() == node.range()
 
 
+def _after_preamble(node: SgNode | None) -> bool:
+    """``node`` is the file's first statement after its preamble: a direct child of the root
+    with only comments and a docstring before it (wave 3p: uvicorn 32fa92fb put
+    `from __future__ import annotations` and a blank line right after each module's
+    docstring — the top of the file's code, as line 1 is the top of a file without one)."""
+    parent = node.parent() if node is not None else None
+    if node is None or parent is None or parent.parent() is not None:
+        return False
+    r = node.range()
+    for child in parent.children():
+        if child.range() == r:
+            return True
+        if not child.is_named():
+            continue
+        docstring = child.kind() == "expression_statement" and re.match(
+            r"[rRuUbBfF]*[\"']", child.text()
+        )
+        if child.kind() not in COMMENT_KINDS and not docstring:
+            return False
+    return False
+
+
 def _is_container(node: SgNode) -> bool:
     return node.kind() in _CONTAINERS
 
@@ -415,7 +437,12 @@ def _insertion(
             # message is the one site's own; precision first, it stays the block rewritten).
             lists = not re.search(r"[\"'`]", text)
             anchor = _statement_at(broot, start=start, lists=lists)
-            if e.alt is None and e.start != 0 and not _in_go_body(anchor):
+            if (
+                e.alt is None
+                and e.start != 0
+                and not _in_go_body(anchor)
+                and not _after_preamble(anchor)
+            ):
                 continue
         if anchor is None:
             continue
