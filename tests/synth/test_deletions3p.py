@@ -51,3 +51,26 @@ def test_a_line_added_after_the_module_docstring_is_an_insertion_at_the_top() ->
     got, _ = result.apply(held)
     assert got == "from __future__ import annotations\n\n" + held
     assert result.apply(after)[0] == after  # once a file
+
+
+def test_tokens_changed_inside_macro_bodies_are_learned_by_their_token_tree() -> None:
+    """reqwest 11d835dc widened `#[cfg(target_arch = "wasm32")]` inside its `macro_rules!`
+    bodies, where everything is a token tree, and kept one in a function. No pattern parses
+    as those tokens (`(target_arch = "wasm32")` is an expression to a parser), so synth found
+    no candidate at all ("no rule rewrites …"). The token tree by its text is the fallback,
+    narrowed by the kept copy like any candidate."""
+    old, new = '(target_arch = "wasm32")', '(all(target_arch = "wasm32", target_os = "unknown"))'
+    before = (
+        "macro_rules! if_wasm {\n    ($($item:item)*) => {$(\n"
+        f"        #[cfg{old}]\n        $item\n    )*}}\n}}\n\n"
+        "macro_rules! if_hyper {\n    ($($item:item)*) => {$(\n"
+        f"        #[cfg(not{old})]\n        $item\n    )*}}\n}}\n\n"
+        f"fn test() {{\n    #[cfg(not{old})]\n    {{\n        check();\n    }}\n}}\n"
+    )
+    after = before.replace(f"cfg{old}", f"cfg{new}").replace(
+        f"#[cfg(not{old})]\n        $item", f"#[cfg(not{new})]\n        $item"
+    )
+    result = synthesize([Example(before, after, path="src/lib.rs")])
+    assert result.apply(before)[0] == after  # the function's copy is kept
+    held = f"macro_rules! if_tls {{\n    ($($i:item)*) => {{$(\n        #[cfg{old}]\n        $i\n    )*}}\n}}\n"
+    assert result.apply(held)[0] == held.replace(old, new)

@@ -2711,6 +2711,18 @@ def _search(
     for c in choices[start:]:
         c.order += LATE
     _made_statements(seed, remaining, exs, lang, choices, consider)
+    if not choices and seed.node.kind() == "token_tree" and "\n" not in seed.before_text:
+        # Wave 3p: a change inside a Rust macro's arguments or an attribute's tokens that no
+        # other candidate rewrites (reqwest 11d835dc: `(target_arch = "wasm32")` ->
+        # `(all(target_arch = "wasm32", any(…)))` in the `#[cfg(…)]` of `macro_rules!`
+        # bodies). A pattern of the token tree's text parses as an expression, never as
+        # tokens: the token tree by its exact text, narrowed like any other candidate where
+        # the examples keep the same tokens. Last: it never displaces a rule found before.
+        # Its own narrowing (the candidates above may have spent the budget on nothing).
+        budget[0] = max(budget[0], 1)
+        rule = {"kind": "token_tree", "regex": "^" + _rx_escape(seed.before_text) + "$"}
+        consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
+        run_deferred()
     return choices
 
 
