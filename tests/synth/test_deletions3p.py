@@ -74,3 +74,41 @@ def test_tokens_changed_inside_macro_bodies_are_learned_by_their_token_tree() ->
     assert result.apply(before)[0] == after  # the function's copy is kept
     held = f"macro_rules! if_tls {{\n    ($($i:item)*) => {{$(\n        #[cfg{old}]\n        $i\n    )*}}\n}}\n"
     assert result.apply(held)[0] == held.replace(old, new)
+
+
+def test_an_item_appended_after_the_same_last_item_whatever_owns_the_list() -> None:
+    """uvicorn 2cfbf003 appended `timeout_response=60,` after `timeout_keep_alive=5,` to the
+    parameters of `def run(…)` and of a protocol's `__init__(…)`, and kept the CLI's
+    `main(…, timeout_keep_alive: int)`. The owners' names are no class (every class has an
+    `__init__`); the item the new one follows is, by its key and kind: the held-out
+    protocol's `__init__` gets it, a typed `timeout_keep_alive: int` does not."""
+    main = (
+        "def main(\n    app,\n    limit_concurrency: int,\n    timeout_keep_alive: int,\n):\n"
+        "    run(app)\n\n\ndef run(\n    app,\n    limit_concurrency=None,\n"
+        "    timeout_keep_alive=5,\n):\n    pass\n"
+    )
+    h11 = (
+        "class H11Protocol:\n    def __init__(\n        self,\n        config,\n"
+        "        timeout_keep_alive=5,\n    ):\n        self.config = config\n\n"
+        "    def data_received(self, data):\n        pass\n\n\n"
+        "class FlowControl:\n    def __init__(\n        self,\n        transport,\n    ):\n"
+        "        self.transport = transport\n"
+    )
+    new = "timeout_keep_alive=5,\n    timeout_response=60,\n"
+    result = synthesize(
+        [
+            Example(main, main.replace("timeout_keep_alive=5,\n", new), path="main.py"),
+            Example(
+                h11,
+                h11.replace("timeout_keep_alive=5,\n", new.replace("\n    t", "\n        t")),
+                path="h11_impl.py",
+            ),
+        ]
+    )
+    held = (
+        "class HttpToolsProtocol:\n    def __init__(\n        self,\n        loop=None,\n"
+        "        timeout_keep_alive=5,\n    ):\n        self.loop = loop\n"
+    )
+    want = held.replace("=5,\n", "=5,\n        timeout_response=60,\n")
+    assert result.apply(held)[0] == want
+    assert result.apply(want)[0] == want  # not twice

@@ -142,6 +142,10 @@ class _Site:
         # The indentation of the list's closing bracket when it starts its line.
         self.close: str | None = None
         self.trail = ""
+        # Appended after the last item: that item's key, when it has one, and its kind
+        # (wave 3p).
+        self.last = ""
+        self.last_kind = ""
 
     @property
     def multi(self) -> bool:
@@ -201,6 +205,8 @@ def _append_at(root_after: SgNode, after: str, at: int, item: str) -> _Site | No
             site = _Site(tuple(chain), fld, feat[0], feat[1], sep, key)
             closing = re.search(r"\n([ \t]*)\S+$", parent.text())
             site.close = closing.group(1) if closing else None
+            if idx == len(items) - 1 and (last := _KEY.match(prev.text())) is not None:
+                site.last, site.last_kind = last.group(1), prev.kind()
             return site
     return None
 
@@ -393,7 +399,45 @@ def append_rules(
         else:
             if rules:
                 out.append((rules, probes))
-    return out
+    return out + _after_last(found, item, lang, roots)
+
+
+def _after_last(
+    found: list[_Site], item: str, lang: str, roots: list[SgNode]
+) -> list[Candidate]:
+    """Wave 3p: a keyed item appended after the same last item in every list, whatever owns
+    the list (uvicorn 2cfbf003: `timeout_response=60,` after `timeout_keep_alive=5,` in
+    `def run(…)` and in an `__init__(…)`; the owners' names are no class — `__init__` is
+    every class's — the item it follows is). Tried after the owner's rules: the last item by
+    its key and kind (a default `timeout_keep_alive=5`, not the `timeout_keep_alive: int` of
+    the CLI's `main` the commit kept), in a list of the examples' kind and layout, not
+    holding the new item yet."""
+    lasts = {(s.last, s.last_kind) for s in found}
+    kinds = {s.chain[0] for s in found}
+    seps = {_relative(s.sep) for s in found}
+    new_key = _KEY.match(item)
+    if len(lasts) != 1 or len(kinds) != 1 or len(seps) != 1 or not new_key:
+        return []
+    if any(s.trail or s.after or not s.last for s in found):
+        return []
+    (last, last_kind), kind, sep = lasts.pop(), kinds.pop(), seps.pop()
+    guard = {"has": {"regex": rf"^{re.escape(new_key.group(1))}\s*(?::|=[^=])"}}
+    lst: dict[str, Any] = {
+        "kind": kind,
+        "stopBy": "neighbor",
+        **({"regex": "\n"} if "\n" in sep else {}),
+        "not": guard if "\n" in sep else {"any": [guard, {"regex": "\n"}]},
+    }
+    top = {
+        "pattern": "$A",
+        "kind": last_kind,
+        "regex": rf"^{re.escape(last)}\s*(?::|=[^=])",
+        "nthChild": {"position": 1, "reverse": True, "ofRule": {"not": _comment(lang)}},
+        "not": _comment(lang),
+    }
+    probe = {**top, "inside": {"kind": kind, "stopBy": "neighbor", "not": guard}}
+    del roots  # the probes find the examples' kept lists: the caller runs them
+    return [([({**top, "inside": lst}, "$A" + sep + item)], [probe])]
 
 
 def _placed(text: str, p: int, n: int) -> list[tuple[str, int, str]]:
