@@ -683,12 +683,6 @@ def train(
         raise
 
 
-def train_recipe(cfg: Any) -> str:
-    from oopav.trainer.sft import train_sft
-
-    return str(train_sft(cfg, lambda kind, fields: None)["checkpoint"])
-
-
 def training_process(cfg: Any) -> Any:
     from oopav.trainer.sft import TrainingProcess
 
@@ -1329,7 +1323,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f.setdefault("gen2_training", {}),
                 on_error=side.stop if side else None,
             )
-            ckc = control_checkpoint(side, args.steps2) if side else train_recipe(control_cfg)
+            if side:
+                ckc = control_checkpoint(side, args.steps2)
+            else:
+                ckc = train(
+                    work / "control", gen0_data, args.steps2, ck1, args.lr2, seed2,
+                    args.prompt_loss, args.augment, args.augment_parts,
+                )  # fmt: skip
             if args.copy_names:
                 # One decoding lever for all three policies: generation 2 and the control
                 # decode under generation 1's answer vocabulary, so that only their weights

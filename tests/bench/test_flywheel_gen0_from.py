@@ -157,7 +157,6 @@ def test_gen2_data_from_trains_another_draw_of_the_step_without_the_pool(
     monkeypatch.setattr(flywheel, "evaluate", evaluate)
     monkeypatch.setattr(flywheel, "train", train)
     monkeypatch.setattr(flywheel, "training_process", Side)
-    monkeypatch.setattr(flywheel, "train_recipe", from_recipe)
     args = argparse.Namespace(
         workdir=str(tmp_path / "work"), tasks=40, pool=600, heldout=2, heldout_b=2, seed=0,
         families="rename_call", shape="small", steps=60, steps2=30, pretok="code",
@@ -169,11 +168,7 @@ def test_gen2_data_from_trains_another_draw_of_the_step_without_the_pool(
         dpo_beta=0.1,
     )  # fmt: skip
     ck1 = str(src / "gen1" / "final")
-    want = {
-        "gen2": (src / "data-gen2", 30, ck1, 3),
-        # One thread: two arms side by side use the second core, not each other's.
-        "control": (src / "data-gen0-min", 30, ck1, 3, 1),
-    }
+    control = (src / "data-gen0-min", 30, ck1, 3)
     for serial in (False, True):  # side by side (the default) and --serial-arms alike
         args.serial_arms = serial
         seen.clear()
@@ -181,7 +176,11 @@ def test_gen2_data_from_trains_another_draw_of_the_step_without_the_pool(
         f = asyncio.run(flywheel.main_async(args))
         assert "gen1-pool" not in seen  # the pool is not run again
         assert set(seen) == {"gen1", "gen1-B", "gen2", "control"}
-        assert trained == want
+        assert trained == {
+            "gen2": (src / "data-gen2", 30, ck1, 3),
+            # Side by side, in its own process on one thread (the second core, not gen 2's).
+            "control": control if serial else (*control, 1),
+        }
         assert f["gen2_records"] == 13 and f["gen2_gain"] == 50.0 and f["control_gain"] == 0.0
     args.negatives = 0.1
     with pytest.raises(SystemExit, match="reuses generation 2's records only"):

@@ -66,6 +66,9 @@ def _args(tmp_path: Path, src: Path, **over: Any) -> argparse.Namespace:
         explore_iterations=None, replay=0, failure_positives=0, feedback_positives=0, star=0,
         negatives=0.0, negatives_from="all", negative_tokens="all", dpo=0.0, dpo_beta=0.1,
         seed2=None, gen1_b_no_feedback=False, no_feedback=False,
+        # Both arms through `train` (faked here); side by side, the control trains in its own
+        # process (tests/bench/test_flywheel_gen0_from.py).
+        serial_arms=True,
     )  # fmt: skip
     return argparse.Namespace(**(base | over))
 
@@ -102,7 +105,7 @@ def test_pool_b_sessions_join_generation_2_and_never_the_control(
         merged.append(dirs)
         return 7
 
-    def train(out: Path, dataset: Path, *rest: Any) -> str:
+    def train(out: Path, dataset: Path, *rest: Any, **kw: Any) -> str:
         trained[out.name] = dataset
         return str(out / "final")
 
