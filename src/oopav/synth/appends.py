@@ -345,14 +345,7 @@ def append_rules(
                 for kind in reversed(chain[1:-1]):
                     owner = {"kind": kind, "stopBy": "neighbor", "inside": owner}
             layout: dict[str, Any] = {"regex": "\n"} if multi else {}
-            new_key = _KEY.match(item)
-            guard: dict[str, Any] = {
-                "has": {
-                    "regex": rf"^{re.escape(new_key.group(1))}\s*(?::|=[^=])"
-                    if new_key
-                    else f"^{re.escape(item)}$"
-                }
-            }
+            guard = _not_twice(item)
             lst: dict[str, Any] = {
                 "kind": chain[0],
                 "stopBy": "neighbor",
@@ -399,12 +392,17 @@ def append_rules(
         else:
             if rules:
                 out.append((rules, probes))
-    return out + _after_last(found, item, lang, roots)
+    return out + _after_last(found, item, lang)
 
 
-def _after_last(
-    found: list[_Site], item: str, lang: str, roots: list[SgNode]
-) -> list[Candidate]:
+def _not_twice(item: str) -> dict[str, Any]:
+    """A list that already holds ``item`` (by its key, when it has one) is left alone."""
+    key = _KEY.match(item)
+    regex = rf"^{re.escape(key.group(1))}\s*(?::|=[^=])" if key else f"^{re.escape(item)}$"
+    return {"has": {"regex": regex}}
+
+
+def _after_last(found: list[_Site], item: str, lang: str) -> list[Candidate]:
     """Wave 3p: a keyed item appended after the same last item in every list, whatever owns
     the list (uvicorn 2cfbf003: `timeout_response=60,` after `timeout_keep_alive=5,` in
     `def run(…)` and in an `__init__(…)`; the owners' names are no class — `__init__` is
@@ -415,13 +413,12 @@ def _after_last(
     lasts = {(s.last, s.last_kind) for s in found}
     kinds = {s.chain[0] for s in found}
     seps = {_relative(s.sep) for s in found}
-    new_key = _KEY.match(item)
-    if len(lasts) != 1 or len(kinds) != 1 or len(seps) != 1 or not new_key:
+    if len(lasts) != 1 or len(kinds) != 1 or len(seps) != 1 or not _KEY.match(item):
         return []
     if any(s.trail or s.after or not s.last for s in found):
         return []
     (last, last_kind), kind, sep = lasts.pop(), kinds.pop(), seps.pop()
-    guard = {"has": {"regex": rf"^{re.escape(new_key.group(1))}\s*(?::|=[^=])"}}
+    guard = _not_twice(item)
     lst: dict[str, Any] = {
         "kind": kind,
         "stopBy": "neighbor",
@@ -436,7 +433,6 @@ def _after_last(
         "not": _comment(lang),
     }
     probe = {**top, "inside": {"kind": kind, "stopBy": "neighbor", "not": guard}}
-    del roots  # the probes find the examples' kept lists: the caller runs them
     return [([({**top, "inside": lst}, "$A" + sep + item)], [probe])]
 
 
