@@ -542,6 +542,36 @@ def _block_alternatives(
             ],
         }
         out.append([(after_lt, after_fix), (first, before_fix)])
+    # Wave 3q: before the first import (in the file's order) that sorts after it, or after
+    # the last import where none does. In a block of sorted groups this is where it sorts
+    # in the first group that has a later module — "after the last import that sorts before
+    # it" reaches past the group into a later one. reqwest ba7b2a75's `use
+    # std::future::Future;` went between `use std::fs::File;` and `use std::io…` of a std
+    # group that a `use bytes…; use futures…` group followed, and after the last `use` of a
+    # file with no std group (no section of its own).
+    for rustfmt in modes if key is not None else ():
+        assert key is not None
+        le = _lt_regex(key, language, or_equal=True, rustfmt=rustfmt)
+        sortable = {"any": [m for m in matchers if m.get("kind") != "future_import_statement"]}
+        if rustfmt:
+            sortable = {"any": [{"kind": "use_declaration", "not": {"regex": r"^pub\b"}}]}
+        later = {"all": [sortable, {"not": {"regex": le}}]}
+        before_gt = {
+            **later,
+            "pattern": "$ANCHOR",
+            "inside": container,
+            "not": {"follows": {**later, "stopBy": "end"}},
+        }
+        none_later = {
+            "any": matchers,
+            "pattern": "$ANCHOR",
+            "inside": container,
+            "all": [
+                {"not": {"precedes": {**any_import, "stopBy": "end"}}},
+                {"not": {"inside": {**container, "has": later}}},
+            ],
+        }
+        out.append([(before_gt, before_fix), (none_later, after_fix)])
     return out
 
 
@@ -774,6 +804,35 @@ def _future_alternative(new: str) -> list[tuple[dict[str, Any], str]]:
     }
     doc = {**docstring, "pattern": "$ANCHOR", "nthChild": 1, "inside": root}
     return [(first, body + "\n$ANCHOR"), (doc, "$ANCHOR\n" + body)]
+
+
+def _future_section(new: str) -> list[tuple[dict[str, Any], str, dict[str, Any] | None]]:
+    """The same place as :func:`_future_alternative`, laid out as isort lays out its
+    ``__future__`` section: one blank line between it and the imports that follow, whether
+    the docstring had one below it or not (wave 3q: uvicorn 32fa92fb added the line after
+    one docstring that a blank line followed and after one that an import followed, a blank
+    line below it in both; every held-out file, without a docstring, got it and a blank
+    line at its top). After a docstring that code, not an import, follows, the lines
+    between stay as they were. (rule, fix, expand_start) each."""
+    body = new.strip(" \t\n")
+    (first, _), (doc, doc_fix) = _future_alternative(new)
+    docstring = {"kind": "expression_statement", "regex": "^[rRuUbBfF]*[\"']"}
+    imports = [{"kind": k} for k in IMPORT_KINDS["python"]]
+    # The import right after the docstring, its range grown back over the docstring: the
+    # whitespace between them is rewritten, not kept.
+    after_doc = {
+        "any": imports,
+        "pattern": "$ANCHOR",
+        "nthChild": 2,
+        "inside": {"kind": "module", "stopBy": "neighbor"},
+        "follows": {**docstring, "pattern": "$DOC", "nthChild": 1, "stopBy": "neighbor"},
+    }
+    doc_code = {**doc, "not": {"precedes": {"any": imports, "stopBy": "neighbor"}}}
+    return [
+        (first, body + "\n\n$ANCHOR", None),
+        (after_doc, "$DOC\n" + body + "\n\n$ANCHOR", docstring),
+        (doc_code, doc_fix, None),
+    ]
 
 
 # What may come before a file's imports: comments, a docstring or a directive
@@ -1313,12 +1372,18 @@ def _insert_choices(
     labelled = list(
         zip(
             plain,
-            ["after the file's last import", "where it sorts among the file's imports"]
+            [
+                "after the file's last import",
+                "where it sorts among the file's imports",
+                "before the first of the file's imports that sorts after it",
+            ]
             if lang != "rust"
             else [
                 "after the file's last import",
                 "where it sorts among the file's `use`s (rustfmt)",
                 "where it sorts among the file's imports",
+                "before the first of the file's `use`s that sorts after it (rustfmt)",
+                "before the first of the file's imports that sorts after it",
             ],
             strict=False,  # no "where it sorts" for a language without a sort key
         )
@@ -1328,9 +1393,14 @@ def _insert_choices(
         (b, "where it sorts within its section of the file's imports")
         for b in _section_alternatives(new, lang, root_kind)
     ]
-    blocks = labelled[:1] + sections + labelled[1:]
+    # (rule, fix) each, or (rule, fix, expand_start) where the fix's range grows back.
+    blocks: list[tuple[Sequence[tuple[Any, ...]], str]] = [*labelled[:1], *sections]
+    blocks += labelled[1:]
     if future:
-        blocks = [(_future_alternative(new), "first in the file (after its docstring)")]
+        blocks = [
+            (_future_section(new), "first in the file (after its docstring), a blank line below"),
+            (_future_alternative(new), "first in the file (after its docstring)"),
+        ]
         blocks += labelled
     lone = _no_import_rule(new, lang)
     single = _go_single_rules(new) if lang == "go" else []
@@ -1345,14 +1415,15 @@ def _insert_choices(
             rules = [
                 replace(
                     r,
-                    rule=_with(rule, *conds, already),
-                    fix=fix,
+                    rule=_with(item[0], *conds, already),
+                    fix=item[1],
                     constraints=None,
                     transform=None,
+                    expand_start=item[2] if len(item) > 2 else None,
                     follow_up="import",
                     id=r.id if j == 0 else f"{r.id}-{j + 1}",
                 )
-                for j, (rule, fix) in enumerate(block)
+                for j, item in enumerate(block)
             ]
             out.append((rules, f"{r.id}: inserts `{text[:60]}` {where}{said}, once a file"))
     if names:
