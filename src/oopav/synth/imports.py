@@ -481,10 +481,11 @@ def _lt_regex(key: str, language: str, *, or_equal: bool = False, rustfmt: bool 
 
 def _block_alternatives(
     new: str, language: str, root_kind: str
-) -> list[list[tuple[dict[str, Any], str]]]:
-    """Rule sets (rule, fix) that insert ``new`` into a file's import block, most plain
-    first: after the block's last import; where it sorts (after the last import that sorts
-    before it, or before the first when none does)."""
+) -> list[tuple[list[tuple[dict[str, Any], str]], str]]:
+    """Rule sets (rule, fix) that insert ``new`` into a file's import block, each with what
+    it does, most plain first: after the block's last import; where it sorts (after the last
+    import that sorts before it, or before the first when none does); before the first
+    import that sorts after it."""
     matchers = _import_matchers(language)
     if not matchers:
         return []
@@ -505,7 +506,9 @@ def _block_alternatives(
         "inside": container,
         "not": {"precedes": {**any_import, "stopBy": "end"}},
     }
-    out: list[list[tuple[dict[str, Any], str]]] = [[(last, after_fix)]]
+    out: list[tuple[list[tuple[dict[str, Any], str]], str]] = [
+        ([(last, after_fix)], "after the file's last import")
+    ]
     key = _sort_key(new, language)
     # Rust: rustfmt 1.x's order (`self`, `super`, `crate` first) among the private `use`s
     # (a `pub use` re-export block is a group of its own), then byte order among all (wave 3l).
@@ -541,7 +544,13 @@ def _block_alternatives(
                 },
             ],
         }
-        out.append([(after_lt, after_fix), (first, before_fix)])
+        which = "`use`s (rustfmt)" if rustfmt else "imports"
+        out.append(
+            (
+                [(after_lt, after_fix), (first, before_fix)],
+                f"where it sorts among the file's {which}",
+            )
+        )
     # Wave 3q: before the first import (in the file's order) that sorts after it, or after
     # the last import where none does. In a block of sorted groups this is where it sorts
     # in the first group that has a later module — "after the last import that sorts before
@@ -571,7 +580,13 @@ def _block_alternatives(
                 {"not": {"inside": {**container, "has": later}}},
             ],
         }
-        out.append([(before_gt, before_fix), (none_later, after_fix)])
+        which = "`use`s that sorts after it (rustfmt)" if rustfmt else "imports that sorts after it"
+        out.append(
+            (
+                [(before_gt, before_fix), (none_later, after_fix)],
+                f"before the first of the file's {which}",
+            )
+        )
     return out
 
 
@@ -1368,26 +1383,7 @@ def _insert_choices(
     guards.append(([], ""))
     root_kind = ROOT_KINDS[lang]
     out: list[tuple[list[SynthRule], str]] = []
-    plain = _block_alternatives(new, lang, root_kind)
-    labelled = list(
-        zip(
-            plain,
-            [
-                "after the file's last import",
-                "where it sorts among the file's imports",
-                "before the first of the file's imports that sorts after it",
-            ]
-            if lang != "rust"
-            else [
-                "after the file's last import",
-                "where it sorts among the file's `use`s (rustfmt)",
-                "where it sorts among the file's imports",
-                "before the first of the file's `use`s that sorts after it (rustfmt)",
-                "before the first of the file's imports that sorts after it",
-            ],
-            strict=False,  # no "where it sorts" for a language without a sort key
-        )
-    )
+    labelled = _block_alternatives(new, lang, root_kind)
     # Within its section (wave 3k synth19): before the plain "where it sorts".
     sections = [
         (b, "where it sorts within its section of the file's imports")
