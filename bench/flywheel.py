@@ -791,6 +791,13 @@ async def evaluate(
     return res
 
 
+def solved_by_task(r: dict[str, Any]) -> list[bool]:
+    """Whether each task of an evaluation was solved, in the order its sessions were
+    submitted (``session_ids``: one per task, in the tasks' order; ``sids``: the verified)."""
+    won = set(r.get("sids", ()))
+    return [sid in won for sid in r.get("session_ids", [])]
+
+
 def pass_at_rates(solved: list[list[bool]], ks: list[int]) -> dict[str, Any]:
     """pass@k of each task's independent sessions (``solved[t][i]``: session i of task t passed
     its test): for each k, the tasks that any of their first k sessions solved (a count, with
@@ -959,7 +966,7 @@ def load() -> float:
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     from oopav.bus.server import EmbeddedServer
-    from oopav.trainer.stats import fmt_diff
+    from oopav.trainer.stats import fmt_diff, fmt_paired, paired, sign_test
     from oopav.trainer.tasks import generate
 
     families = tuple(f for f in args.families.split(",") if f)
@@ -1372,9 +1379,19 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             d2 = 100 * (r2["success"] - base_b["success"]) / max(1, n)
             dc = 100 * (rc["success"] - base_b["success"]) / max(1, n)
             f["gen2_gain"], f["control_gain"] = d2, dc
+            # Task by task on the same B: the tasks each arm wins from generation 1 and loses
+            # to it, and the exact sign test on them.
+            b1 = solved_by_task(base_b)
+            pairs = {
+                arm: paired(b1, solved_by_task(r)) for arm, r in (("gen2", r2), ("control", rc))
+            }
+            for arm, (won, lost) in pairs.items():
+                f[f"{arm}_paired"] = {"won": won, "lost": lost, "p": sign_test(won, lost)}
             print(
-                f"gen2 - gen1 {fmt_diff(r2['success'], n, base_b['success'], n)} (target >= +10); "
-                f"control {fmt_diff(rc['success'], n, base_b['success'], n)} (<= +2): "
+                f"gen2 - gen1 {fmt_diff(r2['success'], n, base_b['success'], n)} "
+                f"({fmt_paired(b1, solved_by_task(r2))}) (target >= +10); "
+                f"control {fmt_diff(rc['success'], n, base_b['success'], n)} "
+                f"({fmt_paired(b1, solved_by_task(rc))}) (<= +2): "
                 f"{'PASS' if d2 >= 10 and dc <= 2 else 'MISS'}"
             )
         n1 = r1["n"]

@@ -124,7 +124,11 @@ def test_gen2_data_from_trains_another_draw_of_the_step_without_the_pool(
 
     async def evaluate(url: str, work: Path, name: str, tasks: list[Any], ck: str, *a: Any) -> Any:
         seen[name] = (len(tasks), ck)
-        return {"n": len(tasks), "success": {"gen2": 2, "control": 1}.get(name, 1), "sids": []}
+        # Two tasks: generation 1 and the control solve the first, generation 2 both.
+        solved = {"gen2": [True, True], "control": [True, False]}.get(name, [True, False])
+        ids = [f"{name}-{i}" for i in range(len(tasks))]
+        won = [sid for sid, ok in zip(ids, solved, strict=False) if ok]
+        return {"n": len(tasks), "success": len(won), "sids": won, "session_ids": ids}
 
     def train(
         out: Path, dataset: Path, steps: int, model: str, lr: float, seed: int, *r: Any, **k: Any
@@ -182,6 +186,9 @@ def test_gen2_data_from_trains_another_draw_of_the_step_without_the_pool(
             "control": control if serial else (*control, 1),
         }
         assert f["gen2_records"] == 13 and f["gen2_gain"] == 50.0 and f["control_gain"] == 0.0
+        # Task by task against generation 1 on B: generation 2 wins the second task.
+        assert f["gen2_paired"] == {"won": 1, "lost": 0, "p": 1.0}
+        assert f["control_paired"] == {"won": 0, "lost": 0, "p": 1.0}
     args.negatives = 0.1
     with pytest.raises(SystemExit, match="reuses generation 2's records only"):
         asyncio.run(flywheel.main_async(args))

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from oopav.trainer.stats import fmt_diff, fmt_rate, newcombe, wilson
+from oopav.trainer.stats import (
+    fmt_diff,
+    fmt_paired,
+    fmt_rate,
+    newcombe,
+    paired,
+    sign_test,
+    wilson,
+)
 
 
 def test_wilson_matches_the_published_values() -> None:
@@ -34,3 +42,24 @@ def test_a_difference_from_tiny_samples_includes_zero() -> None:
     assert lo < 0 < hi
     assert fmt_rate(1, 4).startswith("25.0% [")
     assert fmt_diff(3, 4, 1, 4).startswith("+50.0 points [")
+
+
+def test_paired_counts_the_tasks_each_side_wins() -> None:
+    base = [True, True, False, False, True]
+    other = [True, False, True, True, True]
+    assert paired(base, other) == (2, 1)
+    assert paired(other, base) == (1, 2)
+    with pytest.raises(ValueError, match="different lengths"):
+        paired(base, other[:2])
+
+
+def test_sign_test_matches_the_binomial_tail() -> None:
+    # 11 won, 1 lost: 2 * (C(12,0) + C(12,1)) / 2**12 = 26 / 4096.
+    assert sign_test(11, 1) == pytest.approx(26 / 4096)
+    assert sign_test(1, 11) == sign_test(11, 1)  # two-sided: symmetric
+    assert sign_test(4, 5) == 1.0  # capped: an even split is no evidence
+    assert sign_test(0, 0) == 1.0
+    assert sign_test(6, 0) == pytest.approx(2 / 64)
+    with pytest.raises(ValueError, match="negative"):
+        sign_test(-1, 2)
+    assert fmt_paired([False] * 12, [True] * 11 + [False]) == "won 11, lost 0 (sign test p = 0.001)"

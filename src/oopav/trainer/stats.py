@@ -5,6 +5,9 @@ proportion, and a learning claim is a difference of two of them.
   rates near 0 or 1, where the normal approximation gives intervals outside [0, 1]).
 - :func:`newcombe`: Newcombe's hybrid score interval for p1 - p2 (method 10), built from the
   two Wilson intervals; a gain whose interval holds 0 is not shown by the data.
+- :func:`paired` and :func:`sign_test`: two policies on the *same* tasks, compared task by
+  task — the tasks one solves and the other does not, and the exact sign test on them
+  (tighter than two independent intervals, which ignore that most tasks go the same way).
 """
 
 from __future__ import annotations
@@ -57,3 +60,33 @@ def fmt_diff(k1: int, n1: int, k2: int, n2: int) -> str:
     """``+12.5 points [+4.1, +20.6]``: k1/n1 - k2/n2 with its interval."""
     d, lo, hi = newcombe(k1, n1, k2, n2)
     return f"{100 * d:+.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+
+
+def paired(base: list[bool], other: list[bool]) -> tuple[int, int]:
+    """(won, lost) of ``other`` against ``base`` on the same tasks in the same order: the
+    tasks only ``other`` solves, and those only ``base`` solves. Two policies on one
+    held-out set differ on a few tasks; these discordant pairs carry the comparison."""
+    if len(base) != len(other):
+        raise ValueError(f"paired results of different lengths: {len(base)} and {len(other)}")
+    won = sum(1 for a, b in zip(base, other, strict=True) if b and not a)
+    lost = sum(1 for a, b in zip(base, other, strict=True) if a and not b)
+    return won, lost
+
+
+def sign_test(won: int, lost: int) -> float:
+    """Two-sided exact sign test on the discordant pairs (McNemar's exact test): the chance
+    of a split at least this uneven if each policy were as likely as the other to win a
+    task. 1.0 when no task differs."""
+    if won < 0 or lost < 0:
+        raise ValueError(f"won={won} and lost={lost} must not be negative")
+    n = won + lost
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(won, lost) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def fmt_paired(base: list[bool], other: list[bool]) -> str:
+    """``won 11, lost 1 (sign test p = 0.006)``."""
+    won, lost = paired(base, other)
+    return f"won {won}, lost {lost} (sign test p = {sign_test(won, lost):.3f})"
