@@ -62,4 +62,4 @@ def test_sign_test_matches_the_binomial_tail() -> None:
     assert sign_test(6, 0) == pytest.approx(2 / 64)
     with pytest.raises(ValueError, match="negative"):
         sign_test(-1, 2)
-    assert fmt_paired([False] * 12, [True] * 11 + [False]) == "won 11, lost 0 (sign test p = 0.001)"
+    assert fmt_paired([False] * 12, [True] * 11 + [False]) == "won 11, lost 0, sign test p = 0.001"

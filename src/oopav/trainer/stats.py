@@ -87,6 +87,6 @@ def sign_test(won: int, lost: int) -> float:
 
 
 def fmt_paired(base: list[bool], other: list[bool]) -> str:
-    """``won 11, lost 1 (sign test p = 0.006)``."""
+    """``won 11, lost 1, sign test p = 0.006``."""
     won, lost = paired(base, other)
-    return f"won {won}, lost {lost} (sign test p = {sign_test(won, lost):.3f})"
+    return f"won {won}, lost {lost}, sign test p = {sign_test(won, lost):.3f}"
