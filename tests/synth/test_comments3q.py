@@ -34,7 +34,7 @@ def test_a_path_removed_below_a_line_comment_is_learned_as_the_path() -> None:
 def test_a_line_comment_alone_changed_is_still_refused() -> None:
     """Read as one token, a line comment whose words change is still a change of a comment
     only, which no rule rewrites: refused with the same reason as before."""
-    before = "fn a() {\n    // TODO: remove\n    x();\n}\n"
-    after = "fn a() {\n    // NOTE: kept\n    x();\n}\n"
+    before = "fn a() {\n    // first draft\n    x();\n}\n"
+    after = "fn a() {\n    // second draft\n    x();\n}\n"
     with pytest.raises(SynthesisError, match="changes a comment; comments are not rewritable"):
         synthesize([Example(before, after, path="src/a.rs")])
