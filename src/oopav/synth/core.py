@@ -45,6 +45,8 @@ from oopav.synth.discriminate import (
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
+from oopav.synth.formatargs import LANGS as FORMAT_LANGS
+from oopav.synth.formatargs import inline_args
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.placement import at_edge, bound_names, edge_candidates
@@ -2615,6 +2617,12 @@ def _search(
                     pattern, fix, cons, transform = st
                     for rule in _pattern_rules(Template(pattern, fix, {}), lang, top.node.kind()):
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
+                # Wave 3r: arguments moved into their format string's placeholders
+                # (`panic!("{:?}", x)` -> `panic!("{x:?}")`): any such string, not this one.
+                fa = inline_args(t, _string_kind(top), lang) if lang in FORMAT_LANGS else []
+                for pattern, fix, cons, transform in fa:
+                    for rule in _format_rules(Template(pattern, fix, {}), top, lang):
+                        consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
                 # A member chain of any depth before the depth the sites show (wave 3i):
                 # `$A.$D;` before `$A.$B.$C.$D;`, verified like any candidate.
                 tc = collapse_chains(t)
@@ -3267,6 +3275,35 @@ def _string_transform(
             cons["regex"] = _word_regex(old)  # only strings that hold the word
         return pattern, fix, {"STR1": cons}, transform
     return None
+
+
+def _format_rules(t: Template, top: Site, lang: str) -> list[dict[str, Any]]:
+    """``t`` as rules; a Rust macro's token tree in a call of that very macro (a token
+    tree's pattern says nothing of the macro around it: `format!` is no `panic!`)."""
+    parent = top.node.parent()
+    if top.node.kind() != "token_tree" or parent is None or parent.kind() != "macro_invocation":
+        return _pattern_rules(t, lang, top.node.kind())
+    name = parent.field("macro")
+    if name is None:
+        return []
+    return [
+        {
+            "pattern": {"context": f"{name.text()}!{t.pattern}", "selector": "token_tree"},
+            "inside": {
+                "kind": "macro_invocation",
+                "stopBy": "neighbor",
+                "has": {"field": "macro", "regex": "^" + re.escape(name.text()) + "$"},
+            },
+        }
+    ]
+
+
+def _string_kind(top: Site) -> str:
+    """The node kind of the strings under ``top`` (``string``, Rust's ``string_literal``)."""
+    for n in top.node.find_all(regex="^[fFbBrRuU]{0,2}[\"']"):
+        if "string" in n.kind():
+            return n.kind()
+    return "string"
 
 
 _PREFIX = re.compile(r"[bBrRuUfF]{1,2}")

@@ -187,13 +187,68 @@ def _token_opcodes(
         if out and i1 < out[-1][1]:  # a token spanning both chunks: diff them together
             i1, j1 = out[-1][0], out[-1][2]
             out.pop()
-        sm = difflib.SequenceMatcher(
-            None, [t.text for t in btoks[i1:i2]], [t.text for t in atoks[j1:j2]], False
-        )
+        bt, at = [t.text for t in btoks[i1:i2]], [t.text for t in atoks[j1:j2]]
+        sm = difflib.SequenceMatcher(None, bt, at, False)
+        ops: list[tuple[int, int, int, int]] = []
         for op, a1, a2, b1, b2 in sm.get_opcodes():
-            if op != "equal":
-                out.append((i1 + a1, i1 + a2, j1 + b1, j1 + b2))
+            if op == "equal":
+                continue
+            if not ops:
+                ops.append((a1, a2, b1, b2))
+                continue
+            # Two changes as close as their tokens allow (see _slid): one where they meet.
+            last, joined = _slid_right(ops[-1], (a1, a2, b1, b2), bt, at)
+            if joined:
+                ops[-1] = last
+                continue
+            ops[-1] = last
+            slid, joined = _slid(ops[-1], (a1, a2, b1, b2), bt, at)
+            if joined:
+                ops[-1] = slid  # one change, not two
+            else:
+                ops.append(slid)
+        out += [(i1 + a1, i1 + a2, j1 + b1, j1 + b2) for a1, a2, b1, b2 in ops]
     return out
+
+
+def _slid(
+    prev: tuple[int, int, int, int], op: tuple[int, int, int, int], bt: list[str], at: list[str]
+) -> tuple[tuple[int, int, int, int], bool]:
+    """``op``, a pure deletion (insertion), slid left towards ``prev`` over the tokens that
+    repeat it (the same result: which of two equal tokens a diff keeps is its arbitrary
+    choice), and whether it now joins ``prev``. `log("{}".format(a))` -> `log(f"{a}")` was
+    diffed as `"{}".format(a` changed and the *outer* `)` deleted, so the site was the whole
+    `log(…)` call; slid, the change is the format call alone (wave 3r)."""
+    p1, p2, q1, q2 = prev
+    a1, a2, b1, b2 = op
+    if b1 == b2 and a2 > a1:
+        while a1 > p2 and bt[a1 - 1] == bt[a2 - 1]:
+            a1, a2, b1, b2 = a1 - 1, a2 - 1, b1 - 1, b2 - 1
+        return ((p1, a2, q1, q2), True) if a1 == p2 else ((a1, a2, b1, b2), False)
+    if a1 == a2 and b2 > b1:
+        while b1 > q2 and at[b1 - 1] == at[b2 - 1]:
+            a1, a2, b1, b2 = a1 - 1, a2 - 1, b1 - 1, b2 - 1
+        return ((p1, p2, q1, b2), True) if b1 == q2 else ((a1, a2, b1, b2), False)
+    return op, False
+
+
+def _slid_right(
+    op: tuple[int, int, int, int], nxt: tuple[int, int, int, int], bt: list[str], at: list[str]
+) -> tuple[tuple[int, int, int, int], bool]:
+    """:func:`_slid` the other way: ``op`` slid right towards ``nxt`` (`log(g(a))` ->
+    `log(a)` diffed as the outer `(` and `g` deleted: slid, `g(` and the inner `)` are
+    deleted, both inside `g(a)`); the joined change when they meet."""
+    a1, a2, b1, b2 = op
+    n1, n2, m1, m2 = nxt
+    if b1 == b2 and a2 > a1:
+        while a2 < n1 and bt[a1] == bt[a2]:
+            a1, a2, b1, b2 = a1 + 1, a2 + 1, b1 + 1, b2 + 1
+        return ((a1, n2, b1, m2), True) if a2 == n1 else ((a1, a2, b1, b2), False)
+    if a1 == a2 and b2 > b1:
+        while b2 < m1 and at[b1] == at[b2]:
+            a1, a2, b1, b2 = a1 + 1, a2 + 1, b1 + 1, b2 + 1
+        return ((a1, n2, b1, m2), True) if b2 == m1 else ((a1, a2, b1, b2), False)
+    return op, False
 
 
 def _offsets(lines: list[str]) -> list[int]:

@@ -1,0 +1,154 @@
+"""Arguments moved into their format string (wave 3r).
+
+Real commits inline a format call's arguments into its placeholders: Rust's
+``panic!("unexpected: {:?}", other)`` -> ``panic!("unexpected: {other:?}")`` (clippy's
+``uninlined_format_args``), Python's ``"{} [{}]".format(a, b)`` -> ``f"{a} [{b}]"`` (pyupgrade).
+Learned literally, each example's string was a rule of its own and reached no other string
+(reqwest 05c3982e24: five held-out `panic!("unexpected {:?}", other)`, none rewritten).
+
+The general rule keeps the string as ``$STR1`` (constrained to strings with the examples'
+number of bare placeholders, ``{}`` or ``{:spec}`` / ``{!r}``) and each argument as ``$IA1``…
+(identifiers, as Rust requires), and splits the string at its placeholders with ast-grep
+``replace`` transforms (``$IP0`` up to and with the first ``{``, ``$IP1`` from there up to
+and with the next, …) so the fix can put each argument right after its ``{``:
+``panic!($IP0$IA1$IP1)``. Plain ast-grep: the CLI applies it alike.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from oopav.synth.abstract import Template
+
+# A string literal with an optional prefix (Python's f, b, r, u).
+_STRING = re.compile(r"""(?<![\w$])([fFbBrRuU]{0,2})(["'])(?:\\.|(?!\2)[^\\\n])*\2""")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+# Python's f-strings take a name or an attribute chain (`{self.x}`) where `.format` took it.
+_DOTTED = _IDENT + r"(?:\." + _IDENT + ")*"
+_SPEC = r"(?:[:!][^{}\"'\n]*)?"
+# Languages whose format strings take ``{}`` placeholders that an argument's name can fill.
+LANGS = frozenset({"rust", "python"})
+MAX_ARGS = 3
+
+
+def _lit(q: str) -> str:
+    """One literal character of a string between ``q`` quotes: an escape, a doubled brace,
+    anything but a brace, a backslash, the quote or a newline."""
+    return r"(?:\\.|\{\{|\}\}|[^{}\\\n" + re.escape(q) + "])"
+
+
+def _split(body: str) -> list[str] | None:
+    """``body`` (between the quotes) as literal, placeholder, literal, …: None when a brace
+    is neither doubled nor a bare placeholder (``{0}``, ``{name}`` name their argument)."""
+    out: list[str] = []
+    i, last = 0, 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if body.startswith("{{", i) or body.startswith("}}", i):
+            i += 2
+            continue
+        if c == "}":
+            return None
+        if c == "{":
+            m = re.compile(r"\{" + _SPEC + r"\}").match(body, i)
+            if m is None:
+                return None
+            out += [body[last:i], m.group(0)]
+            i = last = m.end()
+            continue
+        i += 1
+    out.append(body[last:])
+    return out
+
+
+def inline_args(
+    t: Template, kind: str, lang: str
+) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """(pattern, fix, constraints, transform) candidates when ``t`` moves its format call's
+    arguments into the string's placeholders, in order, most general first; none otherwise.
+    ``kind``: the string's node kind."""
+    if lang not in LANGS:
+        return []
+    ps, fs = list(_STRING.finditer(t.pattern)), list(_STRING.finditer(t.fix))
+    if not ps or len(ps) != len(fs):
+        return []
+    changed = [(p, f) for p, f in zip(ps, fs, strict=True) if p.group(0) != f.group(0)]
+    if len(changed) != 1:
+        return []
+    p, f = changed[0]
+    q = p.group(2)
+    if p.group(1) or f.group(2) != q:
+        return []
+    python = lang == "python"
+    if f.group(1) != ("f" if python else ""):
+        return []
+    body_a = p.group(0)[1:-1]
+    body_b = f.group(0)[len(f.group(1)) + 1 : -1]
+    pieces = _split(body_a)
+    if pieces is None or not 1 <= len(pieces) // 2 <= MAX_ARGS:
+        return []
+    n = len(pieces) // 2
+    # The new body: each placeholder with a name right after its `{`.
+    name = _DOTTED if python else _IDENT
+    want = "".join(
+        re.escape(x) if k % 2 == 0 else r"\{(" + name + ")" + re.escape(x[1:])
+        for k, x in enumerate(pieces)
+    )
+    mb = re.fullmatch(want, body_b)
+    if mb is None:
+        return []
+    names = list(mb.groups())
+    p0, p1 = t.pattern[: p.start()], t.pattern[p.end() :]
+    f0, f1 = t.fix[: f.start()], t.fix[f.end() :]
+    if p0 != f0:
+        return []
+    if python:
+        args = (
+            r"\.format\(\s*" + r"\s*,\s*".join(re.escape(w) + r"\b" for w in names) + r"\s*,?\s*\)"
+        )
+    else:
+        args = "".join(r"\s*,\s*" + re.escape(w) + r"\b" for w in names) + r"(?:\s*,(?=\s*\)))?"
+    ma = re.match(args, p1)
+    if ma is None or p1[ma.end() :] != f1:
+        return []
+    metas = [f"$IA{k + 1}" for k in range(n)]
+    call = (".format(" + ", ".join(metas) + ")") if python else "".join(", " + m for m in metas)
+    lit = _lit(q)
+    groups = [re.escape(q) + lit + r"*\{"]
+    groups += [_SPEC + r"\}" + lit + r"*\{" for _ in range(n - 1)]
+    groups.append(_SPEC + r"\}" + lit + "*" + re.escape(q))
+    full = "^" + "".join(f"({g})" for g in groups) + "$"
+    transform = {
+        f"IP{k}": {"replace": {"source": "$STR1", "replace": full, "by": "${" + str(k + 1) + "}"}}
+        for k in range(n + 1)
+    }
+    body = ("f" if python else "") + "".join(
+        f"$IP{k}" + (metas[k] if k < n else "") for k in range(n + 1)
+    )
+    shape = (
+        "^"
+        + re.escape(q)
+        + lit
+        + "*"
+        + (r"\{" + _SPEC + r"\}" + lit + "*") * n
+        + re.escape(q)
+        + "$"
+    )
+    cons: dict[str, Any] = {"STR1": {"kind": kind, "regex": shape}}
+    # Rust inlines plain names only; an f-string takes an attribute chain as `.format` did.
+    arg = (
+        {"any": [{"kind": "identifier"}, {"kind": "attribute"}]}
+        if python
+        else {"kind": "identifier"}
+    )
+    for m in metas:
+        cons[m[1:]] = arg
+    out = [(p0 + "$STR1" + call + f1, f0 + body + f1, cons, transform)]
+    if python and (p0 or f1):
+        # The format call itself first: wherever it stands, not only in this statement.
+        out.insert(0, ("$STR1" + call, body, cons, transform))
+    return out
