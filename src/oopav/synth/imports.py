@@ -33,6 +33,7 @@ alone.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -1169,6 +1170,9 @@ def manage_imports(
     added_for: list[SynthRule] = []
     dropped_for: list[SynthRule] = []
     drop_notes: list[str] = []
+    renamed_for: list[SynthRule] = []
+    rename_notes: list[str] = []
+    renamed_pairs: set[tuple[str, str]] = set()
     needed_alone: set[str] = set()
     import_edits = [r for r in rewrites if _import_edit(r, befores)]
     for r in rewrites:
@@ -1179,6 +1183,21 @@ def manage_imports(
             pattern.get("context", "") if isinstance(pattern, dict) else pattern or ""
         )
         introduced = _names_in(r.fix) - _names_in(pattern_text)
+        pair = _renamed(r, befores)
+        if pair is not None and (
+            pair in renamed_pairs
+            or _renames_imports(r, pair[0], lang)  # the rule reaches the import's name itself
+            or not any(_importable(b, pair[0], lang) for b in befores)
+        ):
+            pair = None
+        follow = _rename_import(*pair, lang) if pair is not None else None
+        if pair is not None and follow is not None:
+            renamed_pairs.add(pair)
+            renamed_for.append(_follow_up(r, follow, pair[1], lang))
+            rename_notes.append(
+                f"{r.id} renames `{pair[0]}`: renamed in the file's import where the file "
+                "uses the new name only"
+            )
         for name in sorted(introduced - inserted_names):
             for before, after in examples:
                 imp = next(
@@ -1252,15 +1271,20 @@ def manage_imports(
                             f"{r.id} may leave `{name}` unused: dropped from its import list "
                             "where it is"
                         )
-    if not (inserts or deletes or added_for or dropped_for):
+    if not (inserts or deletes or added_for or dropped_for or renamed_for):
         return []
     original = list(result.rules)
     n = len(original)
     fresh = []
-    for extra in [*added_for, *dropped_for]:
+    for extra in [*added_for, *renamed_for, *dropped_for]:
         n += 1
         fresh.append(replace(extra, id=f"synth-{n}"))
-    added_for, dropped_for = fresh[: len(added_for)], fresh[len(added_for) :]
+    k = len(added_for) + len(renamed_for)
+    added_for, renamed_for, dropped_for = (
+        fresh[: len(added_for)],
+        fresh[len(added_for) : k],
+        fresh[k:],
+    )
     result.rules = rewrites + inserts + added_for + deletes
     if insert_choices:
         chosen = _choose(result, rewrites, inserts, added_for, deletes, insert_choices, check)
@@ -1291,8 +1315,9 @@ def manage_imports(
             notes.append(f"{r.id} (an edit of the import list) left to the import follow-up")
         else:
             result.rules = kept
-    # Unused-import drops the examples do not show are kept only where no example contradicts.
-    for extra, note in zip(dropped_for, drop_notes, strict=True):
+    # Renamed imports and unused-import drops the examples do not show are kept only where
+    # no example contradicts (a rename first: the drop's pattern is the old import's text).
+    for extra, note in zip([*renamed_for, *dropped_for], [*rename_notes, *drop_notes], strict=True):
         kept = list(result.rules)
         result.rules = [*kept, extra]
         if check(result):
@@ -1300,6 +1325,172 @@ def manage_imports(
         else:
             result.rules = kept
     return notes
+
+
+def _renamed(r: SynthRule, befores: Sequence[str]) -> tuple[str, str] | None:
+    """(old, new) when ``r`` renames one name: applied to the examples, its every change is
+    that name replaced by the other, one for one (`UseStore<…>` -> `UseBoundStore<…>`; not
+    `str` -> `t.Any`, not `%s` -> `{}`), at a value or type name (`obj.fetch` -> `obj.get`
+    renames a member, no import's business)."""
+    pairs: set[tuple[str, str]] = set()
+    for before in befores:
+        got = r.apply(before)[0]
+        if got == before:
+            continue
+        a, b = _names_of(before, r.language), _names_of(got, r.language)
+        ops = difflib.SequenceMatcher(None, [x for x, _ in a], [x for x, _ in b], False)
+        for tag, i1, i2, j1, j2 in ops.get_opcodes():
+            if tag == "equal":
+                continue
+            if tag != "replace" or i2 - i1 != j2 - j1:
+                return None
+            for (x, member_x), (y, member_y) in zip(a[i1:i2], b[j1:j2], strict=True):
+                if member_x or member_y:
+                    return None
+                pairs.add((x, y))
+    if len(pairs) != 1:
+        return None
+    old, new = pairs.pop()
+    if old in _NOT_IMPORTED or new in _NOT_IMPORTED:
+        return None
+    return old, new
+
+
+# The kinds of a member's name (Python's attribute names are identifiers: by position).
+_MEMBER_KINDS: dict[str, tuple[str, ...]] = {
+    "python": (),
+    "javascript": ("property_identifier",),
+    "typescript": ("property_identifier",),
+    "tsx": ("property_identifier",),
+    "go": ("field_identifier",),
+    "rust": ("field_identifier",),
+}
+
+
+def _importable(text: str, name: str, language: str) -> bool:
+    """``text`` defines ``name`` (a class, a function, a type: the node whose `name` it is) or
+    imports it: a name another file may import. A local variable (`ctx` -> `input`) or an
+    associated item (`i64::MAX`) gets no import follow-up."""
+    if any(name in bound_names(n.text(), language) for n in imports_of(text, language)):
+        return True
+    for n in parse(text, language).find_all(regex="^" + re.escape(name) + "$"):
+        up = n.parent()
+        own = up.field("name") if up is not None else None
+        if own is not None and own.range() == n.range() and not n.children():
+            return True
+    return False
+
+
+def _names_of(text: str, language: str) -> list[tuple[str, bool]]:
+    """The names of ``text`` in order, each with whether it names a member (a property, a
+    field, a Python attribute) rather than a value or a type."""
+    members = _MEMBER_KINDS.get(language, ())
+    kinds = dict.fromkeys((*USE_KINDS[language], *members))
+    out: list[tuple[str, bool]] = []
+    for n in parse(text, language).find_all(any=[{"kind": k} for k in kinds]):
+        member = n.kind() in members
+        up = n.parent()
+        if language == "python" and up is not None and up.kind() == "attribute":
+            attr = up.field("attribute")
+            member = attr is not None and attr.range() == n.range()
+        elif language == "rust" and up is not None and up.kind() == "scoped_identifier":
+            last = up.field("name")  # `i64::MAX`: reached through its path
+            member = member or (last is not None and last.range() == n.range())
+        out.append((n.text(), member))
+    return out
+
+
+# Names no import binds (`this` -> `ctx` is no rename of an imported name).
+_NOT_IMPORTED = frozenset(
+    "this self cls super Self crate None True False null undefined true false nil".split()
+)
+
+
+# An import of a name, per language (`{}`: the name), to see whether a rename reaches it.
+_IMPORT_SAMPLES = {
+    "python": "from m import {}\n",
+    "javascript": "import {{ {} }} from 'm'\n",
+    "typescript": "import {{ {} }} from 'm'\n",
+    "tsx": "import {{ {} }} from 'm'\n",
+    "rust": "use m::{{{}, Z}};\n",
+}
+
+
+def _renames_imports(r: SynthRule, old: str, language: str) -> bool:
+    """``r`` rewrites an import of ``old`` itself (a rename of every such name): no
+    follow-up needed."""
+    sample = _IMPORT_SAMPLES.get(language)
+    if sample is None:
+        return True
+    text = sample.format(old)
+    try:
+        return r.apply(text)[0] != text
+    except Exception:
+        return False
+
+
+def _import_name(name: str, language: str) -> dict[str, Any] | None:
+    """A rule: ``name`` where an import statement binds it under that very name (Python's
+    `from m import name`, JS/TS `import {name} from` and `const {name} = require(…)`, Rust
+    `use a::name` / `use a::{name}`); None for a language without named imports (Go)."""
+    rx = "^" + re.escape(name) + "$"
+    if language == "python":
+        return {
+            "kind": "dotted_name",
+            "regex": rx,
+            "inside": {"kind": "import_from_statement", "field": "name", "stopBy": "neighbor"},
+        }
+    if language in ("javascript", "typescript", "tsx"):
+        return {
+            "any": [
+                {
+                    "kind": "identifier",
+                    "regex": rx,
+                    "inside": {"kind": "import_specifier", "field": "name", "stopBy": "neighbor"},
+                },
+                {
+                    "kind": "shorthand_property_identifier_pattern",
+                    "regex": rx,
+                    "inside": {
+                        "kind": "object_pattern",
+                        "stopBy": "neighbor",
+                        "inside": {
+                            "kind": "variable_declarator",
+                            "stopBy": "neighbor",
+                            "has": {"field": "value", "regex": r"^require\s*\("},
+                        },
+                    },
+                },
+            ]
+        }
+    if language == "rust":
+        return {
+            "kind": "identifier",
+            "regex": rx,
+            "inside": {"kind": "use_declaration", "stopBy": "end"},
+            "not": {"inside": {"kind": "use_as_clause", "stopBy": "end"}},
+            "any": [
+                {"inside": {"kind": "use_list", "stopBy": "neighbor"}},
+                {"inside": {"kind": "scoped_identifier", "field": "name", "stopBy": "neighbor"}},
+            ],
+        }
+    return None
+
+
+def _rename_import(old: str, new: str, language: str) -> dict[str, Any] | None:
+    """The follow-up of a rename (wave 3r): the name in the file's import renamed too, where
+    the file uses the new name, no longer the old one, and no import binds the new one yet
+    (zustand's `import { EqualityChecker, UseStore } from 'zustand'` once `UseStore<…>` is
+    `UseBoundStore<…>`; jinja's `from jinja2.environment import Template`)."""
+    at = _import_name(old, language)
+    if at is None:
+        return None
+    return _with(
+        at,
+        {"not": uses([old], language)},
+        uses([new], language),
+        {"not": bound_elsewhere(new, language)},
+    )
 
 
 def _all_imports(text: str, language: str) -> bool:
