@@ -73,3 +73,25 @@ def test_python_and_rust_imports_follow_a_narrow_rename() -> None:
     # Rule by rule, as the CLI runs them (a follow-up sees the rewritten text only on a second
     # `ast-grep scan --update-all`, as every import follow-up: docs/synth.md § Imports).
     assert not check_rules(result.rules, files, "rust")
+
+
+def test_a_type_renamed_where_its_definition_stays_is_narrowed_by_context_not_layout() -> None:
+    """urfave/cli b6c5a56b: `&StringArg{…}` -> `&StringArgs{…}` in args.go, which keeps
+    `StringArg = ArgumentBase[…]` (so a bare rename is refused). The winner was the lifted
+    literal with its layout, `StringArg{\\n\\t\\t$$$A,\\n\\t}`: none of the four held-out
+    literals, indented deeper, matched. The rename narrowed by where the site sits (the
+    type of a composite literal) is preferred over a pattern carrying the example's lines."""
+    before = (
+        "package cli\n\nvar AnyArguments = []Argument{\n\t&StringArg{\n\t\tMax: -1,\n\t},\n}\n\n"
+        "type (\n\tStringArg = ArgumentBase[string, StringConfig, stringValue]\n)\n"
+    )
+    after = before.replace("&StringArg{", "&StringArgs{")
+    result = synthesize([Example(before, after, path="args.go")])
+    assert result.apply(before)[0] == after
+    held = (
+        "package cli\n\nfunc TestArgs(t *testing.T) {\n\tcmd.Arguments = append(cmd.Arguments,\n"
+        '\t\t&StringArg{\n\t\t\tName: "sa",\n\t\t},\n\t)\n\targ := &StringArg{Min: 0}\n'
+        "\tvar s StringArg\n}\n"
+    )
+    got, _ = result.apply(held)
+    assert got == held.replace("&StringArg{", "&StringArgs{")

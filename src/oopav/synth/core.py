@@ -2446,6 +2446,22 @@ def _search(
             and id(d[2][0]) in where
             and _generalises(d[2][2].split("\0")[0], plain)
         ]
+        if top.level >= 1 and not seed.node.children() and "\n" in plain:
+            # Wave 3r: a name renamed (`StringArg` -> `StringArgs`) where the examples keep
+            # the name elsewhere (its definition): the rename narrowed by the site's context
+            # (`inside: {kind: composite_literal, field: type}`) before a lifted pattern that
+            # keeps the one example's surroundings over lines, and so their layout
+            # (`StringArg{\n\t\t$$$A,\n\t}`: every held-out literal is laid out otherwise).
+            rename = seed.before_text + "\0" + seed.after_text
+            ups += [
+                d
+                for d in deferred
+                if d[0] == 1
+                and d[2][3] == -1
+                and d[2][2] == rename
+                and "'not'" not in repr(d[2][0])
+                and id(d[2][0]) in where
+            ]
         for _tier, _seq, (rule, fix, key, level, cons, transform) in ups:
             start = len(choices)
             consider(rule, fix, key, level, None, cons, transform, discriminate=False)
