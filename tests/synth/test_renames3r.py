@@ -95,3 +95,29 @@ def test_a_type_renamed_where_its_definition_stays_is_narrowed_by_context_not_la
     )
     got, _ = result.apply(held)
     assert got == held.replace("&StringArg{", "&StringArgs{")
+
+
+def test_a_member_replaced_by_a_call_keeps_the_chain_layout() -> None:
+    """yargs f13ebf43: `.argv` -> `.parse()` at the end of fluent chains, one example on one
+    line (`y.argv`), one at the end of a chain over lines. The rules were rooted at the
+    member access: the example's receiver (`y.argv`) or its line break and indentation in
+    the fix (`$A\\n  .parse()`), so chains laid out otherwise got nothing or the example's
+    indentation. Rooted at the member's name, receiver and layout stay as they are; the
+    example's change is inside its site, which the evaluator now accepts."""
+    one = "var y = yargs.command('get', 'x')\n  .help()\n\ny.argv\n"
+    chain = "require('../../index')\n  .option('foo', {\n    nargs: 1\n  })\n  .argv\n"
+    result = synthesize(
+        [
+            Example(one, one.replace("y.argv", "y.parse()"), path="a.js"),
+            Example(chain, chain.replace(".argv", ".parse()"), path="b.js"),
+        ]
+    )
+    held = (
+        "it('works', () => {\n  const argv = yargs(['--x'])\n      .alias('x', 'y')\n"
+        "      .argv\n  argv.x.should.equal(true)\n  yargs().option('a').argv\n})\n"
+    )
+    want = held.replace("      .argv", "      .parse()").replace(
+        "option('a').argv", "option('a').parse()"
+    )
+    assert result.apply(held)[0] == want
+    assert not check_rules(result.rules, [("held.js", held)], "javascript")

@@ -326,7 +326,12 @@ class _Ex:
 
 
 def _expected(ex: _Ex, start: int, end: int) -> str | None:
-    """The after text of before[start:end], or None when the span cuts through a site."""
+    """The after text of before[start:end], or None when the span cuts through a site. A
+    span inside one site whose change it holds whole (the site's text around the span kept:
+    `argv` of `y.argv` -> `y.parse()`) has the site's new text there (wave 3r)."""
+    inner = _inner(ex, start, end)
+    if inner is not None:
+        return inner[1]
     out, pos = [], start
     for s in ex.sites:
         if s.end <= start or s.start >= end:
@@ -338,6 +343,22 @@ def _expected(ex: _Ex, start: int, end: int) -> str | None:
         pos = s.end
     out.append(ex.before[pos:end])
     return "".join(out)
+
+
+def _inner(ex: _Ex, start: int, end: int) -> tuple[Site, str] | None:
+    """(the site, the new text of before[start:end]) when the span lies strictly inside one
+    site and the site's change is all within it: the site's text before and after the span
+    is the start and the end of its after text."""
+    for s in ex.sites:
+        if s.start <= start and end <= s.end and (s.start, s.end) != (start, end):
+            if s.insert is not None or s.delete is not None:
+                return None
+            head, tail = ex.before[s.start : start], ex.before[end : s.end]
+            a = s.after_text
+            if len(head) + len(tail) <= len(a) and a.startswith(head) and a.endswith(tail):
+                return s, a[len(head) : len(a) - len(tail)]
+            return None
+    return None
 
 
 def _evaluate_deletion(rule: Rule, exs: list[_Ex]) -> set[int] | None:
@@ -403,6 +424,9 @@ def _evaluate(rule: Rule, exs: list[_Ex]) -> set[int] | None:
                 covered.add(id(twin))
                 continue
             covered.update(id(s) for s in ex.sites if start <= s.start and s.end <= end)
+            inner = _inner(ex, start, end)
+            if inner is not None:
+                covered.add(id(inner[0]))
     return covered
 
 
@@ -691,6 +715,39 @@ def _rename_candidates(
                 0, {"kind": "this", "regex": regex, "inside": {"any": alts, "stopBy": "end"}}
             )
     return out
+
+
+# A member access and the field that names its member, per grammar.
+_MEMBER_FIELDS = {
+    "member_expression": "property",
+    "attribute": "attribute",
+    "selector_expression": "field",
+    "field_expression": "field",
+}
+
+
+def _member_tail(seed: Site) -> list[tuple[dict[str, Any], str]]:
+    """``x.argv`` -> ``x.parse()`` (yargs f13ebf43, fluent chains over lines): the member's
+    name rewritten to the new text, the receiver and the layout before the name left as they
+    are. A pattern rooted at the member access put the example's receiver or its line break
+    and indentation into the fix (`$A\n    .parse()`): a chain laid out otherwise, or on one
+    line, got nothing or a wrong indentation. Not a plain rename (`_rename_candidates`)."""
+    field = _MEMBER_FIELDS.get(seed.node.kind())
+    name = seed.node.field(field) if field else None
+    if name is None or name.children():
+        return []
+    head = seed.before_text[: name.range().start.index - seed.start]
+    if seed.before_text != head + name.text() or not seed.after_text.startswith(head):
+        return []
+    new = seed.after_text[len(head) :]
+    if _IDENT.match(new) or not re.match(r"[A-Za-z_$][\w$]*\(", new) or "\n" in new:
+        return []  # a rename is _rename_candidates'; the new text starts as a call
+    rule = {
+        "kind": name.kind(),
+        "regex": "^" + re.escape(name.text()) + "$",
+        "inside": {"kind": seed.node.kind(), "field": field, "stopBy": "neighbor"},
+    }
+    return [(rule, new)]
 
 
 def _kind_any(kinds: list[str]) -> dict[str, Any]:
@@ -2552,6 +2609,10 @@ def _search(
         return choices
     for rule in _rename_candidates(seed, remaining, lang):
         consider(rule, seed.after_text, seed.before_text + "\0" + seed.after_text)
+    for rule, fix in _member_tail(seed):
+        # Wave 3r: a member replaced by other text (`.argv` -> `.parse()`), rooted at the
+        # member's name: whatever the receiver and however the chain is laid out.
+        consider(rule, fix, "." + seed.node.text().rsplit(".", 1)[-1] + "\0" + fix)
     if any(len(c.covered) == len(remaining) for c in choices):
         return choices  # a rename covers every site: nothing more general to find
     lifted = {
