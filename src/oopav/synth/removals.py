@@ -191,4 +191,28 @@ def collapse_runs(t: Any) -> Any | None:
             k: v for k, v in t.variables.items() if k not in names and "$" + k not in names
         }
         return type(t)(pattern.replace(run, "$$$REST"), fix.replace(run, "$$$REST"), variables)
+    # Wave 3r: one item kept next to the removed one (`super().__init__(self, $A)` ->
+    # `super().__init__($A)`, itsdangerous 0e255fc2): the item is the rest of the list, of
+    # any length (the held-out call passes three more arguments, over lines).
+    for m in _ONE.finditer(pattern):
+        name = m.group(0)
+        at = re.compile(re.escape(name) + r"(?![\w$])")
+        if len(at.findall(pattern)) != 1 or len(at.findall(fix)) != 1:
+            continue
+        left, right = pattern[: m.start()].rstrip(), pattern[m.end() :].lstrip()
+        if not (left.endswith(("(", ",")) and right.startswith((")", ","))):
+            continue
+        if not (left.endswith(",") or right.startswith(",")):
+            continue  # the only item of its list: nothing was removed beside it
+        f = at.search(fix)
+        assert f is not None
+        fl, fr = fix[: f.start()].rstrip(), fix[f.end() :].lstrip()
+        if not (fl.endswith(("(", ",")) and fr.startswith((")", ","))):
+            continue
+        variables = {k: v for k, v in t.variables.items() if k != name[1:] and k != name}
+        rest = lambda _m: "$$$REST"  # noqa: E731
+        return type(t)(at.sub(rest, pattern), at.sub(rest, fix), variables)
     return None
+
+
+_ONE = re.compile(r"(?<![\w$])\$[A-Z][A-Z0-9_]*(?![\w$])")
