@@ -2236,7 +2236,9 @@ def _by_name(rule: dict[str, Any]) -> bool:
 def _names_fragment(fragment: dict[str, Any]) -> bool:
     """A discriminating fragment that lists definitions by name (the most specific kind);
     not what a definition itself is (synth/annotations.py)."""
-    return "'has'" in repr(fragment) and not made_here(fragment)
+    text = repr(fragment)
+    # "Never assigned again" (wave 3r) names nothing: what the declaration itself is.
+    return "'has'" in text and not made_here(fragment) and "$DECLARED" not in text
 
 
 def _holds(node: SgNode, site: Site) -> bool:
@@ -2389,8 +2391,10 @@ def _search(
                             deferred.append(
                                 (tier, len(deferred), (r, fix, key, level, cons, transform))
                             )
-                            if "'not'" not in repr(extra):
-                                where.add(id(r))  # says where it applies (run_upgrades)
+                            if "'not'" not in repr(extra) or "$DECLARED" in repr(extra):
+                                # says where it applies (run_upgrades); "never assigned
+                                # again" is a property of the site, written with a `not`
+                                where.add(id(r))
                     # Which values, not where: the kept code differs from the sites in
                     # what a metavariable binds (`null == x` kept, `404 == x` changed).
                     # Precision first: kept values excluded with the rule closed by what the

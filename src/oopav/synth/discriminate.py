@@ -197,6 +197,83 @@ def _cover(negs: list[set[str]], banned: set[str]) -> list[str] | None:
     return chosen
 
 
+# JS/TS declarations and how a name is assigned again (the assigned node's field).
+_DECLARATIONS = frozenset({"lexical_declaration", "variable_declaration"})
+_REASSIGNED = (
+    ("assignment_expression", "left"),
+    ("augmented_assignment_expression", "left"),
+    ("update_expression", "argument"),
+)
+
+
+def _declared(node: SgNode) -> list[str] | None:
+    """The plain names a JS/TS declaration declares (None: not one, or a destructuring)."""
+    if node.kind() not in _DECLARATIONS:
+        return None
+    names = []
+    for d in node.children():
+        if d.kind() != "variable_declarator":
+            continue
+        name = d.field("name")
+        if name is None or name.kind() != "identifier":
+            return None
+        names.append(name.text())
+    return names or None
+
+
+def _reassigned(node: SgNode, names: list[str]) -> bool:
+    """One of ``names`` is assigned again somewhere in ``node``'s file."""
+    root = node.get_root().root()
+    for kind, field in _REASSIGNED:
+        for hit in root.find_all(kind=kind):
+            target = hit.field(field)
+            if target is not None and target.text() in names:
+                return True
+    return False
+
+
+def _never_reassigned(positives: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
+    """A fragment: the declaration's name is never assigned again in its file — when that
+    holds for every positive and for no negative (a declaration of one name each)."""
+    if not negatives:
+        return None
+    for group, want in ((positives, False), (negatives, True)):
+        for n in group:
+            names = _declared(n)
+            if names is None or len(names) != 1 or _reassigned(n, names) != want:
+                return None
+    again = [
+        {"kind": kind, "has": {"field": field, "pattern": "$DECLARED"}}
+        for kind, field in _REASSIGNED
+    ]
+    return {
+        "all": [
+            {
+                "has": {
+                    "kind": "variable_declarator",
+                    "stopBy": "neighbor",
+                    "all": [
+                        {"has": {"field": "name", "kind": "identifier", "pattern": "$DECLARED"}},
+                        # with a value: `let x;` made `const x;` would not parse
+                        {"has": {"field": "value", "pattern": "$DECLVALUE"}},
+                    ],
+                }
+            },
+            # one name declared (`let keys = […], i = 0` keeps its `let` for the `i`)
+            {"not": {"has": {"kind": "variable_declarator", "nthChild": 2}}},
+            {
+                "not": {
+                    "inside": {
+                        "kind": "program",
+                        "stopBy": "end",
+                        "has": {"stopBy": "end", "any": again},
+                    }
+                }
+            },
+        ]
+    }
+
+
 def constraints(
     seed: SgNode, positives: list[SgNode], negatives: list[SgNode], hint: str = ""
 ) -> list[dict[str, Any]]:
@@ -220,6 +297,12 @@ def constraints(
     bound = _bound_name(seed, pos, negatives)
     if bound is not None:
         add(bound)
+    # Wave 3r: a declaration whose name is never assigned again, where the kept ones are
+    # (`let` -> `const`, ESLint's prefer-const: yargs 996329ba kept `let callCount = 0`,
+    # incremented below).
+    never = _never_reassigned(pos, negatives)
+    if never is not None:
+        add(never)
     negative: list[dict[str, Any]] = []
     for depth in (1, 2):
         kind = _kind_at(seed, depth)
