@@ -27,6 +27,7 @@ _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # Python's f-strings take a name or an attribute chain (`{self.x}`) where `.format` took it.
 _DOTTED = _IDENT + r"(?:\." + _IDENT + ")*"
 _SPEC = r"(?:[:!][^{}\"'\n]*)?"
+_PLACEHOLDER = re.compile(r"\{" + _SPEC + r"\}")
 # Languages whose format strings take ``{}`` placeholders that an argument's name can fill.
 LANGS = frozenset({"rust", "python"})
 MAX_ARGS = 3
@@ -54,7 +55,7 @@ def _split(body: str) -> list[str] | None:
         if c == "}":
             return None
         if c == "{":
-            m = re.compile(r"\{" + _SPEC + r"\}").match(body, i)
+            m = _PLACEHOLDER.match(body, i)
             if m is None:
                 return None
             out += [body[last:i], m.group(0)]
