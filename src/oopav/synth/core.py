@@ -39,6 +39,7 @@ from oopav.synth.discriminate import (
     context_closure,
     family_constraints,
     merge_constraints,
+    never_reassigned_fragment,
     not_called,
     own_first,
     signature,
@@ -2238,7 +2239,7 @@ def _names_fragment(fragment: dict[str, Any]) -> bool:
     not what a definition itself is (synth/annotations.py)."""
     text = repr(fragment)
     # "Never assigned again" (wave 3r) names nothing: what the declaration itself is.
-    return "'has'" in text and not made_here(fragment) and "$DECLARED" not in text
+    return "'has'" in text and not made_here(fragment) and not never_reassigned_fragment(fragment)
 
 
 def _holds(node: SgNode, site: Site) -> bool:
@@ -2391,7 +2392,7 @@ def _search(
                             deferred.append(
                                 (tier, len(deferred), (r, fix, key, level, cons, transform))
                             )
-                            if "'not'" not in repr(extra) or "$DECLARED" in repr(extra):
+                            if "'not'" not in repr(extra) or never_reassigned_fragment(extra):
                                 # says where it applies (run_upgrades); "never assigned
                                 # again" is a property of the site, written with a `not`
                                 where.add(id(r))

@@ -232,6 +232,16 @@ def _reassigned(node: SgNode, names: list[str]) -> bool:
     return False
 
 
+# The metavariable the "never assigned again" fragment binds the declared name to.
+DECLARED = "$DECLARED"
+
+
+def never_reassigned_fragment(fragment: dict[str, Any]) -> bool:
+    """``fragment`` is :func:`_never_reassigned`'s: a property of the declaration itself (it
+    names nothing, and its `not` excludes no kept value)."""
+    return DECLARED in repr(fragment)
+
+
 def _never_reassigned(positives: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
     """A fragment: the declaration's name is never assigned again in its file — when that
     holds for every positive and for no negative (a declaration of one name each)."""
@@ -243,8 +253,7 @@ def _never_reassigned(positives: list[SgNode], negatives: list[SgNode]) -> dict[
             if names is None or len(names) != 1 or _reassigned(n, names) != want:
                 return None
     again = [
-        {"kind": kind, "has": {"field": field, "pattern": "$DECLARED"}}
-        for kind, field in _REASSIGNED
+        {"kind": kind, "has": {"field": field, "pattern": DECLARED}} for kind, field in _REASSIGNED
     ]
     return {
         "all": [
@@ -253,7 +262,7 @@ def _never_reassigned(positives: list[SgNode], negatives: list[SgNode]) -> dict[
                     "kind": "variable_declarator",
                     "stopBy": "neighbor",
                     "all": [
-                        {"has": {"field": "name", "kind": "identifier", "pattern": "$DECLARED"}},
+                        {"has": {"field": "name", "kind": "identifier", "pattern": DECLARED}},
                         # with a value: `let x;` made `const x;` would not parse
                         {"has": {"field": "value", "pattern": "$DECLVALUE"}},
                     ],
