@@ -19,20 +19,27 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # Directories a starting tree never holds: version control, caches and environments (a venv is
 # the project's environment, not its content): what the observer's scan skips too.
 from oopav.files import SKIP_DIRS
 
+T = TypeVar("T")
 BUCKET = "OOPAV_BLOBS"
 # Publishing a blob (its chunks and meta subjects): any handler may add content, named by
 # its hash; a reader checks the hash, so an overwrite with other bytes is detected.
 PUBLISH_SUBJECTS = (f"$O.{BUCKET}.>",)
 PARALLEL = 16
 TREE_FORMAT = 1
+# How long a blob call waits out a cluster failover: when a node is killed, its streams and
+# the JetStream meta group elect new leaders, and until they do an API request (the bucket's
+# STREAM.INFO, a chunk read) gets no answer. A loaded machine's election took over 10 s (the
+# client's own timeout), so a reader right after a leader's death failed instead of waiting.
+FAILOVER_DEADLINE = 45.0
 
 
 class BlobError(RuntimeError):
@@ -56,10 +63,13 @@ class BlobStore:
         if self._obs is None:
             from nats.js.errors import BucketNotFoundError, NotFoundError
 
-            try:
-                self._obs = await self.js.object_store(BUCKET)
-            except (BucketNotFoundError, NotFoundError):
-                self._obs = await ensure_bucket(self.js)
+            async def lookup() -> Any:
+                try:
+                    return await self.js.object_store(BUCKET)
+                except (BucketNotFoundError, NotFoundError):
+                    return await ensure_bucket(self.js)
+
+            self._obs = await through_failover(lookup)
         return self._obs
 
     async def has(self, digest: str) -> bool:
@@ -69,7 +79,7 @@ class BlobStore:
 
         obs = await self.bucket()
         try:
-            await obs.get_info(digest)
+            await through_failover(lambda: obs.get_info(digest))
         except (ObjectNotFoundError, NotFoundError):
             return False
         self._known.add(digest)
@@ -81,7 +91,8 @@ class BlobStore:
         if await self.has(digest):
             return digest
         obs = await self.bucket()
-        await obs.put(digest, data)
+        # Named by its hash: a put repeated after a lost answer stores the same bytes.
+        await through_failover(lambda: obs.put(digest, data))
         self._known.add(digest)
         return digest
 
@@ -99,7 +110,7 @@ class BlobStore:
 
         obs = await self.bucket()
         try:
-            data = await self._read(obs, digest)
+            data = await through_failover(lambda: self._read(obs, digest))
         except (ObjectNotFoundError, NotFoundError):
             raise BlobError(
                 f"blob {digest[:16]} is not in {BUCKET}: import the session's archive "
@@ -147,6 +158,31 @@ class BlobStore:
 
         await asyncio.gather(*(one(d) for d in dict.fromkeys(digests)))
         return out
+
+
+async def through_failover(call: Callable[[], Awaitable[T]], deadline: float | None = None) -> T:
+    """``call()``, again while the server does not answer (a request timed out, JetStream is
+    unavailable, no responders) until ``deadline`` seconds have passed; then the last error.
+    Only for calls that are safe to repeat (lookups, reads, puts by hash)."""
+    import nats.errors
+    from nats.js.errors import ServiceUnavailableError
+
+    loop = asyncio.get_running_loop()
+    until = loop.time() + (FAILOVER_DEADLINE if deadline is None else deadline)
+    pause = 0.25
+    while True:
+        try:
+            return await call()
+        except (
+            nats.errors.TimeoutError,
+            nats.errors.NoRespondersError,
+            TimeoutError,
+            ServiceUnavailableError,
+        ):
+            if loop.time() + pause > until:
+                raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 4.0)
 
 
 async def events_replicas(js: Any) -> int:
