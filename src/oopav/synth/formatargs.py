@@ -12,6 +12,14 @@ number of bare placeholders, ``{}`` or ``{:spec}`` / ``{!r}``) and each argument
 ``replace`` transforms (``$IP0`` up to and with the first ``{``, ``$IP1`` from there up to
 and with the next, …) so the fix can put each argument right after its ``{``:
 ``panic!($IP0$IA1$IP1)``. Plain ast-grep: the CLI applies it alike.
+
+Wave 3s: Python's ``%`` formatting the same way (flynt, ruff UP031 then UP032):
+``"%s [%r]" % (a, b)`` -> ``f"{a} [{b!r}]"``, ``"%s" % a`` -> ``f"{a}"``. The string is split
+around its ``%`` placeholders (``$IP0`` up to the first, ``$IP1`` between, …) and each
+placeholder becomes ``{`` + argument + the conversion the example gave that placeholder
+(``%r`` -> ``!r``, ``%.2f`` -> ``:.2f``); only strings with the examples' placeholders in
+the examples' order match, never one with ``%%`` or a brace (an f-string would need them
+written otherwise).
 """
 
 from __future__ import annotations
@@ -89,9 +97,15 @@ def inline_args(
         return []
     body_a = p.group(0)[1:-1]
     body_b = f.group(0)[len(f.group(1)) + 1 : -1]
-    pieces = _split(body_a)
+    percent = python and re.match(r"\s*%", t.pattern[p.end() :]) is not None
+    pieces = _split_percent(body_a) if percent else _split(body_a)
     if pieces is None or not 1 <= len(pieces) // 2 <= MAX_ARGS:
         return []
+    if percent:
+        p0, f0 = t.pattern[: p.start()], t.fix[: f.start()]
+        if p0 != f0:
+            return []
+        return _percent(q, pieces, body_b, p0, t.pattern[p.end() :], t.fix[f.end() :], kind)
     n = len(pieces) // 2
     # The new body: each placeholder with a name right after its `{`.
     name = _DOTTED if python else _IDENT
@@ -151,5 +165,83 @@ def inline_args(
     out = [(p0 + "$STR1" + call + f1, f0 + body + f1, cons, transform)]
     if python and (p0 or f1):
         # The format call itself first: wherever it stands, not only in this statement.
+        out.insert(0, ("$STR1" + call, body, cons, transform))
+    return out
+
+
+# A printf placeholder without a mapping key: flags, width, precision, conversion.
+_PERCENT = re.compile(r"%[-#0 +]*(?:\d+)?(?:\.\d+)?[sradifeEgGxXoc]")
+
+
+def _split_percent(body: str) -> list[str] | None:
+    """``body`` as literal, ``%`` placeholder, literal, …: None when it holds ``%%``, a
+    mapping key (``%(name)s``), a ``*`` width, or a brace (an f-string must double it)."""
+    if "{" in body or "}" in body:
+        return None
+    out: list[str] = []
+    i, last = 0, 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "%":
+            m = _PERCENT.match(body, i)
+            if m is None:
+                return None
+            out += [body[last:i], m.group(0)]
+            i = last = m.end()
+            continue
+        i += 1
+    out.append(body[last:])
+    return out
+
+
+def _percent(
+    q: str, pieces: list[str], body_b: str, p0: str, p1: str, f1: str, kind: str
+) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """The ``%`` form of :func:`inline_args`: ``pieces`` from :func:`_split_percent`, the
+    f-string's body ``body_b``, the pattern around the string (``p0``, ``p1``) and the fix
+    after it (``f1``)."""
+    n = len(pieces) // 2
+    want = "".join(
+        re.escape(x) if k % 2 == 0 else r"\{(" + _DOTTED + r")([!:][^{}]*)?\}"
+        for k, x in enumerate(pieces)
+    )
+    mb = re.fullmatch(want, body_b)
+    if mb is None:
+        return []
+    names = list(mb.groups()[0::2])
+    convs = [c or "" for c in mb.groups()[1::2]]
+    # The operand: a tuple of the names in order, or (one placeholder) the bare name.
+    tup = r"\s*%\s*\(\s*" + r"\s*,\s*".join(re.escape(w) + r"\b" for w in names) + r"\s*,?\s*\)"
+    ma = re.match(tup, p1)
+    bare = False
+    if ma is None and n == 1:
+        ma = re.match(r"\s*%\s*" + re.escape(names[0]) + r"(?![\w.(\[])", p1)
+        bare = ma is not None
+    if ma is None or p1[ma.end() :] != f1:
+        return []
+    metas = [f"$IA{k + 1}" for k in range(n)]
+    operand = metas[0] if bare else "(" + ", ".join(metas) + ("," if n == 1 else "") + ")"
+    call = " % " + operand
+    lit = r"(?:\\.|[^{}%\\\n" + re.escape(q) + "])"
+    specs = [re.escape(x) for x in pieces[1::2]]
+    groups = [re.escape(q) + lit + "*"] + [lit + "*" for _ in range(n - 1)]
+    groups.append(lit + "*" + re.escape(q))
+    full = "^" + "".join(f"({g})" + (specs[k] if k < n else "") for k, g in enumerate(groups)) + "$"
+    transform = {
+        f"IP{k}": {"replace": {"source": "$STR1", "replace": full, "by": "${" + str(k + 1) + "}"}}
+        for k in range(n + 1)
+    }
+    body = "f" + "".join(
+        f"$IP{k}" + ("{" + metas[k] + convs[k] + "}" if k < n else "") for k in range(n + 1)
+    )
+    shape = "^" + "".join(g + (specs[k] if k < n else "") for k, g in enumerate(groups)) + "$"
+    cons: dict[str, Any] = {"STR1": {"kind": kind, "regex": shape}}
+    for m in metas:
+        cons[m[1:]] = {"any": [{"kind": "identifier"}, {"kind": "attribute"}]}
+    out = [(p0 + "$STR1" + call + f1, p0 + body + f1, cons, transform)]
+    if p0 or f1:
         out.insert(0, ("$STR1" + call, body, cons, transform))
     return out
