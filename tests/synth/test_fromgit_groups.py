@@ -246,3 +246,46 @@ def test_an_example_no_one_rule_states_with_the_others_is_refused_not_the_whole_
     assert group.examples == ["a.py", "b.py"] and group.reproduced == 3 and group.whole
     assert [r["metadata"]["examples"] for r in group.rules] == [[1]] * 3 + [[2]] * 3
     assert "no one rule" not in group.reason
+
+
+FMT_A = (
+    "def f(name, err):\n"
+    '    log("user {}".format(name))\n'
+    '    log("failed: {}".format(err))\n'
+    '    log("bye {}".format(name))\n'
+)
+FMT_B = (
+    "def g(name, err):\n"
+    '    warn("no {}".format(err))\n'
+    '    warn("hello {}".format(name))\n'
+    '    warn("oops {}".format(err))\n'
+)
+
+
+def _inlined(text: str) -> str:
+    import re
+
+    return re.sub(r'"([^"]*)\{\}([^"]*)"\.format\((\w+)\)', r'f"\1{\3}\2"', text)
+
+
+def test_groups_that_learn_the_same_rule_are_one_group_listing_their_shapes(
+    tmp_path: Path,
+) -> None:
+    """A format-args commit keys its changes by the argument's name (`.format ( name )` /
+    `.format ( err )`): two groups, each learning the one rule that inlines any argument, so
+    the report showed that rule twice. Now one group with both shapes, scored again over all
+    its files."""
+    files = {"a.py": (FMT_A, _inlined(FMT_A)), "b.py": (FMT_B, _inlined(FMT_B))}
+    groups = learn_groups(commit_repo(tmp_path, files), "HEAD")
+    [group] = groups
+    assert sorted(group.shapes) == [
+        "<str> . format ( err ) -> f <str>",
+        "<str> . format ( name ) -> f <str>",
+    ]
+    assert group.sites == 6 and group.files == ["a.py", "b.py"]
+    assert group.reproduced == 6 and group.whole, group.to_json()
+    assert group.rules and group.rules[0]["rule"] == {"pattern": "$STR1.format($IA1)"}
+    report = format_groups(groups)
+    assert report.count("rule:") == 1
+    assert "<str> . format ( err ) -> f <str> | <str> . format ( name ) -> f <str>" in report
+    assert group.to_json()["shapes"] == group.shapes

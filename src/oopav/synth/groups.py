@@ -13,11 +13,18 @@ counter-example; the rule is learned from the file with the fewest sites (two fi
 one has a single site), and while it gets another of the group's files wrong, that file is
 added as a further example (at most :data:`MAX_EXAMPLES`). The report says, per group: sites,
 files, the rule, the sites the rule reproduces and whether that is the whole group.
+
+Groups whose rules come out identical are one group in the report (wave 3s): a format-args
+commit's `, other` / `, err` / three-argument shapes all learn the one rule that inlines any
+argument, and three copies of it read as three changes. The merged group lists its shapes
+and is scored again over all its files (the base of each file then lacks every merged
+group's changes).
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +63,10 @@ class GroupResult:
     reason: str = ""
     # The commit's moves (see :func:`_moves`): reported, not learned, and no group of sites.
     reordering: bool = False
+    # Every change shape whose group learned this same rule (merged: see the module's doc).
+    shapes: list[str] = field(default_factory=list)
+    # The learned rule set, to score a merged group again; not part of the report.
+    _result: Any = field(default=None, repr=False, compare=False)
 
     @property
     def whole(self) -> bool:
@@ -73,6 +84,7 @@ class GroupResult:
             "whole": self.whole,
             "reason": self.reason,
             "reordering": self.reordering,
+            "shapes": self.shapes or [self.change],
         }
 
 
@@ -246,20 +258,18 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
         by_key.items(), key=lambda kv: (-sum(len(v) for v in kv[1].values()), str(kv[0]))
     )
     results: list[GroupResult] = []
+    learned: list[tuple[GroupResult, str, dict[str, list[Change]]]] = []
     for (lang, key), files in groups:
         sites = sum(len(v) for v in files.values())
         if sites < min_sites:
             continue
-        bases: dict[str, str] = {}
-        shifted: dict[str, list[Change]] = {}
-        expected: dict[str, str] = {}
-        for p, cs in files.items():
-            bases[p], shifted[p] = _without(parents[p], every[p], cs)
-            expected[p] = _apply(parents[p], every[p])
+        shifted, bases, expected = _bases(files, parents, every)
         change = f"{' '.join(key[0])} -> {' '.join(key[1])}".strip()
         g = GroupResult(change=change, files=sorted(files), sites=sites)
         results.append(g)
         _learn_group(g, shifted, bases, expected, lang)
+        learned.append((g, lang, files))
+    results = _merge_alike(results, learned, parents, every)
     if reordered:
         n = sum(len(v) for v in reordered.values())
         results.append(
@@ -273,6 +283,91 @@ def learn_groups(repo: Path, rev: str, min_sites: int = 1) -> list[GroupResult]:
             )
         )
     return results
+
+
+def _bases(
+    files: dict[str, list[Change]], parents: dict[str, str], every: dict[str, list[Change]]
+) -> tuple[dict[str, list[Change]], dict[str, str], dict[str, str]]:
+    """Per file of a group: its changes moved onto the base, the base (the commit's version
+    but for those changes: :func:`_without`), and the commit's version."""
+    shifted: dict[str, list[Change]] = {}
+    bases: dict[str, str] = {}
+    expected: dict[str, str] = {}
+    for p, cs in files.items():
+        bases[p], shifted[p] = _without(parents[p], every[p], cs)
+        expected[p] = _apply(parents[p], every[p])
+    return shifted, bases, expected
+
+
+def _merge_alike(
+    results: list[GroupResult],
+    learned: list[tuple[GroupResult, str, dict[str, list[Change]]]],
+    parents: dict[str, str],
+    every: dict[str, list[Change]],
+) -> list[GroupResult]:
+    """``results`` with the groups of one language that learned the same rules as one group
+    (its shapes listed, scored again over all its files), largest first."""
+    alike: dict[tuple[str, str], list[tuple[GroupResult, dict[str, list[Change]]]]] = {}
+    for g, lang, files in learned:
+        if g.rules and g._result is not None:
+            key = (lang, json.dumps(g.rules, sort_keys=True))
+            alike.setdefault(key, []).append((g, files))
+    gone: set[int] = set()
+    for members in alike.values():
+        if len(members) < 2:
+            continue
+        merged: dict[str, list[Change]] = {}
+        for _, files in members:
+            for path, cs in files.items():
+                merged.setdefault(path, []).extend(cs)
+        first = members[0][0]
+        shifted, bases, expected = _bases(merged, parents, every)
+        reproduced, extra, wrong = _score(first._result, shifted, bases, expected)
+        g = GroupResult(
+            change=first.change,
+            files=sorted(merged),
+            sites=sum(len(cs) for cs in merged.values()),
+            examples=sorted({e for m, _ in members for e in m.examples}),
+            rules=first.rules,
+            reproduced=reproduced,
+            extra=extra,
+            reason="" if not wrong else f"still wrong in {len(wrong)} file(s)",
+            shapes=[m.change for m, _ in members],
+            _result=first._result,
+        )
+        gone |= {id(m) for m, _ in members}
+        results.append(g)
+    kept = [g for g in results if id(g) not in gone]
+    return sorted(kept, key=lambda g: (g.reordering, -g.sites, g.change))
+
+
+def _score(
+    result: Any,
+    files: dict[str, list[Change]],
+    parents: dict[str, str],
+    expected: dict[str, str],
+) -> tuple[int, int, list[str]]:
+    """What ``result``'s rules make of the group's files: the group's sites they reproduce,
+    their rewrites the commit does not make, and the files they leave wrong."""
+    reproduced = extra = 0
+    wrong: list[str] = []
+    for p in sorted(files, key=lambda p: (len(files[p]), p)):
+        got, _ = result.apply(parents[p])
+        made, want = _line_hunks(parents[p], got), _line_hunks(parents[p], expected[p])
+        # Sites: the group's changes whose line hunk the rule made exactly.
+        hit = made & want
+        if got == expected[p]:
+            reproduced += len(files[p])
+        else:
+            for c in files[p]:
+                gap = parents[p][c.start : c.end]
+                at = c.start + len(gap) - len(gap.lstrip())
+                line = parents[p].count("\n", 0, at)
+                reproduced += any(h[0] <= line < max(h[1], h[0] + 1) for h in hit)
+        extra += len(made - want)
+        if got != expected[p]:
+            wrong.append(p)
+    return reproduced, extra, wrong
 
 
 def _text_spans(text: str, lang: str) -> list[tuple[int, int]]:
@@ -330,7 +425,7 @@ def _learn_group(
     # whose change no one rule states together with the others' (two clean import deletions,
     # each learnable alone, anchored differently) is left out and the next wrong file is
     # tried, instead of losing the rule learned so far.
-    kept: tuple[list[str], list[dict[str, Any]], int, int, list[str]] | None = None
+    kept: tuple[list[str], list[dict[str, Any]], int, int, list[str], Any] | None = None
     refused: list[str] = []
     for _ in range(2 * MAX_EXAMPLES):
         try:
@@ -352,31 +447,14 @@ def _learn_group(
             g.reason = exc.reason
             return
         rules = [r.to_dict() for r in result.rules]
-        reproduced = extra = 0
-        wrong: list[str] = []
-        for p in order:
-            got, _ = result.apply(parents[p])
-            made, want = _line_hunks(parents[p], got), _line_hunks(parents[p], expected[p])
-            # Sites: the group's changes whose line hunk the rule made exactly.
-            hit = made & want
-            if got == expected[p]:
-                reproduced += len(files[p])
-            else:
-                for c in files[p]:
-                    gap = parents[p][c.start : c.end]
-                    at = c.start + len(gap) - len(gap.lstrip())
-                    line = parents[p].count("\n", 0, at)
-                    reproduced += any(h[0] <= line < max(h[1], h[0] + 1) for h in hit)
-            extra += len(made - want)
-            if got != expected[p]:
-                wrong.append(p)
-        kept = (list(examples), rules, reproduced, extra, wrong)
+        reproduced, extra, wrong = _score(result, files, parents, expected)
+        kept = (list(examples), rules, reproduced, extra, wrong, result)
         nxt = [p for p in wrong if p not in refused]
         if not nxt or len(examples) >= MAX_EXAMPLES:
             break
         examples.append(nxt[0])
     assert kept is not None  # every path that learned nothing has returned
-    g.examples, g.rules, g.reproduced, g.extra, wrong = kept
+    g.examples, g.rules, g.reproduced, g.extra, wrong, g._result = kept
     g.reason = "" if not wrong else f"still wrong in {len(wrong)} file(s)"
     if refused:
         g.reason += (", " if g.reason else "") + (
@@ -392,8 +470,9 @@ def format_groups(results: list[GroupResult]) -> str:
         lines.append(f"(reordering): {g.sites} change(s) in {len(g.files)} file(s) — {g.reason}")
     for g in results:
         status = "whole group" if g.whole else ("partly" if g.rules else "no rule")
+        change = " | ".join(x or "(layout)" for x in g.shapes) if g.shapes else g.change
         lines.append(
-            f"{g.change or '(layout)'}: {g.sites} site(s) in {len(g.files)} file(s); "
+            f"{change or '(layout)'}: {g.sites} site(s) in {len(g.files)} file(s); "
             f"{status}: reproduces {g.reproduced}/{g.sites}"
             + (f", {g.extra} other rewrite(s)" if g.extra else "")
             + (f" — {g.reason}" if g.reason else "")
