@@ -31,9 +31,10 @@ from typing import Any
 
 # Statements whose grammar ends them with `;` or an automatic one (tree-sitter's
 # `_semicolon`), which is then part of the node's text when written. Left out: a class
-# field (the `;` is the class body's token, not the field's), `export` (only some forms
-# take one: `export default x;` but `export function f() {}`; the declaration inside
-# `export const x = 1` is a lexical_declaration of its own).
+# field (the `;` is the class body's token, not the field's). `export` takes one in some
+# forms only (wave 3s): `export * from 'x';`, `export { a };`, `export default x;`, but not
+# `export function f() {}` or `export default class {}`; the declaration inside `export
+# const x = 1` is a lexical_declaration of its own. See :data:`EXPORT`.
 _JS = (
     "expression_statement",
     "return_statement",
@@ -44,7 +45,26 @@ _JS = (
     "continue_statement",
     "import_statement",
     "debugger_statement",
+    "export_statement",
 )
+# The forms of `export` whose grammar ends them with `;` (jotai dfcf2c77's example gained
+# `;` on `import` and `export * from` lines only, so the rule held no statement of the
+# held-out files' `return (…)` and `export const X = () => {…}`): a re-export, an export
+# list, or `export default` of a value that is not a function or class declaration.
+EXPORT: dict[str, Any] = {
+    "kind": "export_statement",
+    "any": [
+        {"has": {"field": "source", "kind": "string"}},
+        {"has": {"kind": "export_clause"}},
+        {
+            "has": {
+                "field": "value",
+                "regex": r"[\s\S]",
+                "not": {"regex": r"^(?:async\s+function|function|class|abstract\s+class)\b"},
+            }
+        },
+    ],
+}
 STATEMENTS: dict[str, tuple[str, ...]] = {
     "javascript": _JS,
     "typescript": (*_JS, "type_alias_declaration"),
@@ -77,11 +97,39 @@ def only_semicolons(before: str, after: str) -> bool:
     return inserted
 
 
+MULTILINE_TEMPLATE: dict[str, Any] = {
+    "kind": "template_string",
+    "has": {"kind": "string_fragment", "regex": "\n"},
+    "stopBy": "end",
+}
+
+
+# A statement of the program itself, or the declaration of an `export` there: column 0.
+TOP_LEVEL: dict[str, Any] = {
+    "any": [
+        {"inside": {"kind": "program"}},
+        {"inside": {"kind": "export_statement", "inside": {"kind": "program"}}},
+    ]
+}
+
+
 def semicolon_rule(kinds: list[str]) -> dict[str, Any]:
+    def one(k: str) -> dict[str, Any]:
+        return EXPORT if k == "export_statement" else {"kind": k}
+
     return {
-        **({"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}),
+        **(one(kinds[0]) if len(kinds) == 1 else {"any": [one(k) for k in kinds]}),
         "pattern": "$A",
-        "not": {"regex": ";$"},
+        # A nested statement holding a template literal whose text spans lines is left
+        # alone: `$A;` re-indents a multi-line `$A` to the statement's column (ast-grep's
+        # fix), and inside the literal that changes the string (jotai's demo snippets, wave
+        # 3s). A top-level statement stands at column 0, where nothing moves.
+        "not": {
+            "any": [
+                {"regex": ";$"},
+                {"has": MULTILINE_TEMPLATE, "not": TOP_LEVEL},
+            ]
+        },
     }
 
 
