@@ -43,6 +43,7 @@ from oopav.synth.discriminate import (
     not_called,
     own_first,
     signature,
+    type_import,
     value_constraints,
 )
 from oopav.synth.discriminate import constraints as discriminating
@@ -2705,6 +2706,16 @@ def _search(
                 for pattern, fix, cons, transform in fa:
                     for rule in _format_rules(Template(pattern, fix, {}), top, lang):
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
+                # Wave 3s: `import {…}` -> `import type {…}` for any import whose names
+                # the file uses as types only, first (pinned): without a kept import in the
+                # examples, the import's source was kept literal (zustand's '../vanilla').
+                typed = type_import(top.before_text, top.after_text, lang)
+                if typed is not None:
+                    start = len(choices)
+                    fix = "import type $A from $B"
+                    consider(typed, fix, "$TYPE_IMPORT\0" + fix, level, None, None, None, False)
+                    for c in choices[start:]:
+                        c.order, c.pinned = -1, True
                 # A member chain of any depth before the depth the sites show (wave 3i):
                 # `$A.$D;` before `$A.$B.$C.$D;`, verified like any candidate.
                 tc = collapse_chains(t)

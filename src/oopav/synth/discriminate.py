@@ -236,10 +236,64 @@ def _reassigned(node: SgNode, names: list[str]) -> bool:
 DECLARED = "$DECLARED"
 
 
+# The metavariable the "imports types only" fragment binds each imported name to.
+IMPORTED = "$IMPORTED"
+
+
 def never_reassigned_fragment(fragment: dict[str, Any]) -> bool:
     """``fragment`` is :func:`_never_reassigned`'s: a property of the declaration itself (it
     names nothing, and its `not` excludes no kept value)."""
     return DECLARED in repr(fragment)
+
+
+# Where an ``identifier`` is no value: in an import, or a type query (`typeof x` in a type).
+_NOT_VALUE = ("import_statement", "type_query")
+
+
+_TYPED = re.compile(r"^import\s+type\b")
+
+
+def type_import(before: str, after: str, lang: str) -> dict[str, Any] | None:
+    """The rule for ``import {…} from …`` -> ``import type {…} from …`` (``before`` and
+    ``after``: the site's texts) in TypeScript: any import whose names its file uses as types
+    only — the reason for the change, which the compiler checks (a name imported with `import
+    type` cannot be used as a value), so it holds without a kept import to tell it from."""
+    if lang not in ("typescript", "tsx") or _TYPED.match(before):
+        return None
+    if not before.startswith("import ") or after != "import type " + before[len("import ") :]:
+        return None
+    return {"pattern": "import $A from $B", "kind": "import_statement", **types_only_fragment()}
+
+
+def types_only_fragment() -> dict[str, Any]:
+    """No name the import binds (an identifier of its import clause) is used as a value in
+    its file (an identifier outside imports and type queries), and it is no `import type`
+    already."""
+    use = {
+        "kind": "identifier",
+        "pattern": IMPORTED,
+        "stopBy": "end",
+        "not": {"inside": {"any": [{"kind": k} for k in _NOT_VALUE], "stopBy": "end"}},
+    }
+    return {
+        "not": {
+            "any": [
+                # already `import type` (the rule's own output)
+                {"regex": _TYPED.pattern},
+                {
+                    "has": {
+                        "kind": "identifier",
+                        "pattern": IMPORTED,
+                        "stopBy": "end",
+                        "all": [
+                            {"inside": {"kind": "import_clause", "stopBy": "end"}},
+                            {"inside": {"kind": "program", "stopBy": "end", "has": use}},
+                        ],
+                    }
+                },
+            ]
+        }
+    }
 
 
 def _never_reassigned(positives: list[SgNode], negatives: list[SgNode]) -> dict[str, Any] | None:
