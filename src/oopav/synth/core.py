@@ -48,7 +48,7 @@ from oopav.synth.discriminate import (
 )
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.formatargs import LANGS as FORMAT_LANGS
-from oopav.synth.formatargs import inline_args
+from oopav.synth.formatargs import concat_template, inline_args
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.placement import at_edge, bound_names, edge_candidates
@@ -2706,6 +2706,17 @@ def _search(
                 for pattern, fix, cons, transform in fa:
                     for rule in _format_rules(Template(pattern, fix, {}), top, lang):
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
+                # Wave 3s: a concatenation of strings and names made a template literal
+                # (`'a ' + b` -> `` `a ${b}` ``): any of that shape, first (pinned); the
+                # example's strings as `'$A'` matched no empty string, no other quotes.
+                joined = concat_template(top.before_text, top.after_text, lang)
+                if joined is not None:
+                    start = len(choices)
+                    crule, cfix, ccons, ctrans = joined
+                    ckey = "$CONCAT\0" + cfix
+                    consider(crule, cfix, ckey, level, None, ccons, ctrans, False)
+                    for c in choices[start:]:
+                        c.order, c.pinned = -1, True
                 # Wave 3s: `import {…}` -> `import type {…}` for any import whose names
                 # the file uses as types only, first (pinned): without a kept import in the
                 # examples, the import's source was kept literal (zustand's '../vanilla').

@@ -24,6 +24,7 @@ written otherwise).
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -245,3 +246,80 @@ def _percent(
     if p0 or f1:
         out.insert(0, ("$STR1" + call, body, cons, transform))
     return out
+
+
+# JavaScript/TypeScript concatenation turned into a template literal (wave 3s; ESLint's
+# prefer-template): `'Hello ' + name + '!'` -> `` `Hello ${name}!` ``.
+CONCAT_LANGS = frozenset({"javascript", "typescript", "tsx"})
+_JS_EXPR = r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*"
+_JS_PIECE = re.compile(r"""'(?:\\.|[^'\\`$\n])*'|"(?:\\.|[^"\\`$\n])*"|""" + _JS_EXPR)
+# A string's body that a template literal holds as it is: escapes, no backtick, no `$`.
+_SQ = r"(?:\\.|[^'\\`$\n])"
+_DQ = r"""(?:\\.|[^"\\`$\n])"""
+# What a concatenated value may be: a name, a member, a call or an index (never an operator
+# of its own, which the template would group otherwise).
+_JS_VALUES = ("identifier", "member_expression", "call_expression", "subscript_expression")
+MAX_PIECES = 7
+
+
+def _concat_pieces(text: str) -> list[str] | None:
+    """``text`` as its ``+``-separated pieces (strings and names), or None."""
+    out: list[str] = []
+    i = 0
+    while True:
+        m = _JS_PIECE.match(text, i)
+        if m is None:
+            return None
+        out.append(m.group(0))
+        i = m.end()
+        plus = re.match(r"\s*\+\s*", text[i:])
+        if plus is None:
+            break
+        i += plus.end()
+    return out if i == len(text) and len(out) <= MAX_PIECES else None
+
+
+def concat_template(
+    before: str, after: str, lang: str
+) -> tuple[dict[str, Any], str, dict[str, Any], dict[str, Any]] | None:
+    """(rule, fix, constraints, transform) when the site ``before`` -> ``after`` turns a
+    concatenation of strings and names into one template literal; None otherwise. The rule
+    holds any concatenation of that shape (strings in either quotes, values that are names,
+    members, calls or indexes), never one that is the left part of a longer one."""
+    if lang not in CONCAT_LANGS or not (after.startswith("`") and after.endswith("`")):
+        return None
+    pieces = _concat_pieces(before)
+    if pieces is None or len(pieces) < 2:
+        return None
+    strings = [p[0] in "'\"" for p in pieces]
+    if all(strings) or not any(strings):
+        return None
+    if any(a and b for a, b in itertools.pairwise(strings)):
+        return None  # two strings in a row: another change (joining them)
+    body = "".join(p[1:-1] if s else "${" + p + "}" for p, s in zip(pieces, strings, strict=True))
+    if after != "`" + body + "`":
+        return None
+    parts: list[str] = []
+    fix = "`"
+    cons: dict[str, Any] = {}
+    transform: dict[str, Any] = {}
+    shape = f"^(?:'({_SQ}*)'|\"({_DQ}*)\")$"
+    for k, s in enumerate(strings, start=1):
+        if s:
+            parts.append(f"$STR{k}")
+            fix += f"$IP{k}"
+            cons[f"STR{k}"] = {"kind": "string", "regex": shape}
+            transform[f"IP{k}"] = {
+                "replace": {"source": f"$STR{k}", "replace": shape, "by": "${1}${2}"}
+            }
+        else:
+            parts.append(f"$IA{k}")
+            fix += "${" + f"$IA{k}" + "}"
+            cons[f"IA{k}"] = {"any": [{"kind": v} for v in _JS_VALUES]}
+    fix += "`"
+    rule = {
+        "pattern": " + ".join(parts),
+        "kind": "binary_expression",
+        "not": {"inside": {"kind": "binary_expression", "field": "left", "stopBy": "neighbor"}},
+    }
+    return rule, fix, cons, transform
