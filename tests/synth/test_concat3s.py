@@ -64,3 +64,22 @@ def test_typescript_string_then_value() -> None:
     result = synthesize([Example(before, after, path="u.ts")])
     held = "const a = (p: P) => '/api/' + p.path;\nconst b = 1 + p;\n"
     assert result.apply(held)[0] == "const a = (p: P) => `/api/${p.path}`;\nconst b = 1 + p;\n"
+
+
+def test_two_shapes_side_by_side_are_two_rules_not_their_block() -> None:
+    """`log('Hello ' + name + '!')` right above `const s = 'id: ' + user.id`: the block that
+    holds both anti-unified as one rule covering two sites (and nothing else anywhere); a
+    shape rule now comes first for each site."""
+    before = (
+        "function f(name, user) {\n  log('Hello ' + name + '!');\n"
+        "  const s = 'id: ' + user.id;\n}\n"
+    )
+    after = "function f(name, user) {\n  log(`Hello ${name}!`);\n  const s = `id: ${user.id}`;\n}\n"
+    result = synthesize([Example(before, after, path="a.js")])
+    assert result.apply(before)[0] == after
+    assert len(result.rules) == 2
+    held = (
+        "function g(a, b) {\n  warn('Bye ' + a + '.');\n  if (x) {\n    y = 'k=' + b.k;\n  }\n}\n"
+    )
+    want = "function g(a, b) {\n  warn(`Bye ${a}.`);\n  if (x) {\n    y = `k=${b.k}`;\n  }\n}\n"
+    assert result.apply(held)[0] == want

@@ -893,6 +893,25 @@ class _Choice:
     # Ranked first on purpose (an abstract candidate preferred over a literal one): the
     # lift-less preference leaves it alone.
     pinned: bool = False
+    # A rule for any site of the seed's shape whatever its context (a concatenation made a
+    # template literal, an import made `import type`): preferred to a block of statements
+    # that covers more sites only by holding them side by side (see ``_shape_first``).
+    shape: bool = False
+
+
+def _shape_first(top: list[_Choice], choices: list[_Choice]) -> list[_Choice]:
+    """``top`` (the candidates that cover the most sites), unless a shape rule covers the
+    seed and the first of ``top`` is a pattern lifted over lines: two sites of different
+    shapes side by side (`log('a ' + b)` above `const s = 'id: ' + c.id`) anti-unify as the
+    block that holds both, which covers two sites and reaches nothing else; the shape rule
+    covers one, and the next seed gets its own."""
+    shaped = [c for c in choices if c.shape]
+    if not shaped or not top or top[0].shape or top[0].level < 2:
+        return top
+    pattern = top[0].rule.get("pattern")
+    if not isinstance(pattern, str) or "\n" not in pattern:
+        return top
+    return sorted(shaped, key=lambda c: (-len(c.covered), c.order))
 
 
 def _lift_less(top: list[_Choice]) -> _Choice:
@@ -1131,6 +1150,7 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
             top_choices = sorted(
                 (c for c in choices if len(c.covered) == best), key=lambda c: c.order
             )
+            top_choices = _shape_first(top_choices, choices)
             chosen = _same_layout(_idempotent(_lift_less(top_choices), seed, exs, lang), exs, lang)
             chosen = _closed(chosen, exs, lang)
             chosen = _twin(chosen, exs, lang)
@@ -1221,6 +1241,7 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
                 raise SynthesisError("no rule", seed.example)
             best = max(len(c.covered) for c in choices)
             top = sorted((c for c in choices if len(c.covered) == best), key=lambda c: c.order)
+            top = _shape_first(top, choices)
             chosen = _same_layout(_idempotent(_lift_less(top), seed, cur, lang), cur, lang)
             chosen = _closed(chosen, cur, lang)
             chosen = _twin(chosen, cur, lang)
@@ -2716,7 +2737,7 @@ def _search(
                     ckey = "$CONCAT\0" + cfix
                     consider(crule, cfix, ckey, level, None, ccons, ctrans, False)
                     for c in choices[start:]:
-                        c.order, c.pinned = -1, True
+                        c.order, c.pinned, c.shape = -1, True, True
                 # Wave 3s: `import {…}` -> `import type {…}` for any import whose names
                 # the file uses as types only, first (pinned): without a kept import in the
                 # examples, the import's source was kept literal (zustand's '../vanilla').
@@ -2726,7 +2747,7 @@ def _search(
                     fix = "import type $A from $B"
                     consider(typed, fix, "$TYPE_IMPORT\0" + fix, level, None, None, None, False)
                     for c in choices[start:]:
-                        c.order, c.pinned = -1, True
+                        c.order, c.pinned, c.shape = -1, True, True
                 # A member chain of any depth before the depth the sites show (wave 3i):
                 # `$A.$D;` before `$A.$B.$C.$D;`, verified like any candidate.
                 tc = collapse_chains(t)
