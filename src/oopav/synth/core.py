@@ -899,6 +899,10 @@ class _Choice:
     shape: bool = False
 
 
+# A shape rule: rule, fix, constraints, transform.
+ShapeRule = tuple[dict[str, Any], str, dict[str, Any] | None, dict[str, Any] | None]
+
+
 def _shape_first(top: list[_Choice], choices: list[_Choice]) -> list[_Choice]:
     """``top`` (the candidates that cover the most sites), unless a shape rule covers the
     seed and the first of ``top`` is a pattern lifted over lines: two sites of different
@@ -2727,25 +2731,23 @@ def _search(
                 for pattern, fix, cons, transform in fa:
                     for rule in _format_rules(Template(pattern, fix, {}), top, lang):
                         consider(rule, fix, pattern + "\0" + fix, level, None, cons, transform)
-                # Wave 3s: a concatenation of strings and names made a template literal
-                # (`'a ' + b` -> `` `a ${b}` ``): any of that shape, first (pinned); the
-                # example's strings as `'$A'` matched no empty string, no other quotes.
-                joined = concat_template(top.before_text, top.after_text, lang)
-                if joined is not None:
-                    start = len(choices)
-                    crule, cfix, ccons, ctrans = joined
-                    ckey = "$CONCAT\0" + cfix
-                    consider(crule, cfix, ckey, level, None, ccons, ctrans, False)
-                    for c in choices[start:]:
-                        c.order, c.pinned, c.shape = -1, True, True
-                # Wave 3s: `import {…}` -> `import type {…}` for any import whose names
-                # the file uses as types only, first (pinned): without a kept import in the
-                # examples, the import's source was kept literal (zustand's '../vanilla').
+                # Wave 3s: shape rules, first (pinned; see ``_shape_first``): a
+                # concatenation of strings and names made a template literal (`'a ' + b` ->
+                # `` `a ${b}` ``), any of that shape (the example's strings as `'$A'`
+                # matched no empty string, no other quotes); `import {…}` -> `import type
+                # {…}` for any import whose names the file uses as types only (without a kept
+                # import in the examples, the source stayed literal: zustand's '../vanilla').
+                shaped: list[ShapeRule | None]
+                shaped = [concat_template(top.before_text, top.after_text, lang)]
                 typed = type_import(top.before_text, top.after_text, lang)
                 if typed is not None:
+                    shaped.append((typed, "import type $A from $B", None, None))
+                for found in shaped:
+                    if found is None:
+                        continue
                     start = len(choices)
-                    fix = "import type $A from $B"
-                    consider(typed, fix, "$TYPE_IMPORT\0" + fix, level, None, None, None, False)
+                    srule, sfix, scons, strans = found
+                    consider(srule, sfix, "$SHAPE\0" + sfix, level, None, scons, strans, False)
                     for c in choices[start:]:
                         c.order, c.pinned, c.shape = -1, True, True
                 # A member chain of any depth before the depth the sites show (wave 3i):
