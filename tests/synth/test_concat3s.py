@@ -20,6 +20,7 @@ HELD = """function h(a, b, c) {
   x = 'k=' + b.k;
   y = "it's " + a + " ok";
   z = 'n ' + (a + 1) + '!';
+  q = 'n ' + a * 2 + '!';
   w = 'a`b ' + a + '!';
   v = '' + f(a) + 'x';
   u = 'a ' + b + '!' + c;
@@ -31,7 +32,8 @@ WANT = """function h(a, b, c) {
   warn(`Bye ${a}.`);
   x = 'k=' + b.k;
   y = `it's ${a} ok`;
-  z = 'n ' + (a + 1) + '!';
+  z = `n ${(a + 1)}!`;
+  q = 'n ' + a * 2 + '!';
   w = 'a`b ' + a + '!';
   v = `${f(a)}x`;
   u = 'a ' + b + '!' + c;
@@ -44,8 +46,9 @@ WANT = """function h(a, b, c) {
 def test_concatenation_of_the_examples_shape_becomes_a_template_literal() -> None:
     """Learned from `'Hello ' + name + '!'` and `"no " + user.id + '.'`, the rule takes any
     string, value, string concatenation: strings in either quotes (an empty one too, an
-    escape kept as it is), a name, member, call or index between them. Left alone: another
-    shape (`'k=' + b.k`), an operator as the value (`(a + 1)`), a string with a backtick or
+    escape kept as it is), a name, member, call, index or parenthesised expression between
+    them. Left alone: another shape (`'k=' + b.k`), a bare operator as the value (`a * 2`:
+    kept to what the examples show), a string with a backtick or
     a `$` (the template would read it otherwise), and a concatenation that is the left part
     of a longer one (rewriting its start alone would be a different grouping)."""
     result = synthesize([Example(BEFORE, AFTER, path="a.js")])

@@ -1164,6 +1164,7 @@ def _learn_examples(exs: list[_Ex], lang: str) -> tuple[SynthResult, list[str]]:
                 c
                 for c in top_choices
                 if c.level == chosen.level >= 0
+                and not chosen.shape  # general by what the shape is, not by its variables
                 and _vars(_runs_collapsed(c.key)) > _vars(chosen.key)
                 and not _deeper_chain(c.key, chosen.key)
             ]

@@ -256,9 +256,18 @@ _JS_PIECE = re.compile(r"""'(?:\\.|[^'\\`$\n])*'|"(?:\\.|[^"\\`$\n])*"|""" + _JS
 # A string's body that a template literal holds as it is: escapes, no backtick, no `$`.
 _SQ = r"(?:\\.|[^'\\`$\n])"
 _DQ = r"""(?:\\.|[^"\\`$\n])"""
-# What a concatenated value may be: a name, a member, a call or an index (never an operator
-# of its own, which the template would group otherwise).
-_JS_VALUES = ("identifier", "member_expression", "call_expression", "subscript_expression")
+# What a concatenated value may be: a name, a member, a call, an index, a number, `this` or
+# a parenthesised expression (`${(a + 1)}` reads as before). Never a string (that is
+# joining strings) nor a bare operator: the chain's grouping would change its meaning.
+_JS_VALUES = (
+    "identifier",
+    "member_expression",
+    "call_expression",
+    "subscript_expression",
+    "number",
+    "this",
+    "parenthesized_expression",
+)
 MAX_PIECES = 7
 
 
