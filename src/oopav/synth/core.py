@@ -29,6 +29,8 @@ from oopav.sandbox.astgrep import (
 from oopav.synth.abstract import Options, Template, abstract_sites, collapse_chains
 from oopav.synth.annotations import RUST_ITEMS, made_here
 from oopav.synth.appends import append_rules
+from oopav.synth.arrows import LANGS as ARROW_LANGS
+from oopav.synth.arrows import arrow_callback
 from oopav.synth.clishape import cli_rule, kinds_from_sites
 from oopav.synth.commas import DEPTH as COMMA_DEPTH
 from oopav.synth.commas import trailing_comma_rule
@@ -897,6 +899,12 @@ class _Choice:
     # template literal, an import made `import type`): preferred to a block of statements
     # that covers more sites only by holding them side by side (see ``_shape_first``).
     shape: bool = False
+
+
+def _closed_name(params: SgNode | None) -> str:
+    """A regex for the one parameter name of ``params`` (`(res)` -> `^res$`)."""
+    text = params.text()[1:-1].strip() if params is not None else ""
+    return "^" + re.escape(text) + "$"
 
 
 # A shape rule: rule, fix, constraints, transform.
@@ -2743,12 +2751,23 @@ def _search(
                 typed = type_import(top.before_text, top.after_text, lang)
                 if typed is not None:
                     shaped.append((typed, "import type $A from $B", None, None))
+                # and an anonymous function made an arrow function (`function(res) {…}` ->
+                # `res => {…}`), its body any: node-fetch's 93 callbacks.
+                if lang in ARROW_LANGS:
+                    shaped.append(arrow_callback(top.node, top.after_text, lang))
                 for found in shaped:
                     if found is None:
                         continue
                     start = len(choices)
                     srule, sfix, scons, strans = found
                     consider(srule, sfix, "$SHAPE\0" + sfix, level, None, scons, strans, False)
+                    if len(choices) == start and scons and "P" in scons:
+                        # The examples keep other callbacks as they are (node-fetch's
+                        # `function(err)` beside the `function(res)` it changed): the shape
+                        # closed by the parameter's name the sites have.
+                        name = top.node.field("parameters")
+                        closed = {**scons, "P": {**scons["P"], "regex": _closed_name(name)}}
+                        consider(srule, sfix, "$SHAPE\0" + sfix, level, None, closed, strans, False)
                     for c in choices[start:]:
                         c.order, c.pinned, c.shape = -1, True, True
                 # A member chain of any depth before the depth the sites show (wave 3i):
