@@ -289,3 +289,55 @@ def test_groups_that_learn_the_same_rule_are_one_group_listing_their_shapes(
     assert report.count("rule:") == 1
     assert "<str> . format ( err ) -> f <str> | <str> . format ( name ) -> f <str>" in report
     assert group.to_json()["shapes"] == group.shapes
+
+
+ASSERTS = """class T:
+    def test_a(self, c):
+        self.assert_equal(c.get('foo'), 42)
+        self.assert_equal(len(c.keys()), 3)
+
+    def test_b(self, c):
+        self.assert_equal(c.get('bar', default=None), 7)
+"""
+
+
+def test_a_change_that_opens_a_bracket_is_joined_with_the_one_that_closes_it(
+    tmp_path: Path,
+) -> None:
+    """werkzeug a0c1af35f7 turns `self.assert_equal(c.get('foo'), 42)` into `assert
+    c.get('foo') == 42` at 137 sites. The first argument is longer than the gap that joins
+    two changes on one line, so the change came out as two halves, `self . assert_equal (`
+    -> `assert` and `, <num> )` -> `== <num>`, each a group whose base does not parse (0 of
+    137 reproduced). A change that opens a bracket it does not close is now joined with the
+    hunk's next change, the argument between them left out of the key (`…`)."""
+    [c1, c2, c3] = (
+        changes_of(line + "\n", after + "\n", "python")
+        for line, after in (
+            ("self.assert_equal(c.get('foo'), 42)", "assert c.get('foo') == 42"),
+            ("self.assert_equal(len(c.keys()), 3)", "assert len(c.keys()) == 3"),
+            ("self.assert_equal(x, 1)", "assert x == 1"),
+        )
+    )
+    assert [c.key for c in c1] == [c.key for c in c2]
+    assert c1[0].key == (
+        ("self", ".", "assert_equal", "(", "…", ",", "<num>", ")"),
+        ("assert", "…", "=", "=", "<num>"),
+    )
+    assert len(c3) == 1  # a short argument: joined by the gap, as before
+    after = ASSERTS
+    for old, new in (
+        ("self.assert_equal(c.get('foo'), 42)", "assert c.get('foo') == 42"),
+        ("self.assert_equal(len(c.keys()), 3)", "assert len(c.keys()) == 3"),
+        (
+            "self.assert_equal(c.get('bar', default=None), 7)",
+            "assert c.get('bar', default=None) == 7",
+        ),
+    ):
+        after = after.replace(old, new)
+    other = ASSERTS.replace("test_a", "test_c").replace("test_b", "test_d")
+    files = {
+        "a.py": (ASSERTS, after),
+        "b.py": (other, after.replace("test_a", "test_c").replace("test_b", "test_d")),
+    }
+    [group] = learn_groups(commit_repo(tmp_path, files), "HEAD")
+    assert group.sites == 6 and group.whole, group.to_json()
