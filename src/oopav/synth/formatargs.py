@@ -51,6 +51,15 @@ def _lit(q: str) -> str:
 def _split(body: str) -> list[str] | None:
     """``body`` (between the quotes) as literal, placeholder, literal, …: None when a brace
     is neither doubled nor a bare placeholder (``{0}``, ``{name}`` name their argument)."""
+    return _scan(body, "{", _PLACEHOLDER, doubled=("{{", "}}"), stray="}")
+
+
+def _scan(
+    body: str, opener: str, placeholder: re.Pattern[str], doubled: tuple[str, ...], stray: str
+) -> list[str] | None:
+    """``body`` split at its placeholders (``opener`` starts one, ``placeholder`` matches it
+    whole): literal, placeholder, literal, …; escapes and ``doubled`` pairs are literal text.
+    None at an ``opener`` that starts no placeholder or at a ``stray`` character."""
     out: list[str] = []
     i, last = 0, 0
     while i < len(body):
@@ -58,13 +67,13 @@ def _split(body: str) -> list[str] | None:
         if c == "\\":
             i += 2
             continue
-        if body.startswith("{{", i) or body.startswith("}}", i):
+        if any(body.startswith(d, i) for d in doubled):
             i += 2
             continue
-        if c == "}":
+        if c in stray:
             return None
-        if c == "{":
-            m = _PLACEHOLDER.match(body, i)
+        if c == opener:
+            m = placeholder.match(body, i)
             if m is None:
                 return None
             out += [body[last:i], m.group(0)]
@@ -177,25 +186,7 @@ _PERCENT = re.compile(r"%[-#0 +]*(?:\d+)?(?:\.\d+)?[sradifeEgGxXoc]")
 def _split_percent(body: str) -> list[str] | None:
     """``body`` as literal, ``%`` placeholder, literal, …: None when it holds ``%%``, a
     mapping key (``%(name)s``), a ``*`` width, or a brace (an f-string must double it)."""
-    if "{" in body or "}" in body:
-        return None
-    out: list[str] = []
-    i, last = 0, 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "%":
-            m = _PERCENT.match(body, i)
-            if m is None:
-                return None
-            out += [body[last:i], m.group(0)]
-            i = last = m.end()
-            continue
-        i += 1
-    out.append(body[last:])
-    return out
+    return _scan(body, "%", _PERCENT, doubled=(), stray="{}")
 
 
 def _percent(
