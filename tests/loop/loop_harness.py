@@ -257,7 +257,10 @@ async def start(bus: Any, body: dict[str, Any], timeout: float = 30.0) -> str:
         # The submission is stored but its answer came late (the intake's reply window is
         # 30 s; a loaded CI machine's fresh cluster once took longer): it still becomes a
         # session, found here by its instruction. A lost submission still fails below.
-        sid = await _session_for(bus, str(body.get("instruction", "")), deadline)
+        # Its own grace: a reply that timed out used up the deadline (on a loaded machine a
+        # fresh cluster's intake once answered after 90 s; the session came later).
+        grace = max(deadline, loop_.time() + 60.0)
+        sid = await _session_for(bus, str(body.get("instruction", "")), grace)
         if sid is not None:
             return sid
     assert "session_id" in reply, reply
