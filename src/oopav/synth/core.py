@@ -68,6 +68,8 @@ from oopav.synth.precision import (
 )
 from oopav.synth.relax import relax
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
+from oopav.synth.returns import adds_none_return
+from oopav.synth.returns import guard as returns_guard
 from oopav.synth.roots import closed_values, local_context, own_context, own_rooted
 from oopav.synth.scoped import scoped_rename_rules
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
@@ -1053,6 +1055,7 @@ def synthesize(
         result, notes = grouped
     else:
         notes += _follow_ups(result, exs)
+    result = _returns_guarded(result, exs, lang)
     notes += _partial_notes(result, exs)
     if target:
         from oopav.synth.target import Target, fit
@@ -1061,6 +1064,22 @@ def synthesize(
         result, fitted = fit(result, exs, Target(target, skip), _right_rewrites)
         notes += fitted
     return _finish(result, notes, guessed, layout_notes, t0)
+
+
+def _returns_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
+    """Each rule that adds ``-> None`` (``: void``) only where nothing is returned
+    (synth/returns.py), where the rule set still reproduces every example."""
+    rules = list(result.rules)
+    changed = False
+    for i, r in enumerate(rules):
+        shown = r.rule.get("pattern")
+        pattern = shown.get("context", "") if isinstance(shown, dict) else shown or ""
+        if not isinstance(pattern, str) or not adds_none_return(pattern, r.fix, lang):
+            continue
+        trial = [*rules[:i], replace(r, rule=returns_guard(r.rule, pattern, lang)), *rules[i + 1 :]]
+        if _rules_hold(exs, trial, lang):
+            rules, changed = trial, True
+    return replace(result, rules=rules) if changed else result
 
 
 def _partial_notes(result: SynthResult, exs: list[_Ex]) -> list[str]:

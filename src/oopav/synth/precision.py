@@ -41,6 +41,9 @@ from oopav.synth.removals import removal
 _METAVAR = re.compile(r"\$\$?\$?([A-Z][A-Z0-9_]*)")
 _SINGLE = re.compile(r"(?<!\$)\$([A-Z][A-Z0-9_]*)")
 _TOKEN = re.compile(r"^[A-Za-z_]\w*$")
+# A name spelled as a constant: two characters or more, capitals, digits and underscores.
+_CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*[A-Z0-9]$")
+CONSTANT_NAME = "^[A-Z][A-Z0-9_]*[A-Z0-9]$"
 
 
 def _distinct(nodes: list[SgNode]) -> list[SgNode]:
@@ -533,7 +536,12 @@ def shared_names(
             shapes.add((bound.kind(), _depth_below(bound, site)))
         if len(texts) != 1:
             continue
-        regex = "^" + _rx_literal(texts.pop()) + "$"
+        shared = texts.pop()
+        # Wave 3t: a constant's name (`SHERLOCK`) stands for its family, the names spelled
+        # as constants: ripgrep's `&*SHERLOCK` -> `SHERLOCK` in 31 example sites was made for
+        # every lazy static (`&*CODE` held out), not for one. A variable's name (`next`)
+        # stays pinned: its role is what the sites share.
+        regex = CONSTANT_NAME if _CONSTANT.match(shared) else "^" + _rx_literal(shared) + "$"
         if not multi:
             out[name] = {"regex": regex}
             continue
