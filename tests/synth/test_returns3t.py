@@ -35,9 +35,8 @@ PY_HELD = """class On:
             return 1
         self.cb = inner
 """
-PY_WANT = (
-    PY_HELD.replace("def main(self):", "def main(self) -> None:")
-    .replace("def close(self):", "def close(self) -> None:")
+PY_WANT = PY_HELD.replace("def main(self):", "def main(self) -> None:").replace(
+    "def close(self):", "def close(self) -> None:"
 )
 
 
@@ -50,8 +49,7 @@ def test_none_only_where_nothing_is_returned() -> None:
     assert result.apply(PY_HELD)[0] == PY_WANT
     files = [("off.py", PY_BEFORE), ("on.py", PY_HELD)]
     assert (
-        check_rules(result.rules, files, "python") + check_file(result.rules, files, "python")
-        == []
+        check_rules(result.rules, files, "python") + check_file(result.rules, files, "python") == []
     )
 
 
