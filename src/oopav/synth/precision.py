@@ -15,7 +15,8 @@ where every site binds the same kind (``() => $A`` with ``A: {kind: call_express
 where they bind different kinds and the rule has that one metavariable, the heads of what
 they bind (serde's ``use $A;`` on ``lib::*`` and ``io``: ``A: ^(?:io|lib)\b``). Whole texts
 are pinned only where two or more distinct sites bind one and the same *name* (wave 3g,
-:func:`shared_names`: koa's ``function(next)`` -> ``function *(next)``); values never, and
+:func:`shared_names`: koa's ``function(next)`` -> ``function *(next)``; a constant's name to
+the constants' family, wave 3t: ripgrep's ``&*SHERLOCK``, ``&*CODE``); values never, and
 one site never (every text is shared by one site: the rule would be literal). An
 operator or keyword replaced in place (``$A == $B`` -> ``$A === $B``) is what the rule is
 about and is not narrowed. The closed rule must rewrite exactly the sites the open one did,
