@@ -275,6 +275,20 @@ def uses(names: Sequence[str], language: str, *, var: str | None = None) -> dict
     else:
         regex = "^(?:" + "|".join(re.escape(n) for n in sorted(names)) + ")$"
         leaf = [{"kind": k, "regex": regex} for k in kinds]
+    if language == "go":
+        # Wave 3t: a Go import binds a package, and a package is used only as a qualifier
+        # (`path.Join`, `http.Header` as a type): gorilla/mux's local `path := …` is no use
+        # of "path" (an import was added to a file that needed none).
+        leaf = [
+            {
+                **x,
+                "inside": {"kind": "selector_expression", "field": "operand", "stopBy": "neighbor"},
+            }
+            if x["kind"] == "identifier"
+            else x
+            for x in leaf
+            if x["kind"] != "type_identifier"
+        ]
     return {
         "inside": {
             "kind": ROOT_KINDS[language],
@@ -1224,6 +1238,10 @@ def manage_imports(
                         rule,
                         uses([name], lang),
                         {"not": _imports_already(imp.text(), lang)},
+                        # Wave 3t: nor where another import binds the name already (warp's
+                        # `use self::sealed::{…, Response}` got `use ::reply::{Reply,
+                        # Response}` too: a second import of a name does not compile).
+                        {"not": bound_elsewhere(name, lang)},
                         *no_list,
                     )
                     added_for.append(_follow_up(r, rule, fix, lang))

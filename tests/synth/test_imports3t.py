@@ -1,0 +1,81 @@
+"""Wave 3t of issue 26: an import a rule's new code seems to need is added only where the new
+name is used as what the import binds, and where no other import of the file binds it
+already (docs/synth.md § Imports a rewrite needs)."""
+
+from __future__ import annotations
+
+from oopav.synth import Example, synthesize
+
+GO_BEFORE = """package mux
+
+import (
+	"net/http"
+	"path"
+)
+
+func clean(p string) string { return path.Clean(p) }
+
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if p := cleanPath(req.URL.Path); p != req.URL.Path {
+		w.WriteHeader(301)
+	}
+}
+"""
+GO_AFTER = GO_BEFORE.replace(
+    "cleanPath(req.URL.Path); p != req.URL.Path", "cleanPath(path); p != path"
+)
+GO_HELD = """package mux
+
+import (
+	"net/http"
+)
+
+func (r *routeRegexp) Match(req *http.Request) bool {
+	path := req.URL.EscapedPath()
+	return r.regexp.MatchString(req.URL.Path)
+}
+"""
+GO_WANT = GO_HELD.replace("MatchString(req.URL.Path)", "MatchString(path)")
+
+
+def test_a_go_package_is_used_only_as_a_qualifier() -> None:
+    """gorilla/mux 674ef1c2: `req.URL.Path` -> `path`, a local variable; the example file
+    imports the package "path" (for `path.Clean`), so the new `path` read as a use of that
+    package and `import "path"` went into a held-out file that never uses the package."""
+    result = synthesize([Example(GO_BEFORE, GO_AFTER, path="mux.go")])
+    assert result.apply(GO_BEFORE)[0] == GO_AFTER
+    assert result.apply(GO_HELD)[0] == GO_WANT
+
+
+RS_BEFORE = """use ::reply::{Reply, Response};
+
+impl Service for Routes {
+    type Future = Self::Future;
+    fn call(&self) -> Self::Future {
+        self.inner()
+    }
+}
+"""
+RS_AFTER = RS_BEFORE.replace("-> Self::Future", "-> Response")
+RS_HELD = """use self::sealed::{Reply_, Response};
+
+impl Filter for Reply_ {
+    fn call(&self) -> Self::Future {
+        self.map()
+    }
+}
+"""
+RS_WANT = RS_HELD.replace("-> Self::Future", "-> Response")
+
+
+def test_no_import_where_another_import_binds_the_name() -> None:
+    """warp 16377f80: `-> Self::Future` -> `-> Response`, the example importing `Response`
+    from `::reply`; a held-out file that binds `Response` through another path got a second
+    import of it (which does not compile)."""
+    result = synthesize([Example(RS_BEFORE, RS_AFTER, path="a.rs")])
+    assert result.apply(RS_BEFORE)[0] == RS_AFTER
+    assert result.apply(RS_HELD)[0] == RS_WANT
+    # where nothing binds it, the import is still added
+    bare = RS_HELD.replace("use self::sealed::{Reply_, Response};\n", "use std::fmt;\n")
+    got = result.apply(bare)[0]
+    assert "-> Response" in got and "use ::reply::{Reply, Response};" in got
