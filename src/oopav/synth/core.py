@@ -71,7 +71,7 @@ from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
 from oopav.synth.returns import adds_none_return
 from oopav.synth.returns import guard as returns_guard
 from oopav.synth.roots import closed_values, local_context, own_context, own_rooted
-from oopav.synth.scoped import scoped_rename_rules
+from oopav.synth.scoped import scoped_rename_rules, shadowed
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
 from oopav.synth.sites import (
@@ -1055,7 +1055,6 @@ def synthesize(
         result, notes = grouped
     else:
         notes += _follow_ups(result, exs)
-    result = _returns_guarded(result, exs, lang)
     notes += _partial_notes(result, exs)
     if target:
         from oopav.synth.target import Target, fit
@@ -1063,6 +1062,9 @@ def synthesize(
         skip = {e.path for e in exs_in if e.path}
         result, fitted = fit(result, exs, Target(target, skip), _right_rewrites)
         notes += fitted
+    # Wave 3t: guards a rule's kind of change calls for, on the rules as learned (and fitted).
+    result = _returns_guarded(result, exs, lang)
+    result = _shadow_guarded(result, exs, lang)
     return _finish(result, notes, guessed, layout_notes, t0)
 
 
@@ -1077,6 +1079,43 @@ def _returns_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthRes
         if not isinstance(pattern, str) or not adds_none_return(pattern, r.fix, lang):
             continue
         trial = [*rules[:i], replace(r, rule=returns_guard(r.rule, pattern, lang)), *rules[i + 1 :]]
+        if _rules_hold(exs, trial, lang):
+            rules, changed = trial, True
+    return replace(result, rules=rules) if changed else result
+
+
+# Names no code binds as its own variable (`self`, `this`): no shadowing guard.
+_NOT_SHADOWED = frozenset({"self", "this", "cls", "super", "Self", "crate"})
+
+
+def _renamed_name(rule: dict[str, Any], fix: str) -> str | None:
+    """The name a plain rename rule renames (``{regex: ^old$, kind: identifier}`` or an
+    ``any`` of kinds with ``identifier``), where it reaches identifiers; else None."""
+    rx = rule.get("regex")
+    if not isinstance(rx, str) or not _IDENT.match(fix):
+        return None
+    m = re.fullmatch(r"\^([A-Za-z_$][\w$]*)\$", rx)
+    if m is None or m.group(1) in _NOT_SHADOWED:
+        return None
+    kinds = [rule.get("kind")] + [a.get("kind") for a in rule.get("any", []) if isinstance(a, dict)]
+    return m.group(1) if "identifier" in kinds else None
+
+
+def _shadow_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
+    """Wave 3t: each rename of a value's name left out of the scopes that bind the name as
+    their own variable (a parameter, a loop variable, a local: ``scoped.shadowed``) — where
+    the rule set still reproduces every example (the sites are no such variable). ripgrep's
+    crate `glob` -> `globset` renamed a held-out `for glob in globs` too."""
+    rules = list(result.rules)
+    changed = False
+    for i, r in enumerate(rules):
+        if r.follow_up or r.transform:
+            continue
+        name = _renamed_name(r.rule, r.fix)
+        guard = shadowed(name, lang) if name is not None else None
+        if guard is None:
+            continue
+        trial = [*rules[:i], replace(r, rule=conjoin(r.rule, guard)), *rules[i + 1 :]]
         if _rules_hold(exs, trial, lang):
             rules, changed = trial, True
     return replace(result, rules=rules) if changed else result

@@ -421,3 +421,76 @@ def scoped_rename_rules(
             out.append((uses + plain + binders_, sites))
         out.append((plain, sites))
     return out
+
+
+def _go_rust_locals(name: str, lang: str) -> list[dict[str, Any]]:
+    """Go and Rust: the blocks that declare ``name`` as a local (``name := …``, ``var name
+    …``, ``let name = …``) and the loops that bind it (``for name in …``, ``for name :=
+    range …``)."""
+    ident = _named("identifier", name)
+    deep = {**ident, "stopBy": "end"}
+    if lang == "go":
+        declares = {
+            "any": [
+                {"kind": "short_var_declaration", "has": {"field": "left", "has": ident}},
+                {
+                    "kind": "var_declaration",
+                    "has": {"kind": "var_spec", "has": {"field": "name", **ident}},
+                },
+            ]
+        }
+        return [
+            # the statements directly, or in the `statement_list` newer grammars put there
+            {
+                "kind": "block",
+                "has": {"any": [declares, {"kind": "statement_list", "has": declares}]},
+            },
+            {
+                "kind": "for_statement",
+                "has": {"kind": "range_clause", "has": {"field": "left", "has": ident}},
+            },
+        ]
+    if lang == "rust":
+        return [
+            {
+                "kind": "block",
+                "has": {
+                    "kind": "let_declaration",
+                    "has": {"field": "pattern", "any": [ident, {"has": deep}]},
+                },
+            },
+            {"kind": "for_expression", "has": {"field": "pattern", "any": [ident, {"has": deep}]}},
+        ]
+    if lang == "python":
+        return [{"kind": "for_statement", "has": {"field": "left", "any": [ident, {"has": deep}]}}]
+    return []
+
+
+def shadowed(name: str, lang: str) -> dict[str, Any] | None:
+    """Wave 3t: a fragment for a rename of ``name``: not inside a scope that binds ``name``
+    itself — a function's or closure's parameter, a loop variable, a local — where the name
+    is another variable (ripgrep's crate `glob` renamed, `for glob in globs` kept; warp's
+    `body::concat`, a `let concat = …` kept; httprouter's `package router`, a test's `router
+    := New()` kept). None for a language without scopes here."""
+    if lang not in _LANG:
+        return None
+    scopes = _binders(name, lang) + _local_binders(name, lang) + _go_rust_locals(name, lang)
+    scopes = [sc for sc in scopes if _valid(str(sc["kind"]), lang)]
+    if not scopes:
+        return None
+    # Only a bare identifier can be the variable (a field's or a type's name cannot).
+    inside: dict[str, Any] = {"kind": "identifier", "inside": {"stopBy": "end", "any": scopes}}
+    if lang == "python":
+        # An attribute's name (`o.calls`) and a keyword's (`f(calls=…)`) are no variable.
+        names = [("attribute", "attribute"), ("keyword_argument", "name")]
+        member = {
+            "any": [{"inside": {"kind": k, "field": f, "stopBy": "neighbor"}} for k, f in names]
+        }
+        inside = {"all": [inside, {"not": member}]}
+    if lang == "rust":
+        # A path's segment (`glob::Error`, `body::concat`) names a module or an item,
+        # never a local.
+        paths = ("scoped_identifier", "scoped_type_identifier")
+        segment = {"inside": {"any": [{"kind": k} for k in paths], "stopBy": "neighbor"}}
+        inside = {"all": [inside, {"not": segment}]}
+    return {"not": inside}

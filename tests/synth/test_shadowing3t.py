@@ -1,0 +1,104 @@
+"""Wave 3t of issue 26: a rename of a value's name leaves a variable of the same name alone —
+a parameter, a loop variable, a local — where no example site is one (docs/synth.md § A
+rename never reaches a variable that shadows the name)."""
+
+from __future__ import annotations
+
+from oopav.synth import Example, synthesize
+from oopav.synth.clicheck import check_file, check_rules
+
+RS_BEFORE = """use glob;
+
+pub fn build(pat: &str) -> Result<Matcher, glob::Error> {
+    let m = glob::Pattern::new(pat)?;
+    Ok(m)
+}
+"""
+RS_AFTER = RS_BEFORE.replace("glob", "globset")
+RS_HELD = """use glob;
+
+fn all(globs: &[String]) -> Result<(), glob::Error> {
+    for glob in globs {
+        check(glob)?;
+    }
+    let concat = glob::concat(globs);
+    Ok(concat)
+}
+
+fn one(glob: &str) -> usize {
+    glob.len()
+}
+"""
+RS_WANT = """use globset;
+
+fn all(globs: &[String]) -> Result<(), globset::Error> {
+    for glob in globs {
+        check(glob)?;
+    }
+    let concat = globset::concat(globs);
+    Ok(concat)
+}
+
+fn one(glob: &str) -> usize {
+    glob.len()
+}
+"""
+
+
+def test_a_crate_renamed_not_the_loop_variable() -> None:
+    """ripgrep fdf24317: the crate `glob` -> `globset`; the held-out `for glob in globs`
+    (and a parameter `glob`) kept — before, every `glob` identifier was renamed. A path's
+    segment inside that loop (`glob::concat`) is the crate still."""
+    result = synthesize([Example(RS_BEFORE, RS_AFTER, path="a.rs")])
+    assert result.apply(RS_BEFORE)[0] == RS_AFTER
+    assert result.apply(RS_HELD)[0] == RS_WANT
+    files = [("a.rs", RS_BEFORE), ("b.rs", RS_HELD)]
+    assert check_rules(result.rules, files, "rust") + check_file(result.rules, files, "rust") == []
+
+
+GO_BEFORE = """package router
+
+func New() *Router {
+	return &Router{}
+}
+"""
+GO_AFTER = GO_BEFORE.replace("package router", "package httprouter")
+GO_HELD = """package router
+
+func TestRouter(t *testing.T) {
+	router := New()
+	router.Add("/user/:name", nil)
+}
+"""
+GO_WANT = GO_HELD.replace("package router", "package httprouter")
+
+
+def test_a_package_renamed_not_a_local_of_its_name() -> None:
+    """httprouter 48110743: `package router` -> `package httprouter`; a test's local
+    `router := New()` was renamed with its uses (the block's statements sit in a
+    `statement_list`)."""
+    result = synthesize([Example(GO_BEFORE, GO_AFTER, path="router.go")])
+    assert result.apply(GO_HELD)[0] == GO_WANT
+
+
+PY_BEFORE = """def run(cfg):
+    return cfg.port
+
+
+def stop(cfg):
+    cfg.close()
+"""
+PY_AFTER = PY_BEFORE.replace("cfg", "config")
+PY_HELD = """def start(cfg):
+    cfg.open()
+    return cfg
+"""
+PY_WANT = PY_HELD.replace("cfg", "config")
+
+
+def test_a_local_rename_still_reaches_its_scopes() -> None:
+    """Where the examples rename the parameter itself, the rename is of such variables: the
+    guard does not hold on the examples and is not taken."""
+    result = synthesize([Example(PY_BEFORE, PY_AFTER, path="a.py")])
+    assert result.apply(PY_BEFORE)[0] == PY_AFTER
+    assert result.apply(PY_HELD)[0] == PY_WANT
