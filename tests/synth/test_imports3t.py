@@ -79,3 +79,47 @@ def test_no_import_where_another_import_binds_the_name() -> None:
     bare = RS_HELD.replace("use self::sealed::{Reply_, Response};\n", "use std::fmt;\n")
     got = result.apply(bare)[0]
     assert "-> Response" in got and "use ::reply::{Reply, Response};" in got
+
+
+RS_B1 = """use futures::Future;
+use reqwest::Client;
+use serde::Deserialize;
+
+fn main() {
+    run(Future::ok(1));
+}
+"""
+RS_A1 = RS_B1.replace(
+    "use serde::Deserialize;\n", "use serde::Deserialize;\nuse std::future::Future;\n"
+)
+RS_B2 = """use std::fmt;
+use std::fs::File;
+use std::io::{self, Read};
+
+use futures::{try_ready, Future};
+
+fn body() -> impl Future {
+    File::open("x")
+}
+"""
+RS_A2 = RS_B2.replace("use std::fs::File;\n", "use std::fs::File;\nuse std::future::Future;\n")
+RS_WAIT = """use std::sync::Arc;
+use std::thread;
+
+use futures::{Async, Future};
+
+fn wait() -> impl Future {
+    Arc::new(thread::current())
+}
+"""
+
+
+def test_an_import_inserted_beside_another_of_the_name_where_the_examples_do() -> None:
+    """reqwest ba7b2a75 adds `use std::future::Future;` beside `use futures::Future;` (a
+    migration in progress): the structural placements all refused a file where another import
+    binds the name, so the rule fell back to the examples' literal neighbours and reached no
+    held-out file. Where the examples insert it so, the placements are tried without that
+    guard too."""
+    result = synthesize([Example(RS_B1, RS_A1, path="a.rs"), Example(RS_B2, RS_A2, path="b.rs")])
+    assert result.apply(RS_B1)[0] == RS_A1 and result.apply(RS_B2)[0] == RS_A2
+    assert result.apply(RS_WAIT)[0] == "use std::future::Future;\n" + RS_WAIT

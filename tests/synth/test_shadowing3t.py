@@ -102,3 +102,47 @@ def test_a_local_rename_still_reaches_its_scopes() -> None:
     result = synthesize([Example(PY_BEFORE, PY_AFTER, path="a.py")])
     assert result.apply(PY_BEFORE)[0] == PY_AFTER
     assert result.apply(PY_HELD)[0] == PY_WANT
+
+
+GIN_BEFORE = """package binding
+
+func setByFile(value Value) (isSetted bool, err error) {
+	isSetted, err = setArray(value)
+	return isSetted, err
+}
+"""
+GIN_AFTER = GIN_BEFORE.replace("isSetted", "isSet")
+GIN_HELD = """package binding
+
+func tryMap(v Value) (bool, error) {
+	isSetted, err := mapping(v)
+	return isSetted, err
+}
+"""
+
+
+def test_a_variable_the_examples_declare_is_renamed_wherever_it_is_declared() -> None:
+    """gin 1a2bc0e7: `isSetted` -> `isSet`, a named result in the examples: the rename is of
+    variables, so a held-out `isSetted, err := …` is renamed too (no guard)."""
+    result = synthesize([Example(GIN_BEFORE, GIN_AFTER, path="a.go")])
+    assert result.apply(GIN_HELD)[0] == GIN_HELD.replace("isSetted", "isSet")
+
+
+PLUGGY_BEFORE = """from ._hooks import _HookSpecOpts
+
+
+def parse(opts: _HookSpecOpts) -> None:
+    pass
+"""
+PLUGGY_AFTER = PLUGGY_BEFORE.replace("_HookSpecOpts", "HookSpecOpts")
+PLUGGY_HELD = """class HookSpec:
+    def __init__(self, name: str, opts: _HookSpecOpts) -> None:
+        self.opts: _HookSpecOpts = opts
+"""
+
+
+def test_a_type_in_a_parameters_annotation_is_no_binder() -> None:
+    """pluggy 04e9a9b9: `_HookSpecOpts` -> `HookSpecOpts`; a parameter annotated with the type
+    binds `opts`, not the type, so the annotation is renamed."""
+    result = synthesize([Example(PLUGGY_BEFORE, PLUGGY_AFTER, path="a.py")])
+    assert result.apply(PLUGGY_HELD)[0] == PLUGGY_HELD.replace("_HookSpecOpts", "HookSpecOpts")

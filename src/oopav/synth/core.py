@@ -71,7 +71,7 @@ from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
 from oopav.synth.returns import adds_none_return
 from oopav.synth.returns import guard as returns_guard
 from oopav.synth.roots import closed_values, local_context, own_context, own_rooted
-from oopav.synth.scoped import scoped_rename_rules, shadowed
+from oopav.synth.scoped import declared_in, scoped_rename_rules, shadowed
 from oopav.synth.semicolons import DEPTH as SEMI_DEPTH
 from oopav.synth.semicolons import missing_semicolon_rule
 from oopav.synth.sites import (
@@ -88,6 +88,8 @@ from oopav.synth.sites import (
     parse,
     relayout,
 )
+from oopav.synth.splice import NEIGHBOUR as SPLICED
+from oopav.synth.splice import insertion, respliced
 
 MAX_LEVELS = 4
 # Over-matching candidates per search that get a discriminating context (each costs one
@@ -1065,6 +1067,7 @@ def synthesize(
     # Wave 3t: guards a rule's kind of change calls for, on the rules as learned (and fitted).
     result = _returns_guarded(result, exs, lang)
     result = _shadow_guarded(result, exs, lang)
+    result = _spliced(result, exs, lang)
     return _finish(result, notes, guessed, layout_notes, t0)
 
 
@@ -1112,10 +1115,57 @@ def _shadow_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResu
         if r.follow_up or r.transform:
             continue
         name = _renamed_name(r.rule, r.fix)
-        guard = shadowed(name, lang) if name is not None else None
+        if name is None or declared_in(name, [ex.root for ex in exs]):
+            continue  # the examples rename a variable of that name: no guard against it
+        guard = shadowed(name, lang)
         if guard is None:
             continue
         trial = [*rules[:i], replace(r, rule=conjoin(r.rule, guard)), *rules[i + 1 :]]
+        if _rules_hold(exs, trial, lang):
+            rules, changed = trial, True
+    return replace(result, rules=rules) if changed else result
+
+
+def _spliced(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
+    """Each rule that inserts an item beside a one-node metavariable of a list, re-rooted at
+    that item (synth/splice.py): the rest of the node is left as it was, its layout with it —
+    where the rule set still reproduces every example."""
+    rules = list(result.rules)
+    changed = False
+    for i, r in enumerate(rules):
+        pattern = r.rule.get("pattern")
+        if (
+            not isinstance(pattern, str)
+            or r.transform
+            or r.expand_start
+            or r.expand_end
+            or r.follow_up
+            or r.companion
+        ):
+            continue
+        found = insertion(pattern, r.fix)
+        if found is None:
+            continue
+        var, text, before, multi = found
+        if multi:
+            # `pager($$$A)` -> `pager($$$A, color)` keeps what lies between the items as it
+            # is (only the brackets' inner margins are written anew), and reads as the change
+            # it is: left so (the re-rooted form would say `$SPLICED, color`).
+            continue
+        config: dict[str, Any] = {"rule": r.rule}
+        if r.constraints:
+            config["constraints"] = r.constraints
+        try:
+            matches = [m for ex in exs for m in ex.root.find_all(cast(Any, config))]
+        except Exception:  # a rule ast-grep-py refuses here: leave it as it is
+            continue
+        roots = [ex.root for ex in exs]
+        rule = respliced(r.rule, var, matches, roots, multi, before, lang)
+        if rule is None:
+            continue
+        var = SPLICED if multi else var
+        fix = text + "$" + var if before else "$" + var + text
+        trial = [*rules[:i], replace(r, rule=rule, fix=fix), *rules[i + 1 :]]
         if _rules_hold(exs, trial, lang):
             rules, changed = trial, True
     return replace(result, rules=rules) if changed else result

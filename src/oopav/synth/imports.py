@@ -1580,7 +1580,12 @@ def _insert_choices(
                 "has": {"any": _import_matchers(lang), "regex": word, "stopBy": "end"},
             }
         }
-        already = {"all": [already, {"not": bound}]}
+        # Wave 3t: unless an example inserts it where another import binds the name
+        # (reqwest ba7b2a75 adds `use std::future::Future;` beside `use futures::Future;`, a
+        # migration in progress): then the same choices without that guard, after them.
+        alreadies = [{"all": [already, {"not": bound}]}, already]
+    else:
+        alreadies = [already]
     guards: list[tuple[list[dict[str, Any]], str]] = []
     if names:
         guards.append(
@@ -1609,8 +1614,8 @@ def _insert_choices(
         blocks += labelled
     lone = _no_import_rule(new, lang)
     single = _go_single_rules(new) if lang == "go" else []
-    for conds, said in guards:
-        for block, where in blocks:
+    for already in alreadies:
+        for (conds, said), (block, where) in ((g, b) for g in guards for b in blocks):
             if conds and lone is not None:
                 # Only where the name is used: a file without imports gets it too.
                 block = [*block, lone]

@@ -466,6 +466,72 @@ def _go_rust_locals(name: str, lang: str) -> list[dict[str, Any]]:
     return []
 
 
+def _unannotated(rule: Any) -> Any:
+    """``rule`` with each deep search for the binder's identifier (``stopBy: end``) kept out
+    of type annotations."""
+    if isinstance(rule, list):
+        return [_unannotated(x) for x in rule]
+    if not isinstance(rule, dict):
+        return rule
+    out = {k: _unannotated(v) for k, v in rule.items()}
+    if out.get("kind") == "identifier" and out.get("stopBy") == "end":
+        out["not"] = {"inside": {"kind": "type", "stopBy": "end"}}
+    return out
+
+
+# Where an identifier declares a variable (its parent, or the parent's parent): a parameter,
+# a named result, a declarator, a `let`, a loop's variable, an assignment's target.
+_DECLARING = frozenset(
+    {
+        "parameter_declaration",
+        "variadic_parameter_declaration",
+        "parameters",
+        "typed_parameter",
+        "default_parameter",
+        "typed_default_parameter",
+        "lambda_parameters",
+        "formal_parameters",
+        "required_parameter",
+        "optional_parameter",
+        "closure_parameters",
+        "parameter",
+        "variable_declarator",
+        "var_spec",
+        "const_spec",
+        "short_var_declaration",
+        "range_clause",
+        "let_declaration",
+        "for_expression",
+        "for_statement",
+        "for_in_clause",
+        "catch_clause",
+        "assignment",
+    }
+)
+
+
+def declared_in(name: str, roots: list[Any]) -> bool:
+    """``name`` is declared as a variable somewhere in ``roots`` (a parameter, a named result,
+    a local, a loop variable, an assignment's target): renamed there, the rename is of a
+    variable, which :func:`shadowed` must not keep it from (gin's named result `isSetted`
+    -> `isSet`, its `isSetted, err := …` of another file renamed too)."""
+    for root in roots:
+        for n in root.find_all(kind="identifier", regex="^" + re.escape(name) + "$"):
+            up = n.parent()
+            if up is not None and up.kind() in _BINDING_WRAPPERS:
+                up = up.parent()  # `a, err := …`, `for (a, b) in …`
+            if up is not None and up.kind() in _DECLARING:
+                return True
+    return False
+
+
+# A list of names declared together, between the names and their declaration (not a type,
+# a path or an annotation: `err: glob::Error` declares `err`, not `glob`).
+_BINDING_WRAPPERS = frozenset(
+    {"expression_list", "pattern_list", "tuple_pattern", "list_pattern", "identifier_list"}
+)
+
+
 def shadowed(name: str, lang: str) -> dict[str, Any] | None:
     """Wave 3t: a fragment for a rename of ``name``: not inside a scope that binds ``name``
     itself — a function's or closure's parameter, a loop variable, a local — where the name
@@ -478,6 +544,10 @@ def shadowed(name: str, lang: str) -> dict[str, Any] | None:
     scopes = [sc for sc in scopes if _valid(str(sc["kind"]), lang)]
     if not scopes:
         return None
+    if lang == "python":
+        # A parameter's annotation (`opts: _HookSpecOpts`) binds nothing: pluggy's type
+        # `_HookSpecOpts` renamed there too.
+        scopes = [_unannotated(sc) for sc in scopes]
     # Only a bare identifier can be the variable (a field's or a type's name cannot).
     inside: dict[str, Any] = {"kind": "identifier", "inside": {"stopBy": "end", "any": scopes}}
     if lang == "python":
