@@ -123,3 +123,42 @@ def test_an_import_inserted_beside_another_of_the_name_where_the_examples_do() -
     result = synthesize([Example(RS_B1, RS_A1, path="a.rs"), Example(RS_B2, RS_A2, path="b.rs")])
     assert result.apply(RS_B1)[0] == RS_A1 and result.apply(RS_B2)[0] == RS_A2
     assert result.apply(RS_WAIT)[0] == "use std::future::Future;\n" + RS_WAIT
+
+
+H3_BEFORE_1 = """import { WebEvent } from "./event";
+
+export function toEvent(request: Request) {
+  const event = new WebEvent(request, options?.h3);
+  return event;
+}
+"""
+H3_AFTER_1 = H3_BEFORE_1.replace("new WebEvent(", "new H3WebEvent(")
+H3_BEFORE_2 = """import type { WebEvent } from "./event";
+
+export function fromEvent(event: unknown) {
+  const we = event as WebEvent;
+  return we;
+}
+"""
+H3_AFTER_2 = H3_BEFORE_2.replace("as WebEvent", "as H3WebEvent")
+H3_HELD = """import { WebEvent } from "../event";
+
+export function toWebEvent(request: Request) {
+  return new WebEvent(request);
+}
+"""
+H3_WANT = H3_HELD.replace("new WebEvent(", "new H3WebEvent(")
+
+
+def test_a_rename_kept_in_imports_only_is_narrowed_by_the_imports() -> None:
+    """h3 632952b4: `WebEvent` -> `H3WebEvent` in code, every import of it kept: the rule
+    was narrowed by where the two sites happen to sit (each in a `const`), and the held-out
+    `return new WebEvent(…)` got nothing. "Not in an import" says why."""
+    result = synthesize(
+        [
+            Example(H3_BEFORE_1, H3_AFTER_1, path="h3.ts"),
+            Example(H3_BEFORE_2, H3_AFTER_2, path="r.ts"),
+        ]
+    )
+    assert result.apply(H3_BEFORE_1)[0] == H3_AFTER_1
+    assert result.apply(H3_HELD)[0] == H3_WANT

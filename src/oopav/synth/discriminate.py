@@ -337,6 +337,37 @@ def _never_reassigned(positives: list[SgNode], negatives: list[SgNode]) -> dict[
     }
 
 
+# Leaf kinds that name something (a rename's sites), and the import statements per grammar.
+_NAMES = frozenset({"identifier", "type_identifier", "property_identifier", "field_identifier"})
+_IMPORT_KINDS = frozenset(
+    {
+        "import_statement",
+        "import_from_statement",
+        "import_declaration",
+        "import_spec",
+        "use_declaration",
+        "future_import_statement",
+    }
+)
+
+
+def _in_import(node: SgNode) -> bool:
+    return any(a.kind() in _IMPORT_KINDS for a in node.ancestors())
+
+
+def _import_kinds(node: SgNode) -> list[str]:
+    """The import kinds of ``node``'s grammar (those its file could hold)."""
+    root = node.get_root().root()
+    kinds = []
+    for k in sorted(_IMPORT_KINDS):
+        try:
+            root.find(kind=k)
+        except Exception:
+            continue
+        kinds.append(k)
+    return kinds
+
+
 def constraints(
     seed: SgNode, positives: list[SgNode], negatives: list[SgNode], hint: str = ""
 ) -> list[dict[str, Any]]:
@@ -366,6 +397,22 @@ def constraints(
     never = _never_reassigned(pos, negatives)
     if never is not None:
         add(never)
+    # Wave 3t: every kept one is in an import, no site is (h3 632952b4 renames `WebEvent` in
+    # code and keeps its import, changed otherwise): "not in an import" says why, where the
+    # parent kinds below say only where the few sites happen to sit (`new WebEvent(…)` and
+    # `x as WebEvent`, each in a `const`: the held-out `return new WebEvent(…)` got nothing).
+    if seed.kind() in _NAMES and all(_in_import(n) for n in negatives):
+        if not any(_in_import(p) for p in pos):
+            add(
+                {
+                    "not": {
+                        "inside": {
+                            "any": [{"kind": k} for k in _import_kinds(seed)],
+                            "stopBy": "end",
+                        }
+                    }
+                }
+            )
     negative: list[dict[str, Any]] = []
     for depth in (1, 2):
         kind = _kind_at(seed, depth)
