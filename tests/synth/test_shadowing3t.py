@@ -146,3 +146,38 @@ def test_a_type_in_a_parameters_annotation_is_no_binder() -> None:
     binds `opts`, not the type, so the annotation is renamed."""
     result = synthesize([Example(PLUGGY_BEFORE, PLUGGY_AFTER, path="a.py")])
     assert result.apply(PLUGGY_HELD)[0] == PLUGGY_HELD.replace("_HookSpecOpts", "HookSpecOpts")
+
+
+PFLAG_BEFORE = """package pflag
+
+import "strings"
+
+func wrap(result, sep, to string) string {
+	result = strings.Replace(result, sep, to, -1)
+	return result
+}
+"""
+PFLAG_AFTER = PFLAG_BEFORE.replace("strings.Replace(", "strings.ReplaceAll(")
+PFLAG_HELD = """package pflag
+
+import "strings"
+
+type Replacer interface {
+	Replace([]string) error
+}
+
+func indent(s string, r Replacer) string {
+	_ = r.Replace(nil)
+	return strings.Replace(s, "\\n", "\\n  ", -1)
+}
+"""
+PFLAG_WANT = PFLAG_HELD.replace("strings.Replace(", "strings.ReplaceAll(")
+
+
+def test_a_packages_function_renamed_not_every_member_of_its_name() -> None:
+    """pflag d6bb2cc8: `strings.Replace` -> `strings.ReplaceAll`; the rename reached every
+    field or method named `Replace` (an interface's method, `r.Replace`). Every site reaches
+    it through the imported package: the rename of that package's function."""
+    result = synthesize([Example(PFLAG_BEFORE, PFLAG_AFTER, path="flag_test.go")])
+    assert result.apply(PFLAG_BEFORE)[0] == PFLAG_AFTER
+    assert result.apply(PFLAG_HELD)[0] == PFLAG_WANT

@@ -648,6 +648,60 @@ def _global_member(node: SgNode, language: str) -> bool:
     )
 
 
+# A member access: (its kind, the field of the object, the field of the member).
+_ACCESS = {
+    "selector_expression": ("operand", "field"),
+    "attribute": ("object", "attribute"),
+    "member_expression": ("object", "property"),
+}
+
+
+def _package_member(
+    seed: Site, remaining: list[tuple[Site, _Ex]], language: str
+) -> dict[str, Any] | None:
+    """Wave 3t: a member renamed where every site reaches it through one imported module
+    (`strings.Replace` -> `strings.ReplaceAll`): the rename of that module's function, first
+    — not of every member of that name (pflag d6bb2cc8 renamed an interface's `Replace`
+    method too)."""
+    from oopav.synth.imports import bound_names, imports_of
+
+    old, new = seed.before_text, seed.after_text
+    heads: set[str] = set()
+    access: tuple[str, str, str] | None = None
+    for site, ex in remaining:
+        if site.before_text != old or site.after_text != new:
+            continue
+        up = site.node.parent()
+        fields = _ACCESS.get(up.kind()) if up is not None else None
+        if up is None or fields is None:
+            return None
+        obj, member = up.field(fields[0]), up.field(fields[1])
+        if obj is None or member is None or member.range() != site.node.range():
+            return None
+        if obj.children() or not _IDENT.match(obj.text()):
+            return None
+        imported = set().union(
+            *(bound_names(n.text(), language) for n in imports_of(ex.before, language))
+        )
+        if obj.text() not in imported:
+            return None
+        heads.add(obj.text())
+        access = (up.kind(), *fields)
+    if len(heads) != 1 or access is None:
+        return None
+    kind, obj_field, member_field = access
+    return {
+        "kind": seed.node.kind(),
+        "regex": "^" + re.escape(old) + "$",
+        "inside": {
+            "kind": kind,
+            "field": member_field,
+            "stopBy": "neighbor",
+            "has": {"field": obj_field, "regex": "^" + re.escape(heads.pop()) + "$"},
+        },
+    }
+
+
 def _rename_candidates(
     seed: Site, remaining: list[tuple[Site, _Ex]], language: str
 ) -> list[dict[str, Any]]:
@@ -666,6 +720,9 @@ def _rename_candidates(
         # kept code like any other candidate.
         both = [k for k in (*_VALUE_KINDS, *_MEMBER_KINDS) if k in valid]
         first.append({"regex": regex0, "any": [{"kind": k} for k in dict.fromkeys(both)]})
+    qualified = _package_member(seed, remaining, language)
+    if qualified is not None:
+        first.append(qualified)
     if seed.node.kind() in every and len(every) > 1:
         alts: list[dict[str, Any]] = [{"kind": k} for k in every]
         if space is _MEMBER_KINDS and language == "rust":
