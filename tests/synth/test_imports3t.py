@@ -162,3 +162,17 @@ def test_a_rename_kept_in_imports_only_is_narrowed_by_the_imports() -> None:
     )
     assert result.apply(H3_BEFORE_1)[0] == H3_AFTER_1
     assert result.apply(H3_HELD)[0] == H3_WANT
+
+
+def test_an_unused_import_dropped_keeps_the_blank_lines_below_it() -> None:
+    """tomlkit 9cf42c61: the drop of `from typing import Optional`, the last import, was
+    joined to the next statement, taking the two blank lines before the class with it. It
+    goes with the line break before it now (with the one after it for a file's first
+    statement)."""
+    before = "import os\n\ndef f(a, b):\n    os.getcwd()\n    return os.path.join(a, b)\n"
+    after = "import os\n\ndef f(a, b):\n    os.getcwd()\n    return join(a, b)\n"
+    result = synthesize([Example(before, after, path="a.py")])
+    last = "import re\nimport os\n\n\nclass A:\n    x = os.path.join(1, 2)\n"
+    assert result.apply(last)[0] == "import re\n\n\nclass A:\n    x = join(1, 2)\n"
+    first = "import os\nimport re\n\ndef g(x):\n    return os.path.join(x, 'y')\n"
+    assert result.apply(first)[0] == "import re\n\ndef g(x):\n    return join(x, 'y')\n"

@@ -1258,20 +1258,41 @@ def manage_imports(
                 if not names or not names <= removed or imp.text() in deleted_texts:
                     continue
                 deleted_texts.add(imp.text())
-                rule = {
+                # Wave 3t: the import goes with the line break before it, back to the
+                # statement above: the blank lines below it stay (tomlkit 9cf42c61: joined
+                # to the next statement, the last import took the two blank lines between
+                # the imports and the class with it). The first statement of a file goes
+                # with the line break after it, forward to the statement below.
+                unused = {"not": uses(sorted(names), lang)}
+                after_prev = {
+                    "pattern": imp.text(),
+                    "follows": {"pattern": "$PREV", "stopBy": "neighbor"},
+                    "all": [unused],
+                }
+                first = {
                     "pattern": imp.text(),
                     "precedes": {"pattern": "$NEXT", "stopBy": "neighbor"},
-                    "all": [{"not": uses(sorted(names), lang)}],
+                    "all": [
+                        unused,
+                        {"not": {"follows": {"pattern": "$ANY", "stopBy": "neighbor"}}},
+                    ],
                 }
                 dropped_for.append(
                     replace(
-                        _follow_up(r, rule, "$NEXT", lang),
+                        _follow_up(r, after_prev, "$PREV", lang),
+                        expand_start={"pattern": "$PREV"},
+                    )
+                )
+                dropped_for.append(
+                    replace(
+                        _follow_up(r, first, "$NEXT", lang),
                         expand_end={"pattern": "$NEXT"},
                     )
                 )
                 drop_notes.append(
                     f"{r.id} may leave `{imp.text().strip()[:60]}` unused: dropped where it is"
                 )
+                drop_notes.append("")  # the same drop, for a file's first statement
             for imp in imports_of(before, lang):
                 # A name of a list that keeps others (wave 3l): the name alone goes — where
                 # an example shows a list losing it (a commit's other edits may keep it:
@@ -1335,11 +1356,20 @@ def manage_imports(
             result.rules = kept
     # Renamed imports and unused-import drops the examples do not show are kept only where
     # no example contradicts (a rename first: the drop's pattern is the old import's text).
+    # A note-less entry belongs with the one before it (a drop's two placements): they are
+    # kept or refused together.
+    groups: list[tuple[list[SynthRule], str]] = []
     for extra, note in zip([*renamed_for, *dropped_for], [*rename_notes, *drop_notes], strict=True):
+        if note or not groups:
+            groups.append(([extra], note))
+        else:
+            groups[-1][0].append(extra)
+    for extras, note in groups:
         kept = list(result.rules)
-        result.rules = [*kept, extra]
+        result.rules = [*kept, *extras]
         if check(result):
-            notes.append(note)
+            if note:
+                notes.append(note)
         else:
             result.rules = kept
     return notes
