@@ -4022,7 +4022,15 @@ def _delete_candidates(seed: Site, remaining: list[tuple[Site, _Ex]], lang: str)
     if parent is not None:
         # Narrower: only where the deleted node sits (the examples keep others elsewhere).
         where = {"inside": {"kind": parent.kind(), "stopBy": "neighbor"}}
-        bases += [({**b, **where}, c) for b, c in bases]
+        narrowed = [({**b, **where}, c) for b, c in bases]
+        if _IDENT.match(node.text()) and not any(c.is_named() for c in node.children()):
+            # Wave 3t: a keyword or modifier (`mut`, `pub`, `static`) is deleted from one
+            # kind of place first: hyper d894439e's `&mut self` -> `&self` deleted every
+            # `mut` of the held-out files (`let mut`, `mut req`: 185 wrong sites); its
+            # parent's kind (`self_parameter`) is where it goes.
+            bases = narrowed + bases
+        else:
+            bases += narrowed
     forms = [
         ({"follows": {"pattern": "$PREV", "stopBy": "neighbor"}}, "$PREV", "start"),
         ({"precedes": {"pattern": "$NEXT", "stopBy": "neighbor"}}, "$NEXT", "end"),
