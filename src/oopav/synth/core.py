@@ -702,6 +702,43 @@ def _package_member(
     }
 
 
+# A Rust macro's name where it is called: `deref!(…)`, and in a token tree (a macro's
+# body), the name before a `!`.
+_MACRO_NAME = [
+    {"inside": {"kind": "macro_invocation", "field": "macro", "stopBy": "neighbor"}},
+    {
+        "inside": {"kind": "token_tree", "stopBy": "neighbor"},
+        "precedes": {"regex": "^!$", "stopBy": "neighbor"},
+    },
+]
+
+
+def _is_macro_name(node: SgNode) -> bool:
+    up = node.parent()
+    if up is None:
+        return False
+    if up.kind() == "macro_invocation":
+        name = up.field("macro")
+        return name is not None and name.range() == node.range()
+    following = node.next()
+    return up.kind() == "token_tree" and following is not None and following.text() == "!"
+
+
+def _macro_rename(
+    seed: Site, remaining: list[tuple[Site, _Ex]], language: str
+) -> dict[str, Any] | None:
+    """Wave 3t: a Rust rename whose every site names a macro where it is called stays in
+    the macros' namespace (hyper 62d96adc's `deref!(…)` -> `__hyper__deref!(…)` renamed the
+    `Deref` trait's `fn deref` and the kept `macro_rules! deref` too)."""
+    if language != "rust":
+        return None
+    old, new = seed.before_text, seed.after_text
+    sites = [s for s, _ in remaining if s.before_text == old and s.after_text == new]
+    if not sites or not all(_is_macro_name(s.node) for s in sites):
+        return None
+    return {"kind": "identifier", "regex": "^" + re.escape(old) + "$", "any": _MACRO_NAME}
+
+
 def _rename_candidates(
     seed: Site, remaining: list[tuple[Site, _Ex]], language: str
 ) -> list[dict[str, Any]]:
@@ -723,6 +760,9 @@ def _rename_candidates(
     qualified = _package_member(seed, remaining, language)
     if qualified is not None:
         first.append(qualified)
+    macros = _macro_rename(seed, remaining, language)
+    if macros is not None:
+        first.append(macros)
     if seed.node.kind() in every and len(every) > 1:
         alts: list[dict[str, Any]] = [{"kind": k} for k in every]
         if space is _MEMBER_KINDS and language == "rust":
