@@ -81,3 +81,48 @@ def test_an_argument_appended_after_a_list_metavariable_stays_readable() -> None
     )
     [rule] = synthesize([Example(before, after, path="a.py")]).rules
     assert rule.rule["pattern"] == "zip($$$A)" and rule.fix == "zip($$$A, strict=False)"
+
+
+BASES_BEFORE = """class Container(dict):
+    pass
+
+
+class Key(str):
+    pass
+
+
+class OutOfOrderTableProxy(dict):
+    def __init__(self, container: Container) -> None:
+        self._container = container
+"""
+BASES_AFTER = BASES_BEFORE.replace("(dict)", "(MutableMapping, dict)")
+BASES_HELD = """class Table(Item, dict):
+    pass
+
+
+class InlineTable(Item, dict):
+    pass
+
+
+class Done(MutableMapping, dict):
+    pass
+
+
+x = f(dict)
+"""
+BASES_WANT = BASES_HELD.replace("(Item, dict)", "(Item, MutableMapping, dict)")
+
+
+def test_a_base_inserted_beside_the_base_the_classes_share() -> None:
+    """tomlkit b29cdf0c: `class C(dict)` -> `class C(MutableMapping, dict)`, learned as the
+    literal list `(dict)` -> `(MutableMapping, dict)`: the held-out `(Item, dict)` got
+    nothing. The change is an item inserted before the `dict` every site's list ends with,
+    in a class's bases, once (not where it is there already; a call's `(dict)` stays)."""
+    result = synthesize([Example(BASES_BEFORE, BASES_AFTER, path="container.py")])
+    assert result.apply(BASES_BEFORE)[0] == BASES_AFTER
+    assert result.apply(BASES_HELD)[0] == BASES_WANT
+    assert result.apply(BASES_WANT)[0] == BASES_WANT
+    files = [("a.py", BASES_BEFORE), ("b.py", BASES_HELD)]
+    assert (
+        check_rules(result.rules, files, "python") + check_file(result.rules, files, "python") == []
+    )

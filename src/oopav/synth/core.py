@@ -89,7 +89,7 @@ from oopav.synth.sites import (
     relayout,
 )
 from oopav.synth.splice import NEIGHBOUR as SPLICED
-from oopav.synth.splice import insertion, respliced
+from oopav.synth.splice import insertion, literal_splice, respliced
 
 MAX_LEVELS = 4
 # Over-matching candidates per search that get a discriminating context (each costs one
@@ -1232,6 +1232,18 @@ def _spliced(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
     for i, r in enumerate(rules):
         pattern = r.rule.get("pattern")
         if (
+            isinstance(pattern, dict)
+            and set(r.rule) == {"pattern"}  # nothing else says where it applies
+            and not (r.transform or r.follow_up or r.companion or r.constraints)
+        ):
+            # a list written as one literal text: an item inserted beside one of its items
+            found_literal = _literal_spliced(r, exs, lang)
+            if found_literal is not None:
+                trial = [*rules[:i], found_literal, *rules[i + 1 :]]
+                if _rules_hold(exs, trial, lang):
+                    rules, changed = trial, True
+            continue
+        if (
             not isinstance(pattern, str)
             or r.transform
             or r.expand_start
@@ -1266,6 +1278,20 @@ def _spliced(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
         if _rules_hold(exs, trial, lang):
             rules, changed = trial, True
     return replace(result, rules=rules) if changed else result
+
+
+def _literal_spliced(r: SynthRule, exs: list[_Ex], lang: str) -> SynthRule | None:
+    config: dict[str, Any] = {"rule": r.rule}
+    if r.constraints:
+        config["constraints"] = r.constraints
+    try:
+        matches = [m for ex in exs for m in ex.root.find_all(cast(Any, config))]
+    except Exception:  # a rule ast-grep-py refuses here: leave it as it is
+        return None
+    found = literal_splice(matches, r.fix, lang)
+    if found is None:
+        return None
+    return replace(r, rule=found[0], fix=found[1], constraints=None)
 
 
 def _partial_notes(result: SynthResult, exs: list[_Ex]) -> list[str]:

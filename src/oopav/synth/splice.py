@@ -242,3 +242,83 @@ def respliced(
             },
         ]
     }
+
+
+def literal_splice(
+    matches: list[SgNode], fix: str, language: str
+) -> tuple[dict[str, Any], str] | None:
+    """Wave 3t: a whole list rewritten as one literal text (tomlkit b29cdf0c's `(dict)` ->
+    `(MutableMapping, dict)`, every class's bases) whose change is an item inserted beside one
+    item the sites share: (rule, fix) for that item, in lists of that kind where the sites'
+    lists sit, at the position it has there (from the end, or the start), not where the new
+    item is beside it already — whatever else the list holds (a held-out `(Item, dict)`)."""
+    if "$" in fix or not matches:
+        return None
+    shapes = set()
+    for m in matches:
+        parts = _split(m.text(), fix)
+        if parts is None:
+            return None
+        prefix, inserted, _suffix = parts
+        at = m.range().start.index + len(prefix)
+        kids = [c for c in m.children() if c.is_named() and c.kind() not in _COMMENTS]
+        before = next((c for c in kids if c.range().start.index == at), None)
+        after = next((c for c in kids if c.range().end.index == at), None)
+        if before is not None and re.search(r",\s*$", inserted):
+            item, side = before, "before"
+        elif after is not None and re.match(r"\s*,", inserted):
+            item, side = after, "after"
+        else:
+            return None
+        up = m.parent()
+        field = None
+        if up is not None:
+            for name in ("superclasses", "arguments", "parameters", "bases"):
+                f = up.field(name)
+                if f is not None and f.range() == m.range():
+                    field = name
+        pos = _position(item)
+        shapes.add(
+            (
+                item.text(),
+                item.kind(),
+                side,
+                inserted,
+                m.kind(),
+                up.kind() if up else None,
+                field,
+                pos,
+            )
+        )
+    if len({s[:7] for s in shapes}) != 1:
+        return None
+    text, kind, side, inserted, lists, parent, field, _ = next(iter(shapes))
+    starts = {s[7][0] for s in shapes}
+    ends = {s[7][1] for s in shapes}
+    if len(ends) == 1:
+        nth: dict[str, Any] = {"position": ends.pop(), "reverse": True}
+    elif len(starts) == 1:
+        nth = {"position": starts.pop()}
+    else:
+        return None
+    nth["ofRule"] = {"not": _comments(language)}
+    word = re.sub(r"^[\s,]+|[\s,]+$", "", inserted)
+    # (anywhere in the list: its neighbour is the unnamed `,` between them)
+    neighbour = {"regex": "^" + re.escape(word) + "$", "stopBy": "end"}
+    owner: dict[str, Any] = {"kind": lists, "stopBy": "neighbor"}
+    if parent is not None:
+        # (`field` names where the list sits in its parent: the list is that field)
+        context: dict[str, Any] = {"kind": parent, "stopBy": "neighbor"}
+        if field is not None:
+            context["field"] = field
+        owner["inside"] = context
+    rule = {
+        "kind": kind,
+        "regex": "^" + re.escape(text) + "$",
+        "nthChild": nth,
+        "inside": owner,
+        # once: not where the new item is beside it already
+        "not": {"follows": neighbour} if side == "before" else {"precedes": neighbour},
+    }
+    new_fix = inserted + text if side == "before" else text + inserted
+    return rule, new_fix
