@@ -57,8 +57,7 @@ def test_a_rule_that_rewrites_nothing_in_the_repository_is_fitted_to_it() -> Non
     # Still reproduces the example, and says what it did.
     assert fitted.apply(BEFORE)[0] == AFTER
     assert any(note.startswith("fitted to the repository") for note in fitted.notes)
-    # (the rename learned is of `errs`'s member: its context is what the fit drops)
-    assert "dropped (the least generalisation" in " ".join(fitted.notes)
+    assert "`any` of contexts dropped" in " ".join(fitted.notes)
 
 
 def test_a_rule_that_already_rewrites_something_there_is_left_as_learned() -> None:
@@ -158,7 +157,7 @@ def test_the_loop_stop_names_the_fitted_rule(tmp_path: Path) -> None:
     )
     assert why is not None
     assert "match nothing in the repository" in why
-    assert "a rule widened to fit the repository (inside dropped)" in why
+    assert "a rule widened to fit the repository (its `any` of contexts dropped)" in why
     assert "would rewrite 2 site(s)" in why
     assert (tmp_path / "pkg" / "models.py").read_text() == REPO
 

@@ -659,12 +659,17 @@ _ACCESS = {
 def _package_member(
     seed: Site, remaining: list[tuple[Site, _Ex]], language: str
 ) -> dict[str, Any] | None:
-    """Wave 3t: a member renamed where every site reaches it through one imported module
-    (`strings.Replace` -> `strings.ReplaceAll`): the rename of that module's function, first
+    """Wave 3t: a Go member renamed where every site reaches it through one imported package
+    (`strings.Replace` -> `strings.ReplaceAll`): the rename of that package's function, first
     — not of every member of that name (pflag d6bb2cc8 renamed an interface's `Replace`
     method too)."""
     from oopav.synth.imports import bound_names, imports_of
 
+    if language != "go":
+        # A Go package's function is that package's (`strings.Replace`); elsewhere one API's
+        # member is reached through several imported objects (got's `is.function_` and
+        # `assert.function_`, both from `@sindresorhus/is`): the member rename stays open.
+        return None
     old, new = seed.before_text, seed.after_text
     heads: set[str] = set()
     access: tuple[str, str, str] | None = None
