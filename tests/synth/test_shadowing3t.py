@@ -181,3 +181,28 @@ def test_a_packages_function_renamed_not_every_member_of_its_name() -> None:
     result = synthesize([Example(PFLAG_BEFORE, PFLAG_AFTER, path="flag_test.go")])
     assert result.apply(PFLAG_BEFORE)[0] == PFLAG_AFTER
     assert result.apply(PFLAG_HELD)[0] == PFLAG_WANT
+
+
+IMMER_BEFORE = """import immer from "../src/immer"
+
+const next = immer(base, draft => {
+    draft.a = 1
+})
+"""
+IMMER_AFTER = IMMER_BEFORE.replace("immer(", "produce(").replace("import immer", "import produce")
+IMMER_HELD = """describe("auto freeze", () => {
+    const immer = lib.default
+    const next = immer(base, draft => {
+        draft.c = 2
+    })
+})
+"""
+
+
+def test_a_value_renamed_reaches_a_local_of_its_name() -> None:
+    """immer e3eaceac: `immer` -> `produce`, the function; a held-out test binds it under its
+    old name (`const immer = lib.default`), renamed with it: the guard against locals is for
+    a module's or a path's name only (a crate, a package, a path's segment)."""
+    result = synthesize([Example(IMMER_BEFORE, IMMER_AFTER, path="a.js")])
+    assert result.apply(IMMER_BEFORE)[0] == IMMER_AFTER
+    assert result.apply(IMMER_HELD)[0] == IMMER_HELD.replace("immer", "produce")

@@ -1206,11 +1206,45 @@ def _renamed_name(rule: dict[str, Any], fix: str) -> str | None:
     return m.group(1) if "identifier" in kinds else None
 
 
+# Where a name is a module's or a path's (no value a local could stand for): a path's
+# segment, a `use`, a Go package clause or import, a Python dotted module name.
+_MODULE_PARENTS = frozenset(
+    {
+        "scoped_identifier",
+        "scoped_type_identifier",
+        "use_declaration",
+        "scoped_use_list",
+        "use_list",
+        "use_as_clause",
+        "package_clause",
+        "import_spec",
+        "dotted_name",
+    }
+)
+
+
+def _module_sites(r: SynthRule, exs: list[_Ex]) -> bool:
+    """Every match of ``r`` in the examples is a module's or a path's name."""
+    config: dict[str, Any] = {"rule": r.rule}
+    if r.constraints:
+        config["constraints"] = r.constraints
+    try:
+        nodes = [m for ex in exs for m in ex.root.find_all(cast(Any, config))]
+    except Exception:
+        return False
+    return bool(nodes) and all(
+        n.kind() == "package_identifier"
+        or ((up := n.parent()) is not None and up.kind() in _MODULE_PARENTS)
+        for n in nodes
+    )
+
+
 def _shadow_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
-    """Wave 3t: each rename of a value's name left out of the scopes that bind the name as
-    their own variable (a parameter, a loop variable, a local: ``scoped.shadowed``) — where
-    the rule set still reproduces every example (the sites are no such variable). ripgrep's
-    crate `glob` -> `globset` renamed a held-out `for glob in globs` too."""
+    """Wave 3t: each rename of a module's or a path's name (every example site one: a crate,
+    a package, a path's segment) left out of the scopes that bind the name as their own
+    variable (a parameter, a loop variable, a local: ``scoped.shadowed``) — where the rule
+    set still reproduces every example. ripgrep's crate `glob` -> `globset` renamed a
+    held-out `for glob in globs` too."""
     rules = list(result.rules)
     changed = False
     for i, r in enumerate(rules):
@@ -1219,6 +1253,11 @@ def _shadow_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResu
         name = _renamed_name(r.rule, r.fix)
         if name is None or declared_in(name, [ex.root for ex in exs]):
             continue  # the examples rename a variable of that name: no guard against it
+        if not _module_sites(r, exs):
+            # a value renamed (a function, a parameter): a local of that name is the same
+            # thing under its old name, renamed with it (immer's `const immer =
+            # lib.default` -> `const produce = …`; loguru's parameter `enhance`)
+            continue
         guard = shadowed(name, lang)
         if guard is None:
             continue
