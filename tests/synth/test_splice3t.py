@@ -126,3 +126,29 @@ def test_a_base_inserted_beside_the_base_the_classes_share() -> None:
     assert (
         check_rules(result.rules, files, "python") + check_file(result.rules, files, "python") == []
     )
+
+
+GO_BEFORE = """package assert
+
+func HTTPBodyContains(t TestingT, url string, str interface{}, msg string) bool {
+	return true
+}
+"""
+
+
+def test_a_parameter_list_written_out_stays_one_signature() -> None:
+    """testify 0a813b58 adds `body io.Reader` to two helpers' parameter lists, learned as
+    those lists written out; re-rooted at the `str interface{}` they share, it reached every
+    function with such a parameter second from the end (2 wrong sites). A parameter list is
+    one function's signature: not re-rooted (a class's bases are)."""
+    from ast_grep_py import SgRoot
+
+    from oopav.synth.splice import literal_splice
+
+    lists = SgRoot(GO_BEFORE, "go").root().find_all(kind="parameter_list")
+    fix = "(t TestingT, url string, body io.Reader, str interface{}, msg string)"
+    assert [m.text() for m in lists] == [fix.replace("body io.Reader, ", "")]
+    assert literal_splice(lists, fix, "go") is None
+    root = SgRoot(BASES_BEFORE, "python").root()
+    bases = [m for m in root.find_all(kind="argument_list") if m.text() == "(dict)"]
+    assert literal_splice(bases, "(MutableMapping, dict)", "python") is not None
