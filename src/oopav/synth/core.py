@@ -648,12 +648,8 @@ def _global_member(node: SgNode, language: str) -> bool:
     )
 
 
-# A member access: (its kind, the field of the object, the field of the member).
-_ACCESS = {
-    "selector_expression": ("operand", "field"),
-    "attribute": ("object", "attribute"),
-    "member_expression": ("object", "property"),
-}
+# A Go member access: (its kind, the field of the package, the field of the member).
+_ACCESS = {"selector_expression": ("operand", "field")}
 
 
 def _package_member(
@@ -1223,15 +1219,21 @@ _MODULE_PARENTS = frozenset(
 )
 
 
-def _module_sites(r: SynthRule, exs: list[_Ex]) -> bool:
-    """Every match of ``r`` in the examples is a module's or a path's name."""
+def _example_matches(r: SynthRule, exs: list[_Ex]) -> list[SgNode] | None:
+    """The nodes ``r`` matches in the examples' before texts (None: a rule ast-grep-py
+    refuses here, which the post-passes leave as it is)."""
     config: dict[str, Any] = {"rule": r.rule}
     if r.constraints:
         config["constraints"] = r.constraints
     try:
-        nodes = [m for ex in exs for m in ex.root.find_all(cast(Any, config))]
+        return [m for ex in exs for m in ex.root.find_all(cast(Any, config))]
     except Exception:
-        return False
+        return None
+
+
+def _module_sites(r: SynthRule, exs: list[_Ex]) -> bool:
+    """Every match of ``r`` in the examples is a module's or a path's name."""
+    nodes = _example_matches(r, exs) or []
     return bool(nodes) and all(
         n.kind() == "package_identifier"
         or ((up := n.parent()) is not None and up.kind() in _MODULE_PARENTS)
@@ -1305,12 +1307,8 @@ def _spliced(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
             # is (only the brackets' inner margins are written anew), and reads as the change
             # it is: left so (the re-rooted form would say `$SPLICED, color`).
             continue
-        config: dict[str, Any] = {"rule": r.rule}
-        if r.constraints:
-            config["constraints"] = r.constraints
-        try:
-            matches = [m for ex in exs for m in ex.root.find_all(cast(Any, config))]
-        except Exception:  # a rule ast-grep-py refuses here: leave it as it is
+        matches = _example_matches(r, exs)
+        if matches is None:
             continue
         roots = [ex.root for ex in exs]
         rule = respliced(r.rule, var, matches, roots, multi, before, lang)
@@ -1325,12 +1323,8 @@ def _spliced(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
 
 
 def _literal_spliced(r: SynthRule, exs: list[_Ex], lang: str) -> SynthRule | None:
-    config: dict[str, Any] = {"rule": r.rule}
-    if r.constraints:
-        config["constraints"] = r.constraints
-    try:
-        matches = [m for ex in exs for m in ex.root.find_all(cast(Any, config))]
-    except Exception:  # a rule ast-grep-py refuses here: leave it as it is
+    matches = _example_matches(r, exs)
+    if matches is None:
         return None
     found = literal_splice(matches, r.fix, lang)
     if found is None:
