@@ -90,6 +90,7 @@ from oopav.synth.sites import (
 )
 from oopav.synth.splice import NEIGHBOUR as SPLICED
 from oopav.synth.splice import insertion, literal_splice, respliced
+from oopav.synth.strictness import strict_guard
 
 MAX_LEVELS = 4
 # Over-matching candidates per search that get a discriminating context (each costs one
@@ -1166,6 +1167,8 @@ def synthesize(
     result = _returns_guarded(result, exs, lang)
     result = _shadow_guarded(result, exs, lang)
     result = _spliced(result, exs, lang)
+    # Wave 3u: no match with more in it than the pattern says (synth/strictness.py).
+    result = _strict_guarded(result, exs, lang)
     return _finish(result, notes, guessed, layout_notes, t0)
 
 
@@ -1187,6 +1190,30 @@ def _returns_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthRes
 
 # Names no code binds as its own variable (`self`, `this`): no shadowing guard.
 _NOT_SHADOWED = frozenset({"self", "this", "cls", "super", "Self", "crate"})
+
+
+def _strict_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
+    """Each rule's pattern conjoined with its ``ast``-strictness twin (synth/strictness.py),
+    where the rule set still reproduces every example."""
+    rules = list(result.rules)
+    changed = False
+    for i, r in enumerate(rules):
+        guarded = strict_guard(r.rule, lang)
+        if guarded is None:
+            continue
+        trial = [*rules[:i], replace(r, rule=guarded), *rules[i + 1 :]]
+        if _reproduces(exs, trial, lang):
+            rules, changed = trial, True
+    return replace(result, rules=rules) if changed else result
+
+
+def _reproduces(exs: list[_Ex], rules: list[SynthRule], lang: str) -> bool:
+    """``rules`` reproduce every example (an invalid rule: no)."""
+    result = SynthResult(rules=rules, language=lang, examples_reproduced=0)
+    try:
+        return all(_reproduced(ex, result.apply(ex.before)[0]) for ex in exs)
+    except RuleError:
+        return False
 
 
 def _renamed_name(rule: dict[str, Any], fix: str) -> str | None:
