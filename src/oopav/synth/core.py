@@ -51,6 +51,7 @@ from oopav.synth.discriminate import (
 from oopav.synth.discriminate import constraints as discriminating
 from oopav.synth.formatargs import LANGS as FORMAT_LANGS
 from oopav.synth.formatargs import concat_template, inline_args
+from oopav.synth.headers import in_place as header_in_place
 from oopav.synth.imports import manage_imports
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.placement import at_edge, bound_names, edge_candidates
@@ -1169,6 +1170,8 @@ def synthesize(
     result = _spliced(result, exs, lang)
     # Wave 3u: no match with more in it than the pattern says (synth/strictness.py).
     result = _strict_guarded(result, exs, lang)
+    # Wave 3u: a compound statement's header edited in place (synth/headers.py).
+    result = _headers_in_place(result, exs, lang)
     return _finish(result, notes, guessed, layout_notes, t0)
 
 
@@ -1202,6 +1205,25 @@ def _strict_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResu
         if guarded is None:
             continue
         trial = [*rules[:i], replace(r, rule=guarded), *rules[i + 1 :]]
+        if _reproduces(exs, trial, lang):
+            rules, changed = trial, True
+    return replace(result, rules=rules) if changed else result
+
+
+def _headers_in_place(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
+    """Each rule that writes a clause anew for a change of its literal header rewritten to
+    edit the header's text only (synth/headers.py), where the rule set still reproduces
+    every example."""
+    rules = list(result.rules)
+    changed = False
+    for i, r in enumerate(rules):
+        if r.transform or r.expand_start or r.expand_end or r.follow_up or r.constraints:
+            continue
+        edited = header_in_place(r.rule, r.fix, lang)
+        if edited is None:
+            continue
+        rule, transform, fix = edited
+        trial = [*rules[:i], replace(r, rule=rule, transform=transform, fix=fix), *rules[i + 1 :]]
         if _reproduces(exs, trial, lang):
             rules, changed = trial, True
     return replace(result, rules=rules) if changed else result
