@@ -95,3 +95,16 @@ def test_not_a_literal_header() -> None:
         in_place({"pattern": "except:\n    $$$A"}, "except Exception:\n    $$$B", "python") is None
     )
     assert in_place({"pattern": "except:\n    $$$A"}, "except Exception:\n    $$$A", "rust") is None
+
+
+def test_a_clause_holding_a_multi_line_string_is_left_alone() -> None:
+    """A line of a multi-line string that reads as the header is text, and ast-grep would
+    re-indent the string's lines left of the clause's column: such a clause is not touched."""
+    result = synthesize([Example(BEFORE, AFTER, path="a.py")])
+    held = (
+        "def h():\n    try:\n        c()\n    except:\n"
+        '        log("""oops\nexcept: this line is text\n""")\n'
+        '    try:\n        c()\n    except:\n        log("x")\n'
+    )
+    want = held[::-1].replace(":tpecxe", ":noitpecxE tpecxe", 1)[::-1]
+    assert result.apply(held)[0] == want

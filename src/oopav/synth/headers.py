@@ -45,6 +45,9 @@ _SHAPE = re.compile(r"^(?P<head>[^\n$]*\S:)\n(?P<indent>[ \t]+)\$\$\$(?P<var>[A-
 _PLAIN_KEYS = {"pattern", "kind", "regex", "not", "all"}
 
 
+_NO_LONG_STRING = {"not": {"has": {"kind": "string", "regex": "\n", "stopBy": "end"}}}
+
+
 def _shape(text: Any) -> tuple[str, str, str] | None:
     if isinstance(text, dict):
         text = text.get("context")
@@ -117,7 +120,10 @@ def in_place(
         where = r"(?m)^([ \t]*)"
     else:
         where = r"^()"
-    new["all"] = [*rule.get("all", []), {"pattern": "$" + NODE}]
+    # A string of several lines in the node: its text could hold a line that reads as the
+    # header, and ast-grep re-indents a multi-line fix, shifting the string's lines that sit
+    # left of the node's column. Such a node is left alone.
+    new["all"] = [*rule.get("all", []), {"pattern": "$" + NODE}, _NO_LONG_STRING]
     by = "${1}" + head2.replace("$", "$$")
     transform = {
         NEW: {"replace": {"source": "$" + NODE, "replace": where + _header_regex(head), "by": by}}
