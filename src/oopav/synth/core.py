@@ -67,6 +67,7 @@ from oopav.synth.precision import (
     rewrapped,
     statement_guard,
 )
+from oopav.synth.qualified import add_qualified_rules
 from oopav.synth.relax import relax
 from oopav.synth.removals import collapse_runs, comments_kept, unused_parameter
 from oopav.synth.returns import adds_none_return
@@ -1893,6 +1894,10 @@ def _follow_ups(result: SynthResult, exs: list[_Ex]) -> list[str]:
 
     notes += add_definition_rules(result, reproduces, [ex.before for ex in exs])
     notes += manage_imports(result, [(ex.before, ex.after) for ex in exs], reproduces)
+    # Go: a package's name as other packages write it, `pkg.Name` (wave 3u, qualified.py).
+    notes += add_qualified_rules(
+        result, reproduces, [ex.before for ex in exs if ex.before != ex.after]
+    )
     # A rule the ast-grep CLI would refuse for want of a kind gets the kinds it matched.
     notes += kinds_from_sites(result, [ex.before for ex in exs], reproduces)
     return notes
