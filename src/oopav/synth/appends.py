@@ -268,16 +268,39 @@ def append_rules(
     when they do not. Each candidate: the (rule, fix) pairs and their *probes*, the same
     rules in any layout, whose every match in an example must be an edited site (the
     examples' kept lists of the owner, in whatever layout, are negatives). The callers
-    verify them."""
+    verify them.
+
+    Wave 3u: an item inserted between two items is also placed by its neighbours, in any
+    list (``synth.neighbours``): those candidates come first unless every site's list has
+    one owner, of one name that is no constructor's."""
+    from oopav.synth.neighbours import CONSTRUCTORS, neighbour_rules
+
+    between = neighbour_rules(examples, lang, _insertions)
+    owned, found = _owner_rules(examples, lang)
+    values = {s.value for s in found}
+    if (
+        len(values) == 1
+        and not values & CONSTRUCTORS
+        and all(s.mode not in ("sibling", "") for s in found)
+    ):
+        return owned + between
+    return between + owned
+
+
+def _owner_rules(
+    examples: Sequence[tuple[SgNode, str, SgNode, list[Any]]], lang: str
+) -> tuple[list[Candidate], list[_Site]]:
+    """The candidates of wave 3k (lists of one owner) and the sites they were learned on
+    (none where a site is no append)."""
     found: list[_Site] = []
     items: set[str] = set()
     for _before, after, root_after, sites in examples:
         for s in sites:
             if s.insert is not None or s.delete is not None:
-                return []
+                return [], []
             inserted = _insertions(s.before_text, s.after_text)
             if not inserted or len(inserted) > 8:
-                return []
+                return [], []
             for p, text in inserted:
                 site, item = None, ""
                 for item, at, window in _placed(s.after_text, p, len(text)):
@@ -288,16 +311,16 @@ def append_rules(
                         site.trail = "," if window.replace(item, "", 1).count(",") == 2 else ""
                         break
                 if site is None:
-                    return []
+                    return [], []
                 found.append(site)
                 items.add(item)
     if len(items) != 1 or len(found) < 2:
-        return []
+        return [], []
     if all(f.field == "function" and not f.multi and not f.after for f in found):
         # An argument appended to calls on one line: the call-head rule (`$A($$$B)` ->
         # `$A($$$B, x)`, its names abstracted by a regex as far as the examples vary them)
         # already reaches any call; left to it.
-        return []
+        return [], []
     item = items.pop()
     roots = [r for before, _a, root_after, _s in examples for r in (before, root_after)]
     groups: dict[tuple[Any, ...], list[_Site]] = {}
@@ -392,7 +415,7 @@ def append_rules(
         else:
             if rules:
                 out.append((rules, probes))
-    return out + _after_last(found, item, lang)
+    return out + _after_last(found, item, lang), found
 
 
 def _not_twice(item: str) -> dict[str, Any]:

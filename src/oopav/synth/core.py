@@ -1692,7 +1692,15 @@ def _append_rules(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     examples = [(ex.root, ex.after, ex.root_after, ex.sites) for ex in exs]
     for candidate, probes in append_rules(examples, lang):
         rules = [
-            SynthRule(id=f"synth-{n}", language=lang, rule=rule, fix=fix, sites=sites * (n == 1))
+            SynthRule(
+                id=f"synth-{n}",
+                language=lang,
+                rule={k: v for k, v in rule.items() if k != "transform"},
+                fix=fix,
+                sites=sites * (n == 1),
+                # A Go field's padding from its neighbour (wave 3u, synth/neighbours.py).
+                transform=rule.get("transform"),
+            )
             for n, (rule, fix) in enumerate(candidate, 1)
         ]
         try:
