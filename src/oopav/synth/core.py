@@ -93,6 +93,10 @@ from oopav.synth.sites import (
 from oopav.synth.splice import NEIGHBOUR as SPLICED
 from oopav.synth.splice import insertion, literal_splice, respliced
 from oopav.synth.strictness import strict_guard
+from oopav.synth.toplines import candidates as top_candidates
+from oopav.synth.toplines import headers as top_header
+from oopav.synth.toplines import reproduced as top_reproduced
+from oopav.synth.toplines import top_directive
 
 MAX_LEVELS = 4
 # Over-matching candidates per search that get a discriminating context (each costs one
@@ -1108,6 +1112,10 @@ def synthesize(
             "least one example that changes something)",
             i,
         )
+    # Wave 3u: a directive added at the top of each file (synth/toplines.py).
+    top = None if any(e.partial for e in exs_in) else _top_lines(exs_in, lang)
+    if top is not None:
+        return _finish(top[0], top[1], guessed, [], t0)
     for i, e in enumerate(exs_in, 1):
         where = f"example {i}"
         broot, aroot = parse(e.before, lang), parse(e.after, lang)
@@ -1174,6 +1182,57 @@ def synthesize(
     # Wave 3u: a compound statement's header edited in place (synth/headers.py).
     result = _headers_in_place(result, exs, lang)
     return _finish(result, notes, guessed, layout_notes, t0)
+
+
+def _top_lines(exs: list[Example], lang: str) -> tuple[SynthResult, list[str]] | None:
+    """The rules that add the directive every changed example adds at its top: the first
+    place (synth/toplines.py) that reproduces every example — one that starts with blank
+    lines up to them, where another example shows the layout exactly."""
+    pairs = [(e.before, e.after) for e in exs]
+    directive = top_directive(pairs, lang)
+    if directive is None:
+        return None
+    header = top_header([b for b, a in pairs if b != a], lang)
+    changed = sum(1 for b, a in pairs if b != a)
+    for where, steps in top_candidates(directive, lang, header):
+        rules = [
+            SynthRule(
+                id=f"synth-{n}",
+                language=lang,
+                rule=rule,
+                fix=fix,
+                sites=changed if n == 1 else 0,
+                expand_start=start,
+            )
+            for n, (rule, fix, start) in enumerate(steps, 1)
+        ]
+        result = SynthResult(rules=rules, language=lang, examples_reproduced=len(exs))
+        loose: list[int] = []
+        exact = 0
+        try:
+            for n, (before, after) in enumerate(pairs, 1):
+                right, same = top_reproduced(before, after, result.apply(before)[0])
+                if not right:
+                    break
+                if not same:
+                    loose.append(n)
+                elif before != after:
+                    exact += 1
+            else:
+                if not exact:
+                    continue
+                notes = [f"`{directive}` added {where}, once a file"]
+                if loose:
+                    notes.append(
+                        "example(s) "
+                        + ", ".join(map(str, loose))
+                        + " start with blank lines, which lie before the file's first token "
+                        "where no rule writes: reproduced up to them"
+                    )
+                return result, notes
+        except RuleError:
+            continue
+    return None
 
 
 def _returns_guarded(result: SynthResult, exs: list[_Ex], lang: str) -> SynthResult:
