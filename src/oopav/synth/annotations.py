@@ -27,7 +27,7 @@ from typing import Any
 from ast_grep_py import SgNode
 
 # Rust: a run of attributes and comments above an item (the attributes an item carries).
-_ATTR_RUN = {
+ATTR_RUN = _ATTR_RUN = {
     "not": {
         "any": [{"kind": "attribute_item"}, {"kind": "line_comment"}, {"kind": "block_comment"}]
     }
@@ -70,6 +70,8 @@ _PY_RETURNS = {
 MAX_FEATURES = 2  # fragments returned, the first separating ones
 # The fragments this module made (the caller ranks them with the contexts, not the names).
 _MADE: set[str] = set()
+# The fragments that list the annotated items by name or first line (ranked with the names).
+_NAMED: set[str] = set()
 _HEAD = re.compile(r"^#!?\[\s*([A-Za-z_][\w:]*)")
 _DECORATOR = re.compile(r"^@\s*([A-Za-z_][\w.]*)")
 
@@ -82,6 +84,11 @@ def made_here(fragment: dict[str, Any]) -> bool:
     """``fragment`` came from :func:`own_features` (a property of the definition, not a
     list of names)."""
     return _key(fragment) in _MADE
+
+
+def names_items(fragment: dict[str, Any]) -> bool:
+    """``fragment`` lists the items attributes annotate (:func:`item_contexts`' last)."""
+    return _key(fragment) in _NAMED
 
 
 def _rust_attributes(node: SgNode) -> list[str]:
@@ -210,3 +217,104 @@ def own_features(
     out = out[:MAX_FEATURES]
     _MADE.update(_key(f) for f in out)
     return out
+
+
+# Wave 3u: an attribute inserted beside another (`#[test]` -> `#[cfg(unix)]\n#[test]`) or
+# removed from a run (`#[derive(Debug)]` deleted): the attribute's context is the item it
+# annotates — its next sibling past the run of attributes and comments — not its parent
+# (every attribute of a file sits in the `source_file`, every `#[test]` is alike).
+
+
+def annotated(node: SgNode) -> SgNode | None:
+    """The item a Rust attribute annotates: the first sibling after ``node`` that is no
+    attribute or comment (None for any other node, or an attribute ending its block)."""
+    if node.kind() != "attribute_item":
+        return None
+    sib = node.next()
+    while sib is not None and sib.kind() in ("attribute_item", "line_comment", "block_comment"):
+        sib = sib.next()
+    if sib is None or not sib.is_named():
+        return None
+    return sib
+
+
+def on_item(fragment: dict[str, Any]) -> dict[str, Any]:
+    """``fragment`` said of the item an attribute annotates (see :func:`annotated`): the
+    attribute ``precedes`` it, past the attributes and comments between."""
+    return {"precedes": {"stopBy": _ATTR_RUN, "all": [_ATTR_RUN, fragment]}}
+
+
+def _item_name(item: SgNode) -> str | None:
+    if item.kind() == "impl_item":
+        return None
+    name = item.field("name")
+    if name is None or not re.match(r"^[A-Za-z_]\w*$", name.text()):
+        return None
+    return name.text()
+
+
+def item_contexts(
+    seed: SgNode, positives: list[SgNode], negatives: list[SgNode]
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Fragments (on an attribute, see :func:`on_item`) saying what the items the changed
+    attributes annotate are, holding for every positive and no negative: the items' kind,
+    then (two items or more) what the item itself is (:func:`own_features`' properties, of
+    any item kind the sites show); and apart, the items' names (a list: one site says
+    nothing more; None where the names do not separate). Nothing unless ``seed`` is a Rust
+    attribute annotating an item."""
+    pos = [seed, *positives]
+    items = [annotated(p) for p in pos]
+    if not negatives or any(i is None for i in items):
+        return [], None
+    nodes = [i for i in items if i is not None]
+    out: list[dict[str, Any]] = []
+
+    def separates(fragment: dict[str, Any]) -> bool:
+        wrapped = on_item(fragment)
+        return all(_holds(p, wrapped) for p in pos) and not any(
+            _holds(n, wrapped) for n in negatives
+        )
+
+    kinds = sorted({i.kind() for i in nodes})
+    kind: dict[str, Any] = (
+        {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
+    )
+    if separates(kind):
+        out.append(on_item(kind))
+    distinct = {(i.range().start.index, i.range().end.index) for i in nodes}
+    if len(distinct) >= 2 and all(k in RUST_ITEMS for k in kinds):
+        heads = {h for i in nodes for h in _rust_attributes(i)}
+        literals: list[dict[str, Any]] = []
+        for f in _rust(nodes[0], heads):
+            at_pos = [_holds(i, f) for i in nodes]
+            if all(at_pos):
+                literals.append(f)
+            elif not any(at_pos):
+                literals.append({"not": f})
+        found = [f for f in literals if separates({**kind, "all": [f]})]
+        if not found:
+            for f, g in itertools.combinations(literals, 2):
+                if separates({**kind, "all": [f, g]}):
+                    found.append({"all": [f, g]})
+                    if len(found) >= MAX_FEATURES:
+                        break
+        for f in found[:MAX_FEATURES]:
+            out.append(on_item({**kind, "all": f["all"] if "all" in f else [f]}))
+    _MADE.update(_key(f) for f in out)
+    names = {_item_name(i) for i in nodes}
+    named: dict[str, Any]
+    if None not in names:
+        listed = sorted(n for n in names if n)
+        regex = "^(?:" + "|".join(re.escape(n) for n in listed) + ")$"
+        named = {**kind, "has": {"field": "name", "regex": regex}}
+    else:
+        # An item without a name (`pub use self::filters::{…}`; an impl, whose type names
+        # many: `impl Deref for Error`, `impl AsRef<…> for Error`): by its first line, the
+        # literal anchor an insertion above it would have.
+        lines = sorted({i.text().split("\n", 1)[0].rstrip() for i in nodes})
+        regex = "^(?:" + "|".join(re.escape(h) for h in lines) + ")"
+        named = {**kind, "regex": regex}
+    by_name = on_item(named) if separates(named) else None
+    if by_name is not None:
+        _NAMED.add(_key(by_name))
+    return out, by_name

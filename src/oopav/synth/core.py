@@ -27,7 +27,7 @@ from oopav.sandbox.astgrep import (
     rewrite_source,
 )
 from oopav.synth.abstract import Options, Template, abstract_sites, collapse_chains
-from oopav.synth.annotations import RUST_ITEMS, made_here
+from oopav.synth.annotations import ATTR_RUN, RUST_ITEMS, annotated, made_here, names_items
 from oopav.synth.appends import append_rules
 from oopav.synth.arrows import LANGS as ARROW_LANGS
 from oopav.synth.arrows import arrow_callback
@@ -2663,6 +2663,8 @@ def _names_fragment(fragment: dict[str, Any]) -> bool:
     """A discriminating fragment that lists definitions by name (the most specific kind);
     not what a definition itself is (synth/annotations.py)."""
     text = repr(fragment)
+    if names_items(fragment):
+        return True  # wave 3u: the items an attribute annotates, by name or first line
     # "Never assigned again" (wave 3r) names nothing: what the declaration itself is.
     return "'has'" in text and not made_here(fragment) and not never_reassigned_fragment(fragment)
 
@@ -3920,6 +3922,25 @@ def _insert_candidates(
     # Precision first (wave 3e): a statement of the anchor's kind only in the kind of
     # container the anchors sit in; one lone site inside a function only by its own anchor.
     held = anchor_container([seed.node, *(p.node for p in peers)])
+    if annotated(node) is not None and first.startswith("#"):
+        # Wave 3u: an attribute inserted beside another (`#[test]` -> `#[cfg(unix)]\n#[test]`):
+        # next to the anchor's text (then any attribute, closed by the anchors' texts), once
+        # per run; which runs is what the annotated items say (discriminate.item_contexts), not
+        # the position among the container's attributes (the last attribute of a file is
+        # no place an attribute goes).
+        new_first, new_last = first, _last_statement(new, lang)
+        once = [
+            {"not": {"precedes": {"pattern": new_first, "stopBy": ATTR_RUN}}},
+            {"not": {"follows": {"pattern": new_last, "stopBy": ATTR_RUN}}},
+        ]
+        literal = node.text()
+        return [
+            (
+                {"pattern": literal, "all": once},
+                literal + "\n" + new if after else new + "\n" + tab + literal,
+            ),
+            ({"kind": kind, "pattern": "$ANCHOR", "all": [*once, held] if held else once}, fix),
+        ]
     out: list[tuple[dict[str, Any], str]] = []
     generic = [
         ({"kind": kind, "pattern": "$ANCHOR", "all": [conjoin(edge, held), guard]}, fix),

@@ -38,7 +38,7 @@ from typing import Any
 from ast_grep_py import SgNode
 
 from oopav.synth.abstract import DEFINITION_KINDS
-from oopav.synth.annotations import own_features
+from oopav.synth.annotations import item_contexts, own_features
 from oopav.synth.sites import LIST_KINDS
 
 # Fields worth naming in a parent context (the first that holds the node exactly).
@@ -413,6 +413,11 @@ def constraints(
                     }
                 }
             )
+    # Wave 3u: an attribute's context is the item it annotates (its kind, what it is), not
+    # the parent every attribute of the file shares; its name with the other names below.
+    items, item_names = item_contexts(seed, positives, negatives)
+    for fragment in items:
+        add(fragment)
     negative: list[dict[str, Any]] = []
     for depth in (1, 2):
         kind = _kind_at(seed, depth)
@@ -487,6 +492,8 @@ def constraints(
     for by_name in named:
         if by_name is not None:
             add(by_name)
+    if item_names is not None:
+        add(item_names)
     kept = out[:MAX_CONSTRAINTS]
     # What an enclosing node holds (wave 3d), last: pluggy's `@hookimpl` gained
     # `(wrapper=True)` on the generator functions only — the decorated definition `has` a

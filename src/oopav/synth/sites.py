@@ -476,7 +476,18 @@ def _insertion(
     """A site for whole new lines: after the statement that ends where they start, else
     before the one that starts where they end (the edit's unmoved form)."""
     shift = sum(len(x.text) - (x.end - x.start) for x in edits if x.end <= e.start and x is not e)
-    for form in ("after", "before"):
+    forms = ("after", "before")
+    lines = [x.strip() for x in e.text.splitlines() if x.strip()]
+    if broot.kind() == "source_file" and lines and all(x.startswith("#[") for x in lines):
+        # Wave 3u: Rust attribute lines annotate the item below them: inserted after the
+        # attribute above them in the item's run (`#[cfg(feature = "std")]` ->
+        # `#[cfg(feature = "std")]\n#[cfg_attr(doc_cfg, …)]`), else before what follows
+        # (`#[cfg(feature = "cookies")]` above `pub mod cookie;`), never after the item
+        # above (`mod connect;`, which says nothing of which item gains the attribute).
+        above = _statement_at(broot, end=e.start)
+        if above is None or above.kind() != "attribute_item":
+            forms = ("before", "after")
+    for form in forms:
         lists = False
         if form == "after":
             start, text = e.start, e.text
