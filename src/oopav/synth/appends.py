@@ -38,6 +38,13 @@ the anchor's column, or written out with tabs and kept to the examples' depth). 
 ``synth.core`` keeps a set only when it reproduces every example and its *probes* (the same
 rules without the layout) match no list the examples keep. Needs two sites at least; an
 argument appended to one-line calls is left to the call-head rule (`$A($$$B)`).
+
+Wave 3u: a list is named as its owner's field (`field: parameters`: a Go method's receiver
+and result lists are parameter lists too); the parameters of functions, methods and
+interface or trait methods are one class by the owner's name (:data:`SIGNATURES`); a name
+shape keeps both common ends, and the names themselves follow where the shape reaches a
+definition the examples keep; several items inserted together are one run; a Go parameter
+is keyed by its name.
 """
 
 from __future__ import annotations
@@ -62,6 +69,29 @@ STRING_KINDS = frozenset(
     {"string", "string_literal", "interpreted_string_literal", "raw_string_literal"}
 )
 COMMENT_KINDS = frozenset({"comment", "line_comment", "block_comment"})
+# The fields of an owner a list may be (wave 3u: a rule names it, so a Go method's
+# receiver and result lists are not its parameters).
+LIST_FIELDS = ("parameters", "receiver", "result", "return_type", "arguments", "type_parameters")
+# Definitions one name may own a parameter list in, one class by that name (wave 3u): a
+# function, a method, an interface's or trait's method (`BeforeTest` declared in an
+# interface and defined on a type). Filtered to the kinds the language's grammar has.
+SIGNATURES: dict[str, tuple[str, ...]] = {
+    "go": ("function_declaration", "method_declaration", "method_elem", "method_spec"),
+    "javascript": ("function_declaration", "generator_function_declaration", "method_definition"),
+    "typescript": (
+        "function_declaration",
+        "generator_function_declaration",
+        "method_definition",
+        "function_signature",
+        "method_signature",
+        "abstract_method_signature",
+    ),
+    "rust": ("function_item", "function_signature_item"),
+    "php": ("function_definition", "method_declaration"),
+    "ruby": ("method", "singleton_method"),
+}
+SIGNATURES["tsx"] = SIGNATURES["typescript"]
+_GO_DECLS = frozenset({"parameter_declaration", "field_declaration"})
 _REQUIRE = re.compile(r"""^require\(\s*(['"])([^'"\n]*)\1\s*\)$""")
 # A keyed item: `key: value`, `key=value`, `"key": value` (the key).
 _KEY = re.compile(r"""^([\w$]+|"[^"\n]*"|'[^'\n]*')\s*[:=](?!=)""")
@@ -95,7 +125,7 @@ def _feature(field: SgNode, name: str) -> tuple[str, str] | None:
     return ("name", m.group(1))
 
 
-def _owner_regex(mode: str, values: set[str]) -> str:
+def _owner_regex(mode: str, values: set[str], exact: bool = False) -> str:
     alt = "(?:" + "|".join(re.escape(v) for v in sorted(values)) + ")"
     if mode == "module":
         return rf"""^['"`](?:[^'"`]*/)?{alt}(?:\.\w+)?['"`]$"""
@@ -103,15 +133,17 @@ def _owner_regex(mode: str, values: set[str]) -> str:
         return rf"""^require\(\s*['"](?:[^'"]*/)?{alt}(?:\.\w+)?['"]\s*\)$"""
     if mode == "exact":
         return rf"^{alt}$"
-    if len(values) > 1:
+    if len(values) > 1 and not exact:
         alt = _shape(values)
     return rf"(?:^|\W){alt}$"
 
 
 def _shape(names: set[str]) -> str:
-    """Names the examples differ in, by their longer common end: `pager`, `_pipepager` ->
-    `_?\\w*pager`; `get_user`, `get_users` -> `get_user\\w*`; else their alternation (a
-    shared part under 3 characters says nothing)."""
+    """Names the examples differ in, by their common ends: `pager`, `_pipepager` ->
+    `_?\\w*pager`; `get_user`, `get_users` -> `get_user\\w*`; `HTTPErrorf`,
+    `HTTPRedirectf` -> `HTTP\\w*f` (wave 3u: the shorter end narrows too, as the ordinary
+    search's name constraints do); else their alternation (when neither end reaches 3
+    characters, a shared part says nothing)."""
     bare = sorted(n.lstrip("_") for n in names)
     under = "_?" if any(n.startswith("_") for n in names) else ""
     prefix = bare[0]
@@ -124,9 +156,14 @@ def _shape(names: set[str]) -> str:
             suffix = suffix[1:]
     if max(len(prefix), len(suffix)) < 3:
         return "(?:" + "|".join(re.escape(v) for v in sorted(names)) + ")"
+    # The ends may not overlap in the shortest name (`pager`, `pipepager`: `\w*pager`, not
+    # `p\w*pager`); the longer end is kept whole.
+    room = min(len(b) for b in bare)
     if len(suffix) >= len(prefix):
-        return rf"(?:{under}\w*{re.escape(suffix)})"
-    return rf"(?:{under}{re.escape(prefix)}\w*)"
+        prefix = prefix[: room - len(suffix)]
+    else:
+        suffix = suffix[max(0, len(suffix) - (room - len(prefix))) :] if room > len(prefix) else ""
+    return rf"(?:{under}{re.escape(prefix)}\w*{re.escape(suffix)})"
 
 
 class _Site:
@@ -146,29 +183,44 @@ class _Site:
         # (wave 3p).
         self.last = ""
         self.last_kind = ""
+        # Wave 3u: the key the item follows is a Go parameter's or field's name; the regexes
+        # of a list that holds the new item(s) already; the owner's field that is the list
+        # (`parameters`, not a Go method's `receiver` or `result`).
+        self.go_key = False
+        self.guards: list[str] = []
+        self.slot = ""
 
     @property
     def multi(self) -> bool:
         return "\n" in self.sep
 
 
-def _append_at(root_after: SgNode, after: str, at: int, item: str) -> _Site | None:
-    """The append whose new item starts at offset ``at`` of ``after``, or None."""
+def _append_at(root_after: SgNode, after: str, at: int, item: str, lang: str = "") -> _Site | None:
+    """The append whose new item (or run of items, wave 3u) starts at offset ``at`` of
+    ``after``, or None."""
     node = _node_at(root_after, at, at + len(item))
-    if node is None:
-        return None
-    parent = node.parent()
-    if parent is None:
-        return None
-    items = _items(parent)
-    idx = next((i for i, n in enumerate(items) if n.range().start.index == at), 0)
+    parent = node.parent() if node is not None else None
+    if parent is not None:
+        items = _items(parent)
+        idx = next((i for i, n in enumerate(items) if n.range().start.index == at), 0)
+        end = idx
+    else:
+        # Several items inserted together (`, msg string, args ...interface{}`): one run.
+        from oopav.synth.neighbours import _run
+
+        found = _run(root_after, at, at + len(item))
+        if found is None:
+            return None
+        parent, items, idx, end = found
     if idx < 1:
         return None
     prev = items[idx - 1]
+    new = items[idx : end + 1]
     # In the middle of a list: after the item of one key (`Usage: …` -> `ArgsUsage: …`).
     key = ""
     sibling = False
-    if idx < len(items) - 1:
+    go_key = False
+    if end < len(items) - 1:
         m = _KEY.match(prev.text())
         if m is not None and _KEY.match(item) is not None:
             key = m.group(1)
@@ -176,6 +228,10 @@ def _append_at(root_after: SgNode, after: str, at: int, item: str) -> _Site | No
             # A name inserted after a name (`MutBuf, MutBufExt`): the name it follows is
             # the context, in any list of the kind (an import list with or without a path).
             key, sibling = prev.text(), True
+        elif (k := _go_key(prev, lang)) is not None and _go_key(new[0], lang) is not None:
+            # A Go parameter or field after the one of that name (`values url.Values` ->
+            # `values url.Values, body io.Reader`, wave 3u).
+            key, go_key = k, True
         else:
             return None
     sep = after[prev.range().end.index : at]
@@ -203,6 +259,17 @@ def _append_at(root_after: SgNode, after: str, at: int, item: str) -> _Site | No
             if feat is None:
                 return None
             site = _Site(tuple(chain), fld, feat[0], feat[1], sep, key)
+            site.go_key = go_key
+            site.guards = [_guard(n, lang) for n in new]
+            if len(chain) == 2:
+                site.slot = next(
+                    (
+                        name
+                        for name in LIST_FIELDS
+                        if (g := owner.field(name)) is not None and g.range() == prange
+                    ),
+                    "",
+                )
             closing = re.search(r"\n([ \t]*)\S+$", parent.text())
             site.close = closing.group(1) if closing else None
             if idx == len(items) - 1 and (last := _KEY.match(prev.text())) is not None:
@@ -304,7 +371,7 @@ def _owner_rules(
             for p, text in inserted:
                 site, item = None, ""
                 for item, at, window in _placed(s.after_text, p, len(text)):
-                    site = _append_at(root_after, after, s.after_start + at, item)
+                    site = _append_at(root_after, after, s.after_start + at, item, lang)
                     if site is not None:
                         # `len: 0` -> `len: 0,\n mark: None,`: the new last item brings the
                         # trailing comma the list lacked (two commas inserted).
@@ -323,27 +390,60 @@ def _owner_rules(
         return [], []
     item = items.pop()
     roots = [r for before, _a, root_after, _s in examples for r in (before, root_after)]
+    signatures = _signatures(lang)
     groups: dict[tuple[Any, ...], list[_Site]] = {}
     for site in found:
+        chain = site.chain
+        if (
+            len(chain) == 2
+            and chain[1] in signatures
+            and site.field == "name"
+            and site.slot == "parameters"
+        ):
+            # A function's, a method's or an interface method's parameters: one class by
+            # the owner's name (wave 3u).
+            chain = (chain[0], _SIGNATURE)
         groups.setdefault(
-            (site.chain, site.field, site.mode, site.multi, site.after, site.trail), []
+            (
+                chain,
+                site.field,
+                site.mode,
+                site.multi,
+                site.after,
+                site.trail,
+                site.go_key,
+                site.slot,
+                tuple(site.guards),
+            ),
+            [],
         ).append(site)
+    exacts = [False]
+    if any(
+        _owner_regex(g[0][2], {s.value for s in g[1]})
+        != _owner_regex(g[0][2], {s.value for s in g[1]}, exact=True)
+        for g in groups.items()
+        if g[0][2] != "sibling"
+    ):
+        # Wave 3u: the names themselves where their shape reaches a definition the
+        # examples keep (`\w*Regexp`, and `matchRegexp` kept beside `Regexp`, `NotRegexp`).
+        exacts.append(True)
     out: list[Candidate] = []
-    for relative in (True, False):
+    for exact, relative in [(e, r) for e in exacts for r in (True, False)]:
         rules: list[tuple[dict[str, Any], str]] = []
         probes: list[dict[str, Any]] = []
-        for (chain, fld, mode, multi, key, trail), sites in groups.items():
+        for (chain, fld, mode, multi, key, trail, go_key, slot, guards), sites in groups.items():
             if trail and key:
                 break
             seps = {s.sep if not relative else _relative(s.sep) for s in sites}
             if len(seps) != 1:
                 break
             # The item the new one follows: by its key, or (a name after a name) whole.
-            after_rx = (
-                rf"{re.escape(key)}\s*,"
-                if mode == "sibling"
-                else rf"{re.escape(key)}\s*(?::|=[^=])"
-            )
+            if mode == "sibling":
+                after_rx = rf"{re.escape(key)}\s*,"
+            elif go_key:
+                after_rx = _go_key_regex(key)[1:]
+            else:
+                after_rx = rf"{re.escape(key)}\s*(?::|=[^=])"
             depth: dict[str, Any] = {}
             if multi and not relative:
                 # Written out (tabs: ast-grep re-indents a fix by spaces only): the depth
@@ -360,15 +460,29 @@ def _owner_rules(
             values = {s.value for s in sites}
             owner: dict[str, Any] | None = None
             if mode != "sibling":
+                kinds_of: dict[str, Any] = (
+                    {"any": [{"kind": k} for k in signatures]}
+                    if chain[-1] == _SIGNATURE
+                    else {"kind": chain[-1]}
+                )
                 owner = {
-                    "kind": chain[-1],
+                    **kinds_of,
                     "stopBy": "neighbor",
-                    "has": {"field": fld, "regex": _owner_regex(mode, values)},
+                    # The list is this field of its owner (wave 3u: a Go method's
+                    # parameters, not its receiver or its result).
+                    **({"field": slot} if slot else {}),
+                    "has": {"field": fld, "regex": _owner_regex(mode, values, exact)},
                 }
                 for kind in reversed(chain[1:-1]):
                     owner = {"kind": kind, "stopBy": "neighbor", "inside": owner}
             layout: dict[str, Any] = {"regex": "\n"} if multi else {}
-            guard = _not_twice(item)
+            guard: dict[str, Any] = (
+                _not_twice(item)
+                if not guards
+                else {"has": {"regex": guards[0]}}
+                if len(guards) == 1
+                else {"any": [{"has": {"regex": g}} for g in guards]}
+            )
             lst: dict[str, Any] = {
                 "kind": chain[0],
                 "stopBy": "neighbor",
@@ -416,6 +530,51 @@ def _owner_rules(
             if rules:
                 out.append((rules, probes))
     return out + _after_last(found, item, lang), found
+
+
+_SIGNATURE = "<signature>"
+_GO_NAMED = re.compile(r"^([A-Za-z_]\w*)\s+[^\s=:,(]")
+_SIGNATURE_KINDS: dict[str, tuple[str, ...]] = {}
+
+
+def _signatures(lang: str) -> tuple[str, ...]:
+    """:data:`SIGNATURES` of ``lang`` that its grammar has (an unknown kind is a rule
+    error)."""
+    if lang not in _SIGNATURE_KINDS:
+        from ast_grep_py import SgRoot
+
+        root = SgRoot("", lang).root() if lang in SIGNATURES else None
+        known = []
+        for k in SIGNATURES.get(lang, ()):
+            try:
+                root.find_all(kind=k)  # type: ignore[union-attr]
+            except (RuntimeError, ValueError):
+                continue
+            known.append(k)
+        _SIGNATURE_KINDS[lang] = tuple(known)
+    return _SIGNATURE_KINDS[lang]
+
+
+def _go_key(node: SgNode, lang: str) -> str | None:
+    """A Go parameter's or field's name (`values url.Values`: `values`; None for a group
+    `method, url string` or anything else)."""
+    if lang != "go" or node.kind() not in _GO_DECLS:
+        return None
+    m = _GO_NAMED.match(node.text())
+    return m.group(1) if m else None
+
+
+def _go_key_regex(key: str) -> str:
+    return rf"^{re.escape(key)}\s+[^\s=:,(]"
+
+
+def _guard(node: SgNode, lang: str) -> str:
+    """A list item that is ``node`` already (a Go parameter or field by its name, a keyed
+    item by its key, else its text)."""
+    if (name := _go_key(node, lang)) is not None:
+        return _go_key_regex(name)
+    key = _KEY.match(node.text())
+    return rf"^{re.escape(key.group(1))}\s*(?::|=[^=])" if key else f"^{re.escape(node.text())}$"
 
 
 def _not_twice(item: str) -> dict[str, Any]:
