@@ -206,7 +206,7 @@ def _append_at(root_after: SgNode, after: str, at: int, item: str, lang: str = "
         end = idx
     else:
         # Several items inserted together (`, msg string, args ...interface{}`): one run.
-        from oopav.synth.neighbours import _run
+        from oopav.synth.neighbours import _run  # neighbours builds on this module
 
         found = _run(root_after, at, at + len(item))
         if found is None:
@@ -340,6 +340,7 @@ def append_rules(
     Wave 3u: an item inserted between two items is also placed by its neighbours, in any
     list (``synth.neighbours``): those candidates come first unless every site's list has
     one owner, of one name that is no constructor's."""
+    # Imported here: synth.neighbours builds on this module's helpers.
     from oopav.synth.neighbours import CONSTRUCTORS, neighbour_rules
 
     between = neighbour_rules(examples, lang, _insertions)
