@@ -56,7 +56,8 @@ from typing import Any
 
 from ast_grep_py import SgNode
 
-from oopav.synth.commas import COMMENTS
+from oopav.synth.listitems import comment_rule, list_items, relative_sep, ws_regex
+from oopav.synth.neighbours import CONSTRUCTORS, _run, neighbour_rules
 
 # Fields that name what a list belongs to, in the order they are tried.
 OWNER_FIELDS = ("source", "module_name", "function", "name", "type", "value", "path")
@@ -68,7 +69,6 @@ NAME_LISTS = frozenset(
 STRING_KINDS = frozenset(
     {"string", "string_literal", "interpreted_string_literal", "raw_string_literal"}
 )
-COMMENT_KINDS = frozenset({"comment", "line_comment", "block_comment"})
 # The fields of an owner a list may be (wave 3u: a rule names it, so a Go method's
 # receiver and result lists are not its parameters).
 LIST_FIELDS = ("parameters", "receiver", "result", "return_type", "arguments", "type_parameters")
@@ -97,10 +97,6 @@ _REQUIRE = re.compile(r"""^require\(\s*(['"])([^'"\n]*)\1\s*\)$""")
 _KEY = re.compile(r"""^([\w$]+|"[^"\n]*"|'[^'\n]*')\s*[:=](?!=)""")
 _NAME = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*$")
 _QUOTED = re.compile(r"""^(['"`])([^'"`\n]*)\1$""")
-
-
-def _items(node: SgNode) -> list[SgNode]:
-    return [c for c in node.children() if c.is_named() and c.kind() not in COMMENT_KINDS]
 
 
 def _module_base(path: str) -> str:
@@ -201,13 +197,11 @@ def _append_at(root_after: SgNode, after: str, at: int, item: str, lang: str = "
     node = _node_at(root_after, at, at + len(item))
     parent = node.parent() if node is not None else None
     if parent is not None:
-        items = _items(parent)
+        items = list_items(parent)
         idx = next((i for i, n in enumerate(items) if n.range().start.index == at), 0)
         end = idx
     else:
         # Several items inserted together (`, msg string, args ...interface{}`): one run.
-        from oopav.synth.neighbours import _run  # neighbours builds on this module
-
         found = _run(root_after, at, at + len(item))
         if found is None:
             return None
@@ -340,9 +334,6 @@ def append_rules(
     Wave 3u: an item inserted between two items is also placed by its neighbours, in any
     list (``synth.neighbours``): those candidates come first unless every site's list has
     one owner, of one name that is no constructor's."""
-    # Imported here: synth.neighbours builds on this module's helpers.
-    from oopav.synth.neighbours import CONSTRUCTORS, neighbour_rules
-
     between = neighbour_rules(examples, lang, _insertions)
     owned, found = _owner_rules(examples, lang)
     values = {s.value for s in found}
@@ -435,7 +426,7 @@ def _owner_rules(
         for (chain, fld, mode, multi, key, trail, go_key, slot, guards), sites in groups.items():
             if trail and key:
                 break
-            seps = {s.sep if not relative else _relative(s.sep) for s in sites}
+            seps = {s.sep if not relative else relative_sep(s.sep) for s in sites}
             if len(seps) != 1:
                 break
             # The item the new one follows: by its key, or (a name after a name) whole.
@@ -453,9 +444,9 @@ def _owner_rules(
                 ind = re.sub(r"^[^\n]*\n", "", next(iter(seps)))
                 closes = {s.close for s in sites}
                 if key:
-                    depth = {"regex": rf"\n{_ws(ind)}{after_rx}"}
+                    depth = {"regex": rf"\n{ws_regex(ind)}{after_rx}"}
                 elif len(closes) == 1 and None not in closes:
-                    depth = {"regex": rf"\n{_ws(str(next(iter(closes))))}\S+$"}
+                    depth = {"regex": rf"\n{ws_regex(str(next(iter(closes))))}\S+$"}
                 else:
                     break
             values = {s.value for s in sites}
@@ -499,7 +490,7 @@ def _owner_rules(
                     "nthChild": {
                         "position": 1,
                         "reverse": True,
-                        "ofRule": {"not": _comment(lang)},
+                        "ofRule": {"not": comment_rule(lang)},
                     }
                 }
             )
@@ -510,7 +501,7 @@ def _owner_rules(
                     c.kind()
                     for root in roots
                     for lst_node in root.find_all(kind=chain[0])
-                    for c in _items(lst_node)
+                    for c in list_items(lst_node)
                 }
             )
             of_kind: dict[str, Any] = (
@@ -521,7 +512,7 @@ def _owner_rules(
                 "pattern": "$A",
                 **of_kind,
                 **anchor,
-                "not": {"any": [_comment(lang), no_comma]} if trail else _comment(lang),
+                "not": {"any": [comment_rule(lang), no_comma]} if trail else comment_rule(lang),
             }
             rules.append(({**top, "inside": lst}, "$A" + seps.pop() + item + trail))
             probe_list = {k: v for k, v in lst.items() if k not in ("regex", "all")}
@@ -595,7 +586,7 @@ def _after_last(found: list[_Site], item: str, lang: str) -> list[Candidate]:
     holding the new item yet."""
     lasts = {(s.last, s.last_kind) for s in found}
     kinds = {s.chain[0] for s in found}
-    seps = {_relative(s.sep) for s in found}
+    seps = {relative_sep(s.sep) for s in found}
     if len(lasts) != 1 or len(kinds) != 1 or len(seps) != 1 or not _KEY.match(item):
         return []
     if any(s.trail or s.after or not s.last for s in found):
@@ -612,8 +603,8 @@ def _after_last(found: list[_Site], item: str, lang: str) -> list[Candidate]:
         "pattern": "$A",
         "kind": last_kind,
         "regex": rf"^{re.escape(last)}\s*(?::|=[^=])",
-        "nthChild": {"position": 1, "reverse": True, "ofRule": {"not": _comment(lang)}},
-        "not": _comment(lang),
+        "nthChild": {"position": 1, "reverse": True, "ofRule": {"not": comment_rule(lang)}},
+        "not": comment_rule(lang),
     }
     probe = {**top, "inside": {"kind": kind, "stopBy": "neighbor", "not": guard}}
     return [([({**top, "inside": lst}, "$A" + sep + item)], [probe])]
@@ -637,20 +628,3 @@ def _placed(text: str, p: int, n: int) -> list[tuple[str, int, str]]:
         if item and "\n" not in item:
             out.append((item, k + window.index(item), window))
     return out
-
-
-def _comment(lang: str) -> dict[str, Any]:
-    # A fresh dict each time: a shared one is written as a YAML anchor.
-    kinds = COMMENTS.get(lang, ("comment",))
-    return {"kind": kinds[0]} if len(kinds) == 1 else {"any": [{"kind": k} for k in kinds]}
-
-
-def _ws(text: str) -> str:
-    """Indentation as a regex (Rust's: a tab as ``\\t``)."""
-    return text.replace("\t", r"\t")
-
-
-def _relative(sep: str) -> str:
-    """A multi-line separator without its indentation (ast-grep indents the fix's further
-    lines to the anchor's)."""
-    return re.sub(r"\n[ \t]*$", "\n", sep)

@@ -48,7 +48,7 @@ from typing import Any
 
 from ast_grep_py import SgNode
 
-from oopav.synth.appends import COMMENT_KINDS, _comment, _items, _relative, _ws
+from oopav.synth.listitems import COMMENT_KINDS, comment_rule, list_items, relative_sep, ws_regex
 
 # Modifiers in front of a member's name (`async hasItem(…)`, `pub fn`, `static get x()`).
 _MODS = (
@@ -111,7 +111,7 @@ def _run(root: SgNode, a: int, b: int) -> tuple[SgNode, list[SgNode], int, int] 
     """The list whose items i..j span exactly [a, b) (the highest such node)."""
     node: SgNode | None = root
     while node is not None:
-        items = _items(node)
+        items = list_items(node)
         starts = [k for k, c in enumerate(items) if c.range().start.index == a]
         ends = [k for k, c in enumerate(items) if c.range().end.index == b]
         if starts and ends and starts[0] <= ends[-1] and len(items) > ends[-1] - starts[0] + 1:
@@ -225,7 +225,7 @@ def neighbour_rules(
                 if lst.range().start.index in edited:
                     continue
                 keys: dict[str, set[str]] = {}
-                for c in _items(lst):
+                for c in list_items(lst):
                     if (name := key_of(c, lang)) is not None:
                         keys.setdefault(name, set()).add(c.kind())
                 kept.append((kind, keys))
@@ -299,7 +299,7 @@ def _decision_list(
         indents = {s.anchors[(side, key)][1] for s in at}
         depth: dict[str, Any] = {}
         if relative:
-            seps = {_relative(x) for x in seps}
+            seps = {relative_sep(x) for x in seps}
             if multi and any(
                 re.search(rf"\n(?!{re.escape(s.anchors[(side, key)][1])}\S)", s.item) for s in at
             ):
@@ -308,7 +308,7 @@ def _decision_list(
         elif multi:
             if len(indents) != 1:
                 return None
-            depth = {"regex": rf"\n{_ws(indent)}{key_regex(key, lang)[1:]}"}
+            depth = {"regex": rf"\n{ws_regex(indent)}{key_regex(key, lang)[1:]}"}
         if len(seps) != 1:
             return None
         sep = seps.pop()
@@ -331,7 +331,7 @@ def _decision_list(
             "pattern": "$A",
             **of_kind,
             "regex": key_regex(key, lang),
-            "not": _comment(lang),
+            "not": comment_rule(lang),
         }
         fix = "$A" + sep + item if side == "after" else item + sep + "$A"
         rule = {**top, "inside": lst}
