@@ -53,6 +53,7 @@ from oopav.synth.formatargs import LANGS as FORMAT_LANGS
 from oopav.synth.formatargs import concat_template, inline_args
 from oopav.synth.headers import in_place as header_in_place
 from oopav.synth.imports import manage_imports
+from oopav.synth.members import member_candidates
 from oopav.synth.narrow import callee_constraints, deleted_call, usage_fragments
 from oopav.synth.placement import at_edge, bound_names, edge_candidates
 from oopav.synth.precision import (
@@ -771,8 +772,13 @@ def _rename_candidates(
     macros = _macro_rename(seed, remaining, language)
     if macros is not None:
         first.append(macros)
+    # Wave 3u: a member renamed (every site a method's or a field's name) reaches the
+    # member's other spellings (synth/members.py): first with the namespace below, and
+    # after the plain kind the member's spellings alone.
+    same = [s.node for s, _ in remaining if s.before_text == old and s.after_text == new]
+    alts: list[dict[str, Any]] = []
     if seed.node.kind() in every and len(every) > 1:
-        alts: list[dict[str, Any]] = [{"kind": k} for k in every]
+        alts = [{"kind": k} for k in every]
         if space is _MEMBER_KINDS and language == "rust":
             # A Rust method is called as a field (`x.f()`) but defined as a plain name.
             alts.append(
@@ -785,6 +791,11 @@ def _rename_candidates(
                     },
                 }
             )
+    member_first, member_late = member_candidates(
+        seed.node, same, language, alts or [{"kind": seed.node.kind()}]
+    )
+    first += [{"regex": regex0, **m} for m in member_first]
+    if alts:
         first.append({"regex": regex0, "any": alts})
     kinds = sorted(
         {
@@ -798,6 +809,9 @@ def _rename_candidates(
     if len(kinds) > 1 and set(kinds) != set(every):
         out.append({"regex": regex, "any": [{"kind": k} for k in kinds]})
     out.append({"kind": seed.node.kind(), "regex": regex})
+    for m in member_late:
+        if {"regex": regex, **m} not in out:
+            out.append({"regex": regex, **m})
     if old in PREDECLARED_TYPES.get(language, ()):
         # Wave 3k (synth22): a predeclared type is no name a commit renames; changed to
         # another type it is changed where the sites show (urfave/cli's `[]int` and

@@ -277,7 +277,7 @@ def member_rename(regex: str, nodes: list[SgNode]) -> dict[str, Any] | None:
     }
 
 
-def _method_name(*around: str) -> dict[str, Any]:
+def method_name(*around: str) -> dict[str, Any]:
     """``inside`` the name of a function defined directly in a class body (through
     ``around``: a decorator's definition)."""
     inner: dict[str, Any] = {"kind": "class_definition", "stopBy": "neighbor"}
@@ -299,8 +299,8 @@ def method_rename(member: dict[str, Any]) -> dict[str, Any]:
     rule = {k: v for k, v in member.items() if k != "inside"}
     rule["any"] = [
         {"inside": member["inside"]},
-        _method_name(),
-        _method_name("decorated_definition"),
+        method_name(),
+        method_name("decorated_definition"),
     ]
     return rule
 
