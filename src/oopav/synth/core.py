@@ -1819,6 +1819,7 @@ def _trailing_commas(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     if found is None:
         return None
     rule_obj, sites = found
+    rule_obj = _except_kept(rule_obj, exs)
     rule = SynthRule(id="synth-1", language=lang, rule=rule_obj, fix="$A,", sites=sites)
     rules = [rule] + [
         replace(rule, id=f"synth-{i}", sites=0, follow_up="nested")
@@ -1830,6 +1831,35 @@ def _trailing_commas(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     return rules
 
 
+def _except_kept(rule: dict[str, Any], exs: list[_Ex]) -> dict[str, Any]:
+    """``rule`` (a formatter's rule: trailing commas, missing semicolons) less the nodes it
+    matches on the lines a partial example keeps (wave 3u): the user showed those as left
+    alone — one list the commit forgot, a statement it kept — and the change is still the
+    formatter's everywhere else, so each kept node is excluded by its own text in its own
+    kind of parent (``not: {regex: '^text$', inside: {kind: …}}``) rather than the whole
+    rule given up for one literal rule per site. The caller still checks that the set
+    reproduces every example (a kept node with the text of an edited one fails there)."""
+    out: list[dict[str, Any]] = []
+    for ex in exs:
+        if not ex.keep:
+            continue
+        for m in ex.root.find_all(**rule):
+            r = m.range()
+            a, b = r.start.index, r.end.index
+            if not any(a < kb and ka <= b for ka, kb in ex.keep):
+                continue
+            p = m.parent()
+            one: dict[str, Any] = {"regex": f"^{re.escape(m.text())}$"}
+            if p is not None:
+                one["inside"] = {"kind": p.kind(), "stopBy": "neighbor"}
+            if one not in out:
+                out.append(one)
+    if not out:
+        return rule
+    excluded = {"not": out[0]} if len(out) == 1 else {"not": {"any": out}}
+    return {**rule, "all": [*rule.get("all", []), excluded]}
+
+
 def _semicolons(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     """The missing-semicolon rule set (``synth.semicolons``): the rule and its nested
     copies, when the set reproduces every example (a partial one as :func:`_reproduced` has
@@ -1839,6 +1869,7 @@ def _semicolons(exs: list[_Ex], lang: str) -> list[SynthRule] | None:
     if found is None:
         return None
     rule_obj, sites = found
+    rule_obj = _except_kept(rule_obj, exs)
     rule = SynthRule(id="synth-1", language=lang, rule=rule_obj, fix="$A;", sites=sites)
     rules = [rule] + [
         replace(rule, id=f"synth-{i}", sites=0, follow_up="nested")
